@@ -243,7 +243,11 @@ class Bert:
 class Marian:
     EOS = 0
     EPS = 1e-9
-    MAX_SOURCE_TOKENS = 512  # including the appended </s>
+    # Not properties of the model: choices shared with the Rust side (src/models/marian.rs) so that
+    # truncation and max_length stops agree. Source: at most 255 pieces + </s>; target: at most
+    # max(ceil(2.5 * T_src), 4) tokens (Bergamot's max-length-factor 2.5), T_src counting </s>.
+    MAX_SOURCE_TOKENS = 256  # including the appended </s>
+    MAX_LENGTH_FACTOR = 2.5
 
     def __init__(self, model_dir: str, dtype=np.float64):
         self.dtype = dtype
@@ -305,7 +309,7 @@ class Marian:
         return x, attns
 
     def max_target_len(self, src_len: int) -> int:
-        return int(2.5 * src_len) + 5
+        return max(math.ceil(self.MAX_LENGTH_FACTOR * src_len), 4)
 
     def forward(self, text: str, max_target_len: int | None = None) -> dict:
         enc = self.tok.encode(text, add_special_tokens=False)
