@@ -1,0 +1,270 @@
+// Pure array maths on attention results (no DOM, no wasm): used by the views, the page and the
+// widget alike. Every matrix is a row-major Float32Array [query][key].
+
+/** Kinds present in a result, in a stable teaching order. */
+export function resultKinds(result) {
+  const order = ['encoder_self', 'decoder_self', 'cross'];
+  const seen = new Set(result.attentions.map((a) => a.kind));
+  return order.filter((k) => seen.has(k)).concat([...seen].filter((k) => !order.includes(k)));
+}
+
+/** Attention blocks of one kind, sorted by layer. */
+export function blocksOf(result, kind) {
+  return result.attentions.filter((a) => a.kind === kind).sort((a, b) => a.layer - b.layer);
+}
+
+export function getBlock(result, kind, layer) {
+  return result.attentions.find((a) => a.kind === kind && a.layer === layer) || null;
+}
+
+export function numLayers(result, kind) {
+  return blocksOf(result, kind).length;
+}
+
+export function numHeads(result, kind) {
+  const b = blocksOf(result, kind)[0];
+  return b ? b.heads : 0;
+}
+
+/** Query and key tokens (and word ids) that a kind's matrices are indexed by. */
+export function tokensFor(result, kind) {
+  const src = result.tokens.source || [];
+  const tgt = result.tokens.target || [];
+  const ws = (result.word_ids && result.word_ids.source) || src.map(() => null);
+  const wt = (result.word_ids && result.word_ids.target) || tgt.map(() => null);
+  if (kind === 'decoder_self') return { q: tgt, k: tgt, qWords: wt, kWords: wt, qSide: 'target', kSide: 'target' };
+  if (kind === 'cross') return { q: tgt, k: src, qWords: wt, kWords: ws, qSide: 'target', kSide: 'source' };
+  return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
+}
+
+/** The [query][key] matrix of one head (a view into the block, not a copy). */
+export function headMatrix(block, h) {
+  const n = block.query_len * block.key_len;
+  return block.data.subarray(h * n, (h + 1) * n);
+}
+
+/** Mean over the given heads (all heads by default). */
+export function headMean(block, heads) {
+  const n = block.query_len * block.key_len;
+  const out = new Float32Array(n);
+  const list = heads && heads.length ? heads : [...Array(block.heads).keys()];
+  for (const h of list) {
+    const off = h * n;
+    for (let i = 0; i < n; i++) out[i] += block.data[off + i];
+  }
+  const inv = 1 / list.length;
+  for (let i = 0; i < n; i++) out[i] *= inv;
+  return out;
+}
+
+/** Multiply square matrices a·b (n×n). */
+function matmulSquare(a, b, n) {
+  const out = new Float32Array(n * n);
+  for (let i = 0; i < n; i++) {
+    for (let k = 0; k < n; k++) {
+      const aik = a[i * n + k];
+      if (aik === 0) continue;
+      const bo = k * n;
+      const oo = i * n;
+      for (let j = 0; j < n; j++) out[oo + j] += aik * b[bo + j];
+    }
+  }
+  return out;
+}
+
+/**
+ * Attention rollout (Abnar & Zuidema 2020) through layers 0..upTo of square self-attention
+ * blocks: A' = 0.5·mean_heads(A) + 0.5·I, rows renormalised, R = A'_upTo · … · A'_0.
+ */
+export function rollout(blocks, upTo = blocks.length - 1) {
+  if (!blocks.length) return null;
+  const n = blocks[0].query_len;
+  let r = null;
+  for (let l = 0; l <= upTo && l < blocks.length; l++) {
+    const a = headMean(blocks[l]);
+    for (let i = 0; i < n; i++) {
+      let s = 0;
+      for (let j = 0; j < n; j++) {
+        const v = 0.5 * a[i * n + j] + (i === j ? 0.5 : 0);
+        a[i * n + j] = v;
+        s += v;
+      }
+      if (s > 0) for (let j = 0; j < n; j++) a[i * n + j] /= s;
+    }
+    r = r ? matmulSquare(a, r, n) : a;
+  }
+  return r;
+}
+
+/** Mean row entropy in nats, and normalised by ln(cols) (0 = every row one-hot, 1 = uniform). */
+export function entropy(mat, rows, cols) {
+  if (!rows || !cols) return { nats: 0, normalised: 0 };
+  let total = 0;
+  for (let i = 0; i < rows; i++) {
+    let h = 0;
+    let s = 0;
+    for (let j = 0; j < cols; j++) s += mat[i * cols + j];
+    if (s <= 0) continue;
+    for (let j = 0; j < cols; j++) {
+      const p = mat[i * cols + j] / s;
+      if (p > 0) h -= p * Math.log(p);
+    }
+    total += h;
+  }
+  const nats = total / rows;
+  return { nats, normalised: cols > 1 ? nats / Math.log(cols) : 0 };
+}
+
+const DEFAULT_SPECIALS = ['[CLS]', '[SEP]', '[PAD]', '[MASK]', '</s>', '<s>', '<pad>', '<|endoftext|>', '<|im_start|>', '<|im_end|>'];
+
+export function isSpecial(token, wordId, specials) {
+  if (specials && specials.has(token)) return true;
+  return DEFAULT_SPECIALS.includes(token);
+}
+
+/** Strip the word-start / continuation markers of WordPiece, SentencePiece and byte-level BPE. */
+export function cleanPiece(piece, first) {
+  let p = piece;
+  if (!first && p.startsWith('##')) p = p.slice(2);
+  p = p.replace(/^[\u2581\u0120]/, '');
+  return p;
+}
+
+/**
+ * How rows and columns of a [query][key] matrix are grouped for display.
+ * opts: { hideSpecial, merge, specials: string[] }.
+ * Returns { rowGroups, colGroups: arrays of original-index arrays, rowLabels, colLabels,
+ *           renorm: bool, notes: string[] }.
+ */
+export function makeTransform(tok, opts = {}) {
+  const specials = new Set(opts.specials || []);
+  const notes = [];
+  const side = (tokens, words) => {
+    const keep = [];
+    for (let i = 0; i < tokens.length; i++) {
+      if (opts.hideSpecial && isSpecial(tokens[i], words[i], specials)) continue;
+      keep.push(i);
+    }
+    const groups = [];
+    const labels = [];
+    if (opts.merge) {
+      let cur = null;
+      let curWord;
+      for (const i of keep) {
+        const w = words[i];
+        if (w !== null && w !== undefined && cur && curWord === w) {
+          cur.push(i);
+          labels[labels.length - 1] += cleanPiece(tokens[i], false);
+        } else {
+          cur = [i];
+          curWord = w;
+          groups.push(cur);
+          labels.push(w === null || w === undefined ? tokens[i] : cleanPiece(tokens[i], true) || tokens[i]);
+        }
+      }
+    } else {
+      for (const i of keep) {
+        groups.push([i]);
+        labels.push(tokens[i]);
+      }
+    }
+    return { groups, labels, hidden: tokens.length - keep.length };
+  };
+  const r = side(tok.q, tok.qWords);
+  const c = tok.q === tok.k ? r : side(tok.k, tok.kWords);
+  if (opts.hideSpecial && (r.hidden || c.hidden)) notes.push('Special tokens hidden; each row renormalised to sum to 1.');
+  if (opts.merge) notes.push('Sub-words merged into words: key weights summed, query rows averaged.');
+  return {
+    rowGroups: r.groups,
+    colGroups: c.groups,
+    rowLabels: r.labels,
+    colLabels: c.labels,
+    renorm: !!opts.hideSpecial,
+    notes,
+  };
+}
+
+/** Apply a transform to one [Tq][Tk] matrix; returns Float32Array(rows*cols). */
+export function applyTransform(tr, mat, tq, tk) {
+  const R = tr.rowGroups.length;
+  const C = tr.colGroups.length;
+  const out = new Float32Array(R * C);
+  for (let r = 0; r < R; r++) {
+    const g = tr.rowGroups[r];
+    for (const i of g) {
+      const row = i * tk;
+      let norm = 1;
+      if (tr.renorm) {
+        let s = 0;
+        for (const cg of tr.colGroups) for (const j of cg) s += mat[row + j];
+        norm = s > 0 ? 1 / s : 0;
+      }
+      const w = norm / g.length;
+      for (let c = 0; c < C; c++) {
+        let s = 0;
+        for (const j of tr.colGroups[c]) s += mat[row + j];
+        out[r * C + c] += s * w;
+      }
+    }
+  }
+  return out;
+}
+
+/** Indices of the k largest entries of a row, largest first. */
+export function topK(row, k) {
+  const idx = [...row.keys()];
+  idx.sort((a, b) => row[b] - row[a]);
+  return idx.slice(0, k);
+}
+
+/**
+ * Everything a matrix view needs for one kind and layer, after filters:
+ * { rows, cols, rowLabels, colLabels, heads: Float32Array[] (per head), mean, notes, block }.
+ * agg: 'head' | 'mean' | 'rollout'. For rollout `mean` holds the rollout through `layer`.
+ */
+const prepCache = new WeakMap();
+export function prepareLayer(result, state, specials) {
+  const kind = state.kind;
+  const key = [kind, state.layer, !!state.hideSpecial, !!state.merge, state.agg].join('|');
+  let per = prepCache.get(result);
+  if (!per) prepCache.set(result, (per = new Map()));
+  if (per.has(key)) return per.get(key);
+  const block = getBlock(result, kind, state.layer);
+  if (!block) return null;
+  const tok = tokensFor(result, kind);
+  const tr = makeTransform(tok, { hideSpecial: state.hideSpecial, merge: state.merge, specials });
+  const tq = block.query_len;
+  const tk = block.key_len;
+  const heads = [];
+  for (let h = 0; h < block.heads; h++) heads.push(applyTransform(tr, headMatrix(block, h), tq, tk));
+  let mean;
+  const notes = tr.notes.slice();
+  if (state.agg === 'rollout' && kind !== 'cross' && tq === tk) {
+    const ro = rollout(blocksOf(result, kind), state.layer);
+    mean = applyTransform(tr, ro, tq, tk);
+    notes.push(`Attention rollout through layers 1–${state.layer + 1} (Abnar & Zuidema 2020): 0.5·mean(heads) + 0.5·I per layer, rows renormalised, multiplied through the layers.`);
+  } else {
+    mean = applyTransform(tr, headMean(block), tq, tk);
+  }
+  const prep = {
+    kind,
+    layer: state.layer,
+    rows: tr.rowGroups.length,
+    cols: tr.colGroups.length,
+    rowLabels: tr.rowLabels,
+    colLabels: tr.colLabels,
+    rowGroups: tr.rowGroups,
+    colGroups: tr.colGroups,
+    heads,
+    mean,
+    notes,
+    nHeads: block.heads,
+  };
+  per.set(key, prep);
+  return prep;
+}
+
+/** Summarise a result for tests and the status line. */
+export function tokenCount(result) {
+  return (result.tokens.source || []).length;
+}

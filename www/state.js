@@ -1,0 +1,104 @@
+// View state and its URL-hash encoding (permalinks). Pure: no DOM access except through the
+// arguments given.
+
+export const VIEWS = ['head', 'model', 'heatmap', 'cross', 'step'];
+export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
+export const AGGS = ['head', 'mean', 'rollout'];
+
+export function defaultState() {
+  return {
+    model: 'minilm-l6',
+    text: '',
+    view: 'head',
+    kind: 'encoder_self',
+    layer: 0,
+    head: 0, // the head for heatmap/step views and the "focused" head
+    heads: null, // heads shown in the head view: null = all
+    agg: 'head', // head | mean | rollout
+    hideSpecial: false,
+    merge: false,
+    threshold: 0,
+    query: 0, // query token (row) for the step view
+    step: 0, // decode step for the cross view
+    pin: null, // pinned token in the head view: { side: 'q'|'k', index }
+  };
+}
+
+const clampInt = (v, lo, hi, dflt) => {
+  const n = Number.parseInt(v, 10);
+  if (!Number.isFinite(n)) return dflt;
+  return Math.min(hi, Math.max(lo, n));
+};
+
+/** State → "m=..&t=..&v=.." (without the leading #). Only non-default fields are written. */
+export function encodeState(s) {
+  const d = defaultState();
+  const p = new URLSearchParams();
+  p.set('m', s.model);
+  p.set('t', s.text);
+  if (s.view !== d.view) p.set('v', s.view);
+  if (s.kind !== d.kind) p.set('k', s.kind);
+  p.set('l', String(s.layer));
+  p.set('h', String(s.head));
+  if (s.heads) p.set('hs', s.heads.join('.'));
+  if (s.agg !== d.agg) p.set('a', s.agg);
+  if (s.hideSpecial) p.set('sp', '1');
+  if (s.merge) p.set('mw', '1');
+  if (s.threshold) p.set('th', String(Math.round(s.threshold * 1000) / 1000));
+  if (s.query) p.set('q', String(s.query));
+  if (s.step) p.set('s', String(s.step));
+  return p.toString();
+}
+
+/** "#m=..&t=.." → partial state merged over defaults; unknown / bad values fall back. */
+export function decodeState(hash, base = defaultState()) {
+  const s = { ...base };
+  const str = (hash || '').replace(/^#/, '');
+  if (!str) return s;
+  const p = new URLSearchParams(str);
+  if (p.has('m')) s.model = p.get('m').slice(0, 64);
+  if (p.has('t')) s.text = p.get('t').slice(0, 4000);
+  if (p.has('v') && VIEWS.includes(p.get('v'))) s.view = p.get('v');
+  if (p.has('k') && KINDS.includes(p.get('k'))) s.kind = p.get('k');
+  if (p.has('l')) s.layer = clampInt(p.get('l'), 0, 1000, 0);
+  if (p.has('h')) s.head = clampInt(p.get('h'), 0, 1000, 0);
+  if (p.has('hs')) {
+    const hs = p
+      .get('hs')
+      .split('.')
+      .map((x) => Number.parseInt(x, 10))
+      .filter((x) => Number.isFinite(x) && x >= 0 && x < 1000);
+    s.heads = hs.length ? [...new Set(hs)].sort((a, b) => a - b) : null;
+  }
+  if (p.has('a') && AGGS.includes(p.get('a'))) s.agg = p.get('a');
+  s.hideSpecial = p.get('sp') === '1';
+  s.merge = p.get('mw') === '1';
+  if (p.has('th')) {
+    const t = Number.parseFloat(p.get('th'));
+    s.threshold = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+  }
+  if (p.has('q')) s.query = clampInt(p.get('q'), 0, 100000, 0);
+  if (p.has('s')) s.step = clampInt(p.get('s'), 0, 100000, 0);
+  return s;
+}
+
+/** Make layer/head/kind/query/step valid for a result's shape. */
+export function clampToResult(s, shape) {
+  // shape: { kinds: [...], layers: {kind: n}, heads: {kind: n}, rows: {kind: n}, targetLen }
+  const out = { ...s };
+  if (!shape.kinds.includes(out.kind)) out.kind = shape.kinds[0];
+  const L = shape.layers[out.kind] || 1;
+  const H = shape.heads[out.kind] || 1;
+  out.layer = Math.min(Math.max(0, out.layer), L - 1);
+  out.head = Math.min(Math.max(0, out.head), H - 1);
+  if (out.heads) {
+    out.heads = out.heads.filter((h) => h < H);
+    if (!out.heads.length || out.heads.length === H) out.heads = null;
+  }
+  if (out.agg === 'rollout' && out.kind === 'cross') out.agg = 'mean';
+  const rows = shape.rows[out.kind] || 1;
+  out.query = Math.min(Math.max(0, out.query), rows - 1);
+  out.step = Math.min(Math.max(0, out.step), Math.max(0, (shape.targetLen || 1) - 1));
+  if (out.view === 'cross' && !shape.kinds.includes('cross')) out.view = 'head';
+  return out;
+}

@@ -1,0 +1,165 @@
+// A tiny SVG builder that speaks the subset of CanvasRenderingContext2D the views use, so SVG
+// export re-draws the very same view. Elements are created with the DOM (text via textContent),
+// then serialised with XMLSerializer: token strings can never become markup.
+
+const NS = 'http://www.w3.org/2000/svg';
+
+let measurer = null;
+function measureCtx() {
+  if (!measurer) measurer = document.createElement('canvas').getContext('2d');
+  return measurer;
+}
+
+const fmtN = (v) => (Math.round(v * 100) / 100).toString();
+
+export class SvgContext {
+  constructor(width, height) {
+    this.isSvg = true;
+    this.width = width;
+    this.height = height;
+    this.root = document.createElementNS(NS, 'svg');
+    this.root.setAttribute('xmlns', NS);
+    this.root.setAttribute('width', String(Math.ceil(width)));
+    this.root.setAttribute('height', String(Math.ceil(height)));
+    this.root.setAttribute('viewBox', `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`);
+    this.fillStyle = '#000';
+    this.strokeStyle = '#000';
+    this.lineWidth = 1;
+    this.globalAlpha = 1;
+    this.font = '10px sans-serif';
+    this.textAlign = 'start';
+    this.textBaseline = 'alphabetic';
+    this.lineCap = 'butt';
+    this.imageSmoothingEnabled = true;
+    this.m = [1, 0, 0, 1, 0, 0];
+    this.stack = [];
+    this.path = [];
+  }
+
+  // ---- state
+  save() {
+    this.stack.push({
+      fillStyle: this.fillStyle, strokeStyle: this.strokeStyle, lineWidth: this.lineWidth, globalAlpha: this.globalAlpha,
+      font: this.font, textAlign: this.textAlign, textBaseline: this.textBaseline, lineCap: this.lineCap, m: this.m.slice(),
+    });
+  }
+
+  restore() {
+    const s = this.stack.pop();
+    if (s) Object.assign(this, s);
+  }
+
+  setTransform(a = 1, b = 0, c = 0, d = 1, e = 0, f = 0) {
+    // A uniform scale is the device-pixel scaling of a canvas; SVG works in CSS pixels.
+    this.m = !b && !c && !e && !f && a === d ? [1, 0, 0, 1, 0, 0] : [a, b, c, d, e, f];
+  }
+
+  translate(x, y) {
+    const [a, b, c, d, e, f] = this.m;
+    this.m = [a, b, c, d, a * x + c * y + e, b * x + d * y + f];
+  }
+
+  rotate(t) {
+    const [a, b, c, d, e, f] = this.m;
+    const cos = Math.cos(t);
+    const sin = Math.sin(t);
+    this.m = [a * cos + c * sin, b * cos + d * sin, -a * sin + c * cos, -b * sin + d * cos, e, f];
+  }
+
+  scale(x, y) {
+    const [a, b, c, d, e, f] = this.m;
+    this.m = [a * x, b * x, c * y, d * y, e, f];
+  }
+
+  // ---- elements
+  el(name, attrs) {
+    const e = document.createElementNS(NS, name);
+    for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) e.setAttribute(k, String(v));
+    const m = this.m;
+    if (!(m[0] === 1 && m[1] === 0 && m[2] === 0 && m[3] === 1 && m[4] === 0 && m[5] === 0)) {
+      e.setAttribute('transform', `matrix(${m.map(fmtN).join(' ')})`);
+    }
+    if (this.globalAlpha < 1) e.setAttribute('opacity', fmtN(this.globalAlpha));
+    this.root.appendChild(e);
+    return e;
+  }
+
+  fillRect(x, y, w, h) {
+    this.el('rect', { x: fmtN(x), y: fmtN(y), width: fmtN(w), height: fmtN(h), fill: this.fillStyle });
+  }
+
+  strokeRect(x, y, w, h) {
+    this.el('rect', { x: fmtN(x), y: fmtN(y), width: fmtN(w), height: fmtN(h), fill: 'none', stroke: this.strokeStyle, 'stroke-width': fmtN(this.lineWidth) });
+  }
+
+  clearRect() {}
+
+  beginPath() {
+    this.path = [];
+  }
+
+  moveTo(x, y) {
+    this.path.push(`M${fmtN(x)} ${fmtN(y)}`);
+  }
+
+  lineTo(x, y) {
+    this.path.push(`L${fmtN(x)} ${fmtN(y)}`);
+  }
+
+  rect(x, y, w, h) {
+    this.path.push(`M${fmtN(x)} ${fmtN(y)}h${fmtN(w)}v${fmtN(h)}h${fmtN(-w)}Z`);
+  }
+
+  arc(x, y, r, a0, a1) {
+    const full = Math.abs(a1 - a0) >= Math.PI * 2 - 1e-6;
+    if (full) {
+      this.path.push(`M${fmtN(x + r)} ${fmtN(y)}A${fmtN(r)} ${fmtN(r)} 0 1 1 ${fmtN(x - r)} ${fmtN(y)}A${fmtN(r)} ${fmtN(r)} 0 1 1 ${fmtN(x + r)} ${fmtN(y)}`);
+      return;
+    }
+    const sx = x + r * Math.cos(a0);
+    const sy = y + r * Math.sin(a0);
+    const ex = x + r * Math.cos(a1);
+    const ey = y + r * Math.sin(a1);
+    const large = ((a1 - a0) % (2 * Math.PI)) > Math.PI ? 1 : 0;
+    this.path.push(`M${fmtN(sx)} ${fmtN(sy)}A${fmtN(r)} ${fmtN(r)} 0 ${large} 1 ${fmtN(ex)} ${fmtN(ey)}`);
+  }
+
+  closePath() {
+    this.path.push('Z');
+  }
+
+  stroke() {
+    if (!this.path.length) return;
+    this.el('path', { d: this.path.join(''), fill: 'none', stroke: this.strokeStyle, 'stroke-width': fmtN(this.lineWidth), 'stroke-linecap': this.lineCap });
+  }
+
+  fill() {
+    if (!this.path.length) return;
+    this.el('path', { d: this.path.join(''), fill: this.fillStyle });
+  }
+
+  measureText(text) {
+    const c = measureCtx();
+    c.font = this.font;
+    return c.measureText(text);
+  }
+
+  fillText(text, x, y) {
+    const anchor = { left: 'start', start: 'start', right: 'end', end: 'end', center: 'middle' }[this.textAlign] || 'start';
+    const baseline = { top: 'hanging', hanging: 'hanging', middle: 'central', bottom: 'text-after-edge', ideographic: 'ideographic' }[this.textBaseline];
+    const e = this.el('text', { x: fmtN(x), y: fmtN(y), fill: this.fillStyle, 'text-anchor': anchor, 'dominant-baseline': baseline, style: `font: ${this.font}; white-space: pre` });
+    e.textContent = String(text);
+  }
+
+  drawImage(img, x, y, w, h) {
+    const src = img.toDataURL ? img : null;
+    if (!src) return;
+    this.el('image', { x: fmtN(x), y: fmtN(y), width: fmtN(w), height: fmtN(h), href: img.toDataURL('image/png'), preserveAspectRatio: 'none', style: 'image-rendering: pixelated' });
+  }
+
+  setLineDash() {}
+
+  toString() {
+    return `<?xml version="1.0" encoding="UTF-8"?>\n${new XMLSerializer().serializeToString(this.root)}`;
+  }
+}

@@ -1,0 +1,197 @@
+// Shared drawing helpers for the views. A "ctx" is a CanvasRenderingContext2D or the SVG
+// builder from ../svg.js (same subset of the API); views never touch the DOM otherwise.
+
+// One colour per head (Tableau-like, readable on light and dark backgrounds).
+export const HEAD_COLORS = [
+  '#4e79a7', '#f28e2b', '#e15759', '#59a14f', '#b07aa1', '#76b7b2',
+  '#edc948', '#ff9da7', '#9c755f', '#7f7fff', '#2ca58d', '#d4a017',
+  '#8c564b', '#17becf', '#bcbd22', '#e377c2',
+];
+export const headColor = (h) => HEAD_COLORS[h % HEAD_COLORS.length];
+
+export const FONT_STACK = 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Noto Sans Arabic", "Noto Sans Hebrew", "Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji", "DejaVu Sans", sans-serif';
+export const MONO_STACK = 'ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace';
+
+export const LIGHT = { dark: false, bg: '#ffffff', fg: '#1d2330', muted: '#5f6b7a', faint: '#d8dde4', accent: '#0b6bcb', hover: '#fff3bf' };
+export const DARK = { dark: true, bg: '#14171c', fg: '#e6e9ee', muted: '#9aa5b4', faint: '#2f3540', accent: '#5aa9ff', hover: '#4a4220' };
+
+/** The theme from CSS custom properties of an element (falls back to prefers-color-scheme). */
+export function readTheme(el) {
+  const dark = typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches;
+  const t = { ...(dark ? DARK : LIGHT) };
+  if (el && typeof getComputedStyle === 'function') {
+    const cs = getComputedStyle(el);
+    for (const k of ['bg', 'fg', 'muted', 'faint', 'accent', 'hover']) {
+      const v = cs.getPropertyValue(`--av-${k}`).trim();
+      if (v) t[k] = v;
+    }
+    const d = cs.getPropertyValue('--av-dark').trim();
+    if (d) t.dark = d === '1';
+  }
+  return t;
+}
+
+/** Size a canvas for CSS pixels × devicePixelRatio; returns a ctx scaled to CSS pixels. */
+export function prepareCanvas(canvas, width, height) {
+  const dpr = Math.max(1, Math.min(3, (typeof devicePixelRatio === 'number' && devicePixelRatio) || 1));
+  const w = Math.max(1, Math.round(width));
+  const h = Math.max(1, Math.round(height));
+  if (canvas.width !== Math.round(w * dpr)) canvas.width = Math.round(w * dpr);
+  if (canvas.height !== Math.round(h * dpr)) canvas.height = Math.round(h * dpr);
+  canvas.style.width = `${w}px`;
+  canvas.style.height = `${h}px`;
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return ctx;
+}
+
+export function font(px, weight = 400, mono = false) {
+  return `${weight} ${px}px ${mono ? MONO_STACK : FONT_STACK}`;
+}
+
+/** Shorten text to fit maxWidth (measured with the ctx's current font). */
+export function fitText(ctx, text, maxWidth) {
+  const s = String(text);
+  if (ctx.measureText(s).width <= maxWidth) return s;
+  const chars = Array.from(s); // keep surrogate pairs (emoji) whole
+  let lo = 0;
+  let hi = chars.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(`${chars.slice(0, mid).join('')}…`).width <= maxWidth) lo = mid;
+    else hi = mid - 1;
+  }
+  return `${chars.slice(0, lo).join('')}…`;
+}
+
+/** Widest label, in px, with the ctx's current font. */
+export function maxTextWidth(ctx, labels) {
+  let m = 0;
+  for (const l of labels) m = Math.max(m, ctx.measureText(String(l)).width);
+  return m;
+}
+
+// Viridis, sampled at 9 stops and interpolated (perceptually ordered, colour-blind safe).
+const VIRIDIS = [
+  [68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
+  [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37],
+];
+export function viridis(t) {
+  const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
+  const i = Math.min(VIRIDIS.length - 2, Math.floor(x));
+  const f = x - i;
+  const a = VIRIDIS[i];
+  const b = VIRIDIS[i + 1];
+  return [a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f, a[2] + (b[2] - a[2]) * f].map(Math.round);
+}
+
+/** Diverging blue–neutral–red for signed values in [-1, 1]. */
+export function diverging(t, dark) {
+  const x = Math.min(1, Math.max(-1, Number.isFinite(t) ? t : 0));
+  const mid = dark ? [40, 44, 52] : [247, 247, 247];
+  const end = x < 0 ? [33, 102, 172] : [178, 24, 43];
+  const f = Math.abs(x);
+  return [0, 1, 2].map((i) => Math.round(mid[i] + (end[i] - mid[i]) * f));
+}
+
+export const rgb = (c) => `rgb(${c[0]},${c[1]},${c[2]})`;
+
+/**
+ * Draw a rows×cols matrix into the rectangle (x, y, w, h). colorOf(v) → [r,g,b].
+ * On a canvas: one ImageData blitted without smoothing. In SVG: one rect per cell.
+ */
+export function drawMatrix(ctx, data, rows, cols, x, y, w, h, colorOf) {
+  if (!rows || !cols) return;
+  if (ctx.isSvg || typeof OffscreenCanvas === 'undefined' && typeof document === 'undefined') {
+    const cw = w / cols;
+    const ch = h / rows;
+    for (let i = 0; i < rows; i++) {
+      for (let j = 0; j < cols; j++) {
+        ctx.fillStyle = rgb(colorOf(data[i * cols + j]));
+        ctx.fillRect(x + j * cw, y + i * ch, cw + 0.02, ch + 0.02);
+      }
+    }
+    return;
+  }
+  const off = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(cols, rows) : Object.assign(document.createElement('canvas'), { width: cols, height: rows });
+  const octx = off.getContext('2d');
+  const img = octx.createImageData(cols, rows);
+  for (let i = 0, n = rows * cols; i < n; i++) {
+    const c = colorOf(data[i]);
+    img.data[i * 4] = c[0];
+    img.data[i * 4 + 1] = c[1];
+    img.data[i * 4 + 2] = c[2];
+    img.data[i * 4 + 3] = 255;
+  }
+  octx.putImageData(img, 0, 0);
+  const smooth = ctx.imageSmoothingEnabled;
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(off, x, y, w, h);
+  ctx.imageSmoothingEnabled = smooth;
+}
+
+/** Max of an array (0 for empty). */
+export function maxOf(a) {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) if (a[i] > m) m = a[i];
+  return m;
+}
+
+export function maxAbs(a) {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    const v = Math.abs(a[i]);
+    if (v > m) m = v;
+  }
+  return m;
+}
+
+/** A vertical colour bar with min/max labels. */
+export function colorBar(ctx, x, y, w, h, lo, hi, colorOf, theme, label) {
+  const steps = 64;
+  for (let i = 0; i < steps; i++) {
+    const t = 1 - i / (steps - 1);
+    ctx.fillStyle = rgb(colorOf(lo + (hi - lo) * t));
+    ctx.fillRect(x, y + (i * h) / steps, w, h / steps + 0.5);
+  }
+  ctx.strokeStyle = theme.faint;
+  ctx.lineWidth = 1;
+  ctx.strokeRect(x, y, w, h);
+  ctx.fillStyle = theme.muted;
+  ctx.font = font(11);
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  ctx.fillText(fmt(hi), x + w + 4, y);
+  ctx.textBaseline = 'bottom';
+  ctx.fillText(fmt(lo), x + w + 4, y + h);
+  if (label) {
+    ctx.textBaseline = 'middle';
+    ctx.fillText(label, x + w + 4, y + h / 2);
+  }
+}
+
+export function fmt(v, digits = 2) {
+  if (!Number.isFinite(v)) return v > 0 ? '∞' : v < 0 ? '−∞' : '–';
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e4 || a < 1e-3)) return v.toExponential(1).replace('-', '−');
+  return v.toFixed(digits).replace('-', '−');
+}
+
+/** Fill the background (so PNG/SVG exports are not transparent). */
+export function clear(ctx, width, height, theme) {
+  ctx.fillStyle = theme.bg;
+  ctx.fillRect(0, 0, width, height);
+}
+
+/** Write lines of text; returns the y below the last one. */
+export function textLines(ctx, lines, x, y, theme, px = 12, maxWidth = 1e9) {
+  ctx.font = font(px);
+  ctx.fillStyle = theme.muted;
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  for (const l of lines) {
+    ctx.fillText(fitText(ctx, l, maxWidth), x, y);
+    y += px + 4;
+  }
+  return y;
+}

@@ -1,0 +1,194 @@
+// Head view: the bipartite graph. Query tokens on the left, key tokens on the right, one colour
+// per head, line opacity = attention weight. Lines are batched by opacity level so that 128
+// tokens × 12 heads (≈200k candidate lines) stay within one frame.
+
+import { prepareLayer } from '../analysis.js';
+import { clear, fitText, font, headColor, maxTextWidth, textLines } from './common.js';
+
+const LEVELS = 24; // opacity buckets
+const MIN_WEIGHT = 0.004; // lines fainter than this are invisible anyway
+
+export const KIND_NAMES = {
+  encoder_self: 'encoder self-attention',
+  decoder_self: 'decoder self-attention (masked)',
+  cross: 'cross-attention (target ← source)',
+};
+
+export function activeHeads(state, nHeads) {
+  const hs = state.heads && state.heads.length ? state.heads.filter((h) => h < nHeads) : [...Array(nHeads).keys()];
+  return hs.length ? hs : [...Array(nHeads).keys()];
+}
+
+function geometry(ctx, prep, state, width) {
+  const rowH = prep.rows > 64 || prep.cols > 64 ? 15 : 20;
+  const px = rowH > 16 ? 13 : 11;
+  ctx.font = font(px);
+  const labelW = Math.min(170, Math.max(40, Math.ceil(maxTextWidth(ctx, prep.rowLabels.concat(prep.colLabels))) + 8));
+  const gap = Math.max(120, Math.min(380, width - 2 * labelW - 24));
+  const total = 2 * labelW + gap;
+  const x0 = Math.max(8, Math.floor((width - total) / 2));
+  const headerH = 44 + (prep.notes.length ? prep.notes.length * 16 : 0);
+  const n = Math.max(prep.rows, prep.cols);
+  return {
+    rowH,
+    px,
+    labelW,
+    headerH,
+    leftX: x0 + labelW, // right edge of the query labels
+    rightX: x0 + labelW + gap, // left edge of the key labels
+    width: Math.max(width, total + 16),
+    height: headerH + n * rowH + 16,
+  };
+}
+
+export function size(ctx, input, state, width) {
+  const prep = prepareLayer(input.result, state, input.specials);
+  if (!prep) return { width, height: 80 };
+  const g = geometry(ctx, prep, state, width);
+  return { width: g.width, height: g.height };
+}
+
+/** Which token is at (x, y)? → { side: 'q'|'k', index } or null. */
+export function hitTest(geom, x, y) {
+  if (!geom || y < geom.headerH) return null;
+  const i = Math.floor((y - geom.headerH - 4) / geom.rowH);
+  if (x >= geom.leftX - geom.labelW - 4 && x <= geom.leftX + 6 && i >= 0 && i < geom.rows) return { side: 'q', index: i };
+  if (x >= geom.rightX - 6 && x <= geom.rightX + geom.labelW + 4 && i >= 0 && i < geom.cols) return { side: 'k', index: i };
+  return null;
+}
+
+/** The matrices to draw: per active head, or one aggregate. → [{ mat, color }] */
+function layers(prep, state) {
+  if (state.agg === 'mean' || state.agg === 'rollout') return [{ mat: prep.mean, color: null, h: -1 }];
+  return activeHeads(state, prep.nHeads).map((h) => ({ mat: prep.heads[h], color: headColor(h), h }));
+}
+
+/** Top weights of a token (mean over the drawn heads). → [{ label, weight }] */
+export function topWeights(input, state, focus, k = 8) {
+  const prep = prepareLayer(input.result, state, input.specials);
+  if (!prep || !focus) return [];
+  const ls = layers(prep, state);
+  const C = prep.cols;
+  const out = [];
+  if (focus.side === 'q') {
+    if (focus.index >= prep.rows) return [];
+    for (let j = 0; j < C; j++) {
+      let s = 0;
+      for (const l of ls) s += l.mat[focus.index * C + j];
+      out.push({ label: prep.colLabels[j], weight: s / ls.length, index: j });
+    }
+  } else {
+    if (focus.index >= prep.cols) return [];
+    for (let i = 0; i < prep.rows; i++) {
+      let s = 0;
+      for (const l of ls) s += l.mat[i * C + focus.index];
+      out.push({ label: prep.rowLabels[i], weight: s / ls.length, index: i });
+    }
+  }
+  out.sort((a, b) => b.weight - a.weight);
+  return out.slice(0, k);
+}
+
+/**
+ * Draw the head view. input: { result, specials }, state: view state (+ transient `focus`),
+ * returns the geometry for hitTest.
+ */
+export function draw(ctx, input, state, theme, width) {
+  const prep = prepareLayer(input.result, state, input.specials);
+  const g0 = { width, height: 80 };
+  if (!prep) {
+    clear(ctx, width, 80, theme);
+    textLines(ctx, ['No attention of this kind for this input.'], 12, 12, theme);
+    return g0;
+  }
+  const g = geometry(ctx, prep, state, width);
+  g.rows = prep.rows;
+  g.cols = prep.cols;
+  clear(ctx, g.width, g.height, theme);
+
+  // Header
+  const agg = state.agg === 'mean' ? ' · mean over heads' : state.agg === 'rollout' ? ' · rollout' : '';
+  ctx.fillStyle = theme.fg;
+  ctx.font = font(14, 600);
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  ctx.fillText(`Layer ${prep.layer + 1} · ${KIND_NAMES[prep.kind] || prep.kind}${agg}`, 8, 6);
+  ctx.font = font(11);
+  ctx.fillStyle = theme.muted;
+  ctx.textAlign = 'right';
+  ctx.fillText('queries', g.leftX, 28);
+  ctx.textAlign = 'left';
+  ctx.fillText('keys', g.rightX, 28);
+  textLines(ctx, prep.notes, 8, 44, theme, 11, g.width - 16);
+
+  const y = (i) => g.headerH + 4 + i * g.rowH + g.rowH / 2;
+  const focus = state.focus || null;
+  const threshold = Math.max(MIN_WEIGHT, state.threshold || 0);
+  const ls = layers(prep, state);
+  const C = prep.cols;
+
+  // Lines, batched per (head, opacity level)
+  ctx.lineWidth = g.rowH > 16 ? 2 : 1.5;
+  ctx.lineCap = 'butt';
+  const x1 = g.leftX + 4;
+  const x2 = g.rightX - 4;
+  const buckets = Array.from({ length: LEVELS }, () => []);
+  for (const l of ls) {
+    for (const b of buckets) b.length = 0;
+    const iFrom = focus && focus.side === 'q' ? focus.index : 0;
+    const iTo = focus && focus.side === 'q' ? Math.min(prep.rows, focus.index + 1) : prep.rows;
+    for (let i = iFrom; i < iTo; i++) {
+      const row = i * C;
+      const jFrom = focus && focus.side === 'k' ? focus.index : 0;
+      const jTo = focus && focus.side === 'k' ? Math.min(C, focus.index + 1) : C;
+      for (let j = jFrom; j < jTo; j++) {
+        const w = l.mat[row + j];
+        if (!(w >= threshold)) continue;
+        const lvl = Math.min(LEVELS - 1, Math.floor(w * LEVELS));
+        buckets[lvl].push(i, j);
+      }
+    }
+    ctx.strokeStyle = l.color || theme.accent;
+    for (let lvl = 0; lvl < LEVELS; lvl++) {
+      const seg = buckets[lvl];
+      if (!seg.length) continue;
+      ctx.globalAlpha = Math.min(1, (lvl + 0.6) / LEVELS);
+      ctx.beginPath();
+      for (let s = 0; s < seg.length; s += 2) {
+        ctx.moveTo(x1, y(seg[s]));
+        ctx.lineTo(x2, y(seg[s + 1]));
+      }
+      ctx.stroke();
+    }
+  }
+  ctx.globalAlpha = 1;
+
+  // Labels (text only; token strings are never parsed as markup)
+  ctx.font = font(g.px);
+  ctx.textBaseline = 'middle';
+  const drawLabels = (labels, side) => {
+    for (let i = 0; i < labels.length; i++) {
+      const isFocus = focus && focus.side === side && focus.index === i;
+      const xText = side === 'q' ? g.leftX - 4 : g.rightX + 4;
+      const text = fitText(ctx, labels[i], g.labelW - 8);
+      if (isFocus) {
+        const w = ctx.measureText(text).width + 8;
+        ctx.fillStyle = theme.hover;
+        ctx.fillRect(side === 'q' ? xText - w + 4 : xText - 4, y(i) - g.rowH / 2 + 1, w, g.rowH - 2);
+      }
+      ctx.fillStyle = focus && !isFocus ? theme.muted : theme.fg;
+      ctx.textAlign = side === 'q' ? 'right' : 'left';
+      ctx.fillText(text, xText, y(i));
+    }
+  };
+  drawLabels(prep.rowLabels, 'q');
+  drawLabels(prep.colLabels, 'k');
+  return g;
+}
+
+export function describe(input, state) {
+  const prep = prepareLayer(input.result, state, input.specials);
+  if (!prep) return 'Head view: no data';
+  const hs = state.agg === 'head' ? activeHeads(state, prep.nHeads).map((h) => h + 1).join(', ') : state.agg;
+  return `Head view, ${KIND_NAMES[prep.kind] || prep.kind}, layer ${prep.layer + 1}, heads ${hs}: ${prep.rows} query tokens linked to ${prep.cols} key tokens`;
+}

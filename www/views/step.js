@@ -1,0 +1,187 @@
+// Step view: the real numbers of one head for one query token, step by step:
+// q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
+// Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
+
+import { clear, diverging, fitText, fmt, font, maxAbs, rgb, textLines } from './common.js';
+import { KIND_NAMES } from './head.js';
+
+const ROW_H = 22;
+
+function geometry(ctx, s, width) {
+  const dk = s.d_k;
+  const cell = Math.max(1, Math.min(6, Math.floor(192 / dk)));
+  const stripW = cell * dk;
+  ctx.font = font(12);
+  let lw = 60;
+  for (const t of s.key_tokens) lw = Math.max(lw, ctx.measureText(t).width + 12);
+  const labelW = Math.min(140, Math.ceil(lw));
+  const cols = [
+    ['token', labelW],
+    ['k', stripW],
+    ['score', 74],
+    ['scaled', 74],
+    ['mask', 44],
+    ['p', 120],
+    ['v', stripW],
+  ];
+  let x = 8;
+  const xs = {};
+  for (const [name, w] of cols) {
+    xs[name] = x;
+    x += w + 12;
+  }
+  const top = 142;
+  return { cell, stripW, labelW, xs, top, width: Math.max(width, x), height: top + ROW_H * (s.key_tokens.length + 1) + 70 };
+}
+
+export function size(ctx, input, state, width) {
+  if (!input.step) return { width, height: 80 };
+  const g = geometry(ctx, input.step, width);
+  return { width: g.width, height: g.height };
+}
+
+export function hitTest() {
+  return null;
+}
+
+function strip(ctx, vals, x, y, cell, h, scale, dark) {
+  for (let i = 0; i < vals.length; i++) {
+    ctx.fillStyle = rgb(diverging(vals[i] / scale, dark));
+    ctx.fillRect(x + i * cell, y, cell, h);
+  }
+}
+
+export function queryIndex(s, state) {
+  const tq = s.query_tokens.length;
+  return Math.min(Math.max(0, state.query | 0), Math.max(0, tq - 1));
+}
+
+export function draw(ctx, input, state, theme, width) {
+  const s = input.step;
+  if (!s) {
+    clear(ctx, width, 80, theme);
+    textLines(ctx, ['Computing…'], 12, 12, theme);
+    return { width, height: 80 };
+  }
+  const g = geometry(ctx, s, width);
+  clear(ctx, g.width, g.height, theme);
+  const dk = s.d_k;
+  const tq = s.query_tokens.length;
+  const tk = s.key_tokens.length;
+  const qi = queryIndex(s, state);
+  const row = (a, width2 = tk) => a.subarray(qi * width2, (qi + 1) * width2);
+  const q = row(s.q, dk);
+  const scores = row(s.scores);
+  const scaled = row(s.scaled);
+  const mask = row(s.mask);
+  const probs = row(s.probs);
+  const out = row(s.output, dk);
+  const qkScale = Math.max(maxAbs(q), maxAbs(s.k)) || 1;
+  const vScale = Math.max(maxAbs(s.v), maxAbs(out)) || 1;
+
+  ctx.fillStyle = theme.fg;
+  ctx.font = font(14, 600);
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  ctx.fillText(`Layer ${s.layer + 1} · head ${s.head + 1} · ${KIND_NAMES[s.kind] || s.kind}`, 8, 6);
+  const prov = s.q_source === s.kv_source ? `Q, K and V all come from the ${s.q_source}.` : `Q comes from the ${s.q_source}; K and V come from the ${s.kv_source}.`;
+  textLines(
+    ctx,
+    [
+      prov,
+      `scores = q·Kᵀ  →  ÷√d_k (d_k = ${dk}, √d_k = ${Math.sqrt(dk).toFixed(3)})  →  mask  →  softmax p  →  output = Σ p_j · v_j`,
+    ],
+    8,
+    26,
+    theme,
+    12,
+    g.width - 16,
+  );
+  // The query row
+  ctx.font = font(12, 600);
+  ctx.fillStyle = theme.fg;
+  ctx.textBaseline = 'middle';
+  ctx.fillText(fitText(ctx, `query ${qi + 1}/${tq}: “${s.query_tokens[qi]}”`, g.labelW + 60), 8, 78);
+  ctx.font = font(11);
+  ctx.fillStyle = theme.muted;
+  ctx.textAlign = 'right';
+  ctx.fillText('q =', g.xs.k - 4, 100);
+  strip(ctx, q, g.xs.k, 92, g.cell, 16, qkScale, theme.dark);
+  ctx.textAlign = 'left';
+  ctx.fillText(`(${dk} numbers, colour = sign and size, ±${fmt(qkScale)})`, g.xs.k + g.stripW + 8, 100);
+
+  // Table header
+  const hy = g.top - 14;
+  ctx.font = font(11, 600);
+  ctx.fillStyle = theme.muted;
+  const heads = [
+    ['token', 'key token'],
+    ['k', 'k_j'],
+    ['score', 'q·k_j'],
+    ['scaled', '÷√d_k'],
+    ['mask', 'mask'],
+    ['p', 'softmax p_j'],
+    ['v', 'v_j'],
+  ];
+  for (const [k, label] of heads) ctx.fillText(label, g.xs[k], hy);
+
+  ctx.font = font(12);
+  for (let j = 0; j < tk; j++) {
+    const y = g.top + j * ROW_H;
+    const cy = y + ROW_H / 2;
+    const visible = mask[j] > 0.5;
+    ctx.fillStyle = visible ? theme.fg : theme.muted;
+    ctx.textAlign = 'left';
+    ctx.font = font(12);
+    ctx.fillText(fitText(ctx, s.key_tokens[j], g.labelW - 6), g.xs.token, cy);
+    strip(ctx, s.k.subarray(j * dk, (j + 1) * dk), g.xs.k, y + 3, g.cell, ROW_H - 6, qkScale, theme.dark);
+    ctx.font = font(12, 400, true);
+    ctx.textAlign = 'right';
+    ctx.fillStyle = visible ? theme.fg : theme.muted;
+    ctx.fillText(fmt(scores[j], 3), g.xs.score + 70, cy);
+    ctx.fillText(visible ? fmt(scaled[j], 3) : '−∞', g.xs.scaled + 70, cy);
+    ctx.textAlign = 'center';
+    ctx.fillText(visible ? '1' : '0', g.xs.mask + 16, cy);
+    // probability bar + number
+    const p = probs[j];
+    ctx.fillStyle = theme.accent;
+    ctx.globalAlpha = 0.35;
+    ctx.fillRect(g.xs.p, y + 4, 70 * Math.min(1, p), ROW_H - 8);
+    ctx.globalAlpha = 1;
+    ctx.fillStyle = theme.fg;
+    ctx.textAlign = 'right';
+    ctx.fillText(p.toFixed(4), g.xs.p + 118, cy);
+    ctx.globalAlpha = 0.25 + 0.75 * Math.min(1, p * 2);
+    strip(ctx, s.v.subarray(j * dk, (j + 1) * dk), g.xs.v, y + 3, g.cell, ROW_H - 6, vScale, theme.dark);
+    ctx.globalAlpha = 1;
+  }
+  // Sum line and output
+  const sy = g.top + tk * ROW_H + 6;
+  let psum = 0;
+  for (let j = 0; j < tk; j++) psum += probs[j];
+  ctx.strokeStyle = theme.faint;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(8, sy - 3);
+  ctx.lineTo(g.width - 8, sy - 3);
+  ctx.stroke();
+  ctx.fillStyle = theme.muted;
+  ctx.textAlign = 'right';
+  ctx.font = font(12, 400, true);
+  ctx.fillText(`Σ = ${psum.toFixed(4)}`, g.xs.p + 118, sy + ROW_H / 2);
+  ctx.textAlign = 'right';
+  ctx.font = font(11);
+  ctx.fillText('output = Σ p_j v_j =', g.xs.v - 6, sy + ROW_H * 1.5 + 4);
+  strip(ctx, out, g.xs.v, sy + ROW_H + 8, g.cell, 16, vScale, theme.dark);
+  return g;
+}
+
+export function describe(input, state) {
+  const s = input.step;
+  if (!s) return 'Step view: computing';
+  const qi = queryIndex(s, state);
+  const tk = s.key_tokens.length;
+  const probs = Array.from(s.probs.subarray(qi * tk, (qi + 1) * tk));
+  const best = probs.indexOf(Math.max(...probs));
+  return `Step view, layer ${s.layer + 1}, head ${s.head + 1}, query "${s.query_tokens[qi]}": softmax puts ${fmt(probs[best], 3)} on "${s.key_tokens[best]}"`;
+}

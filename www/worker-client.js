@@ -1,0 +1,129 @@
+// One worker per page, shared by the page shell and every <attention-viz> widget.
+// Each user of the worker gets a Channel; on a channel a newer request supersedes an older one
+// (the older promise resolves to { superseded: true } and its answer is never drawn).
+
+let base = new URL('./', import.meta.url).href;
+let worker = null;
+let nextId = 1;
+const waiting = new Map(); // id → { resolve, reject, onProgress, channel, type }
+const latest = new Map(); // `${channel}:${type}` → newest id
+let initPromise = null;
+const loadPromises = new Map();
+let channelCount = 0;
+
+/** Set where pkg/, models/ and worker.js live (a URL or a path relative to the page). */
+export function configure(opts = {}) {
+  if (opts.base) {
+    if (worker) throw new Error('attnviz: configure({ base }) must be called before the first use');
+    base = new URL(opts.base.endsWith('/') ? opts.base : `${opts.base}/`, document.baseURI).href;
+  }
+}
+
+export function getBase() {
+  return base;
+}
+
+function ensureWorker() {
+  if (worker) return worker;
+  const url = new URL('worker.js', base);
+  if (url.origin === location.origin) {
+    worker = new Worker(url, { type: 'module', name: 'attnviz' });
+  } else {
+    // Workers must be same-origin: start a tiny module worker that imports the real one
+    // (the other origin must allow CORS for this).
+    const src = `import ${JSON.stringify(url.href)};`;
+    worker = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module', name: 'attnviz' });
+  }
+  worker.onmessage = (ev) => {
+    const m = ev.data;
+    const w = waiting.get(m.id);
+    if (!w) return;
+    if (m.type === 'progress') {
+      if (w.onProgress) w.onProgress(m);
+      return;
+    }
+    waiting.delete(m.id);
+    if (m.type === 'error') {
+      w.reject(new Error(m.message));
+      return;
+    }
+    if (m.type === 'superseded' || (w.channel && latest.get(`${w.channel}:${w.type}`) !== m.id)) {
+      w.resolve({ superseded: true });
+      return;
+    }
+    w.resolve(m);
+  };
+  worker.onerror = (ev) => {
+    const err = new Error(`attnviz worker failed: ${ev.message || 'could not start (check that worker.js and pkg/ are served)'}`);
+    for (const [, w] of waiting) w.reject(err);
+    waiting.clear();
+  };
+  return worker;
+}
+
+function request(msg, onProgress) {
+  const w = ensureWorker();
+  const id = nextId++;
+  const full = { ...msg, id };
+  if (msg.channel) latest.set(`${msg.channel}:${msg.type}`, id);
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject, onProgress, channel: msg.channel, type: msg.type });
+    w.postMessage(full);
+  });
+}
+
+/** { build, supported, models } — the wasm build and the models this build can run. */
+export function init() {
+  if (!initPromise) {
+    initPromise = request({ type: 'init', base }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
+    initPromise.catch(() => {
+      initPromise = null;
+    });
+  }
+  return initPromise;
+}
+
+const progressListeners = new Map(); // model → Set(fn)
+
+/** Load a model once for the whole page; resolves to its info(). */
+export function loadModel(id, onProgress) {
+  if (onProgress) {
+    if (!progressListeners.has(id)) progressListeners.set(id, new Set());
+    progressListeners.get(id).add(onProgress);
+  }
+  if (!loadPromises.has(id)) {
+    const p = init()
+      .then(() =>
+        request({ type: 'load', model: id }, (m) => {
+          for (const fn of progressListeners.get(id) || []) fn(m);
+        }),
+      )
+      .then((m) => m.info);
+    p.catch(() => loadPromises.delete(id));
+    p.finally(() => progressListeners.delete(id));
+    loadPromises.set(id, p);
+  }
+  return loadPromises.get(id);
+}
+
+/** A private lane for one view (page or widget). */
+export class Channel {
+  constructor(name) {
+    this.name = `${name || 'c'}${++channelCount}`;
+  }
+
+  /** → { result, ms } or { superseded: true } */
+  attend(model, text) {
+    return request({ type: 'attend', channel: this.name, model, text });
+  }
+
+  /** → { step } or { superseded: true } */
+  step(model, text, kind, layer, head) {
+    return request({ type: 'step', channel: this.name, model, text, kind, layer, head });
+  }
+}
+
+/** For tests: how many workers this module started (always 0 or 1). */
+export function workerCount() {
+  return worker ? 1 : 0;
+}
