@@ -1,0 +1,21 @@
+//! attnviz: real pretrained Transformers whose attention is a first-class output, for a live
+//! browser visualiser (through the wasm facade) and a CLI.
+//!
+//! Layers, each using only the ones below it:
+//! 1. entry points: [`wasm`] (the `#[wasm_bindgen]` facade) and `src/bin/attnviz.rs` (CLI)
+//! 2. [`models`]: one file per family, chosen from a manifest
+//! 3. [`attention`]: the result types every model returns, and small analyses
+//! 4. [`tensor`] (GEMM, attention kernel, norms), [`weights`] (file readers), [`tokenize`]
+
+pub mod attention;
+pub mod error;
+pub mod models;
+pub mod output;
+pub mod tensor;
+pub mod tokenize;
+pub mod weights;
+
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
+
+pub use error::{Error, Result};

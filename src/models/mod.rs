@@ -1,0 +1,240 @@
+//! Model families (one file each) and the choice between them from a manifest or from the
+//! files themselves. Shared building blocks (`Linear`, `LayerNorm`) live here.
+
+pub mod bert;
+pub mod marian;
+
+use crate::attention::{AttentionKind, ForwardOutput, HeadRequest};
+use crate::error::{invalid_model, Error, Result};
+use crate::tensor::{layer_norm, linear, Mat};
+use crate::weights::TensorStore;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// `y = x · Wᵀ + b` with a PyTorch-layout weight `# [out, in]`.
+pub struct Linear {
+    pub weight: Mat,
+    pub bias: Option<Vec<f32>>,
+}
+
+impl Linear {
+    /// `<prefix>.weight` `[out, in]` and `<prefix>.bias` `[out]` (Hugging Face naming).
+    pub fn load(w: &mut TensorStore, prefix: &str, out: usize, inp: usize) -> Result<Linear> {
+        Linear::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), out, inp)
+    }
+
+    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, out: usize, inp: usize) -> Result<Linear> {
+        Ok(Linear { weight: w.matrix(weight, out, inp)?, bias: Some(w.vector(bias, out)?) })
+    }
+
+    pub fn forward(&self, x: &Mat) -> Mat {
+        linear(x, &self.weight, self.bias.as_deref())
+    }
+}
+
+pub struct LayerNorm {
+    pub weight: Vec<f32>,
+    pub bias: Vec<f32>,
+    pub eps: f32,
+}
+
+impl LayerNorm {
+    /// `<prefix>.weight` and `<prefix>.bias` (Hugging Face naming).
+    pub fn load(w: &mut TensorStore, prefix: &str, d: usize, eps: f32) -> Result<LayerNorm> {
+        LayerNorm::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), d, eps)
+    }
+
+    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, d: usize, eps: f32) -> Result<LayerNorm> {
+        Ok(LayerNorm { weight: w.vector(weight, d)?, bias: w.vector(bias, d)?, eps })
+    }
+
+    pub fn apply(&self, x: &mut Mat) {
+        layer_norm(x, &self.weight, &self.bias, self.eps);
+    }
+}
+
+/// `models/<dir>/manifest.json`, written by the setup script (or inferred for a user's folder).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
+    pub architecture: String,
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub license: String,
+    #[serde(default)]
+    pub credit: String,
+    #[serde(default)]
+    pub example: String,
+}
+
+impl Manifest {
+    pub fn from_json(bytes: &[u8]) -> Result<Manifest> {
+        serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("manifest.json is not valid ({e})")))
+    }
+
+    /// For a folder without a manifest (a Hugging Face checkout or a Marian export), decide from
+    /// the files themselves.
+    pub fn infer(id: &str, names: &[String], config_json: Option<&[u8]>) -> Result<Manifest> {
+        let has = |n: &str| names.iter().any(|x| x == n);
+        let architecture = if let Some(cfg) = config_json {
+            let v: serde_json::Value = serde_json::from_slice(cfg).map_err(|e| invalid_model(format!("config.json is not JSON ({e})")))?;
+            let model_type = v.get("model_type").and_then(|t| t.as_str()).unwrap_or("");
+            match model_type {
+                "bert" => "bert".to_string(),
+                other => return Err(Error::UnsupportedArchitecture(format!("model_type `{other}` (supported: {})", SUPPORTED.join(", ")))),
+            }
+        } else if names.iter().any(|n| n.ends_with(".bin") && n.starts_with("model")) {
+            "marian".to_string()
+        } else {
+            return Err(invalid_model("no manifest.json, config.json or Marian model .bin found"));
+        };
+        let files = match architecture.as_str() {
+            "bert" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
+            "bert" => return Err(invalid_model("a BERT folder needs config.json, model.safetensors and tokenizer.json")),
+            _ => {
+                let bin = names.iter().find(|n| n.ends_with(".bin") && n.starts_with("model")).cloned().unwrap_or_default();
+                if !has("tokenizer.json") {
+                    return Err(invalid_model("a Marian folder needs tokenizer.json beside the model .bin"));
+                }
+                vec![bin, "tokenizer.json".into()]
+            }
+        };
+        Ok(Manifest { id: id.to_string(), name: id.to_string(), architecture, files, license: String::new(), credit: String::new(), example: String::new() })
+    }
+}
+
+/// Architectures this build runs.
+pub const SUPPORTED: &[&str] = &["bert", "marian"];
+
+pub enum Family {
+    Bert(bert::BertModel),
+    Marian(marian::MarianModel),
+}
+
+pub struct Model {
+    pub manifest: Manifest,
+    pub family: Family,
+}
+
+/// What a viewer needs to know about a loaded model before the first forward.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelInfo {
+    pub id: String,
+    pub name: String,
+    pub architecture: String,
+    pub kinds: Vec<AttentionKind>,
+    pub layers: HashMap<AttentionKind, usize>,
+    pub heads: HashMap<AttentionKind, usize>,
+    pub head_dim: usize,
+    pub max_positions: usize,
+    pub special_tokens: Vec<String>,
+    pub credit: String,
+    pub license: String,
+    pub example: String,
+}
+
+impl Model {
+    /// Builds the model from the bytes of the files its manifest lists.
+    pub fn load(manifest: Manifest, files: &HashMap<String, Vec<u8>>) -> Result<Model> {
+        let file = |name: &str| files.get(name).map(|v| v.as_slice()).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")));
+        let family = match manifest.architecture.as_str() {
+            "bert" => {
+                let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
+                let weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
+                Family::Bert(bert::BertModel::load(file("config.json")?, weights, file("tokenizer.json")?)?)
+            }
+            "marian" => {
+                let bin = manifest.files.iter().find(|f| f.ends_with(".bin")).ok_or_else(|| invalid_model("no Marian .bin file in the manifest"))?;
+                Family::Marian(marian::MarianModel::load(file(bin)?, file("tokenizer.json")?)?)
+            }
+            other => return Err(Error::UnsupportedArchitecture(format!("`{other}` (this build runs: {})", SUPPORTED.join(", ")))),
+        };
+        Ok(Model { manifest, family })
+    }
+
+    /// Reads `manifest.json` (or infers one) and the listed files from a folder.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn load_dir(dir: &std::path::Path) -> Result<Model> {
+        let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.join(name).display())));
+        if !dir.is_dir() {
+            return Err(invalid_model(format!("{} is not a folder", dir.display())));
+        }
+        let manifest = if dir.join("manifest.json").is_file() {
+            Manifest::from_json(&read("manifest.json")?)?
+        } else {
+            let names: Vec<String> = std::fs::read_dir(dir)
+                .map_err(|e| invalid_model(format!("cannot list {}: {e}", dir.display())))?
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect();
+            let config = if dir.join("config.json").is_file() { Some(read("config.json")?) } else { None };
+            let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+            Manifest::infer(&id, &names, config.as_deref())?
+        };
+        let mut files = HashMap::new();
+        for name in &manifest.files {
+            files.insert(name.clone(), read(name)?);
+        }
+        Model::load(manifest, &files)
+    }
+
+    pub fn forward(&self, text: &str, request: Option<HeadRequest>) -> Result<ForwardOutput> {
+        match &self.family {
+            Family::Bert(m) => m.forward(text, request),
+            Family::Marian(m) => m.forward(text, request),
+        }
+    }
+
+    pub fn info(&self) -> ModelInfo {
+        let m = &self.manifest;
+        let (kinds, heads, head_dim, max_positions, special) = match &self.family {
+            Family::Bert(b) => {
+                let c = &b.config;
+                (vec![(AttentionKind::EncoderSelf, c.num_hidden_layers)], c.num_attention_heads, c.hidden_size / c.num_attention_heads, c.max_position_embeddings, vec!["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"])
+            }
+            Family::Marian(mm) => {
+                let c = &mm.config;
+                (vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)], c.heads, c.dim_emb / c.heads, mm.tokenizer().max_tokens() + 1, vec!["</s>", "<unk>"])
+            }
+        };
+        ModelInfo {
+            id: m.id.clone(),
+            name: if m.name.is_empty() { m.id.clone() } else { m.name.clone() },
+            architecture: m.architecture.clone(),
+            kinds: kinds.iter().map(|k| k.0).collect(),
+            layers: kinds.iter().copied().collect(),
+            heads: kinds.iter().map(|k| (k.0, heads)).collect(),
+            head_dim,
+            max_positions,
+            special_tokens: special.into_iter().map(String::from).collect(),
+            credit: m.credit.clone(),
+            license: m.license.clone(),
+            example: m.example.clone(),
+        }
+    }
+
+    /// The intermediates of one head (the step view), or an error naming what exists.
+    pub fn head_internals(&self, text: &str, request: HeadRequest) -> Result<crate::attention::HeadInternals> {
+        let info = self.info();
+        let layers = info.layers.get(&request.kind).copied();
+        let heads = info.heads.get(&request.kind).copied().unwrap_or(0);
+        match layers {
+            Some(n) if request.layer < n && request.head < heads => {}
+            _ => return Err(bad_head_request(request, layers.unwrap_or(0), heads, &info.kinds)),
+        }
+        let out = self.forward(text, Some(request))?;
+        out.head_internals.ok_or_else(|| bad_head_request(request, layers.unwrap_or(0), heads, &info.kinds))
+    }
+}
+
+pub(crate) fn bad_head_request(r: HeadRequest, layers: usize, heads: usize, kinds: &[AttentionKind]) -> Error {
+    let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+    Error::InvalidInput(format!(
+        "no {} attention at layer {} head {} (this model has kinds [{}], {layers} layers, {heads} heads)",
+        r.kind.as_str(),
+        r.layer,
+        r.head,
+        kinds.join(", ")
+    ))
+}

@@ -1,0 +1,537 @@
+//! The bottom of the numeric stack: a row-major matrix on nalgebra storage, the one GEMM
+//! kernel every layer uses (projections, attention scores, attention × V, logits), the one
+//! scaled-dot-product attention routine, and the element-wise pieces (softmax, LayerNorm,
+//! GELU, ReLU).
+//!
+//! Every product in the models is `out = A · Bᵀ` with both operands row-major, so each output
+//! element is a dot product of two contiguous rows. That shape vectorises without any
+//! re-association tricks: the kernel keeps independent 4-lane accumulators that map to one
+//! `f32x4` each under wasm SIMD128 (explicit intrinsics) and to SSE on native (LLVM's SLP
+//! vectoriser on `[f32; 4]`). nalgebra's own `tr_mul` reduces each dot product in one scalar
+//! chain; `benches/forward.rs` measures the difference.
+
+use nalgebra::DMatrix;
+
+/// A row-major `[rows, cols]` f32 matrix. nalgebra is column-major, so the matrix is stored as
+/// its transpose (`cols × rows`): each nalgebra column is one of our rows, and rows are
+/// contiguous — which is what the dot-product kernel wants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mat {
+    storage: DMatrix<f32>,
+}
+
+impl Mat {
+    pub fn zeros(rows: usize, cols: usize) -> Mat {
+        Mat { storage: DMatrix::zeros(cols, rows) }
+    }
+
+    /// `data` is row-major and must hold exactly `rows * cols` values (checked by callers that
+    /// parse files; a mismatch here is a programming error).
+    pub fn from_vec(rows: usize, cols: usize, data: Vec<f32>) -> Mat {
+        assert_eq!(data.len(), rows * cols, "Mat::from_vec: {rows}x{cols} needs {} values", rows * cols);
+        Mat { storage: DMatrix::from_vec(cols, rows, data) }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.storage.ncols()
+    }
+
+    pub fn cols(&self) -> usize {
+        self.storage.nrows()
+    }
+
+    pub fn as_slice(&self) -> &[f32] {
+        self.storage.as_slice()
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [f32] {
+        self.storage.as_mut_slice()
+    }
+
+    pub fn into_vec(self) -> Vec<f32> {
+        self.storage.data.into()
+    }
+
+    pub fn row(&self, r: usize) -> &[f32] {
+        let c = self.cols();
+        &self.as_slice()[r * c..(r + 1) * c]
+    }
+
+    pub fn row_mut(&mut self, r: usize) -> &mut [f32] {
+        let c = self.cols();
+        &mut self.as_mut_slice()[r * c..(r + 1) * c]
+    }
+
+    /// Rows `[start, start + len)` as a new matrix.
+    pub fn rows_range(&self, start: usize, len: usize) -> Mat {
+        let c = self.cols();
+        Mat::from_vec(len, c, self.as_slice()[start * c..(start + len) * c].to_vec())
+    }
+
+    /// Columns `[start, start + len)` of every row, as a new `[rows, len]` matrix (one head's
+    /// slice of a `[T, heads·d_k]` projection).
+    pub fn cols_range(&self, start: usize, len: usize) -> Mat {
+        let mut out = Vec::with_capacity(self.rows() * len);
+        for r in 0..self.rows() {
+            out.extend_from_slice(&self.row(r)[start..start + len]);
+        }
+        Mat::from_vec(self.rows(), len, out)
+    }
+
+    pub fn transpose(&self) -> Mat {
+        // Our transpose is nalgebra's transpose too: storage (cols × rows) becomes (rows × cols).
+        Mat { storage: self.storage.transpose() }
+    }
+
+    /// `self += other`, element-wise (residual connections).
+    pub fn add_assign(&mut self, other: &Mat) {
+        self.storage += &other.storage;
+    }
+
+    /// Adds `bias` to every row.
+    pub fn add_row_vector(&mut self, bias: &[f32]) {
+        let c = self.cols();
+        for row in self.as_mut_slice().chunks_exact_mut(c) {
+            for (x, b) in row.iter_mut().zip(bias) {
+                *x += b;
+            }
+        }
+    }
+
+    pub fn map_in_place(&mut self, f: impl Fn(f32) -> f32) {
+        self.storage.apply(|x| *x = f(*x));
+    }
+
+    /// The nalgebra view with our orientation (`rows × cols`), for callers that want
+    /// nalgebra's API; it is a transposed copy.
+    pub fn to_nalgebra(&self) -> DMatrix<f32> {
+        self.storage.transpose()
+    }
+
+    pub fn storage(&self) -> &DMatrix<f32> {
+        &self.storage
+    }
+}
+
+/// A strided row-major view: row `r` starts at `offset + r * stride` and holds `cols` values.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub data: &'a [f32],
+    pub offset: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub stride: usize,
+}
+
+impl<'a> View<'a> {
+    pub fn of(m: &'a Mat) -> View<'a> {
+        View { data: m.as_slice(), offset: 0, rows: m.rows(), cols: m.cols(), stride: m.cols() }
+    }
+
+    /// Columns `[start, start + len)` of `m` (one attention head's slice).
+    pub fn cols_of(m: &'a Mat, start: usize, len: usize) -> View<'a> {
+        View { data: m.as_slice(), offset: start, rows: m.rows(), cols: len, stride: m.cols() }
+    }
+
+    #[inline]
+    fn row(&self, r: usize) -> &'a [f32] {
+        let s = self.offset + r * self.stride;
+        &self.data[s..s + self.cols]
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod lanes {
+    use core::arch::wasm32::*;
+
+    /// Four f32 lanes in one wasm `v128`.
+    #[derive(Clone, Copy)]
+    pub struct F4(v128);
+
+    impl F4 {
+        #[inline(always)]
+        pub fn zero() -> F4 {
+            F4(f32x4_splat(0.0))
+        }
+        #[inline(always)]
+        pub fn load(s: &[f32]) -> F4 {
+            assert!(s.len() >= 4);
+            // SAFETY: the assertion above guarantees 16 readable bytes; v128_load is unaligned.
+            F4(unsafe { v128_load(s.as_ptr() as *const v128) })
+        }
+        #[inline(always)]
+        pub fn mul_add(self, a: F4, b: F4) -> F4 {
+            F4(f32x4_add(self.0, f32x4_mul(a.0, b.0)))
+        }
+        #[inline(always)]
+        pub fn sum(self) -> f32 {
+            let v = self.0;
+            (f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v))
+                + (f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v))
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+mod lanes {
+    /// Four independent f32 lanes; LLVM's SLP vectoriser turns these into SSE/NEON ops.
+    #[derive(Clone, Copy)]
+    pub struct F4([f32; 4]);
+
+    impl F4 {
+        #[inline(always)]
+        pub fn zero() -> F4 {
+            F4([0.0; 4])
+        }
+        #[inline(always)]
+        pub fn load(s: &[f32]) -> F4 {
+            F4([s[0], s[1], s[2], s[3]])
+        }
+        #[inline(always)]
+        pub fn mul_add(self, a: F4, b: F4) -> F4 {
+            let (x, a, b) = (self.0, a.0, b.0);
+            F4([x[0] + a[0] * b[0], x[1] + a[1] * b[1], x[2] + a[2] * b[2], x[3] + a[3] * b[3]])
+        }
+        #[inline(always)]
+        pub fn sum(self) -> f32 {
+            let v = self.0;
+            (v[0] + v[1]) + (v[2] + v[3])
+        }
+    }
+}
+
+use lanes::F4;
+
+/// Dot products of `a` with two rows `b0`, `b1` at once (shares the loads of `a`).
+/// The lane split and the reduction order are fixed, so a value never depends on which
+/// block of the GEMM computed it (single-row decode steps equal batched rows bit for bit).
+#[inline(always)]
+fn dot_1x2(a: &[f32], b0: &[f32], b1: &[f32]) -> (f32, f32) {
+    let n = a.len();
+    let main = n - n % 8;
+    let (mut s0a, mut s0b, mut s1a, mut s1b) = (F4::zero(), F4::zero(), F4::zero(), F4::zero());
+    let mut p = 0;
+    while p < main {
+        let (x0, x1) = (F4::load(&a[p..]), F4::load(&a[p + 4..]));
+        s0a = s0a.mul_add(x0, F4::load(&b0[p..]));
+        s0b = s0b.mul_add(x1, F4::load(&b0[p + 4..]));
+        s1a = s1a.mul_add(x0, F4::load(&b1[p..]));
+        s1b = s1b.mul_add(x1, F4::load(&b1[p + 4..]));
+        p += 8;
+    }
+    let mut r0 = s0a.sum() + s0b.sum();
+    let mut r1 = s1a.sum() + s1b.sum();
+    while p < n {
+        r0 += a[p] * b0[p];
+        r1 += a[p] * b1[p];
+        p += 1;
+    }
+    (r0, r1)
+}
+
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    dot_1x2(a, b, b).0
+}
+
+/// The one GEMM: `out[i, j] = Σ_p a[i, p] · b[j, p]` (i.e. `A · Bᵀ`), written into the strided
+/// view `out` (`out_offset + i * out_stride + j`). Shapes are the caller's contract.
+pub fn matmul_bt(a: View, b: View, out: &mut [f32], out_offset: usize, out_stride: usize) {
+    debug_assert_eq!(a.cols, b.cols);
+    let n = b.rows;
+    for i in 0..a.rows {
+        let ar = a.row(i);
+        let o = out_offset + i * out_stride;
+        let orow = &mut out[o..o + n];
+        let mut j = 0;
+        while j + 1 < n {
+            let (x, y) = dot_1x2(ar, b.row(j), b.row(j + 1));
+            orow[j] = x;
+            orow[j + 1] = y;
+            j += 2;
+        }
+        if j < n {
+            orow[j] = dot(ar, b.row(j));
+        }
+    }
+}
+
+/// `x · Wᵀ (+ bias)` for a PyTorch-layout weight `[out, in]`.
+pub fn linear(x: &Mat, weight: &Mat, bias: Option<&[f32]>) -> Mat {
+    let mut y = Mat::zeros(x.rows(), weight.rows());
+    let stride = y.cols();
+    matmul_bt(View::of(x), View::of(weight), y.as_mut_slice(), 0, stride);
+    if let Some(b) = bias {
+        y.add_row_vector(b);
+    }
+    y
+}
+
+/// Numerically stable softmax of one row, in place (max subtracted; masked entries are −∞ and
+/// become exactly 0).
+pub fn softmax_in_place(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        row.iter_mut().for_each(|x| *x = 0.0);
+        return;
+    }
+    let mut sum = 0.0f32;
+    for x in row.iter_mut() {
+        *x = (*x - max).exp();
+        sum += *x;
+    }
+    let inv = 1.0 / sum;
+    row.iter_mut().for_each(|x| *x *= inv);
+}
+
+/// LayerNorm over each row: `(x − mean) / sqrt(var + eps) · gamma + beta` (biased variance,
+/// as PyTorch and Marian compute it).
+pub fn layer_norm(x: &mut Mat, gamma: &[f32], beta: &[f32], eps: f32) {
+    let c = x.cols();
+    for row in x.as_mut_slice().chunks_exact_mut(c) {
+        let mean = row.iter().sum::<f32>() / c as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / c as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = (*v - mean) * inv * g + b;
+        }
+    }
+}
+
+/// Exact GELU, `x · Φ(x) = x/2 · (1 + erf(x/√2))` (BERT's "gelu"; the tanh form is measurably off).
+pub fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+pub fn relu(x: f32) -> f32 {
+    x.max(0.0)
+}
+
+pub fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Which keys a query may see.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mask {
+    /// Every key is visible (encoder self-attention, cross-attention).
+    None,
+    /// Query `i` sees keys `0..=first_query_position + i` (decoder self-attention).
+    Causal { first_query_position: usize },
+}
+
+impl Mask {
+    pub fn visible(&self, query: usize, key: usize) -> bool {
+        match *self {
+            Mask::None => true,
+            Mask::Causal { first_query_position } => key <= first_query_position + query,
+        }
+    }
+}
+
+/// Every intermediate of one head of one attention call, for the step view.
+#[derive(Clone, Debug, Default)]
+pub struct HeadTrace {
+    pub d_k: usize,
+    pub query_len: usize,
+    pub key_len: usize,
+    /// `# [Tq, d_k]`
+    pub q: Vec<f32>,
+    /// `# [Tk, d_k]`
+    pub k: Vec<f32>,
+    /// `# [Tk, d_k]`
+    pub v: Vec<f32>,
+    /// `# [Tq, Tk]` raw `q · kᵀ`
+    pub scores: Vec<f32>,
+    /// `# [Tq, Tk]` scores ÷ √d_k
+    pub scaled: Vec<f32>,
+    /// `# [Tq, Tk]` 1 = visible, 0 = masked
+    pub mask: Vec<f32>,
+    /// `# [Tq, Tk]`
+    pub probs: Vec<f32>,
+    /// `# [Tq, d_k]` probs · v
+    pub output: Vec<f32>,
+}
+
+impl HeadTrace {
+    /// Appends the query rows of a later call with the same keys (incremental decoding).
+    pub fn append_queries(&mut self, later: HeadTrace) {
+        if self.query_len == 0 {
+            *self = later;
+            return;
+        }
+        self.query_len += later.query_len;
+        self.q.extend(later.q);
+        self.scores.extend(later.scores);
+        self.scaled.extend(later.scaled);
+        self.mask.extend(later.mask);
+        self.probs.extend(later.probs);
+        self.output.extend(later.output);
+    }
+}
+
+/// Result of one multi-head attention call.
+pub struct AttentionOutput {
+    /// `# [Tq, heads·d_k]` concatenated head outputs (before the output projection)
+    pub context: Mat,
+    /// `# [heads, Tq, Tk]`
+    pub probs: Vec<f32>,
+    pub trace: Option<HeadTrace>,
+}
+
+/// Scaled dot-product attention over `heads` heads: `softmax(mask(Q_h K_hᵀ / √d_k)) · V_h`
+/// per head. `q` is `[Tq, D]`, `k` and `v` are `[Tk, D]`, `D = heads · d_k`. When
+/// `trace_head` is set, every intermediate of that head is returned too.
+pub fn multi_head_attention(
+    q: &Mat,
+    k: &Mat,
+    v: &Mat,
+    heads: usize,
+    mask: Mask,
+    trace_head: Option<usize>,
+) -> AttentionOutput {
+    let (tq, tk, d) = (q.rows(), k.rows(), q.cols());
+    let d_k = d / heads;
+    let scale = 1.0 / (d_k as f32).sqrt();
+    let mut probs = vec![0.0f32; heads * tq * tk];
+    let mut context = Mat::zeros(tq, d);
+    // Vᵀ `# [D, Tk]`: head h's rows h·d_k.. are contiguous, so probs · V_h is again `A · Bᵀ`.
+    let v_t = v.transpose();
+    let mut trace = None;
+    for h in 0..heads {
+        let block = &mut probs[h * tq * tk..(h + 1) * tq * tk];
+        matmul_bt(View::cols_of(q, h * d_k, d_k), View::cols_of(k, h * d_k, d_k), block, 0, tk);
+        let raw = (trace_head == Some(h)).then(|| block.to_vec());
+        for (i, row) in block.chunks_exact_mut(tk).enumerate() {
+            for (j, s) in row.iter_mut().enumerate() {
+                *s = if mask.visible(i, j) { *s * scale } else { f32::NEG_INFINITY };
+            }
+        }
+        let scaled = raw.as_ref().map(|_| block.to_vec());
+        block.chunks_exact_mut(tk).for_each(softmax_in_place);
+        let v_h = View { data: v_t.as_slice(), offset: h * d_k * tk, rows: d_k, cols: tk, stride: tk };
+        let p_h = View { data: block, offset: 0, rows: tq, cols: tk, stride: tk };
+        matmul_bt(p_h, v_h, context.as_mut_slice(), h * d_k, d);
+        if let (Some(scores), Some(mut scaled)) = (raw, scaled) {
+            let mut mask_values = vec![0.0f32; tq * tk];
+            for i in 0..tq {
+                for j in 0..tk {
+                    if mask.visible(i, j) {
+                        mask_values[i * tk + j] = 1.0;
+                    } else {
+                        // The "scaled" step shows the value before masking; the mask row says which are cut.
+                        scaled[i * tk + j] = scores[i * tk + j] * scale;
+                    }
+                }
+            }
+            trace = Some(HeadTrace {
+                d_k,
+                query_len: tq,
+                key_len: tk,
+                q: q.cols_range(h * d_k, d_k).into_vec(),
+                k: k.cols_range(h * d_k, d_k).into_vec(),
+                v: v.cols_range(h * d_k, d_k).into_vec(),
+                scores,
+                scaled,
+                mask: mask_values,
+                probs: block.to_vec(),
+                output: context.cols_range(h * d_k, d_k).into_vec(),
+            });
+        }
+    }
+    AttentionOutput { context, probs, trace }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_bt(a: &Mat, b: &Mat) -> Mat {
+        let mut out = Mat::zeros(a.rows(), b.rows());
+        for i in 0..a.rows() {
+            for j in 0..b.rows() {
+                let s: f64 = a.row(i).iter().zip(b.row(j)).map(|(x, y)| *x as f64 * *y as f64).sum();
+                out.row_mut(i)[j] = s as f32;
+            }
+        }
+        out
+    }
+
+    fn pseudo_random(rows: usize, cols: usize, seed: u32) -> Mat {
+        let mut s = seed.wrapping_mul(2654435761).max(1);
+        let data = (0..rows * cols)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2000) as f32 / 1000.0 - 1.0
+            })
+            .collect();
+        Mat::from_vec(rows, cols, data)
+    }
+
+    #[test]
+    fn gemm_matches_naive_for_odd_shapes() {
+        for &(m, n, k) in &[(1, 1, 1), (3, 5, 7), (4, 9, 8), (17, 13, 33), (2, 64, 384)] {
+            let a = pseudo_random(m, k, 1 + m as u32);
+            let b = pseudo_random(n, k, 7 + n as u32);
+            let fast = linear(&a, &b, None);
+            let slow = naive_bt(&a, &b);
+            for (x, y) in fast.as_slice().iter().zip(slow.as_slice()) {
+                assert!((x - y).abs() < 1e-4, "{m}x{n}x{k}: {x} vs {y}");
+            }
+        }
+    }
+
+    #[test]
+    fn single_rows_equal_batched_rows_bit_for_bit() {
+        let a = pseudo_random(6, 40, 3);
+        let b = pseudo_random(11, 40, 4);
+        let all = linear(&a, &b, None);
+        for r in 0..6 {
+            let one = linear(&a.rows_range(r, 1), &b, None);
+            assert_eq!(one.row(0), all.row(r));
+        }
+    }
+
+    #[test]
+    fn softmax_is_stable_and_sums_to_one() {
+        let mut row = vec![1000.0, 1001.0, f32::NEG_INFINITY, 999.0];
+        softmax_in_place(&mut row);
+        assert_eq!(row[2], 0.0);
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!(row[1] > row[0] && row[0] > row[3]);
+    }
+
+    #[test]
+    fn gelu_is_the_exact_erf_form() {
+        // Reference values of x·Φ(x).
+        assert!((gelu(1.0) - 0.841_344_75).abs() < 1e-6);
+        assert!((gelu(-0.5) - (-0.154_268_58)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn causal_attention_masks_the_future_and_traces_one_head() {
+        let q = pseudo_random(4, 8, 11);
+        let k = pseudo_random(4, 8, 12);
+        let v = pseudo_random(4, 8, 13);
+        let out = multi_head_attention(&q, &k, &v, 2, Mask::Causal { first_query_position: 0 }, Some(1));
+        let t = out.trace.expect("trace requested");
+        for i in 0..4 {
+            let row = &out.probs[16 + i * 4..16 + i * 4 + 4];
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+            for (j, p) in row.iter().enumerate() {
+                assert_eq!(j > i, *p == 0.0);
+                assert_eq!(t.mask[i * 4 + j], if j > i { 0.0 } else { 1.0 });
+            }
+        }
+        assert_eq!(&t.probs[..], &out.probs[16..32]);
+        // Output of the traced head equals probs · V_h computed by hand.
+        for i in 0..4 {
+            for c in 0..4 {
+                let e: f32 = (0..4).map(|j| t.probs[i * 4 + j] * t.v[j * 4 + c]).sum();
+                assert!((e - t.output[i * 4 + c]).abs() < 1e-5);
+            }
+        }
+    }
+}

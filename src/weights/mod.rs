@@ -1,0 +1,65 @@
+//! Weight readers: one per file format, all yielding a [`TensorStore`] of named f32 tensors
+//! (quantised formats are dequantised at load; activations are never quantised).
+
+pub mod marian_bin;
+pub mod safetensors_file;
+
+use crate::error::{invalid_model, Result};
+use crate::tensor::Mat;
+use std::collections::HashMap;
+
+/// A named f32 tensor with its shape.
+#[derive(Debug, Clone)]
+pub struct Tensor {
+    pub shape: Vec<usize>,
+    pub data: Vec<f32>,
+}
+
+/// Named tensors from one model file. Models take tensors out by name with the shape they
+/// expect, so a file that does not match its config fails at load with a clear message and
+/// never later with an out-of-bounds index.
+#[derive(Debug, Default)]
+pub struct TensorStore {
+    tensors: HashMap<String, Tensor>,
+}
+
+impl TensorStore {
+    pub fn insert(&mut self, name: String, tensor: Tensor) {
+        self.tensors.insert(name, tensor);
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    pub fn shape(&self, name: &str) -> Option<&[usize]> {
+        self.tensors.get(name).map(|t| t.shape.as_slice())
+    }
+
+    fn take_checked(&mut self, name: &str, numel: usize, want: &str) -> Result<Vec<f32>> {
+        let t = self.tensors.remove(name).ok_or_else(|| invalid_model(format!("tensor `{name}` is missing")))?;
+        if t.data.len() != numel || t.shape.iter().product::<usize>() != numel {
+            return Err(invalid_model(format!("tensor `{name}` has shape {:?}, expected {want}", t.shape)));
+        }
+        Ok(t.data)
+    }
+
+    /// A matrix `[rows, cols]` (a leading 1 in the file's shape is accepted: Marian stores
+    /// vectors as `[1, n]`).
+    pub fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<Mat> {
+        let data = self.take_checked(name, rows * cols, &format!("[{rows}, {cols}]"))?;
+        Ok(Mat::from_vec(rows, cols, data))
+    }
+
+    pub fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>> {
+        self.take_checked(name, len, &format!("[{len}]"))
+    }
+}

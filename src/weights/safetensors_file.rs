@@ -1,0 +1,60 @@
+//! Hugging Face `.safetensors` via the `safetensors` crate. F32, F16 and BF16 tensors become
+//! f32; integer tensors (e.g. BERT's `position_ids` buffer) are not weights and are skipped.
+
+use super::{Tensor, TensorStore};
+use crate::error::{invalid_model, Result};
+use safetensors::{Dtype, SafeTensors};
+
+pub fn read(bytes: &[u8]) -> Result<TensorStore> {
+    let file = SafeTensors::deserialize(bytes).map_err(|e| invalid_model(format!("not a safetensors file ({e})")))?;
+    let mut store = TensorStore::default();
+    for (name, view) in file.tensors() {
+        let raw = view.data();
+        let data: Vec<f32> = match view.dtype() {
+            Dtype::F32 => raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            Dtype::F16 => raw.chunks_exact(2).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))).collect(),
+            Dtype::BF16 => raw.chunks_exact(2).map(|b| f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16)).collect(),
+            _ => continue,
+        };
+        store.insert(name, Tensor { shape: view.shape().to_vec(), data });
+    }
+    Ok(store)
+}
+
+/// IEEE half → single, including subnormals, infinities and NaN.
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h >> 15) as u32) << 31;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let frac = (h & 0x3ff) as u32;
+    let bits = match (exp, frac) {
+        (0, 0) => sign,
+        (0, _) => {
+            // Subnormal: value = frac · 2^-24.
+            let v = frac as f32 * (1.0 / 16_777_216.0);
+            return if sign != 0 { -v } else { v };
+        }
+        (0x1f, _) => sign | 0x7f80_0000 | (frac << 13),
+        _ => sign | ((exp + 112) << 23) | (frac << 13),
+    };
+    f32::from_bits(bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_precision_decodes() {
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x0001), 5.960_464_5e-8);
+        assert!(f16_to_f32(0x7c00).is_infinite());
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        for bytes in [&b""[..], &b"\x08\0\0\0\0\0\0\0{}"[..], &[0xffu8; 64][..]] {
+            assert!(read(bytes).is_err() || read(bytes).unwrap().is_empty());
+        }
+    }
+}

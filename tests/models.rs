@@ -1,0 +1,155 @@
+//! Native tests against the real default models (fetched by `make models` into models/).
+//! Published numbers: sentence-transformers' README for all-MiniLM-L6-v2; the translations are
+//! the raw greedy outputs of the Bergamot en→pt tiny model (see shared notes).
+
+use attnviz::attention::{AttentionKind, ForwardOutput, HeadRequest};
+use attnviz::models::Model;
+use std::path::Path;
+use std::sync::OnceLock;
+
+fn model(dir: &str) -> &'static Model {
+    static MINILM: OnceLock<Model> = OnceLock::new();
+    static EN_PT: OnceLock<Model> = OnceLock::new();
+    let cell = match dir {
+        "minilm" => &MINILM,
+        "en-pt" => &EN_PT,
+        _ => unreachable!(),
+    };
+    cell.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(dir);
+        Model::load_dir(&path).unwrap_or_else(|e| panic!("{e} — run `make models` first"))
+    })
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>()
+}
+
+fn assert_well_formed(out: &ForwardOutput) {
+    for b in &out.attentions {
+        let (tq, tk) = match b.kind {
+            AttentionKind::Cross => (out.target_tokens.len(), out.source_tokens.len()),
+            _ => (out.source_tokens.len(), out.source_tokens.len()),
+        };
+        assert_eq!((b.query_len, b.key_len), (tq, tk), "{:?} layer {}", b.kind, b.layer);
+        assert_eq!(b.probs.len(), b.heads * tq * tk);
+        for h in 0..b.heads {
+            for q in 0..tq {
+                let s: f32 = b.row(h, q).iter().sum();
+                assert!((s - 1.0).abs() < 1e-5, "{:?} l{} h{h} q{q}: row sums to {s}", b.kind, b.layer);
+                assert!(b.row(h, q).iter().all(|p| (0.0..=1.0).contains(p)));
+            }
+        }
+    }
+}
+
+#[test]
+fn minilm_reproduces_published_similarities() {
+    let m = model("minilm");
+    let e: Vec<Vec<f32>> = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
+        .iter()
+        .map(|t| m.forward(t, None).unwrap().sentence_embedding.unwrap())
+        .collect();
+    let sims = [cosine(&e[0], &e[1]), cosine(&e[0], &e[2]), cosine(&e[1], &e[2])];
+    for (got, want) in sims.iter().zip([0.6660f32, 0.1046, 0.1411]) {
+        assert!((got - want).abs() < 5e-5, "similarity {got:.5} vs published {want}");
+    }
+}
+
+#[test]
+fn minilm_attention_is_well_formed() {
+    let out = model("minilm").forward("Attention visualisers should handle naïve café text, 日本語 and emoji 🎉.", None).unwrap();
+    assert_eq!(out.attentions.len(), 6);
+    assert!(out.attentions.iter().all(|b| b.kind == AttentionKind::EncoderSelf && b.heads == 12));
+    assert_eq!(out.source_tokens.first().map(String::as_str), Some("[CLS]"));
+    assert_eq!(out.source_tokens.last().map(String::as_str), Some("[SEP]"));
+    assert_well_formed(&out);
+}
+
+#[test]
+fn translator_reproduces_reference_translations() {
+    let m = model("en-pt");
+    for (src, want, pieces) in [
+        ("How are you today?", "Como você está hoje?", &["▁How", "▁are", "▁you", "▁today", "?", "</s>"][..]),
+        ("The cat sat on the mat.", "O gato sentou-se no tapete.", &["▁The", "▁cat", "▁sat", "▁on", "▁the", "▁mat", ".", "</s>"][..]),
+    ] {
+        let out = m.forward(src, None).unwrap();
+        assert_eq!(out.output_text.as_deref(), Some(want));
+        assert_eq!(out.source_tokens, pieces);
+        assert_eq!(out.target_tokens.last().map(String::as_str), Some("</s>"));
+        assert_well_formed(&out);
+        let cross: Vec<_> = out.attentions.iter().filter(|b| b.kind == AttentionKind::Cross).collect();
+        assert_eq!(cross.len(), 2);
+        assert!(cross.iter().all(|b| b.query_len == out.target_tokens.len()));
+    }
+}
+
+#[test]
+fn cross_attention_aligns_words() {
+    // "cat" → "gato": summed over heads of the last decoder layer, the target piece "▁gato"
+    // attends to "▁cat" more than to any other source token.
+    let out = model("en-pt").forward("The cat sat on the mat.", None).unwrap();
+    let block = out.attentions.iter().filter(|b| b.kind == AttentionKind::Cross).last().unwrap();
+    let t = out.target_tokens.iter().position(|t| t == "▁gato").expect("gato in output");
+    let mut sums = vec![0.0f32; block.key_len];
+    for h in 0..block.heads {
+        for (s, p) in sums.iter_mut().zip(block.row(h, t)) {
+            *s += p;
+        }
+    }
+    let best = sums.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
+    assert_eq!(out.source_tokens[best], "▁cat");
+}
+
+#[test]
+fn step_internals_match_the_attention_blocks() {
+    for (dir, kind, layer, head) in [("minilm", AttentionKind::EncoderSelf, 2, 5), ("en-pt", AttentionKind::Cross, 1, 3), ("en-pt", AttentionKind::EncoderSelf, 0, 7)] {
+        let m = model(dir);
+        let text = "The cat sat on the mat.";
+        let full = m.forward(text, None).unwrap();
+        let inside = m.head_internals(text, HeadRequest { kind, layer, head }).unwrap();
+        let block = full.attentions.iter().find(|b| b.kind == kind && b.layer == layer).unwrap();
+        let t = &inside.trace;
+        assert_eq!((t.query_len, t.key_len), (block.query_len, block.key_len));
+        for q in 0..t.query_len {
+            assert_eq!(&t.probs[q * t.key_len..(q + 1) * t.key_len], block.row(head, q));
+        }
+        // scaled = scores / √d_k, and output = probs · V.
+        let scale = 1.0 / (t.d_k as f32).sqrt();
+        assert!(t.scores.iter().zip(&t.scaled).all(|(s, c)| (s * scale - c).abs() < 1e-5));
+        for q in 0..t.query_len {
+            for c in 0..t.d_k {
+                let e: f32 = (0..t.key_len).map(|k| t.probs[q * t.key_len + k] * t.v[k * t.d_k + c]).sum();
+                assert!((e - t.output[q * t.d_k + c]).abs() < 1e-4);
+            }
+        }
+        assert_eq!(inside.kv_source, "encoder");
+        assert_eq!(inside.q_source, if kind == AttentionKind::Cross { "decoder" } else { "encoder" });
+    }
+}
+
+#[test]
+fn bad_requests_are_errors() {
+    let m = model("minilm");
+    let err = m.head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 }).unwrap_err();
+    assert!(err.to_string().contains("no cross attention"), "{err}");
+    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::EncoderSelf, layer: 6, head: 0 }).is_err());
+    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::EncoderSelf, layer: 0, head: 12 }).is_err());
+}
+
+#[test]
+fn empty_and_huge_texts_never_panic() {
+    let b = model("minilm").forward("", None).unwrap();
+    assert_eq!(b.source_tokens, ["[CLS]", "[SEP]"]);
+    assert!(!b.truncated);
+    let long = "word ".repeat(20_000); // 100 000 characters
+    let b = model("minilm").forward(&long, None).unwrap();
+    assert!(b.truncated);
+    assert_eq!(b.source_tokens.len(), 512);
+    assert_well_formed(&b);
+    let t = model("en-pt").forward("", None).unwrap();
+    assert_eq!(t.source_tokens, ["</s>"]);
+    let t = model("en-pt").forward(&long, None).unwrap();
+    assert!(t.truncated);
+    assert_eq!(t.source_tokens.len(), 256);
+}
