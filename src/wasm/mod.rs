@@ -187,3 +187,6 @@ impl AttnModel {
         Ok(obj.into())
     }
 }
+
+mod heatmap;
+pub use heatmap::draw_heatmap;
