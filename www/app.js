@@ -51,6 +51,11 @@ const debug = {
   step: null,
   state: null,
 };
+// For tests: where (CSS px, relative to the canvas) a token of the head view is drawn.
+debug.tokenPoint = (side, index) => {
+  if (state.view !== 'head' || !geom || !geom.rowH) return null;
+  return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
+};
 window.attnvizDebug = debug;
 
 function setBodyState(s) {
@@ -366,7 +371,8 @@ function syncControls() {
   const shown = state.heads || [...Array(H).keys()];
   for (const b of el.heads.children) {
     const h = Number(b.dataset.head);
-    const on = state.view === 'head' ? shown.includes(h) && state.agg === 'head' : h === state.head;
+    const on =
+      state.view === 'step' ? h === state.head : state.agg === 'head' && (state.view === 'head' ? shown.includes(h) : h === state.head);
     b.setAttribute('aria-pressed', String(on));
     b.classList.toggle('focused', h === state.head);
   }

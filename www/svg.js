@@ -10,6 +10,13 @@ function measureCtx() {
   return measurer;
 }
 
+/** "600 13px a, b" → { weight: '600', size: '13px', family: 'a, b' } */
+function parseFont(font) {
+  const m = /^\s*(?:(normal|bold|[1-9]00)\s+)?([\d.]+px)\s+(.+)$/.exec(font || '');
+  if (!m) return { weight: '400', size: '10px', family: 'sans-serif' };
+  return { weight: m[1] || '400', size: m[2], family: m[3] };
+}
+
 const fmtN = (v) => (Math.round(v * 100) / 100).toString();
 
 export class SvgContext {
@@ -34,6 +41,7 @@ export class SvgContext {
     this.m = [1, 0, 0, 1, 0, 0];
     this.stack = [];
     this.path = [];
+    this.families = new Map();
   }
 
   // ---- state
@@ -147,7 +155,12 @@ export class SvgContext {
   fillText(text, x, y) {
     const anchor = { left: 'start', start: 'start', right: 'end', end: 'end', center: 'middle' }[this.textAlign] || 'start';
     const baseline = { top: 'hanging', hanging: 'hanging', middle: 'central', bottom: 'text-after-edge', ideographic: 'ideographic' }[this.textBaseline];
-    const e = this.el('text', { x: fmtN(x), y: fmtN(y), fill: this.fillStyle, 'text-anchor': anchor, 'dominant-baseline': baseline, style: `font: ${this.font}; white-space: pre` });
+    const f = parseFont(this.font);
+    this.families.set(f.family, (this.families.get(f.family) || 0) + 1);
+    const e = this.el('text', {
+      x: fmtN(x), y: fmtN(y), fill: this.fillStyle, 'text-anchor': anchor, 'dominant-baseline': baseline,
+      'font-size': f.size, 'font-weight': f.weight === '400' || f.weight === 'normal' ? null : f.weight, 'data-family': f.family,
+    });
     e.textContent = String(text);
   }
 
@@ -160,6 +173,17 @@ export class SvgContext {
   setLineDash() {}
 
   toString() {
+    // The most used font family goes on the root once; others stay on their elements.
+    let main = '';
+    let most = -1;
+    for (const [fam, n] of this.families) if (n > most) [main, most] = [fam, n];
+    if (main) this.root.setAttribute('font-family', main);
+    this.root.setAttribute('style', 'white-space: pre');
+    for (const t of this.root.querySelectorAll('text')) {
+      const fam = t.getAttribute('data-family');
+      t.removeAttribute('data-family');
+      if (fam && fam !== main) t.setAttribute('font-family', fam);
+    }
     return `<?xml version="1.0" encoding="UTF-8"?>\n${new XMLSerializer().serializeToString(this.root)}`;
   }
 }

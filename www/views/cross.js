@@ -30,7 +30,7 @@ function geometry(ctx, prep, width) {
   const top = chips(ctx, prep.rowLabels, 120);
   const bottom = chips(ctx, prep.colLabels, 120);
   const inner = Math.max(top.width, bottom.width);
-  const headerH = 50 + prep.notes.length * 15;
+  const headerH = 66 + prep.notes.length * 15;
   const rowTop = headerH;
   const rowBottom = headerH + CHIP_H + 110;
   ctx.font = font(11);

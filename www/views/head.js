@@ -6,7 +6,7 @@ import { prepareLayer } from '../analysis.js';
 import { clear, fitText, font, headColor, maxTextWidth, textLines } from './common.js';
 
 const LEVELS = 24; // opacity buckets
-const MIN_WEIGHT = 0.004; // lines fainter than this are invisible anyway
+const MIN_WEIGHT = 0.01; // lines fainter than this are invisible anyway (opacity ≈ 0.03)
 
 export const KIND_NAMES = {
   encoder_self: 'encoder self-attention',
@@ -128,7 +128,7 @@ export function draw(ctx, input, state, theme, width) {
   const C = prep.cols;
 
   // Lines, batched per (head, opacity level)
-  ctx.lineWidth = g.rowH > 16 ? 2 : 1.5;
+  ctx.lineWidth = g.rowH > 16 ? 2 : 1;
   ctx.lineCap = 'butt';
   const x1 = g.leftX + 4;
   const x2 = g.rightX - 4;

@@ -60,7 +60,7 @@ export function draw(ctx, input, state, theme, width, height) {
     ctx.fillStyle = theme.bg;
     ctx.fillRect(0, 0, ctx.canvas.width, ctx.canvas.height);
     try {
-      input.plotters(ctx.canvas, mat, prep.rows, prep.cols, prep.rowLabels, prep.colLabels, { title: m.title, dark: !!theme.dark });
+      input.plotters(ctx.canvas, mat, prep.rows, prep.cols, prep.rowLabels, prep.colLabels, { title: m.title, dark: !!theme.dark, scale: dpr });
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       return { width, height, plotters: true };
     } catch (e) {

@@ -1,0 +1,342 @@
+// The page (issue 4): typing redraws, layer/head/kind/view switches, translation, step view vs
+// the CLI, PNG/SVG export, permalinks, no request leaving the origin; and the README screenshots.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer, launchBrowser, openApp } from './harness.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const SHOTS = path.join(ROOT, 'docs', 'screenshots');
+
+let server;
+let browser;
+let app; // one page for most tests, in order
+
+before(async () => {
+  server = await startServer({ prefix: '/' });
+  browser = await launchBrowser();
+  app = await openApp(browser, server.url);
+  await app.page.setViewportSize({ width: 1280, height: 900 });
+});
+
+after(async () => {
+  await app?.close();
+  await browser?.close();
+  await server?.close();
+});
+
+const dbg = (page) => page.evaluate(() => ({ ...window.attnvizDebug, step: window.attnvizDebug.step }));
+
+/** Run `action`, then wait until the page has drawn again (drawCount grew) and `until` holds. */
+async function afterDraw(page, action, until = () => true, timeout = 60_000) {
+  const before = await page.evaluate(() => window.attnvizDebug.drawCount);
+  await action();
+  const t0 = Date.now();
+  for (;;) {
+    const d = await dbg(page);
+    if (d.drawCount > before && until(d)) return d;
+    if (Date.now() - t0 > timeout) throw new Error(`no matching redraw within ${timeout} ms; last debug: ${JSON.stringify({ ...d, step: d.step && '…' }).slice(0, 1500)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Fraction of non-background pixels and number of distinct colours of the main canvas. */
+function canvasInk(page, selector = 'canvas#view') {
+  return page.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const ctx = c.getContext('2d');
+    const { data } = ctx.getImageData(0, 0, c.width, c.height);
+    const bg = [data[0], data[1], data[2]];
+    let ink = 0;
+    const colours = new Set();
+    for (let i = 0; i < data.length; i += 4 * 7) {
+      if (Math.abs(data[i] - bg[0]) + Math.abs(data[i + 1] - bg[1]) + Math.abs(data[i + 2] - bg[2]) > 30) ink++;
+      if (colours.size < 5000) colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+    }
+    return { ink: ink / (data.length / 28), colours: colours.size, width: c.width, height: c.height };
+  }, selector);
+}
+
+async function selectModel(page, id) {
+  await afterDraw(page, () => page.selectOption('#model', id), (d) => d.modelId === id, 180_000);
+}
+
+test('the default model is drawn in the head view with its tokens, and the status line says so', async () => {
+  const { page } = app;
+  const d = await dbg(page);
+  assert.equal(d.modelId, 'minilm-l6');
+  assert.ok(d.drawCount >= 1);
+  assert.equal(d.tokens[0], '[CLS]');
+  assert.equal(d.tokens.at(-1), '[SEP]');
+  assert.equal(await page.getAttribute('canvas#view', 'data-view'), 'head');
+  const status = await page.textContent('#status');
+  assert.match(status, new RegExp(`${d.tokens.length} tokens`));
+  assert.match(status, /ms per forward/);
+  const ink = await canvasInk(page);
+  assert.ok(ink.ink > 0.01 && ink.colours > 20, `head view looks blank: ${JSON.stringify(ink)}`);
+  const label = await page.getAttribute('canvas#view', 'aria-label');
+  assert.match(label, /Head view/);
+});
+
+test('typing a sentence redraws the view with the new tokens', async () => {
+  const { page } = app;
+  await page.fill('#text', '');
+  const d = await afterDraw(
+    page,
+    () => page.type('#text', 'Colorless green ideas sleep furiously.', { delay: 15 }),
+    (x) => x.state.text === 'Colorless green ideas sleep furiously.',
+  );
+  assert.equal(d.tokens[0], '[CLS]');
+  assert.ok(d.tokens.includes('green') && d.tokens.includes('ideas'), JSON.stringify(d.tokens));
+  assert.ok(d.tokens.some((t) => t.startsWith('##')), `expected a sub-word piece in ${JSON.stringify(d.tokens)}`);
+  assert.equal(d.tokens.at(-1), '[SEP]');
+  assert.ok(d.lastForwardMs > 0);
+  // The canvas is labelled with the new token count.
+  const label = await page.getAttribute('canvas#view', 'aria-label');
+  assert.match(label, new RegExp(`${d.tokens.length} query tokens`));
+  // The permalink follows the text.
+  const hash = await page.evaluate(() => decodeURIComponent(location.hash.replace(/\+/g, ' ')));
+  assert.match(hash, /Colorless green ideas sleep furiously\./);
+});
+
+test('layer, head, view and filters can be switched with the mouse and the keyboard', async () => {
+  const { page } = app;
+  // Layer via the select
+  let d = await afterDraw(page, () => page.selectOption('#layer', '3'), (x) => x.state.layer === 3);
+  assert.equal(await page.getAttribute('canvas#view', 'data-layer'), '3');
+  // Layer via the keyboard (focus the canvas, not a text field)
+  await page.focus('canvas#view');
+  d = await afterDraw(page, () => page.keyboard.press('ArrowDown'), (x) => x.state.layer === 4);
+  d = await afterDraw(page, () => page.keyboard.press('ArrowUp'), (x) => x.state.layer === 3);
+  // Head via the keyboard: → shows the next head alone
+  d = await afterDraw(page, () => page.keyboard.press('ArrowRight'), (x) => x.state.head === 1);
+  assert.deepEqual(d.state.heads, [1]);
+  // Double-click a head swatch: only that head
+  d = await afterDraw(page, () => page.dblclick('#heads .swatch[data-head="5"]'), (x) => x.state.head === 5);
+  assert.deepEqual(d.state.heads, [5]);
+  assert.equal(await page.getAttribute('#heads .swatch[data-head="5"]', 'aria-pressed'), 'true');
+  assert.equal(await page.getAttribute('#heads .swatch[data-head="4"]', 'aria-pressed'), 'false');
+  d = await afterDraw(page, () => page.click('#heads-all'), (x) => x.state.heads === null);
+  // Views
+  for (const v of ['model', 'heatmap', 'step', 'head']) {
+    d = await afterDraw(page, () => page.click(`#views [data-view="${v}"]`), (x) => x.view === v && (v !== 'step' || !!x.step));
+    assert.equal(await page.getAttribute('canvas#view', 'data-view'), v);
+    const ink = await canvasInk(page);
+    assert.ok(ink.ink > 0.005, `view ${v} looks blank: ${JSON.stringify(ink)}`);
+  }
+  // Model view: clicking a small map opens it in the head view
+  await afterDraw(page, () => page.click('#views [data-view="model"]'), (x) => x.view === 'model');
+  const box = await page.locator('canvas#view').boundingBox();
+  // Same layout as views/grid.js: 34 px of layer labels, then cells of `cell` px every cell + 6.
+  const cell = Math.max(28, Math.min(110, Math.floor((box.width - 46) / 12) - 6));
+  d = await afterDraw(page, () => page.mouse.click(box.x + 34 + 2 * (cell + 6) + cell / 2, box.y + 48 + (cell + 22) + cell / 2), (x) => x.view === 'head');
+  assert.equal(d.state.layer, 1, JSON.stringify(d.state));
+  assert.equal(d.state.head, 2, JSON.stringify(d.state));
+  assert.deepEqual(d.state.heads, [2]);
+  // Aggregates and filters
+  d = await afterDraw(page, () => page.selectOption('#agg', 'rollout'), (x) => x.state.agg === 'rollout');
+  d = await afterDraw(page, () => page.selectOption('#agg', 'mean'), (x) => x.state.agg === 'mean');
+  await page.click('#filters summary');
+  d = await afterDraw(page, () => page.check('#hide-special'), (x) => x.state.hideSpecial);
+  let label = await page.getAttribute('canvas#view', 'aria-label');
+  assert.match(label, new RegExp(`${d.tokens.length - 2} query tokens`), 'special tokens should be hidden');
+  d = await afterDraw(page, () => page.check('#merge'), (x) => x.state.merge);
+  label = await page.getAttribute('canvas#view', 'aria-label');
+  const pieces = d.tokens.filter((t) => t.startsWith('##')).length;
+  assert.match(label, new RegExp(`${d.tokens.length - 2 - pieces} query tokens`), 'sub-words should be merged into words');
+  const notes = await page.textContent('#notes');
+  assert.match(notes, /renormalised/);
+  assert.match(notes, /summed/);
+  d = await afterDraw(page, () => page.uncheck('#merge'), (x) => !x.state.merge);
+  d = await afterDraw(page, () => page.uncheck('#hide-special'), (x) => !x.state.hideSpecial);
+  d = await afterDraw(page, () => page.selectOption('#agg', 'head'), (x) => x.state.agg === 'head');
+});
+
+test('hovering a token lists its top weights; clicking pins it', async () => {
+  const { page } = app;
+  await afterDraw(page, () => page.click('#views [data-view="head"]'), (x) => x.view === 'head').catch(() => {});
+  const box = await page.locator('canvas#view').boundingBox();
+  const pt = await page.evaluate(() => window.attnvizDebug.tokenPoint('q', 2));
+  assert.ok(pt, 'no point for query token 2');
+  await page.mouse.move(box.x + pt.x, box.y + pt.y);
+  await page.waitForFunction(() => document.querySelectorAll('#top-list li').length > 0, null, { timeout: 10_000 });
+  await page.mouse.click(box.x + pt.x, box.y + pt.y);
+  await page.waitForFunction(() => !!window.attnvizDebug.state.pin, null, { timeout: 10_000 }).catch(() => {});
+  const pinned = await page.evaluate(() => window.attnvizDebug.state.pin);
+  assert.ok(pinned, 'clicking a query label did not pin it');
+  assert.equal(pinned.side, 'q');
+  assert.equal(pinned.index, 2);
+  const items = await page.$$eval('#top-list li', (lis) => lis.map((li) => li.textContent));
+  assert.ok(items.length >= 3, `top weights not listed: ${JSON.stringify(items)}`);
+  await page.keyboard.press('Escape');
+});
+
+test('PNG export is a non-blank image; SVG export has the token labels as text', async () => {
+  const { page } = app;
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
+  assert.match(dl.suggestedFilename(), /\.png$/);
+  const file = await dl.path();
+  const bytes = readFileSync(file);
+  assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'not a PNG');
+  const stats = await page.evaluate(async (b64) => {
+    const blob = new Blob([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], { type: 'image/png' });
+    const bmp = await createImageBitmap(blob);
+    const c = new OffscreenCanvas(bmp.width, bmp.height);
+    const ctx = c.getContext('2d');
+    ctx.drawImage(bmp, 0, 0);
+    const { data } = ctx.getImageData(0, 0, bmp.width, bmp.height);
+    const colours = new Set();
+    for (let i = 0; i < data.length; i += 4 * 5) colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+    return { w: bmp.width, h: bmp.height, colours: colours.size };
+  }, bytes.toString('base64'));
+  assert.ok(stats.w > 200 && stats.h > 100 && stats.colours > 20, `PNG looks blank: ${JSON.stringify(stats)}`);
+
+  const [svgDl] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
+  assert.match(svgDl.suggestedFilename(), /\.svg$/);
+  const svg = readFileSync(await svgDl.path(), 'utf8');
+  const head = svg.slice(0, 300);
+  assert.ok(svg.startsWith('<?xml'), head);
+  assert.ok(/<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/.test(svg), head);
+  assert.ok(svg.includes('>green</text>'), 'the token "green" is not an SVG text element');
+  assert.ok(svg.includes('<path '), 'no lines in the SVG');
+});
+
+test('a permalink restores the exact state in a new page', async () => {
+  const { page } = app;
+  const text = 'The bank <b>by</b> the river & "quotes" 😀 猫';
+  await afterDraw(page, () => page.fill('#text', text), (x) => x.state.text === text);
+  const want0 = (await dbg(page)).state;
+  const layer = (want0.layer + 1) % 6;
+  await afterDraw(page, () => page.selectOption('#layer', String(layer)), (x) => x.state.layer === layer);
+  await afterDraw(page, () => page.click('#views [data-view="heatmap"]'), (x) => x.view === 'heatmap');
+  await afterDraw(page, () => page.click('#heads .swatch[data-head="7"]'), (x) => x.state.head === 7);
+  await afterDraw(page, () => page.selectOption('#agg', 'head'), (x) => x.state.agg === 'head').catch(() => {});
+  if (!(await page.isVisible('#hide-special'))) await page.click('#filters summary');
+  await afterDraw(page, () => page.setChecked('#hide-special', !want0.hideSpecial), (x) => x.state.hideSpecial === !want0.hideSpecial);
+  const url = await page.evaluate(() => location.href);
+  const want = (await dbg(page)).state;
+  // The token text is shown as text, never parsed as HTML.
+  assert.equal(await page.locator('b').count(), 0);
+
+  const second = await app.context.newPage();
+  await second.goto(url);
+  await second.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+  const got = await second.evaluate(() => window.attnvizDebug.state);
+  for (const k of ['model', 'text', 'view', 'kind', 'layer', 'head', 'heads', 'agg', 'hideSpecial', 'merge', 'threshold']) {
+    assert.deepEqual(got[k], want[k], `permalink lost ${k}`);
+  }
+  assert.equal(await second.inputValue('#text'), want.text);
+  assert.equal(await second.getAttribute('canvas#view', 'data-view'), 'heatmap');
+  await second.close();
+});
+
+test('the step view probabilities equal the CLI JSON for the same sentence, layer and head', async () => {
+  const { page } = app;
+  const text = 'The cat sat on the mat.';
+  const layer = 2;
+  const head = 3;
+  const cli = path.join(ROOT, 'target', 'release', 'attnviz');
+  if (!existsSync(cli)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
+  const json = JSON.parse(execFileSync(cli, ['attend', '--model', path.join(ROOT, 'models', 'minilm'), '--text', text, '--format', 'json'], { maxBuffer: 1 << 28 }).toString());
+  const block = json.attentions.find((a) => a.kind === 'encoder_self' && a.layer === layer);
+  const [H, Tq, Tk] = block.shape;
+  assert.equal(H, 12);
+  const want = block.data.slice(head * Tq * Tk, (head + 1) * Tq * Tk);
+
+  const hash = new URLSearchParams({ m: 'minilm-l6', t: text, v: 'step', l: String(layer), h: String(head), q: '2' }).toString();
+  const d = await afterDraw(
+    page,
+    () => page.evaluate((h) => { location.hash = h; }, hash),
+    (x) => x.step && x.step.layer === layer && x.step.head === head && x.state.text === text,
+  );
+  assert.equal(await page.getAttribute('canvas#view', 'data-view'), 'step');
+  assert.deepEqual(d.step.keyTokens, json.tokens.source);
+  assert.equal(d.step.probs.length, want.length);
+  let maxDiff = 0;
+  for (let i = 0; i < want.length; i++) maxDiff = Math.max(maxDiff, Math.abs(d.step.probs[i] - want[i]));
+  assert.ok(maxDiff < 1e-5, `step-view probabilities differ from the CLI by ${maxDiff}`);
+  // The same numbers are the head's row in attend(): the canvas names the query token.
+  const label = await page.getAttribute('canvas#view', 'aria-label');
+  assert.match(label, /query "cat"/);
+});
+
+test('the translator shows "O gato sentou-se no tapete." and its cross-attention', async () => {
+  const { page } = app;
+  await selectModel(page, 'en-pt-tiny');
+  await page.fill('#text', '');
+  const d = await afterDraw(page, () => page.type('#text', 'The cat sat on the mat.', { delay: 10 }), (x) => x.state.text === 'The cat sat on the mat.' && x.outputText);
+  assert.equal(d.outputText, 'O gato sentou-se no tapete.');
+  assert.equal((await page.textContent('#output')).trim(), 'O gato sentou-se no tapete.');
+  assert.ok(d.targetTokens.length >= 5);
+  // The kind tabs offer cross-attention; the cross view draws and its scrubber moves the step.
+  const kinds = await page.$$eval('#kinds [role=tab]', (b) => b.map((x) => x.dataset.kind));
+  assert.ok(kinds.includes('encoder_self') && kinds.includes('cross'), JSON.stringify(kinds));
+  await afterDraw(page, () => page.click('#kinds [data-kind="cross"]'), (x) => x.state.kind === 'cross');
+  await afterDraw(page, () => page.click('#views [data-view="cross"]'), (x) => x.view === 'cross');
+  const s = await afterDraw(page, () => page.fill('#step', '1'), (x) => x.state.step === 1);
+  assert.equal(s.state.step, 1);
+  const label = await page.getAttribute('canvas#view', 'aria-label');
+  assert.match(label, /decode step 2 of/);
+  assert.match(label, /gato/);
+  const ink = await canvasInk(page);
+  assert.ok(ink.ink > 0.01, `cross view looks blank: ${JSON.stringify(ink)}`);
+  // The step view of cross-attention labels provenance: Q from the decoder, K and V from the encoder.
+  const st = await afterDraw(page, () => page.click('#views [data-view="step"]'), (x) => x.view === 'step' && x.step && x.step.kind === 'cross');
+  assert.ok(st.step.queryTokens.length === d.targetTokens.length);
+});
+
+test('screenshots of the head view and the cross-attention view for the README', async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  const page = await app.context.newPage();
+  await page.setViewportSize({ width: 1200, height: 860 });
+  const hashHead = new URLSearchParams({ m: 'minilm-l6', t: "The animal didn't cross the street because it was too tired.", l: '2', h: '0' }).toString();
+  await page.goto(`${server.url}#${hashHead}`);
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+  await page.waitForTimeout(200);
+  await page.screenshot({ path: path.join(SHOTS, 'head-view.png') });
+
+  const hashCross = new URLSearchParams({ m: 'en-pt-tiny', t: 'The cat sat on the mat.', v: 'cross', k: 'cross', l: '1', h: '0', a: 'mean', s: '1' }).toString();
+  await page.goto(`${server.url}#${hashCross}`);
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+  await page.waitForTimeout(200);
+  await page.screenshot({ path: path.join(SHOTS, 'cross-view.png') });
+  await page.close();
+  for (const f of ['head-view.png', 'cross-view.png']) assert.ok(readFileSync(path.join(SHOTS, f)).length > 10_000, `${f} is too small`);
+});
+
+test('performance: keystroke → drawn latency and the 128-token head view (reported, not asserted)', async (t) => {
+  const { page } = app;
+  await selectModel(page, 'minilm-l6');
+  await afterDraw(page, () => page.click('#views [data-view="head"]'), (x) => x.view === 'head').catch(() => {});
+  await page.fill('#text', '');
+  const sentence = 'The quick brown fox jumps over the lazy dog near the bank';
+  const lat = [];
+  for (const ch of sentence) {
+    const d = await afterDraw(page, () => page.type('#text', ch), (x) => x.state.text.endsWith(ch) && x.lastLatencyMs != null);
+    lat.push(d.lastLatencyMs);
+  }
+  lat.sort((a, b) => a - b);
+  const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+  t.diagnostic(`MiniLM keystroke → drawn over ${lat.length} keystrokes (${(await dbg(page)).tokens.length} tokens at the end): p50 ${q(0.5).toFixed(1)} ms, p95 ${q(0.95).toFixed(1)} ms`);
+
+  const words = [];
+  while (words.length < 126) words.push(...'attention maps show which tokens each head looks at'.split(' '));
+  const long = words.slice(0, 126).join(' ');
+  const d = await afterDraw(page, () => page.fill('#text', long), (x) => x.tokens.length >= 128);
+  const draws = [];
+  await page.focus('canvas#view');
+  for (let i = 0; i < 5; i++) {
+    const e = await afterDraw(page, () => page.keyboard.press(i % 2 ? 'ArrowUp' : 'ArrowDown').then(() => null), () => true).catch(() => null);
+    if (e) draws.push(e.lastDrawMs);
+  }
+  t.diagnostic(`head view, ${d.tokens.length} tokens × 12 heads: draw ${draws.map((x) => x.toFixed(1)).join(', ')} ms; forward ${d.lastForwardMs.toFixed(1)} ms`);
+  assert.ok(d.tokens.length >= 128);
+});
+
+test('no request left the page origin', () => {
+  assert.deepEqual(app.outsideRequests, []);
+  assert.deepEqual(app.pageErrors, []);
+});
