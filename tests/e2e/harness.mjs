@@ -1,0 +1,177 @@
+// End-to-end test harness: serves the repo with scripts/serve.py and drives the page in headless
+// Debian Chromium through playwright-core (no downloaded browsers).
+//
+//   const server = await startServer({ prefix: '/course/week3/' });   // { url, close }
+//   const browser = await launchBrowser();
+//   const app = await openApp(browser, server.url);                     // waits for state 'ready'
+//   app.page, app.consoleErrors, app.pageErrors, app.failedRequests, app.outsideRequests
+//
+// Environment: CHROMIUM_PATH (default /usr/bin/chromium), ATTNVIZ_E2E_READY_TIMEOUT_MS (120000),
+// ATTNVIZ_E2E_VERBOSE=1 echoes the page's console to stderr.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const READY_TIMEOUT_MS = Number(process.env.ATTNVIZ_E2E_READY_TIMEOUT_MS || 120_000);
+const VERBOSE = process.env.ATTNVIZ_E2E_VERBOSE === '1';
+
+export const CHROMIUM_ARGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/**
+ * Start scripts/serve.py on a free port (it binds port 0 and prints the URL), wait until it
+ * answers HTTP, and return { url, port, close }. `url` ends with the prefix and '/'.
+ */
+export async function startServer({ prefix = '/' } = {}) {
+  const python = process.env.PYTHON || 'python3';
+  const child = spawn(python, [path.join(ROOT, 'scripts', 'serve.py'), '--port', '0', '--prefix', prefix], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d) => { stderr += d; });
+  child.stdout.setEncoding('utf8');
+
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error('serve.py did not print its URL within 15 s')), 15_000);
+    function fail(err) {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${err.message}\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      const m = stdout.match(/attnviz is being served at (http:\/\/\S+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.once('error', fail);
+    exited.then(({ code, signal }) => fail(new Error(`serve.py exited early (code ${code}, signal ${signal})`)));
+  });
+
+  // Wait until it answers (any HTTP status counts: the server is up).
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      const res = await fetch(url, { redirect: 'manual' });
+      await res.arrayBuffer();
+      break;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`serve.py at ${url} does not answer: ${err.message}\nstderr: ${stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  let closed = false;
+  async function close() {
+    if (closed) return;
+    closed = true;
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 3_000);
+      await exited;
+      clearTimeout(t);
+    }
+  }
+  return { url, port: Number(new URL(url).port), close, get stderr() { return stderr; } };
+}
+
+/** Launch Debian's Chromium headless (playwright manages a fresh user-data-dir). */
+export async function launchBrowser(extraArgs = []) {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: [...CHROMIUM_ARGS, ...extraArgs],
+    timeout: 60_000,
+  });
+}
+
+/**
+ * Open `url` in a new context, record console errors, uncaught page errors, failed requests
+ * (network failures and HTTP >= 400) and requests leaving the page's origin, then wait until the
+ * page reports document.body.dataset.state === 'ready'. Throws with the page's error text if it
+ * reports 'error', or with the last state and console errors on timeout.
+ */
+export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS } = {}) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const origin = new URL(url).origin;
+  const app = {
+    page,
+    context,
+    url,
+    consoleErrors: [],
+    consoleMessages: [],
+    pageErrors: [],
+    failedRequests: [],
+    outsideRequests: [],
+    close: () => context.close(),
+  };
+
+  page.on('console', (msg) => {
+    const line = `${msg.type()}: ${msg.text()}`;
+    app.consoleMessages.push(line);
+    if (msg.type() === 'error') app.consoleErrors.push(msg.text());
+    if (VERBOSE) process.stderr.write(`[page] ${line}\n`);
+  });
+  page.on('pageerror', (err) => app.pageErrors.push(String(err && err.stack ? err.stack : err)));
+  page.on('requestfailed', (req) => {
+    app.failedRequests.push(`${req.method()} ${req.url()}: ${req.failure()?.errorText ?? 'failed'}`);
+  });
+  page.on('response', (res) => {
+    if (res.status() >= 400) app.failedRequests.push(`${res.request().method()} ${res.url()}: HTTP ${res.status()}`);
+  });
+  // Service workers / dedicated workers' requests are reported on the context.
+  context.on('request', (req) => {
+    let u;
+    try { u = new URL(req.url()); } catch { return; }
+    if ((u.protocol === 'http:' || u.protocol === 'https:' || u.protocol === 'ws:' || u.protocol === 'wss:')
+        && u.origin !== origin) {
+      app.outsideRequests.push(req.url());
+    }
+  });
+
+  await page.goto(url, { waitUntil: 'load', timeout: 60_000 });
+  try {
+    await page.waitForFunction(
+      () => document.body && (document.body.dataset.state === 'ready' || document.body.dataset.state === 'error'),
+      null,
+      { timeout, polling: 100 },
+    );
+  } catch (err) {
+    const state = await page.evaluate(() => document.body?.dataset.state).catch(() => undefined);
+    throw new Error(`page did not become ready within ${timeout} ms (state=${state ?? 'unset'})\n`
+      + describe(app) + `\n${err.message}`);
+  }
+  const state = await page.evaluate(() => document.body.dataset.state);
+  if (state === 'error') {
+    const text = await page.evaluate(() => {
+      const el = document.querySelector('[data-role="error"], [role="alert"], .error, #error');
+      return document.body.dataset.error || (el && el.textContent) || document.body.innerText;
+    });
+    throw new Error(`page reported state=error: ${String(text).trim().slice(0, 2000)}\n` + describe(app));
+  }
+  return app;
+}
+
+function describe(app) {
+  const parts = [];
+  if (app.pageErrors.length) parts.push(`page errors:\n  ${app.pageErrors.join('\n  ')}`);
+  if (app.consoleErrors.length) parts.push(`console errors:\n  ${app.consoleErrors.join('\n  ')}`);
+  if (app.failedRequests.length) parts.push(`failed requests:\n  ${app.failedRequests.join('\n  ')}`);
+  return parts.join('\n');
+}
