@@ -290,20 +290,35 @@ test('the translator shows "O gato sentou-se no tapete." and its cross-attention
 
 test('screenshots of the head view and the cross-attention view for the README', async () => {
   mkdirSync(SHOTS, { recursive: true });
-  const page = await app.context.newPage();
-  await page.setViewportSize({ width: 1200, height: 860 });
-  const hashHead = new URLSearchParams({ m: 'minilm-l6', t: "The animal didn't cross the street because it was too tired.", l: '2', h: '0' }).toString();
-  await page.goto(`${server.url}#${hashHead}`);
-  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
-  await page.waitForTimeout(200);
-  await page.screenshot({ path: path.join(SHOTS, 'head-view.png') });
-
-  const hashCross = new URLSearchParams({ m: 'en-pt-tiny', t: 'The cat sat on the mat.', v: 'cross', k: 'cross', l: '1', h: '0', a: 'mean', s: '1' }).toString();
-  await page.goto(`${server.url}#${hashCross}`);
-  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
-  await page.waitForTimeout(200);
-  await page.screenshot({ path: path.join(SHOTS, 'cross-view.png') });
-  await page.close();
+  const shoot = async (hash, file, until, prepare) => {
+    const page = await app.context.newPage();
+    await page.setViewportSize({ width: 1200, height: 860 });
+    await page.goto(`${server.url}#${hash}`);
+    await page.waitForFunction(until, null, { timeout: 180_000, polling: 100 });
+    if (prepare) await prepare(page);
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: path.join(SHOTS, file) });
+    await page.close();
+  };
+  // Layer 4, head 2 of MiniLM links "it" to "animal"; hovering "it" shows its lines and top weights.
+  const text = "The animal didn't cross the street because it was too tired.";
+  await shoot(
+    new URLSearchParams({ m: 'minilm-l6', t: text, l: '3', h: '1', hs: '1' }).toString(),
+    'head-view.png',
+    () => document.body.dataset.state === 'ready' && window.attnvizDebug.view === 'head',
+    async (page) => {
+      const i = (await dbg(page)).tokens.indexOf('it');
+      const pt = await page.evaluate((k) => window.attnvizDebug.tokenPoint('q', k), i);
+      const box = await page.locator('canvas#view').boundingBox();
+      await page.mouse.move(box.x + pt.x, box.y + pt.y);
+      await page.waitForFunction(() => document.querySelectorAll('#top-list li').length > 0);
+    },
+  );
+  await shoot(
+    new URLSearchParams({ m: 'en-pt-tiny', t: 'The cat sat on the mat.', v: 'cross', k: 'cross', l: '1', h: '0', a: 'mean', s: '1' }).toString(),
+    'cross-view.png',
+    () => document.body.dataset.state === 'ready' && window.attnvizDebug.modelId === 'en-pt-tiny' && window.attnvizDebug.view === 'cross',
+  );
   for (const f of ['head-view.png', 'cross-view.png']) assert.ok(readFileSync(path.join(SHOTS, f)).length > 10_000, `${f} is too small`);
 });
 

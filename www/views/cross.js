@@ -32,7 +32,7 @@ function geometry(ctx, prep, width) {
   const inner = Math.max(top.width, bottom.width);
   const headerH = 66 + prep.notes.length * 15;
   const rowTop = headerH;
-  const rowBottom = headerH + CHIP_H + 110;
+  const rowBottom = headerH + CHIP_H + 84;
   ctx.font = font(11);
   const labelW = Math.min(120, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
   const cell = Math.max(8, Math.min(30, Math.floor((Math.max(width, 200) - labelW - 90) / Math.max(1, prep.cols))));
