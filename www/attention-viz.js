@@ -123,7 +123,6 @@ class AttentionViz extends HTMLElement {
     this.focusTok = null;
     this.drawCount = 0;
     this.started = false;
-    this.dataset.state = 'loading';
 
     this.$.layer.addEventListener('change', () => this.patch({ layer: Number(this.$.layer.value) }));
     this.$.head.addEventListener('change', () => {
@@ -195,8 +194,9 @@ class AttentionViz extends HTMLElement {
 
   connectedCallback() {
     this.resizeObs.observe(this.$.wrap);
-    this.readAttributes();
     if (!this.started) {
+      this.dataset.state = 'loading';
+      this.readAttributes();
       this.started = true;
       this.start();
     }
@@ -210,16 +210,17 @@ class AttentionViz extends HTMLElement {
     if (!this.started || oldValue === newValue) return;
     const prevModel = this.state.model;
     const prevText = this.state.text;
-    this.readAttributes();
+    this.readAttributes(name);
     if (this.state.model !== prevModel) this.start();
     else if (this.state.text !== prevText) this.compute();
     else if (name === 'kind' || name === 'layer' || name === 'head' || name === 'view' || name === 'query') this.afterStateChange();
     else this.scheduleDraw();
   }
 
-  /** Attributes → state (attributes win over what the reader changed). */
-  readAttributes() {
-    const a = (n) => this.getAttribute(n);
+  /** Attributes → state: all of them at start, then only the one that changed (so a change of
+   *  layer does not undo what the reader typed). */
+  readAttributes(only) {
+    const a = (n) => (only && n !== only && !(only === 'view' && n === 'kind') ? null : this.getAttribute(n));
     const s = this.state;
     const model = a('model');
     if (model) s.model = MODEL_ALIASES[model] || model;
@@ -228,6 +229,7 @@ class AttentionViz extends HTMLElement {
     if (view && VIEWS.includes(view)) s.view = view;
     if (KINDS.includes(a('kind'))) s.kind = a('kind');
     if (s.view === 'cross') s.kind = 'cross';
+    else if (only === 'view' && s.kind === 'cross' && !KINDS.includes(a('kind'))) s.kind = 'encoder_self';
     // 1-based in attributes, 0-based inside.
     const int = (n) => {
       const v = Number.parseInt(a(n), 10);
@@ -241,11 +243,12 @@ class AttentionViz extends HTMLElement {
     }
     if (a('head') === 'mean') s.agg = 'mean';
     if (int('query') !== null) s.query = int('query');
+    if (only && only !== 'editable' && only !== 'height' && only !== 'text') return;
     const editable = this.hasAttribute('editable');
     this.$.text.hidden = !editable;
     if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
-    const h = int('height');
-    this.$.wrap.style.maxHeight = h ? `${h}px` : '';
+    const h = Number.parseInt(this.getAttribute('height'), 10);
+    this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
   }
 
   async start() {

@@ -1,0 +1,165 @@
+// The embeddable widget (issue 5): <attention-viz> on the lesson page, one shared worker,
+// editing one widget redraws only that one, attributes update it, a path prefix works, and the
+// iframe form draws and reports its height.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, openApp } from './harness.mjs';
+
+let browser;
+before(async () => { browser = await launchBrowser(); });
+after(async () => { await browser?.close(); });
+
+/** For each widget: id, state, draw count, and how much of its canvas is not background. */
+function widgetStats(page) {
+  return page.evaluate(() => [...document.querySelectorAll('attention-viz')].map((w) => {
+    const c = w.shadowRoot.querySelector('canvas');
+    let ink = 0;
+    let n = 0;
+    if (c && c.width > 1) {
+      const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+      const bg = [data[0], data[1], data[2]];
+      for (let i = 0; i < data.length; i += 4 * 11) {
+        n++;
+        if (Math.abs(data[i] - bg[0]) + Math.abs(data[i + 1] - bg[1]) + Math.abs(data[i + 2] - bg[2]) > 30) ink++;
+      }
+    }
+    return { id: w.id, state: w.dataset.state, draws: Number(w.dataset.drawCount || 0), ink: n ? ink / n : 0, view: c && c.dataset.view, layer: c && c.dataset.layer, head: c && c.dataset.head, w: c && c.width, h: c && c.height };
+  }));
+}
+
+async function checkExamples(prefix) {
+  const server = await startServer({ prefix });
+  let app;
+  try {
+    app = await openApp(browser, `${server.url}examples.html`);
+    const { page } = app;
+    const stats = await widgetStats(page);
+    assert.equal(stats.length, 3, 'the lesson page should have three widgets');
+    for (const s of stats) {
+      assert.equal(s.state, 'ready', `${s.id} is not ready`);
+      assert.ok(s.ink > 0.01, `${s.id} looks blank: ${JSON.stringify(s)}`);
+    }
+    assert.deepEqual(stats.map((s) => s.view), ['head', 'cross', 'step']);
+    // One worker for the whole page, whatever the number of widgets.
+    assert.equal(page.workers().length, 1, `workers: ${page.workers().map((w) => w.url()).join(', ')}`);
+    // The snippets shown are the widgets' own markup.
+    const snippet = await page.textContent('.snippet[data-for="ex-cross"] code');
+    assert.match(snippet, /<script type="module" src="attention-viz\.js"><\/script>/);
+    assert.match(snippet, /model="en-pt"/);
+    assert.match(snippet, /view="cross"/);
+    // The translation is shown in the cross-attention widget.
+    const out = await page.evaluate(() => document.getElementById('ex-cross').shadowRoot.querySelector('.out').textContent);
+    assert.match(out, /O gato sentou-se no tapete\./);
+    assert.deepEqual(app.pageErrors, []);
+    assert.deepEqual(app.failedRequests, []);
+    assert.deepEqual(app.outsideRequests, []);
+    return { app, server };
+  } catch (e) {
+    await app?.close();
+    await server.close();
+    throw e;
+  }
+}
+
+test('the lesson page draws its three widgets with one shared worker; typing redraws only that widget', async () => {
+  const { app, server } = await checkExamples('/');
+  try {
+    const { page } = app;
+    const before = await widgetStats(page);
+    // No globals leaked by the widget module.
+    const leaked = await page.evaluate(() => ['AttentionViz', 'attnvizDebug', 'configure', 'Channel'].filter((k) => k in window));
+    assert.deepEqual(leaked, []);
+
+    const textarea = page.locator('#ex-pronoun textarea');
+    await textarea.fill("The animal didn't cross the street because it was too wide.");
+    await page.waitForFunction(
+      (n) => Number(document.getElementById('ex-pronoun').dataset.drawCount) > n,
+      before[0].draws,
+      { timeout: 60_000 },
+    );
+    await page.waitForTimeout(400);
+    const afterType = await widgetStats(page);
+    assert.ok(afterType[0].draws > before[0].draws, 'the edited widget did not redraw');
+    assert.equal(afterType[1].draws, before[1].draws, 'the cross-attention widget redrew');
+    assert.equal(afterType[2].draws, before[2].draws, 'the step widget redrew');
+    const tokens = await page.evaluate(() => new Promise((resolve) => {
+      const w = document.getElementById('ex-pronoun');
+      w.addEventListener('attention-change', (e) => resolve(e.detail.tokens), { once: true });
+      w.setAttribute('layer', '2');
+    }));
+    assert.ok(tokens.includes('wide'), JSON.stringify(tokens));
+
+    // Changing attributes updates the widget and emits attention-change with the state.
+    const detail = await page.evaluate(() => new Promise((resolve) => {
+      const w = document.getElementById('ex-step');
+      w.addEventListener('attention-change', (e) => { if (e.detail.layer === 4 && e.detail.head === 0) resolve(e.detail); });
+      w.setAttribute('layer', '5');
+      w.setAttribute('head', '1');
+    }));
+    assert.equal(detail.view, 'step');
+    const s = (await widgetStats(page))[2];
+    assert.equal(s.layer, '4');
+    assert.equal(s.head, '0');
+    // Keyboard: focus a widget's map and move to the next layer.
+    await page.focus('#ex-pronoun canvas');
+    const layerBefore = (await widgetStats(page))[0].layer;
+    await page.keyboard.press('ArrowDown');
+    await page.waitForFunction((l) => document.getElementById('ex-pronoun').shadowRoot.querySelector('canvas').dataset.layer !== l, layerBefore);
+    assert.equal(page.workers().length, 1);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+    await server.close();
+  }
+});
+
+test('the widgets work when the site is served under a path prefix (/course/week3/)', async () => {
+  const { app, server } = await checkExamples('/course/week3/');
+  await app.close();
+  await server.close();
+});
+
+test('the iframe form draws and reports its height to the parent', async () => {
+  const server = await startServer({ prefix: '/' });
+  let app;
+  try {
+    app = await openApp(browser, server.url);
+    const { page } = app;
+    const q = new URLSearchParams({ model: 'minilm', text: 'The cat sat on the mat.', view: 'heatmap', layer: '2', head: '3', id: 'one' }).toString();
+    const msg = await page.evaluate((query) => new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no height message within 120 s')), 120_000);
+      addEventListener('message', (e) => {
+        if (e.data && e.data.type === 'attnviz:height' && e.data.height > 150) {
+          clearTimeout(timer);
+          resolve({ ...e.data, sameOrigin: e.origin === location.origin });
+        }
+      });
+      const f = document.createElement('iframe');
+      f.src = `embed.html?${query}`;
+      f.style.width = '700px';
+      f.height = '100';
+      document.body.appendChild(f);
+    }), q);
+    assert.equal(msg.id, 'one');
+    assert.ok(msg.sameOrigin);
+    const frame = page.frames().find((f) => f.url().includes('embed.html'));
+    await frame.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const s = await frame.evaluate(() => {
+      const w = document.querySelector('attention-viz');
+      const c = w.shadowRoot.querySelector('canvas');
+      const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+      const colours = new Set();
+      for (let i = 0; i < data.length; i += 4 * 13) colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+      return { view: c.dataset.view, layer: c.dataset.layer, head: c.dataset.head, colours: colours.size, h: document.documentElement.scrollHeight };
+    });
+    assert.equal(s.view, 'heatmap');
+    assert.equal(s.layer, '1');
+    assert.equal(s.head, '2');
+    assert.ok(s.colours > 10, `iframe widget looks blank: ${JSON.stringify(s)}`);
+    assert.ok(Math.abs(msg.height - s.h) < 40 || msg.height > 150, JSON.stringify({ msg, s }));
+    assert.deepEqual(app.outsideRequests, []);
+  } finally {
+    await app?.close();
+    await server.close();
+  }
+});

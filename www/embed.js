@@ -1,0 +1,33 @@
+// The iframe form of the widget: embed.html?model=minilm&text=…&view=head&layer=3&head=2&editable
+// Builds one <attention-viz> from the query string (attributes set as data, never as markup) and
+// reports its height to the parent page: postMessage({ type: 'attnviz:height', height, id }).
+import './attention-viz.js';
+
+const params = new URLSearchParams(location.search);
+const el = document.createElement('attention-viz');
+for (const name of ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'height']) {
+  const v = params.get(name);
+  if (v !== null) el.setAttribute(name, v);
+}
+if (params.has('editable') && params.get('editable') !== '0') el.setAttribute('editable', '');
+document.body.appendChild(el);
+
+const id = params.get('id') || null;
+let last = 0;
+function report() {
+  const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
+  if (height === last || window.parent === window) return;
+  last = height;
+  window.parent.postMessage({ type: 'attnviz:height', height, id }, '*');
+}
+new ResizeObserver(report).observe(document.body);
+el.addEventListener('attention-ready', () => {
+  document.body.dataset.state = 'ready';
+  report();
+});
+el.addEventListener('attention-change', report);
+el.addEventListener('attention-error', (e) => {
+  document.body.dataset.state = 'error';
+  document.body.dataset.error = e.detail.message;
+  report();
+});

@@ -1,0 +1,57 @@
+// The lesson page: fills each snippet from its widget's own attributes (so the code shown is
+// exactly what draws the map beside it), wires the Copy buttons, and marks the page ready once
+// every widget has drawn (document.body.dataset.state, as on the main page).
+
+const here = new URL('./', import.meta.url);
+const scriptUrl = 'attention-viz.js';
+
+function tagFor(el) {
+  const attrs = [...el.attributes].filter((a) => a.name !== 'id' && a.name !== 'data-state' && a.name !== 'data-draw-count');
+  const quote = (v) => v.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
+  const parts = attrs.map((a) => (a.value === '' ? a.name : `${a.name}="${quote(a.value)}"`));
+  return `<attention-viz\n  ${parts.join('\n  ')}>\n</attention-viz>`;
+}
+
+for (const box of document.querySelectorAll('.snippet[data-for]')) {
+  const el = document.getElementById(box.dataset.for);
+  box.querySelector('code').textContent = `<script type="module" src="${scriptUrl}"></script>\n${tagFor(el)}`;
+}
+const iframeBox = document.querySelector('.snippet[data-iframe]');
+if (iframeBox) {
+  const q = new URLSearchParams({ model: 'minilm', text: 'The animal didn\'t cross the street because it was too tired.', view: 'head', layer: '4', head: '2' });
+  iframeBox.querySelector('code').textContent =
+    `<iframe src="embed.html?${q.toString()}"\n  title="Attention map" style="width:100%;border:0" height="480"></iframe>\n` +
+    '<script>\n  addEventListener("message", (e) => {\n    if (e.data && e.data.type === "attnviz:height")\n      document.querySelector("iframe").height = e.data.height;\n  });\n</script>';
+}
+for (const btn of document.querySelectorAll('.snippet button')) {
+  btn.addEventListener('click', async () => {
+    const text = btn.parentElement.querySelector('code').textContent;
+    try {
+      await navigator.clipboard.writeText(text);
+      btn.textContent = 'Copied';
+    } catch {
+      const r = document.createRange();
+      r.selectNodeContents(btn.parentElement.querySelector('code'));
+      getSelection().removeAllRanges();
+      getSelection().addRange(r);
+      btn.textContent = 'Selected';
+    }
+    setTimeout(() => { btn.textContent = 'Copy'; }, 1500);
+  });
+}
+
+const widgets = [...document.querySelectorAll('attention-viz')];
+const pending = new Set(widgets);
+const check = () => {
+  if (widgets.some((w) => w.dataset.state === 'error')) {
+    document.body.dataset.state = 'error';
+    document.body.dataset.error = widgets.map((w) => w.shadowRoot && w.shadowRoot.querySelector('.msg.err')).filter(Boolean).map((m) => m.textContent).join('; ');
+  } else if (!pending.size) document.body.dataset.state = 'ready';
+};
+for (const w of widgets) {
+  if (w.dataset.state === 'ready') pending.delete(w);
+  w.addEventListener('attention-ready', () => { pending.delete(w); check(); });
+  w.addEventListener('attention-error', check);
+}
+check();
+void here;
