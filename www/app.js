@@ -272,6 +272,7 @@ function draw(textForLatency) {
   debug.modelId = state.model;
   debug.tokens = result.tokens.source.slice();
   debug.targetTokens = (result.tokens.target || []).slice();
+  debug.text = result.text; // the text of the drawn result (state.text may be newer)
   debug.outputText = result.output_text ?? null;
   debug.lastForwardMs = forwardMs;
   debug.view = state.view;
@@ -698,6 +699,12 @@ async function loadPlotters() {
   } catch (e) {
     console.warn('plotters heatmap unavailable, using the JS heatmap', e);
   }
+}
+
+// A second visit works offline: the service worker keeps the shell and the wasm, the worker keeps
+// the model files in the Cache API.
+if ('serviceWorker' in navigator && window.isSecureContext) {
+  navigator.serviceWorker.register(new URL('./sw.js', import.meta.url), { scope: './' }).catch((e) => console.warn('service worker not registered:', e.message));
 }
 
 start();

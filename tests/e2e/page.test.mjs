@@ -87,7 +87,7 @@ test('typing a sentence redraws the view with the new tokens', async () => {
   const d = await afterDraw(
     page,
     () => page.type('#text', 'Colorless green ideas sleep furiously.', { delay: 15 }),
-    (x) => x.state.text === 'Colorless green ideas sleep furiously.',
+    (x) => x.text === 'Colorless green ideas sleep furiously.',
   );
   assert.equal(d.tokens[0], '[CLS]');
   assert.ok(d.tokens.includes('green') && d.tokens.includes('ideas'), JSON.stringify(d.tokens));
@@ -207,7 +207,7 @@ test('PNG export is a non-blank image; SVG export has the token labels as text',
 test('a permalink restores the exact state in a new page', async () => {
   const { page } = app;
   const text = 'The bank <b>by</b> the river & "quotes" 😀 猫';
-  await afterDraw(page, () => page.fill('#text', text), (x) => x.state.text === text);
+  await afterDraw(page, () => page.fill('#text', text), (x) => x.text === text);
   const want0 = (await dbg(page)).state;
   const layer = (want0.layer + 1) % 6;
   await afterDraw(page, () => page.selectOption('#layer', String(layer)), (x) => x.state.layer === layer);
@@ -250,7 +250,7 @@ test('the step view probabilities equal the CLI JSON for the same sentence, laye
   const d = await afterDraw(
     page,
     () => page.evaluate((h) => { location.hash = h; }, hash),
-    (x) => x.step && x.step.layer === layer && x.step.head === head && x.state.text === text,
+    (x) => x.step && x.step.layer === layer && x.step.head === head && x.text === text,
   );
   assert.equal(await page.getAttribute('canvas#view', 'data-view'), 'step');
   assert.deepEqual(d.step.keyTokens, json.tokens.source);
@@ -267,7 +267,7 @@ test('the translator shows "O gato sentou-se no tapete." and its cross-attention
   const { page } = app;
   await selectModel(page, 'en-pt-tiny');
   await page.fill('#text', '');
-  const d = await afterDraw(page, () => page.type('#text', 'The cat sat on the mat.', { delay: 10 }), (x) => x.state.text === 'The cat sat on the mat.' && x.outputText);
+  const d = await afterDraw(page, () => page.type('#text', 'The cat sat on the mat.', { delay: 10 }), (x) => x.text === 'The cat sat on the mat.' && x.outputText);
   assert.equal(d.outputText, 'O gato sentou-se no tapete.');
   assert.equal((await page.textContent('#output')).trim(), 'O gato sentou-se no tapete.');
   assert.ok(d.targetTokens.length >= 5);
@@ -330,7 +330,7 @@ test('performance: keystroke → drawn latency and the 128-token head view (repo
   const sentence = 'The quick brown fox jumps over the lazy dog near the bank';
   const lat = [];
   for (const ch of sentence) {
-    const d = await afterDraw(page, () => page.type('#text', ch), (x) => x.state.text.endsWith(ch) && x.lastLatencyMs != null);
+    const d = await afterDraw(page, () => page.type('#text', ch), (x) => x.text.endsWith(ch) && x.lastLatencyMs != null);
     lat.push(d.lastLatencyMs);
   }
   lat.sort((a, b) => a - b);
@@ -349,6 +349,23 @@ test('performance: keystroke → drawn latency and the 128-token head view (repo
   }
   t.diagnostic(`head view, ${d.tokens.length} tokens × 12 heads: draw ${draws.map((x) => x.toFixed(1)).join(', ')} ms; forward ${d.lastForwardMs.toFixed(1)} ms`);
   assert.ok(d.tokens.length >= 128);
+});
+
+test('a second visit works offline (service worker + model files in the Cache API)', async () => {
+  const { page, context } = app;
+  await page.evaluate(() => navigator.serviceWorker.ready.then(() => true));
+  await context.setOffline(true);
+  const second = await context.newPage();
+  try {
+    await second.goto(server.url);
+    await second.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 120_000 });
+    const st = await second.evaluate(() => ({ state: document.body.dataset.state, status: document.getElementById('status').textContent, model: window.attnvizDebug.modelId }));
+    assert.equal(st.state, 'ready', st.status);
+    assert.equal(st.model, 'minilm-l6');
+  } finally {
+    await second.close();
+    await context.setOffline(false);
+  }
 });
 
 test('no request left the page origin', () => {
