@@ -154,8 +154,8 @@ impl Model {
         Ok(Model { manifest, family })
     }
 
-    /// Reads `manifest.json` (or infers one) and the listed files from a folder.
-    #[cfg(not(target_arch = "wasm32"))]
+    /// Reads `manifest.json` (or infers one) and the listed files from a folder (native; in
+    /// the browser the worker fetches the files and calls [`Model::load`]).
     pub fn load_dir(dir: &std::path::Path) -> Result<Model> {
         let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.join(name).display())));
         if !dir.is_dir() {

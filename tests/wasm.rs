@@ -1,0 +1,129 @@
+//! The wasm build in headless Chromium (`make test-wasm`): the `#[wasm_bindgen]` facade with the
+//! real default models must give the same numbers as the native build (fixtures written by
+//! `target/release/attnviz` before this suite is compiled; see scripts/wasm-fixtures.sh), and
+//! bad input must come back as JS errors, never as a panic (which would kill the module).
+#![cfg(target_arch = "wasm32")]
+
+use attnviz::wasm::{build_info, AttnModel};
+use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+macro_rules! model_file {
+    ($dir:literal, $name:literal) => {
+        include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/", $dir, "/", $name))
+    };
+}
+macro_rules! fixture {
+    ($name:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/wasm-fixtures/", $name))
+    };
+}
+
+const MINILM_MANIFEST: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/minilm/manifest.json"));
+const EN_PT_MANIFEST: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/en-pt/manifest.json"));
+
+fn files(list: &[(&str, &[u8])]) -> Object {
+    let obj = Object::new();
+    for (name, bytes) in list {
+        Reflect::set(&obj, &JsValue::from_str(name), &Uint8Array::from(*bytes)).unwrap();
+    }
+    obj
+}
+
+fn minilm() -> AttnModel {
+    let f = files(&[
+        ("config.json", model_file!("minilm", "config.json")),
+        ("model.safetensors", model_file!("minilm", "model.safetensors")),
+        ("tokenizer.json", model_file!("minilm", "tokenizer.json")),
+    ]);
+    AttnModel::load(MINILM_MANIFEST, &f).unwrap_or_else(|_| panic!("MiniLM did not load"))
+}
+
+fn en_pt() -> AttnModel {
+    let f = files(&[("model.enpt.intgemm.alphas.bin", model_file!("en-pt", "model.enpt.intgemm.alphas.bin")), ("tokenizer.json", model_file!("en-pt", "tokenizer.json"))]);
+    AttnModel::load(EN_PT_MANIFEST, &f).unwrap_or_else(|_| panic!("en-pt did not load"))
+}
+
+fn get(v: &JsValue, key: &str) -> JsValue {
+    Reflect::get(v, &JsValue::from_str(key)).unwrap()
+}
+
+/// Compares a wasm `attend` result with the native CLI's JSON for the same text.
+fn assert_same_as_native(result: &JsValue, native_json: &str) {
+    let native: serde_json::Value = serde_json::from_str(native_json).unwrap();
+    let tokens: Vec<String> = serde_wasm_bindgen::from_value(get(&get(result, "tokens"), "source")).unwrap();
+    let native_tokens: Vec<String> = serde_json::from_value(native["tokens"]["source"].clone()).unwrap();
+    assert_eq!(tokens, native_tokens);
+    assert_eq!(get(result, "output_text").as_string(), native["output_text"].as_str().map(String::from));
+    let blocks: Array = get(result, "attentions").unchecked_into();
+    let native_blocks = native["attentions"].as_array().unwrap();
+    assert_eq!(blocks.length() as usize, native_blocks.len());
+    let mut worst = 0.0f32;
+    for (b, n) in blocks.iter().zip(native_blocks) {
+        assert_eq!(get(&b, "kind").as_string().unwrap(), n["kind"].as_str().unwrap());
+        let data = get(&b, "data").unchecked_into::<Float32Array>().to_vec();
+        let want: Vec<f32> = serde_json::from_value(n["data"].clone()).unwrap();
+        assert_eq!(data.len(), want.len());
+        for (x, y) in data.iter().zip(&want) {
+            worst = worst.max((x - y).abs());
+        }
+    }
+    assert!(worst <= 1e-5, "wasm vs native max abs diff {worst}");
+}
+
+#[wasm_bindgen_test]
+fn this_is_the_simd_build() {
+    let info = build_info().unwrap_or_else(|_| panic!("buildInfo failed"));
+    assert_eq!(get(&info, "simd").as_bool(), Some(true));
+}
+
+#[wasm_bindgen_test]
+fn translator_matches_native() {
+    let m = en_pt();
+    let r = m.attend("The cat sat on the mat.").unwrap_or_else(|_| panic!("attend failed"));
+    assert_eq!(get(&r, "output_text").as_string().as_deref(), Some("O gato sentou-se no tapete."));
+    assert_same_as_native(&r, fixture!("en-pt-cat.json"));
+    let r = m.attend("Ich möchte café crème — naïve façade.").unwrap_or_else(|_| panic!("attend failed"));
+    assert_same_as_native(&r, fixture!("en-pt-accents.json"));
+    // Step view of a cross-attention head: Q from the decoder, K and V from the encoder.
+    let s = m.step("The cat sat on the mat.", "cross", 1, 2).unwrap_or_else(|_| panic!("step failed"));
+    assert_eq!(get(&s, "q_source").as_string().as_deref(), Some("decoder"));
+    assert_eq!(get(&s, "kv_source").as_string().as_deref(), Some("encoder"));
+}
+
+#[wasm_bindgen_test]
+fn minilm_matches_native() {
+    let m = minilm();
+    let r = m.attend("The cat sat on the mat.").unwrap_or_else(|_| panic!("attend failed"));
+    assert_same_as_native(&r, fixture!("minilm-cat.json"));
+    let r = m.attend("日本語のテキストと emoji 🎉, naïve café").unwrap_or_else(|_| panic!("attend failed"));
+    assert_same_as_native(&r, fixture!("minilm-cjk.json"));
+}
+
+#[wasm_bindgen_test]
+fn bad_input_is_an_error_not_a_panic() {
+    // Truncated and bit-flipped model files.
+    let bin = model_file!("en-pt", "model.enpt.intgemm.alphas.bin");
+    let tok = model_file!("en-pt", "tokenizer.json");
+    for cut in [0usize, 7, 100, 12_544, bin.len() / 2, bin.len() - 1] {
+        assert!(AttnModel::load(EN_PT_MANIFEST, &files(&[("model.enpt.intgemm.alphas.bin", &bin[..cut]), ("tokenizer.json", tok)])).is_err(), "cut {cut}");
+    }
+    let mut flipped = bin.to_vec();
+    flipped[20] ^= 0x40; // a header length field
+    assert!(AttnModel::load(EN_PT_MANIFEST, &files(&[("model.enpt.intgemm.alphas.bin", &flipped), ("tokenizer.json", tok)])).is_err());
+    assert!(AttnModel::load(EN_PT_MANIFEST, &files(&[("model.enpt.intgemm.alphas.bin", bin), ("tokenizer.json", b"{not json")])).is_err());
+    assert!(AttnModel::load(EN_PT_MANIFEST, &files(&[("tokenizer.json", tok)])).is_err());
+    assert!(AttnModel::load("{\"id\":\"x\",\"architecture\":\"gpt-j\",\"files\":[]}", &Object::new()).is_err());
+
+    let m = en_pt();
+    assert!(m.attend("").is_ok());
+    let long = "word ".repeat(20_000);
+    let r = m.attend(&long).unwrap_or_else(|_| panic!("long text must truncate, not fail"));
+    assert_eq!(get(&r, "truncated").as_bool(), Some(true));
+    assert!(m.step("hi", "decoder_self", 0, 0).is_err());
+    assert!(m.step("hi", "cross", 9, 0).is_err());
+    assert!(m.step("hi", "nonsense", 0, 0).is_err());
+}
