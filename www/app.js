@@ -35,6 +35,7 @@ let plotters = null; // wasm drawHeatmap on the main thread, when loaded
 let plottersLoading = false;
 const attendChannel = new Channel('page');
 const stepChannel = new Channel('page-step');
+let busyTimer = null;
 const inputTimes = new Map(); // text → time of the input event that produced it
 
 const debug = {
@@ -144,8 +145,9 @@ async function switchModel(id, keepText) {
   }
   state.model = m.id;
   el.model.value = m.id;
-  result = null;
+  info = null; // compute() waits for the new model; the old drawing stays until then
   stepData = null;
+  clearTimeout(busyTimer);
   el.status.classList.remove('error');
   el.status.textContent = `Loading ${m.name || m.id}…`;
   el.progressBox.hidden = false;
@@ -177,15 +179,25 @@ async function compute() {
   const model = state.model;
   const text = state.text;
   let ans;
+  // Long inputs take a while: say so if the answer is not back within 200 ms.
+  clearTimeout(busyTimer);
+  busyTimer = setTimeout(() => {
+    el.wrap.setAttribute('aria-busy', 'true');
+    if (!el.status.textContent.endsWith('computing…')) el.status.textContent += ' · computing…';
+  }, 200);
   try {
     ans = await attendChannel.attend(model, text);
   } catch (e) {
+    clearTimeout(busyTimer);
+    el.wrap.removeAttribute('aria-busy');
     el.status.textContent = `Error: ${e.message}`;
     el.status.classList.add('error');
     if (!result) setBodyState('error');
     return;
   }
   if (ans.superseded || model !== state.model || text !== state.text) return;
+  clearTimeout(busyTimer);
+  el.wrap.removeAttribute('aria-busy');
   el.status.classList.remove('error');
   result = ans.result;
   forwardMs = typeof result.forward_ms === 'number' ? result.forward_ms : ans.ms;
@@ -269,7 +281,7 @@ function draw(textForLatency) {
   updateStatus();
   debug.drawCount += 1;
   debug.lastDrawMs = geom.drawMs;
-  debug.modelId = state.model;
+  debug.modelId = result.model || state.model;
   debug.tokens = result.tokens.source.slice();
   debug.targetTokens = (result.tokens.target || []).slice();
   debug.text = result.text; // the text of the drawn result (state.text may be newer)
@@ -462,7 +474,8 @@ function setState(patch, how = 'draw') {
   } else scheduleDraw();
 }
 
-// Text input: debounced (≤ 30 ms), the worker drops superseded requests.
+// Text input: debounced a little (4 ms, the issue allows ≤ 30 ms); the worker collapses requests
+// that queue up while it computes, so fast typing never builds a backlog.
 let inputTimer = null;
 el.text.addEventListener('input', () => {
   inputTimes.set(el.text.value, performance.now());
@@ -472,7 +485,7 @@ el.text.addEventListener('input', () => {
     state.pin = null;
     focus = null;
     compute();
-  }, 12);
+  }, 4);
 });
 
 el.model.addEventListener('change', () => {
