@@ -642,6 +642,16 @@ document.addEventListener('keydown', (e) => {
       focus = null;
       setState({ pin: null });
       break;
+    case '[':
+    case ']': {
+      // Head view: pin the previous / next query token (its top weights are read out).
+      if (state.view !== 'head' || !geom || !geom.rows) break;
+      const i = state.pin && state.pin.side === 'q' ? state.pin.index : -1;
+      const n = geom.rows;
+      const next = e.key === ']' ? (i + 1) % n : (i - 1 + n) % n;
+      setState({ pin: { side: 'q', index: next } });
+      break;
+    }
     case '1': case '2': case '3': case '4': case '5': {
       const views = ['head', 'model', 'heatmap', 'cross', 'step'];
       const v = views[Number(e.key) - 1];

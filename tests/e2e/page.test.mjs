@@ -171,7 +171,13 @@ test('hovering a token lists its top weights; clicking pins it', async () => {
   assert.equal(pinned.index, 2);
   const items = await page.$$eval('#top-list li', (lis) => lis.map((li) => li.textContent));
   assert.ok(items.length >= 3, `top weights not listed: ${JSON.stringify(items)}`);
-  await page.keyboard.press('Escape');
+  await page.mouse.move(0, 0);
+  // Keyboard: ] pins the next query token, Esc unpins.
+  await page.focus('canvas#view');
+  let d = await afterDraw(page, () => page.keyboard.press(']'), (x) => x.state.pin && x.state.pin.index === 3);
+  assert.equal(d.state.pin.side, 'q');
+  assert.ok((await page.$$('#top-list li')).length >= 3);
+  d = await afterDraw(page, () => page.keyboard.press('Escape'), (x) => x.state.pin === null);
 });
 
 test('PNG export is a non-blank image; SVG export has the token labels as text', async () => {

@@ -163,3 +163,42 @@ test('the iframe form draws and reports its height to the parent', async () => {
     await server.close();
   }
 });
+
+test('a page on another origin can load the widget with data-base (one blob worker, CORS)', async () => {
+  const files = await startServer({ prefix: '/static/attnviz/' }); // serves the built files
+  const host = await startServer({ prefix: '/' }); // another port = another origin
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    // A host document of the other origin with no CSP of ours: the model index as plain JSON.
+    await page.goto(`${host.url}models/index.json`);
+    await page.evaluate((base) => {
+      const s = document.createElement('script');
+      s.type = 'module';
+      s.src = `${base}attention-viz.js`;
+      s.dataset.base = base;
+      document.body.appendChild(s);
+      const w = document.createElement('attention-viz');
+      w.setAttribute('model', 'minilm');
+      w.setAttribute('text', 'Teachers embed live attention maps.');
+      w.setAttribute('view', 'heatmap');
+      document.body.appendChild(w);
+    }, files.url);
+    await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('attention-viz')?.dataset.state), null, { timeout: 120_000 });
+    const st = await page.evaluate(() => {
+      const w = document.querySelector('attention-viz');
+      return { state: w.dataset.state, msg: w.shadowRoot.querySelector('.msg').textContent, view: w.shadowRoot.querySelector('canvas').dataset.view };
+    });
+    assert.equal(st.state, 'ready', st.msg);
+    assert.equal(st.view, 'heatmap');
+    assert.notEqual(new URL(files.url).origin, new URL(host.url).origin);
+    assert.equal(page.workers().length, 1);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    await host.close();
+    await files.close();
+  }
+});
