@@ -32,6 +32,8 @@ export function tokensFor(result, kind) {
   const tgt = result.tokens.target || [];
   const ws = (result.word_ids && result.word_ids.source) || src.map(() => null);
   const wt = (result.word_ids && result.word_ids.target) || tgt.map(() => null);
+  // Decoder-only models (no encoder) may put their tokens in `source`.
+  if (kind === 'decoder_self' && !tgt.length) return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
   if (kind === 'decoder_self') return { q: tgt, k: tgt, qWords: wt, kWords: wt, qSide: 'target', kSide: 'target' };
   if (kind === 'cross') return { q: tgt, k: src, qWords: wt, kWords: ws, qSide: 'target', kSide: 'source' };
   return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
