@@ -101,12 +101,13 @@ export function draw(ctx, input, state, theme, width) {
   ctx.font = font(12, 600);
   ctx.fillStyle = theme.fg;
   ctx.textBaseline = 'middle';
-  ctx.fillText(fitText(ctx, `query ${qi + 1}/${tq}: “${s.query_tokens[qi]}”`, g.labelW + 60), 8, 78);
+  ctx.fillText(fitText(ctx, `query ${qi + 1}/${tq}: “${s.query_tokens[qi]}”`, Math.max(240, g.width - 24)), 8, 78);
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'right';
   ctx.fillText('q =', g.xs.k - 4, 100);
   strip(ctx, q, g.xs.k, 92, g.cell, 16, qkScale, theme.dark);
+  ctx.fillStyle = theme.muted;
   ctx.textAlign = 'left';
   ctx.fillText(`(${dk} numbers, colour = sign and size, ±${fmt(qkScale)})`, g.xs.k + g.stripW + 8, 100);
 
