@@ -38,9 +38,23 @@ self.onmessage = (ev) => {
   pending.set(key, msg);
   if (!draining) {
     draining = true;
-    setTimeout(drain, 0);
+    yieldThen(drain);
   }
 };
+
+// Yield to the event loop without setTimeout's 4 ms clamp on nested timers: a message to
+// ourselves is queued behind the messages that arrived while we computed.
+const yieldChannel = new MessageChannel();
+let yieldCallback = null;
+yieldChannel.port1.onmessage = () => {
+  const cb = yieldCallback;
+  yieldCallback = null;
+  if (cb) cb();
+};
+function yieldThen(cb) {
+  yieldCallback = cb;
+  yieldChannel.port2.postMessage(null);
+}
 
 async function drain() {
   const next = pending.entries().next();
@@ -52,7 +66,7 @@ async function drain() {
   pending.delete(key);
   await handle(msg);
   // Yield to the event loop so that messages that arrived meanwhile can supersede older ones.
-  setTimeout(drain, 0);
+  yieldThen(drain);
 }
 
 async function handle(msg) {

@@ -334,24 +334,31 @@ test('performance: keystroke → drawn latency and the 128-token head view (repo
   const typeAndMeasure = async () => {
     await page.fill('#text', '');
     const lat = [];
+    const fwd = [];
+    const over = [];
     for (const ch of sentence) {
       const d = await afterDraw(page, () => page.type('#text', ch), (x) => x.text.endsWith(ch) && x.lastLatencyMs != null);
       lat.push(d.lastLatencyMs);
+      fwd.push(d.lastForwardMs);
+      over.push(d.lastLatencyMs - d.lastForwardMs);
     }
-    const last = lat.slice(-50).sort((a, b) => a - b);
-    const q = (p) => last[Math.min(last.length - 1, Math.floor(p * last.length))];
-    return { p50: q(0.5), p95: q(0.95), n: last.length, d: await dbg(page) };
+    const q = (arr, p) => {
+      const a = arr.slice(-50).sort((x, y) => x - y);
+      return a[Math.min(a.length - 1, Math.floor(p * a.length))];
+    };
+    return { p50: q(lat, 0.5), p95: q(lat, 0.95), fwd50: q(fwd, 0.5), over50: q(over, 0.5), n: Math.min(50, lat.length), d: await dbg(page) };
   };
+  const line = (r) => `p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms (of which wasm forward p50 ${r.fwd50.toFixed(1)} ms; page overhead p50 ${r.over50.toFixed(1)} ms)`;
   await selectModel(page, 'en-pt-tiny');
   await afterDraw(page, () => page.click('#views [data-view="cross"]'), (x) => x.view === 'cross');
   const tr = await typeAndMeasure();
-  t.diagnostic(`translator keystroke → drawn (cross view), last ${tr.n} keystrokes, ${tr.d.tokens.length} source tokens at the end: p50 ${tr.p50.toFixed(1)} ms, p95 ${tr.p95.toFixed(1)} ms`);
+  t.diagnostic(`translator keystroke → drawn (cross view), last ${tr.n} keystrokes, ${tr.d.tokens.length} source tokens at the end: ${line(tr)}`);
 
   await selectModel(page, 'minilm-l6');
   await afterDraw(page, () => page.click('#views [data-view="head"]'), (x) => x.view === 'head');
   await afterDraw(page, () => page.click('#heads-all'), (x) => x.state.heads === null);
   const mini = await typeAndMeasure();
-  t.diagnostic(`MiniLM keystroke → drawn (head view, 12 heads), last ${mini.n} keystrokes, ${mini.d.tokens.length} tokens at the end: p50 ${mini.p50.toFixed(1)} ms, p95 ${mini.p95.toFixed(1)} ms`);
+  t.diagnostic(`MiniLM keystroke → drawn (head view, 12 heads), last ${mini.n} keystrokes, ${mini.d.tokens.length} tokens at the end: ${line(mini)}`);
 
   const words = [];
   while (words.length < 126) words.push(...'the cat sat on the mat and the dog ran'.split(' '));
