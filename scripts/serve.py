@@ -20,6 +20,7 @@ import email.utils
 import http.server
 import os
 import posixpath
+import signal
 import sys
 import urllib.parse
 
@@ -231,6 +232,10 @@ def main(argv: list[str]) -> int:
         return 1
     port = httpd.server_address[1]
     host = args.host if ":" not in args.host else f"[{args.host}]"
+    def stop(signum, frame):  # SIGTERM (e.g. from the test harness): shut down like Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     print(f"attnviz is being served at http://{host}:{port}{prefix}", flush=True)
     try:
         httpd.serve_forever()

@@ -35,7 +35,7 @@ done
 
 export DEBIAN_FRONTEND=noninteractive
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-export PATH="$HOME/.cargo/bin:$PATH"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 T_START=$(date +%s)
 
 say()  { printf '[setup] %s\n' "$*"; }
@@ -192,7 +192,7 @@ else
 fi
 
 # --- 4. npm dev dependencies (binaryen's wasm-opt, playwright-core) ----------------------------------
-LOCK_SUM=$(sha256sum package-lock.json | cut -d' ' -f1)
+LOCK_SUM=$( (sha256sum 2>/dev/null || shasum -a 256) < package-lock.json | cut -c1-64)
 STAMP=node_modules/.attnviz-lock.sha256
 if [ -x node_modules/.bin/wasm-opt ] && [ -d node_modules/playwright-core ] \
    && [ "$(cat "$STAMP" 2>/dev/null)" = "$LOCK_SUM" ]; then
