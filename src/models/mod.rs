@@ -186,6 +186,14 @@ impl Model {
         }
     }
 
+    /// Tokenisation alone (what the forward does first), for benchmarks and token previews.
+    pub fn tokenize(&self, text: &str) -> Result<crate::tokenize::Encoded> {
+        match &self.family {
+            Family::Bert(m) => m.tokenizer().encode(text),
+            Family::Marian(m) => m.tokenizer().encode(text),
+        }
+    }
+
     pub fn info(&self) -> ModelInfo {
         let m = &self.manifest;
         let (kinds, heads, head_dim, max_positions, special) = match &self.family {

@@ -1,13 +1,14 @@
 //! Marian's binary model format (`.bin`, as shipped by Bergamot):
 //! `u64 version, u64 n`, then `n` headers of four u64 (`name_len, type, shape_len, data_len`),
 //! the NUL-padded names, the shapes (i32 each), `u64 pad` + `pad` bytes, then the data blobs in
-//! header order. Types: `0x404` f32, `0x4101` int8 (intgemm) whose bytes are the matrix stored
+//! header order. Types: `0x404` f32, `0x4101` int8 (intgemm, kept as int8 + scale until a model
+//! asks for floats) whose bytes are the matrix stored
 //! `[out, in]` row-major (the header says `[in, out]`) followed by an f32 quantisation factor
 //! alpha: real = int8 / alpha. `Wemb` is the exception: its int8 rows are `[vocab, dim]` as the
 //! header says. `*_QuantMultA` (activation quantisation factors) are skipped: we run float math.
 //! The text blob `special:model.yml` carries the architecture options.
 
-use super::{Tensor, TensorStore};
+use super::{Tensor, TensorData, TensorStore};
 use crate::error::{invalid_model, Result};
 
 const TYPE_F32: u64 = 0x404;
@@ -95,7 +96,7 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
             TYPE_F32 => {
                 let raw = blob.get(..numel * 4).ok_or_else(|| invalid_model(format!("`{name}` has fewer bytes than its shape")))?;
                 let data = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                store.insert(name, Tensor { shape, data });
+                store.insert(name, Tensor { shape, data: TensorData::F32(data) });
             }
             TYPE_INT8 => {
                 let raw = blob.get(..numel + 4).ok_or_else(|| invalid_model(format!("`{name}` has fewer bytes than its shape")))?;
@@ -103,11 +104,10 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
                 if !(alpha.is_finite() && alpha != 0.0) {
                     return Err(invalid_model(format!("`{name}` has an invalid quantisation factor {alpha}")));
                 }
-                let inv = 1.0 / alpha;
-                let data = raw[..numel].iter().map(|&b| b as i8 as f32 * inv).collect();
+                let values = raw[..numel].iter().map(|&b| b as i8).collect();
                 // Stored [out, in] although the header says [in, out]; Wemb is stored as declared.
                 let shape = if name == "Wemb" || shape.len() != 2 { shape } else { vec![shape[1], shape[0]] };
-                store.insert(name, Tensor { shape, data });
+                store.insert(name, Tensor { shape, data: TensorData::Int8 { values, scale: 1.0 / alpha } });
             }
             _ => {}
         }

@@ -5,14 +5,30 @@ pub mod marian_bin;
 pub mod safetensors_file;
 
 use crate::error::{invalid_model, Result};
-use crate::tensor::Mat;
+use crate::tensor::{Mat, QuantizedMat};
 use std::collections::HashMap;
 
-/// A named f32 tensor with its shape.
+/// A named tensor with its shape: f32, or int8 with one scale (real = q · scale), which is
+/// dequantised when a model asks for a float matrix.
 #[derive(Debug, Clone)]
 pub struct Tensor {
     pub shape: Vec<usize>,
-    pub data: Vec<f32>,
+    pub data: TensorData,
+}
+
+#[derive(Debug, Clone)]
+pub enum TensorData {
+    F32(Vec<f32>),
+    Int8 { values: Vec<i8>, scale: f32 },
+}
+
+impl TensorData {
+    fn len(&self) -> usize {
+        match self {
+            TensorData::F32(v) => v.len(),
+            TensorData::Int8 { values, .. } => values.len(),
+        }
+    }
 }
 
 /// Named tensors from one model file. Models take tensors out by name with the shape they
@@ -44,7 +60,7 @@ impl TensorStore {
         self.tensors.get(name).map(|t| t.shape.as_slice())
     }
 
-    fn take_checked(&mut self, name: &str, numel: usize, want: &str) -> Result<Vec<f32>> {
+    fn take_checked(&mut self, name: &str, numel: usize, want: &str) -> Result<TensorData> {
         let t = self.tensors.remove(name).ok_or_else(|| invalid_model(format!("tensor `{name}` is missing")))?;
         if t.data.len() != numel || t.shape.iter().product::<usize>() != numel {
             return Err(invalid_model(format!("tensor `{name}` has shape {:?}, expected {want}", t.shape)));
@@ -52,14 +68,29 @@ impl TensorStore {
         Ok(t.data)
     }
 
+    fn take_f32(&mut self, name: &str, numel: usize, want: &str) -> Result<Vec<f32>> {
+        Ok(match self.take_checked(name, numel, want)? {
+            TensorData::F32(v) => v,
+            TensorData::Int8 { values, scale } => values.into_iter().map(|q| q as f32 * scale).collect(),
+        })
+    }
+
+    /// An int8 matrix kept quantised (see [`QuantizedMat`]); an f32 tensor is an error.
+    pub fn quantized_matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QuantizedMat> {
+        match self.take_checked(name, rows * cols, &format!("[{rows}, {cols}]"))? {
+            TensorData::Int8 { values, scale } => Ok(QuantizedMat { rows, cols, data: values, scale }),
+            TensorData::F32(_) => Err(invalid_model(format!("tensor `{name}` is float, expected int8"))),
+        }
+    }
+
     /// A matrix `[rows, cols]` (a leading 1 in the file's shape is accepted: Marian stores
     /// vectors as `[1, n]`).
     pub fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<Mat> {
-        let data = self.take_checked(name, rows * cols, &format!("[{rows}, {cols}]"))?;
+        let data = self.take_f32(name, rows * cols, &format!("[{rows}, {cols}]"))?;
         Ok(Mat::from_vec(rows, cols, data))
     }
 
     pub fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>> {
-        self.take_checked(name, len, &format!("[{len}]"))
+        self.take_f32(name, len, &format!("[{len}]"))
     }
 }

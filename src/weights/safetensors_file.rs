@@ -1,7 +1,7 @@
 //! Hugging Face `.safetensors` via the `safetensors` crate. F32, F16 and BF16 tensors become
 //! f32; integer tensors (e.g. BERT's `position_ids` buffer) are not weights and are skipped.
 
-use super::{Tensor, TensorStore};
+use super::{Tensor, TensorData, TensorStore};
 use crate::error::{invalid_model, Result};
 use safetensors::{Dtype, SafeTensors};
 
@@ -16,7 +16,7 @@ pub fn read(bytes: &[u8]) -> Result<TensorStore> {
             Dtype::BF16 => raw.chunks_exact(2).map(|b| f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16)).collect(),
             _ => continue,
         };
-        store.insert(name, Tensor { shape: view.shape().to_vec(), data });
+        store.insert(name, Tensor { shape: view.shape().to_vec(), data: TensorData::F32(data) });
     }
     Ok(store)
 }

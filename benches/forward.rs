@@ -1,0 +1,77 @@
+//! `make bench` (native part): medians over repeated runs, printed as a table. Timings on a
+//! shared 2-core machine drift by ±30 %, so compare rows of one run, never across runs.
+//!
+//! 1. The GEMM kernel (`tensor::linear`) against nalgebra's own `tr_mul` on the FFN shape of
+//!    MiniLM (16 tokens × 384 → 1536), to justify owning the kernel.
+//! 2. One forward of each default model on a 16-token sentence.
+
+use attnviz::models::Model;
+use attnviz::tensor::{linear, linear_quantized, Mat, QuantizedMat};
+use std::path::Path;
+use std::time::Instant;
+
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    f(); // warm-up
+    let mut t: Vec<f64> = (0..runs)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+fn filled(rows: usize, cols: usize) -> Mat {
+    Mat::from_vec(rows, cols, (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect())
+}
+
+fn main() {
+    let (t, d, ffn) = (16, 384, 1536);
+    let x = filled(t, d);
+    let w = filled(ffn, d);
+    let flops = 2.0 * (t * d * ffn) as f64;
+    let ours = median_ms(200, || {
+        std::hint::black_box(linear(&x, &w, None));
+    });
+    // nalgebra orientation: W as (d × ffn) column-major = our [ffn, d]; X as (d × t).
+    let (wn, xn) = (w.storage().clone(), x.storage().clone());
+    let theirs = median_ms(200, || {
+        std::hint::black_box(wn.tr_mul(&xn));
+    });
+    println!("gemm 16x384x1536   attnviz kernel {ours:8.3} ms ({:5.1} GFLOP/s)   nalgebra tr_mul {theirs:8.3} ms ({:5.1} GFLOP/s)   ratio {:.2}x", flops / ours / 1e6, flops / theirs / 1e6, theirs / ours);
+
+    // The translator's per-step output projection: one decoder state against the tied
+    // embedding [32000, 256] (32.8 MB of f32: memory-bound).
+    let (y, wemb) = (filled(1, 256), filled(32000, 256));
+    let logits = median_ms(50, || {
+        std::hint::black_box(linear(&y, &wemb, None));
+    });
+    let wemb_q = QuantizedMat { rows: 32000, cols: 256, data: (0..32000 * 256).map(|i| (i % 251) as u8 as i8).collect(), scale: 0.01 };
+    let logits_q = median_ms(50, || {
+        std::hint::black_box(linear_quantized(&y, &wemb_q, None));
+    });
+    println!("logits 1x256x32000 f32 weights {logits:8.3} ms   int8 weights {logits_q:8.3} ms   ratio {:.2}x", logits / logits_q);
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    // 16 tokens for each model, counting [CLS]/[SEP] and </s>.
+    for (dir, text) in [("minilm", "The animal didn't cross the street because it was too tired to walk."), ("en-pt", "The animal didn't cross the street because it was too tired to walk.")] {
+        let model = match Model::load_dir(&root.join(dir)) {
+            Ok(m) => m,
+            Err(e) => {
+                println!("{dir}: skipped ({e})");
+                continue;
+            }
+        };
+        let out = model.forward(text, None).expect("forward");
+        let ms = median_ms(30, || {
+            std::hint::black_box(model.forward(text, None).expect("forward"));
+        });
+        let tok_ms = median_ms(30, || {
+            std::hint::black_box(model.tokenize(text).expect("tokenize"));
+        });
+        println!("tokenize {dir:<7} median {tok_ms:8.3} ms");
+        println!("forward {dir:<7} {:>3} source tokens, {:>3} target tokens   median {ms:8.2} ms", out.source_tokens.len(), out.target_tokens.len());
+    }
+}
