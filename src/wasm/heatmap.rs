@@ -3,7 +3,6 @@
 //! caller's choice (it scales for devicePixelRatio); `scale` scales fonts and margins to match.
 
 use js_sys::Float32Array;
-use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters_canvas::CanvasBackend;
@@ -38,14 +37,6 @@ fn ramp(t: f64, dark: bool) -> RGBColor {
 
 fn draw_error<E: std::fmt::Debug>(e: E) -> JsError {
     JsError::new(&format!("heatmap drawing failed: {e:?}"))
-}
-
-/// Shows every label when they fit, otherwise every n-th.
-fn label_for(labels: &[String], v: &SegmentValue<usize>, every: usize) -> String {
-    match v {
-        SegmentValue::CenterOf(i) if i % every == 0 => labels.get(*i).cloned().unwrap_or_default(),
-        _ => String::new(),
-    }
 }
 
 /// `drawHeatmap(canvas, data, rows, cols, rowLabels, colLabels, { title, dark, scale, max })`
@@ -87,53 +78,55 @@ pub fn draw_heatmap(
     let font_px = (if rows.max(cols) > 48 { 9.0 } else { 12.0 }) * scale;
     let font = ("sans-serif", font_px).into_font().color(&fg);
     let every = |n: usize| n.div_ceil(64).max(1);
-    let (every_row, every_col) = (every(rows), every(cols));
+    let char_px = font_px * 0.62;
+    let (x_area, y_area) = ((longest(&col_labels) * char_px + 10.0 * scale) as u32, (longest(&row_labels) * char_px + 10.0 * scale) as u32);
 
+    // Cells are unit squares in f64 coordinates: x = key, y = rows − query (row 0 on top).
     let mut chart = ChartBuilder::on(&main)
         .caption(&opts.title, ("sans-serif", 14.0 * scale).into_font().color(&fg))
         .margin(px(8.0))
-        .x_label_area_size(px(longest(&col_labels) * 7.0 + 12.0))
-        .y_label_area_size(px(longest(&row_labels) * 7.0 + 12.0))
-        .build_cartesian_2d((0..cols).into_segmented(), (0..rows).into_segmented())
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(0.0..cols as f64, 0.0..rows as f64)
         .map_err(draw_error)?;
-    // Row 0 is drawn at the top: plotters' y grows upwards, so label row r at y = rows−1−r.
-    let row_label = |v: &SegmentValue<usize>| match v {
-        SegmentValue::CenterOf(y) if *y < rows => label_for(&row_labels, &SegmentValue::CenterOf(rows - 1 - y), every_row),
-        _ => String::new(),
-    };
-    let col_label = |v: &SegmentValue<usize>| label_for(&col_labels, v, every_col);
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_labels(cols + 1)
-        .y_labels(rows + 1)
-        .x_label_formatter(&col_label)
-        .y_label_formatter(&row_label)
-        .x_label_style(font.clone().transform(FontTransform::Rotate90).pos(Pos::new(HPos::Left, VPos::Center)))
-        .y_label_style(font.clone())
+        .x_labels(0)
+        .y_labels(0)
         .axis_style(fg)
-        .x_desc("keys")
-        .y_desc("queries")
-        .axis_desc_style(font.clone())
         .draw()
         .map_err(draw_error)?;
     chart
         .draw_series((0..rows).flat_map(|r| {
             let values = &values;
             (0..cols).map(move |c| {
-                let y = rows - 1 - r;
-                let color = ramp(values[r * cols + c] as f64 / top, opts.dark);
-                Rectangle::new([(SegmentValue::Exact(c), SegmentValue::Exact(y + 1)), (SegmentValue::Exact(c + 1), SegmentValue::Exact(y))], color.filled())
+                let (x, y) = (c as f64, (rows - r) as f64);
+                Rectangle::new([(x, y), (x + 1.0, y - 1.0)], ramp(values[r * cols + c] as f64 / top, opts.dark).filled())
             })
         }))
         .map_err(draw_error)?;
+    // Token labels in pixel space at the cell centres (every n-th when they would overlap):
+    // queries right-aligned left of the plot, keys rotated to read downwards under it.
+    let (every_row, every_col) = (every(rows), every(cols));
+    let row_style = font.clone().pos(Pos::new(HPos::Right, VPos::Center));
+    for r in (0..rows).step_by(every_row) {
+        let (x, y) = chart.backend_coord(&(0.0, rows as f64 - r as f64 - 0.5));
+        main.draw(&Text::new(row_labels[r].clone(), (x - px(4.0) as i32, y), row_style.clone())).map_err(draw_error)?;
+    }
+    let col_style = font.clone().transform(FontTransform::Rotate90).pos(Pos::new(HPos::Left, VPos::Center));
+    for c in (0..cols).step_by(every_col) {
+        let (x, y) = chart.backend_coord(&(c as f64 + 0.5, 0.0));
+        main.draw(&Text::new(col_labels[c].clone(), (x, y + px(4.0) as i32), col_style.clone())).map_err(draw_error)?;
+    }
 
     // Colour bar: 0 at the bottom, `top` at the top.
     let mut bar_chart = ChartBuilder::on(&bar)
         .margin_top(px(30.0))
-        .margin_bottom(px(longest(&col_labels) * 7.0 + 20.0))
-        .margin_right(px(8.0))
-        .y_label_area_size(px(40.0))
+        .margin_bottom(x_area + px(8.0))
+        .margin_left(px(6.0))
+        .margin_right(px(4.0))
+        .y_label_area_size(px(44.0))
         .build_cartesian_2d(0.0..1.0, 0.0..top)
         .map_err(draw_error)?;
     bar_chart
@@ -142,6 +135,7 @@ pub fn draw_heatmap(
         .disable_x_axis()
         .y_labels(5)
         .y_label_formatter(&|v| format!("{v:.2}"))
+        .set_all_tick_mark_size(px(4.0))
         .y_label_style(font)
         .axis_style(fg)
         .draw()

@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { startServer, launchBrowser, openApp } from './harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SHOTS = path.join(ROOT, 'docs', 'screenshots');
+// `make screenshots` writes the README's pictures into docs/screenshots; a plain test run writes
+// them under test-results/ so it leaves the work tree clean.
+const SHOTS = path.resolve(ROOT, process.env.ATTNVIZ_SCREENSHOTS_DIR ?? 'test-results/screenshots');
 
 let server;
 let browser;
