@@ -153,3 +153,72 @@ fn empty_and_huge_texts_never_panic() {
     assert!(t.truncated);
     assert_eq!(t.source_tokens.len(), 256);
 }
+
+#[test]
+fn other_bert_checkpoints_load_with_sizes_from_their_files() {
+    // A different BertModel (2 layers, 4 heads, hidden 32, `bert.` prefix as in
+    // BertForMaskedLM checkpoints) written with the safetensors crate: sizes must come from
+    // config.json and the tensors, not from MiniLM's numbers.
+    use safetensors::tensor::{Dtype, TensorView};
+    let (vocab, d, ffn, layers, heads, positions) = (30522usize, 32usize, 64usize, 2usize, 4usize, 40usize);
+    let mut shapes: Vec<(String, Vec<usize>)> = vec![
+        ("bert.embeddings.word_embeddings.weight".into(), vec![vocab, d]),
+        ("bert.embeddings.position_embeddings.weight".into(), vec![positions, d]),
+        ("bert.embeddings.token_type_embeddings.weight".into(), vec![2, d]),
+        ("bert.embeddings.LayerNorm.weight".into(), vec![d]),
+        ("bert.embeddings.LayerNorm.bias".into(), vec![d]),
+    ];
+    for l in 0..layers {
+        let p = format!("bert.encoder.layer.{l}");
+        for (name, shape) in [
+            ("attention.self.query", vec![d, d]),
+            ("attention.self.key", vec![d, d]),
+            ("attention.self.value", vec![d, d]),
+            ("attention.output.dense", vec![d, d]),
+            ("intermediate.dense", vec![ffn, d]),
+            ("output.dense", vec![d, ffn]),
+        ] {
+            shapes.push((format!("{p}.{name}.bias"), vec![shape[0]]));
+            shapes.push((format!("{p}.{name}.weight"), shape));
+        }
+        for ln in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            shapes.push((format!("{p}.{ln}.weight"), vec![d]));
+            shapes.push((format!("{p}.{ln}.bias"), vec![d]));
+        }
+    }
+    let mut seed = 12345u32;
+    let buffers: Vec<Vec<u8>> = shapes
+        .iter()
+        .map(|(name, shape)| {
+            let n: usize = shape.iter().product();
+            (0..n)
+                .flat_map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    let v = if name.contains("LayerNorm.weight") { 1.0 } else { (seed % 1000) as f32 / 5000.0 - 0.1 };
+                    v.to_le_bytes()
+                })
+                .collect()
+        })
+        .collect();
+    let views: Vec<(String, TensorView)> = shapes.iter().zip(&buffers).map(|((n, s), b)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), b).unwrap())).collect();
+    let weights = safetensors::serialize(views, None).unwrap();
+    let config = format!(r#"{{"model_type":"bert","vocab_size":{vocab},"hidden_size":{d},"num_hidden_layers":{layers},"num_attention_heads":{heads},"intermediate_size":{ffn},"max_position_embeddings":{positions}}}"#);
+
+    let dir = std::env::temp_dir().join(format!("attnviz-small-bert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.json"), config).unwrap();
+    std::fs::write(dir.join("model.safetensors"), weights).unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm/tokenizer.json"), dir.join("tokenizer.json")).unwrap();
+    // No manifest.json: the folder is recognised from config.json, as a user's own folder is.
+    let m = Model::load_dir(&dir).unwrap();
+    let out = m.forward(&"a sentence long enough to be cut at forty positions. ".repeat(5), None).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(out.truncated);
+    assert_eq!(out.source_tokens.len(), positions);
+    assert_eq!(out.attentions.len(), layers);
+    assert!(out.attentions.iter().all(|b| b.heads == heads && b.query_len == positions));
+    assert_eq!(out.sentence_embedding.as_ref().map(Vec::len), Some(d));
+    assert_well_formed(&out);
+}

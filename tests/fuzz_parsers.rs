@@ -1,0 +1,139 @@
+//! Deterministic mutation fuzzing of every parser a user's file reaches (Marian .bin,
+//! safetensors, tokenizer.json, config.json, manifest.json): thousands of bit flips, byte
+//! overwrites, truncations and splices of the real default files must give `Err`, or a model
+//! that still works, and never a panic (in wasm a panic kills the module).
+
+use attnviz::models::{Manifest, Model};
+use attnviz::weights::{marian_bin, safetensors_file};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+fn models_dir(dir: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(dir)
+}
+
+fn read(dir: &str, name: &str) -> Vec<u8> {
+    std::fs::read(models_dir(dir).join(name)).unwrap_or_else(|e| panic!("{dir}/{name}: {e} — run `make models` first"))
+}
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One random mutation of `base` (only within its first `window` bytes, where the structure is).
+fn mutate(rng: &mut XorShift, base: &[u8], window: usize) -> Vec<u8> {
+    let mut v = base.to_vec();
+    let w = window.min(v.len()).max(1);
+    match rng.below(5) {
+        0 => {
+            let i = rng.below(w);
+            v[i] ^= 1 << rng.below(8);
+        }
+        1 => {
+            for _ in 0..1 + rng.below(8) {
+                let i = rng.below(w);
+                v[i] = rng.next() as u8;
+            }
+        }
+        2 => v.truncate(rng.below(v.len())),
+        3 => {
+            // Overwrite a u64-sized field with an extreme value.
+            let i = rng.below(w.saturating_sub(8).max(1));
+            let extreme = [u64::MAX, 1 << 40, 0, i64::MAX as u64][rng.below(4)];
+            if i + 8 <= v.len() {
+                v[i..i + 8].copy_from_slice(&extreme.to_le_bytes());
+            }
+        }
+        _ => {
+            // Duplicate or drop a span.
+            let a = rng.below(w);
+            let b = (a + rng.below(64)).min(v.len());
+            if rng.below(2) == 0 {
+                let span = v[a..b].to_vec();
+                v.splice(a..a, span);
+            } else {
+                v.drain(a..b);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn marian_bin_never_panics() {
+    // The header, names, shapes and the first blobs: everything structural.
+    let full = read("en-pt", "model.enpt.intgemm.alphas.bin");
+    let base = &full[..64 * 1024];
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..4000 {
+        let _ = marian_bin::read(&mutate(&mut rng, base, 12_544));
+    }
+}
+
+#[test]
+fn safetensors_never_panics() {
+    let full = read("minilm", "model.safetensors");
+    let header_len = u64::from_le_bytes(full[..8].try_into().unwrap()) as usize;
+    let base = &full[..(8 + header_len + 4096).min(full.len())];
+    let mut rng = XorShift(0xD1B5_4A32_D192_ED03);
+    for _ in 0..4000 {
+        let _ = safetensors_file::read(&mutate(&mut rng, base, 8 + header_len));
+    }
+}
+
+#[test]
+fn model_files_never_panic() {
+    // Mutated config.json / tokenizer.json / manifest with otherwise real files: a load that
+    // succeeds must also run a forward without panicking.
+    let manifest = Manifest::from_json(&read("minilm", "manifest.json")).unwrap();
+    let config = read("minilm", "config.json");
+    let tokenizer = read("minilm", "tokenizer.json");
+    let weights = read("minilm", "model.safetensors");
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    for round in 0..120 {
+        let mut files = HashMap::new();
+        files.insert("model.safetensors".to_string(), weights.clone());
+        let (c, t) = if round % 2 == 0 { (mutate(&mut rng, &config, config.len()), tokenizer.clone()) } else { (config.clone(), mutate(&mut rng, &tokenizer, 4096)) };
+        files.insert("config.json".to_string(), c);
+        files.insert("tokenizer.json".to_string(), t);
+        if let Ok(model) = Model::load(manifest.clone(), &files) {
+            let _ = model.forward("The cat sat on the mat.", None);
+        }
+    }
+    for text in ["{}", "{\"id\":1}", "[]", "", "{\"id\":\"x\",\"architecture\":\"bert\",\"files\":[\"nope\"]}"] {
+        if let Ok(m) = Manifest::from_json(text.as_bytes()) {
+            assert!(Model::load(m, &HashMap::new()).is_err());
+        }
+    }
+}
+
+#[test]
+fn hostile_bert_configs_are_errors() {
+    let weights = read("minilm", "model.safetensors");
+    let tokenizer = read("minilm", "tokenizer.json");
+    let manifest = Manifest::from_json(&read("minilm", "manifest.json")).unwrap();
+    for cfg in [
+        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":0,"intermediate_size":1536,"max_position_embeddings":512}"#,
+        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":7,"intermediate_size":1536,"max_position_embeddings":512}"#,
+        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":60,"num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512}"#,
+        r#"{"vocab_size":99,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512}"#,
+        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512,"hidden_act":"swish"}"#,
+    ] {
+        let files: HashMap<String, Vec<u8>> = [("config.json", cfg.as_bytes().to_vec()), ("model.safetensors", weights.clone()), ("tokenizer.json", tokenizer.clone())]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let err = Model::load(manifest.clone(), &files).err().unwrap_or_else(|| panic!("config should be rejected: {cfg}"));
+        assert!(!err.to_string().is_empty());
+    }
+}
