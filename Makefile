@@ -31,7 +31,7 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models build serve test test-rust test-wasm test-py test-e2e bench \
+.PHONY: help setup models build serve test test-rust test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean
 
 help:
@@ -45,7 +45,8 @@ help:
 	@echo "  make test-wasm   #[wasm_bindgen_test] tests (tests/wasm.rs) in headless Chromium"
 	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
 	@echo "  make test-e2e    end-to-end page tests (node --test tests/e2e/) in headless Chromium"
-	@echo "  make bench       cargo bench (native)"
+	@echo "  make bench       native + wasm forward medians, GEMM vs nalgebra, page keystroke latency"
+	@echo "  make screenshots re-shoot docs/screenshots/ from the real page"
 	@echo "  make check-simd  count SIMD instructions in pkg/attnviz_bg.wasm (wabt)"
 	@echo "  make clean       remove build output (target/, pkg/*); distclean also models/, node_modules/, .toolchain/, .venv/"
 
@@ -89,7 +90,7 @@ test: setup models build test-rust test-wasm test-py test-e2e
 	@echo "[test] all suites passed"
 
 test-rust:
-	cargo test --release
+	cargo test $(TEST_PROFILE)
 
 # tests/wasm.rs compiles in the models and the native outputs of scripts/wasm-fixtures.sh.
 test-wasm: | .toolchain/env
@@ -118,8 +119,15 @@ test-py:
 test-e2e: | node_modules/.bin/wasm-opt
 	node --test tests/e2e/*.test.mjs
 
-bench:
-	cargo bench
+# Speed is measured here, never asserted in tests: medians and ratios, compared within one run.
+bench: setup models build
+	cargo bench --bench forward
+	node scripts/bench-wasm.mjs
+	node --test --test-name-pattern=performance tests/e2e/page.test.mjs
+
+# Re-shoots the README's pictures from the real page.
+screenshots: setup models build
+	ATTNVIZ_SCREENSHOTS_DIR=docs/screenshots node --test --test-name-pattern=screenshots tests/e2e/page.test.mjs
 
 check-simd:
 	@command -v wasm-objdump >/dev/null || { echo "wasm-objdump missing (apt-get install wabt)"; exit 1; }; \
