@@ -23,7 +23,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 SHA256 := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo 'shasum -a 256')
 WASM_ENV := set -a; . ./.toolchain/env; set +a
 
-# The wasm test build uses Cargo.toml's [profile.test-release] (release without LTO) when it exists: LTO
+# Test builds (test-rust, test-wasm) use Cargo.toml's [profile.test-release] (release without LTO) when it exists: LTO
 # makes cargo build the dependency graph twice for a cdylib's test harness.
 TEST_PROFILE := $(if $(shell grep -s '^\[profile\.test-release\]' Cargo.toml),--profile test-release,--release)
 
