@@ -26,6 +26,20 @@ export function numHeads(result, kind) {
   return b ? b.heads : 0;
 }
 
+/** Kinds, layers, heads and query rows per kind of a result: what view state is clamped to. */
+export function resultShape(result) {
+  const kinds = resultKinds(result);
+  const layers = {};
+  const heads = {};
+  const rows = {};
+  for (const k of kinds) {
+    layers[k] = numLayers(result, k);
+    heads[k] = numHeads(result, k);
+    rows[k] = tokensFor(result, k).q.length;
+  }
+  return { kinds, layers, heads, rows, targetLen: (result.tokens.target || []).length };
+}
+
 /** Query and key tokens (and word ids) that a kind's matrices are indexed by. */
 export function tokensFor(result, kind) {
   const src = result.tokens.source || [];

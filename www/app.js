@@ -1,7 +1,7 @@
 // The page shell: wires the DOM controls to the view state, the worker client and the views.
 // All token strings and user text go into the DOM with textContent only.
 
-import { numHeads, numLayers, resultKinds, tokensFor } from './analysis.js';
+import { resultShape, tokensFor } from './analysis.js';
 import { Channel, init, loadModel } from './worker-client.js';
 import { VIEW_MODULES, download, exportName, pngBlob, render, toSvg } from './render.js';
 import { clampToResult, decodeState, defaultState, encodeState } from './state.js';
@@ -229,16 +229,7 @@ async function computeStep(redraw = true) {
 }
 
 function shape() {
-  const kinds = resultKinds(result);
-  const layers = {};
-  const heads = {};
-  const rows = {};
-  for (const k of kinds) {
-    layers[k] = numLayers(result, k);
-    heads[k] = numHeads(result, k);
-    rows[k] = tokensFor(result, k).q.length;
-  }
-  return { kinds, layers, heads, rows, targetLen: (result.tokens.target || []).length };
+  return resultShape(result);
 }
 
 function input() {

@@ -13,7 +13,7 @@
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }).
 
-import { numHeads, numLayers, resultKinds, tokensFor } from './analysis.js';
+import { numHeads, numLayers, resultShape, tokensFor } from './analysis.js';
 import { Channel, configure, init, loadModel } from './worker-client.js';
 import { VIEW_MODULES, render } from './render.js';
 import { clampToResult, defaultState, KINDS, VIEWS } from './state.js';
@@ -333,17 +333,7 @@ class AttentionViz extends HTMLElement {
   }
 
   shape() {
-    const r = this.result;
-    const kinds = resultKinds(r);
-    const layers = {};
-    const heads = {};
-    const rows = {};
-    for (const k of kinds) {
-      layers[k] = numLayers(r, k);
-      heads[k] = numHeads(r, k);
-      rows[k] = tokensFor(r, k).q.length;
-    }
-    return { kinds, layers, heads, rows, targetLen: (r.tokens.target || []).length };
+    return resultShape(this.result);
   }
 
   scheduleDraw() {
