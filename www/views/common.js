@@ -178,6 +178,15 @@ export function fmt(v, digits = 2) {
 }
 
 /** Fill the background (so PNG/SVG exports are not transparent). */
+/** The bold title line every view draws at its top left. */
+export function drawTitle(ctx, text, theme) {
+  ctx.fillStyle = theme.fg;
+  ctx.font = font(14, 600);
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  ctx.fillText(text, 8, 6);
+}
+
 export function clear(ctx, width, height, theme) {
   ctx.fillStyle = theme.bg;
   ctx.fillRect(0, 0, width, height);

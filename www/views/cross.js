@@ -4,7 +4,7 @@
 // target × source matrix with row t outlined.
 
 import { prepareLayer } from '../analysis.js';
-import { clear, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis } from './common.js';
+import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis } from './common.js';
 
 const CHIP_H = 26;
 const GAP = 8;
@@ -92,11 +92,7 @@ export function draw(ctx, input, state, theme, width) {
   const C = prep.cols;
   const what = state.agg === 'head' ? `head ${Math.min(state.head, prep.nHeads - 1) + 1}` : 'mean over heads';
 
-  ctx.fillStyle = theme.fg;
-  ctx.font = font(14, 600);
-  ctx.textAlign = 'left';
-  ctx.textBaseline = 'top';
-  ctx.fillText(`Cross-attention · layer ${prep.layer + 1} · ${what} · decode step ${t + 1} of ${prep.rows}`, 8, 6);
+  drawTitle(ctx, `Cross-attention · layer ${prep.layer + 1} · ${what} · decode step ${t + 1} of ${prep.rows}`, theme);
   textLines(ctx, ['Queries come from the decoder (target), keys and values from the encoder (source).'].concat(prep.notes), 8, 26, theme, 11, g.width - 16);
 
   const row = mat.subarray(t * C, (t + 1) * C);

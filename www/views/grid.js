@@ -2,7 +2,7 @@
 // row entropy (normalised: 0 = every query looks at one key, 1 = uniform). Click opens a head.
 
 import { entropy, numHeads, numLayers, prepareLayer } from '../analysis.js';
-import { clear, drawMatrix, font, headColor, maxOf, textLines, viridis } from './common.js';
+import { clear, drawTitle, drawMatrix, font, headColor, maxOf, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 function geometry(input, state, width) {
@@ -44,11 +44,7 @@ export function entropies(input, state) {
 export function draw(ctx, input, state, theme, width) {
   const g = geometry(input, state, width);
   clear(ctx, g.width, g.height, theme);
-  ctx.fillStyle = theme.fg;
-  ctx.font = font(14, 600);
-  ctx.textAlign = 'left';
-  ctx.textBaseline = 'top';
-  ctx.fillText(`All layers × heads · ${KIND_NAMES[state.kind] || state.kind}`, 8, 6);
+  drawTitle(ctx, `All layers × heads · ${KIND_NAMES[state.kind] || state.kind}`, theme);
   textLines(ctx, ['Each map: queries down, keys across, scaled to its own maximum. H = normalised entropy (0 focused … 1 uniform).'], 8, 26, theme, 11, g.width - 16);
   const ent = entropies(input, state);
   ctx.font = font(11);

@@ -3,7 +3,7 @@
 // tokens × 12 heads (≈200k candidate lines) stay within one frame.
 
 import { prepareLayer } from '../analysis.js';
-import { clear, fitText, font, headColor, maxTextWidth, textLines } from './common.js';
+import { clear, drawTitle, fitText, font, headColor, maxTextWidth, textLines } from './common.js';
 
 const LEVELS = 24; // opacity buckets
 const MIN_WEIGHT = 0.01; // lines fainter than this are invisible anyway (opacity ≈ 0.03)
@@ -108,11 +108,7 @@ export function draw(ctx, input, state, theme, width) {
 
   // Header
   const agg = state.agg === 'mean' ? ' · mean over heads' : state.agg === 'rollout' ? ' · rollout' : '';
-  ctx.fillStyle = theme.fg;
-  ctx.font = font(14, 600);
-  ctx.textAlign = 'left';
-  ctx.textBaseline = 'top';
-  ctx.fillText(`Layer ${prep.layer + 1} · ${KIND_NAMES[prep.kind] || prep.kind}${agg}`, 8, 6);
+  drawTitle(ctx, `Layer ${prep.layer + 1} · ${KIND_NAMES[prep.kind] || prep.kind}${agg}`, theme);
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'right';

@@ -3,7 +3,7 @@
 // the shell supplies it (input.plotters); the JS drawing below serves SVG export and fallback.
 
 import { prepareLayer } from '../analysis.js';
-import { clear, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
+import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 export function matrixFor(input, state) {
@@ -70,11 +70,7 @@ export function draw(ctx, input, state, theme, width, height) {
   }
   const g = geometry(ctx, m, width);
   clear(ctx, g.width, g.height, theme);
-  ctx.fillStyle = theme.fg;
-  ctx.font = font(14, 600);
-  ctx.textAlign = 'left';
-  ctx.textBaseline = 'top';
-  ctx.fillText(m.title, 8, 6);
+  drawTitle(ctx, m.title, theme);
   textLines(ctx, prep.notes, 8, 28, theme, 11, g.width - 16);
 
   const hi = maxOf(mat) || 1;

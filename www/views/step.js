@@ -2,7 +2,7 @@
 // q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
-import { clear, diverging, fitText, fmt, font, maxAbs, rgb, textLines } from './common.js';
+import { clear, drawTitle, diverging, fitText, fmt, font, maxAbs, rgb, textLines } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
@@ -79,11 +79,7 @@ export function draw(ctx, input, state, theme, width) {
   const qkScale = Math.max(maxAbs(q), maxAbs(s.k)) || 1;
   const vScale = Math.max(maxAbs(s.v), maxAbs(out)) || 1;
 
-  ctx.fillStyle = theme.fg;
-  ctx.font = font(14, 600);
-  ctx.textAlign = 'left';
-  ctx.textBaseline = 'top';
-  ctx.fillText(`Layer ${s.layer + 1} · head ${s.head + 1} · ${KIND_NAMES[s.kind] || s.kind}`, 8, 6);
+  drawTitle(ctx, `Layer ${s.layer + 1} · head ${s.head + 1} · ${KIND_NAMES[s.kind] || s.kind}`, theme);
   const prov = s.q_source === s.kv_source ? `Q, K and V all come from the ${s.q_source}.` : `Q comes from the ${s.q_source}; K and V come from the ${s.kv_source}.`;
   textLines(
     ctx,
