@@ -102,12 +102,6 @@ impl Mat {
         self.storage.apply(|x| *x = f(*x));
     }
 
-    /// The nalgebra view with our orientation (`rows × cols`), for callers that want
-    /// nalgebra's API; it is a transposed copy.
-    pub fn to_nalgebra(&self) -> DMatrix<f32> {
-        self.storage.transpose()
-    }
-
     pub fn storage(&self) -> &DMatrix<f32> {
         &self.storage
     }

@@ -28,7 +28,6 @@ pub struct MarianConfig {
     pub dec_depth: usize,
     pub dim_ffn: usize,
     pub vocab: usize,
-    pub ffn_activation_relu: bool,
 }
 
 impl MarianConfig {
@@ -60,7 +59,7 @@ impl MarianConfig {
         if act != "relu" {
             return Err(Error::UnsupportedArchitecture(format!("Marian FFN activation `{act}` (only relu)")));
         }
-        Ok(MarianConfig { dim_emb, heads, enc_depth: count("encoder_l"), dec_depth: count("decoder_l"), dim_ffn, vocab, ffn_activation_relu: true })
+        Ok(MarianConfig { dim_emb, heads, enc_depth: count("encoder_l"), dec_depth: count("decoder_l"), dim_ffn, vocab })
     }
 }
 

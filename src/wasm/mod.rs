@@ -5,6 +5,7 @@
 
 use crate::attention::{AttentionKind, ForwardOutput, HeadRequest};
 use crate::models::{Manifest, Model, SUPPORTED};
+use crate::output::TokensJson;
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -56,16 +57,10 @@ pub struct AttnModel {
 }
 
 #[derive(Serialize)]
-struct Tokens<'a> {
-    source: &'a [String],
-    target: &'a [String],
-}
-
-#[derive(Serialize)]
 struct AttendMeta<'a> {
     model: &'a str,
     text: &'a str,
-    tokens: Tokens<'a>,
+    tokens: TokensJson<'a>,
     word_ids: WordIds<'a>,
     output_text: Option<&'a str>,
     truncated: bool,
@@ -167,7 +162,7 @@ impl AttnModel {
         let meta = AttendMeta {
             model: &self.model.manifest.id,
             text,
-            tokens: Tokens { source: &out.source_tokens, target: &out.target_tokens },
+            tokens: TokensJson { source: &out.source_tokens, target: &out.target_tokens },
             word_ids: WordIds { source: &out.source_word_ids, target: &out.target_word_ids },
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
