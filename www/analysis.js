@@ -32,12 +32,15 @@ export function resultShape(result) {
   const layers = {};
   const heads = {};
   const rows = {};
+  const cols = {};
   for (const k of kinds) {
     layers[k] = numLayers(result, k);
     heads[k] = numHeads(result, k);
-    rows[k] = tokensFor(result, k).q.length;
+    const t = tokensFor(result, k);
+    rows[k] = t.q.length;
+    cols[k] = t.k.length;
   }
-  return { kinds, layers, heads, rows, targetLen: (result.tokens.target || []).length };
+  return { kinds, layers, heads, rows, cols, targetLen: (result.tokens.target || []).length };
 }
 
 /** Query and key tokens (and word ids) that a kind's matrices are indexed by. */

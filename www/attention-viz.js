@@ -13,11 +13,14 @@
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }).
 
-import { numHeads, numLayers, resultShape, tokensFor } from './analysis.js';
-import { Channel, configure, init, loadModel } from './worker-client.js';
-import { VIEW_MODULES, render } from './render.js';
-import { clampToResult, defaultState, KINDS, VIEWS } from './state.js';
+import { tokensFor } from './analysis.js';
+import { configure } from './worker-client.js';
+import { bindCanvas, render } from './render.js';
+import { Session } from './session.js';
+import { KINDS } from './state.js';
 import { readTheme } from './views/common.js';
+import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
+import { stepLabels } from './views/cross.js';
 
 export { configure };
 
@@ -65,6 +68,8 @@ canvas { display: block; }
 .foot { display: flex; justify-content: space-between; gap: 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
 .msg { padding: 16px 8px; color: var(--av-muted); }
 .msg.err { color: #c62828; }
+.warn { padding: 6px 8px; border-bottom: 2px solid #b26a00; background: #fff4e0; color: #5c3700; font-weight: 600; font-size: 13px; }
+.readout { padding: 3px 8px; font-size: 12px; color: var(--av-muted); border-top: 1px solid var(--av-border); min-height: 1.4em; }
 progress { width: 160px; }
 `;
 
@@ -102,6 +107,8 @@ class AttentionViz extends HTMLElement {
     this.$.step = mk('input', { type: 'range', min: '0', max: '0', value: '0' }, this.$.stepLabel);
     this.$.text = mk('textarea', { rows: 2, spellcheck: false, dir: 'auto' });
     this.$.text.setAttribute('aria-label', 'Text to analyse');
+    this.$.warn = mk('div', { className: 'warn', hidden: true });
+    this.$.warn.setAttribute('role', 'alert');
     this.$.out = mk('div', { className: 'out', hidden: true });
     this.$.outLabel = mk('b', { textContent: 'Translation' }, this.$.out);
     this.$.outText = mk('span', { dir: 'auto' }, this.$.out);
@@ -110,78 +117,32 @@ class AttentionViz extends HTMLElement {
     this.$.wrap = mk('div', { className: 'wrap' });
     this.$.canvas = mk('canvas', { tabIndex: 0 }, this.$.wrap);
     this.$.canvas.setAttribute('role', 'img');
+    this.$.readout = mk('div', { className: 'readout' });
+    this.$.readout.setAttribute('aria-live', 'polite');
     this.$.foot = mk('div', { className: 'foot' });
     this.$.status = mk('span', {}, this.$.foot);
     this.$.credit = mk('span', {}, this.$.foot);
 
-    this.state = { ...defaultState(), model: 'minilm-l6', text: '' };
-    this.channel = new Channel('widget');
-    this.result = null;
-    this.stepData = null;
-    this.info = null;
+    this.session = new Session({ name: 'widget', unknownModel: 'error', onUpdate: (reason) => this.onUpdate(reason) });
     this.geom = null;
-    this.focusTok = null;
     this.drawCount = 0;
     this.started = false;
+    this.drawQueued = false;
 
-    this.$.layer.addEventListener('change', () => this.patch({ layer: Number(this.$.layer.value) }));
+    this.$.layer.addEventListener('change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
     this.$.head.addEventListener('change', () => {
       const v = this.$.head.value;
-      if (v === 'mean') this.patch({ agg: 'mean', heads: null });
-      else if (v === 'all') this.patch({ agg: 'head', heads: null });
-      else this.patch({ agg: 'head', head: Number(v), heads: [Number(v)] });
+      if (v === 'mean') this.session.patch({ agg: 'mean' });
+      else if (v === 'all') this.session.allHeads();
+      else this.session.soloHead(Number(v));
     });
-    this.$.query.addEventListener('change', () => this.patch({ query: Number(this.$.query.value) }));
-    this.$.step.addEventListener('input', () => this.patch({ step: Number(this.$.step.value) }));
-    let timer = null;
-    this.$.text.addEventListener('input', () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        this.state.text = this.$.text.value;
-        this.compute();
-      }, 12);
-    });
-    const cv = this.$.canvas;
-    cv.addEventListener('pointermove', (e) => {
-      if (this.state.view !== 'head' || !this.geom) return;
-      const r = cv.getBoundingClientRect();
-      const hit = VIEW_MODULES.head.hitTest(this.geom, e.clientX - r.left, e.clientY - r.top);
-      const same = (hit && this.focusTok && hit.side === this.focusTok.side && hit.index === this.focusTok.index) || (!hit && !this.focusTok);
-      if (!same) {
-        this.focusTok = hit;
-        this.scheduleDraw();
-      }
-    });
-    cv.addEventListener('pointerleave', () => {
-      if (this.focusTok) {
-        this.focusTok = null;
-        this.scheduleDraw();
-      }
-    });
-    cv.addEventListener('click', (e) => {
-      if (!this.geom) return;
-      const r = cv.getBoundingClientRect();
-      const hit = VIEW_MODULES[this.state.view].hitTest(this.geom, e.clientX - r.left, e.clientY - r.top);
-      if (!hit) return;
-      if (this.state.view === 'model') this.patch({ view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head' });
-      else if (this.state.view === 'cross') this.patch({ step: hit.step });
-    });
-    cv.addEventListener('keydown', (e) => {
-      if (!this.result) return;
-      const kind = this.state.view === 'cross' ? 'cross' : this.state.kind;
-      const L = numLayers(this.result, kind) || 1;
-      const H = numHeads(this.result, kind) || 1;
-      const s = this.state;
-      const moves = {
-        ArrowUp: { layer: Math.max(0, s.layer - 1) },
-        ArrowDown: { layer: Math.min(L - 1, s.layer + 1) },
-        ArrowLeft: { head: (s.head + H - 1) % H, heads: [(s.head + H - 1) % H], agg: 'head' },
-        ArrowRight: { head: (s.head + 1) % H, heads: [(s.head + 1) % H], agg: 'head' },
-      };
-      if (moves[e.key]) {
-        e.preventDefault();
-        this.patch(moves[e.key]);
-      }
+    this.$.query.addEventListener('change', () => this.session.patch({ query: Number(this.$.query.value) }));
+    this.$.step.addEventListener('input', () => this.session.patch({ step: Number(this.$.step.value) }));
+    this.$.text.addEventListener('input', () => this.session.setText(this.$.text.value));
+    bindCanvas(this.$.canvas, this.session, () => this.geom);
+    this.$.canvas.addEventListener('keydown', (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (this.session.key(e.key)) e.preventDefault();
     });
     this.resizeObs = new ResizeObserver(() => {
       const w = this.$.wrap.clientWidth;
@@ -196,9 +157,11 @@ class AttentionViz extends HTMLElement {
     this.resizeObs.observe(this.$.wrap);
     if (!this.started) {
       this.dataset.state = 'loading';
-      this.readAttributes();
+      const s = this.readAttributes(null, { ...this.session.state, model: 'minilm-l6', text: '' });
       this.started = true;
-      this.start();
+      this.session.start(s).then(() => {
+        if (this.hasAttribute('editable')) this.$.text.value = this.session.state.text;
+      });
     }
   }
 
@@ -208,28 +171,33 @@ class AttentionViz extends HTMLElement {
 
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.started || oldValue === newValue) return;
-    const prevModel = this.state.model;
-    const prevText = this.state.text;
-    this.readAttributes(name);
-    if (this.state.model !== prevModel) this.start();
-    else if (this.state.text !== prevText) this.compute();
-    else if (name === 'kind' || name === 'layer' || name === 'head' || name === 'view' || name === 'query') this.afterStateChange();
-    else this.scheduleDraw();
+    const session = this.session;
+    const prev = session.state;
+    const next = this.readAttributes(name, { ...prev });
+    if (next.model !== prev.model) {
+      session.state = next;
+      if (session.catalog) session.selectModel(next.model, { keepText: true });
+    } else if (next.text !== prev.text) {
+      session.state = next;
+      session.setText(next.text);
+    } else {
+      const patch = {};
+      for (const k of Object.keys(next)) if (next[k] !== prev[k]) patch[k] = next[k];
+      session.patch(patch);
+    }
   }
 
-  /** Attributes → state: all of them at start, then only the one that changed (so a change of
+  /** Attributes → a state: all of them at start, then only the one that changed (so a change of
    *  layer does not undo what the reader typed). */
-  readAttributes(only) {
+  readAttributes(only, s) {
     const a = (n) => (only && n !== only && !(only === 'view' && n === 'kind') ? null : this.getAttribute(n));
-    const s = this.state;
     const model = a('model');
     if (model) s.model = MODEL_ALIASES[model] || model;
     if (a('text') !== null) s.text = a('text');
     const view = VIEW_ALIASES[a('view')];
-    if (view && VIEWS.includes(view)) s.view = view;
+    if (view && VIEW_IDS.includes(view)) s.view = view;
     if (KINDS.includes(a('kind'))) s.kind = a('kind');
-    if (s.view === 'cross') s.kind = 'cross';
-    else if (only === 'view' && s.kind === 'cross' && !KINDS.includes(a('kind'))) s.kind = 'encoder_self';
+    else if (only === 'view' && s.kind === 'cross' && !viewFor(s.view).forceKind) s.kind = 'encoder_self';
     // 1-based in attributes, 0-based inside.
     const int = (n) => {
       const v = Number.parseInt(a(n), 10);
@@ -239,49 +207,43 @@ class AttentionViz extends HTMLElement {
     if (int('head') !== null) {
       s.head = int('head');
       s.agg = 'head';
-      if (s.view === 'head') s.heads = [s.head];
+      s.heads = [s.head];
     }
     if (a('head') === 'mean') s.agg = 'mean';
     if (int('query') !== null) s.query = int('query');
-    if (only && only !== 'editable' && only !== 'height' && only !== 'text') return;
-    const editable = this.hasAttribute('editable');
-    this.$.text.hidden = !editable;
-    if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
-    const h = Number.parseInt(this.getAttribute('height'), 10);
-    this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
+    if (!only || only === 'editable' || only === 'height' || only === 'text') {
+      const editable = this.hasAttribute('editable');
+      this.$.text.hidden = !editable;
+      if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
+      const h = Number.parseInt(this.getAttribute('height'), 10);
+      this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
+    }
+    return s;
   }
 
-  async start() {
-    const model = this.state.model;
-    this.dataset.state = 'loading';
-    this.$.msg.hidden = false;
-    this.$.msg.classList.remove('err');
-    this.$.msg.firstChild.textContent = 'Loading the model…';
-    try {
-      const cat = await init();
-      const m = cat.models.find((x) => x.id === model || x.dir === model);
-      if (!m) throw new Error(`model "${model}" is not available here (available: ${cat.models.map((x) => x.id).join(', ')})`);
-      this.manifest = m;
-      if (!this.state.text) {
-        this.state.text = m.example || '';
-        if (this.hasAttribute('editable')) this.$.text.value = this.state.text;
-      }
-      this.$.credit.textContent = m.credit || m.name || m.id;
-      this.$.progress.hidden = false;
-      this.info = await loadModel(m.id, (p) => {
+  onUpdate(reason) {
+    const session = this.session;
+    if (reason === 'result') this.draw();
+    else if (reason === 'state') this.scheduleDraw();
+    else if (reason === 'hover') this.showReadout();
+    else if (reason === 'progress' || reason === 'status') {
+      const p = session.progress;
+      this.$.progress.hidden = !p;
+      if (p) {
         this.$.progress.max = p.total || 1;
         this.$.progress.value = p.loaded;
-      });
-      this.$.progress.hidden = true;
-      if (model !== this.state.model) return;
-      await this.compute();
-    } catch (e) {
-      this.showError(e);
+      }
+      if (session.manifest) this.$.credit.textContent = session.manifest.credit || session.manifest.name || session.manifest.id;
+      if (session.phase === 'error' && !session.result) this.showError(session.error);
+      else if (session.phase === 'loading' && !session.result) {
+        this.$.msg.hidden = false;
+        this.$.msg.classList.remove('err');
+        this.$.msg.firstChild.textContent = 'Loading the model…';
+      } else if (session.error) this.showError(session.error);
     }
   }
 
-  showError(e) {
-    const message = e && e.message ? e.message : String(e);
+  showError(message) {
     this.dataset.state = 'error';
     this.$.msg.hidden = false;
     this.$.msg.classList.add('err');
@@ -290,54 +252,8 @@ class AttentionViz extends HTMLElement {
     this.dispatchEvent(new CustomEvent('attention-error', { detail: { message }, bubbles: true, composed: true }));
   }
 
-  async compute() {
-    if (!this.info) return;
-    const { model, text } = this.state;
-    let ans;
-    try {
-      ans = await this.channel.attend(this.manifest.id, text);
-    } catch (e) {
-      this.showError(e);
-      return;
-    }
-    if (ans.superseded || model !== this.state.model || text !== this.state.text) return;
-    this.result = ans.result;
-    this.forwardMs = ans.result.forward_ms ?? ans.ms;
-    this.afterStateChange();
-  }
-
-  async afterStateChange() {
-    if (!this.result) return;
-    this.state = clampToResult(this.state, this.shape());
-    if (this.state.view === 'step') {
-      const { text, kind, layer, head } = this.state;
-      const key = `${text}|${kind}|${layer}|${head}`;
-      if (!this.stepData || this.stepData.key !== key) {
-        let ans;
-        try {
-          ans = await this.channel.step(this.manifest.id, text, kind, layer, head);
-        } catch (e) {
-          this.showError(e);
-          return;
-        }
-        if (ans.superseded) return;
-        this.stepData = { key, data: ans.step };
-      }
-    }
-    this.draw();
-  }
-
-  patch(p) {
-    this.state = { ...this.state, ...p };
-    this.afterStateChange();
-  }
-
-  shape() {
-    return resultShape(this.result);
-  }
-
   scheduleDraw() {
-    if (this.drawQueued || !this.result) return;
+    if (this.drawQueued || !this.session.result) return;
     this.drawQueued = true;
     requestAnimationFrame(() => {
       this.drawQueued = false;
@@ -345,32 +261,35 @@ class AttentionViz extends HTMLElement {
     });
   }
 
+  showReadout() {
+    const d = this.session.details();
+    const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}`).join(', ');
+    this.$.readout.textContent = items ? `${d.title}: ${items}` : d.hint || '';
+  }
+
   draw() {
-    if (!this.result) return;
-    const s = this.state;
-    const r = this.result;
-    const input = {
-      result: r,
-      specials: (this.info && this.info.special_tokens) || [],
-      step: s.view === 'step' && this.stepData ? this.stepData.data : null,
-      plotters: null,
-    };
+    const session = this.session;
+    const r = session.result;
+    if (!r) return;
+    const s = session.state;
     this.syncControls();
     const width = Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600);
-    const st = { ...s, focus: s.view === 'head' ? this.focusTok : null };
     try {
-      this.geom = render(this.$.canvas, s.view, input, st, readTheme(this), width);
+      this.geom = render(this.$.canvas, s.view, session.input(), session.drawState(), readTheme(this), width);
     } catch (e) {
-      this.showError(e);
+      this.showError(e.message);
       return;
     }
+    session.drawn();
     this.$.msg.hidden = true;
+    const sum = session.summary();
     const n = r.tokens.source.length;
-    this.$.status.textContent = `${n} tokens · ${this.forwardMs != null ? `${this.forwardMs.toFixed(0)} ms` : ''}`;
-    if (r.output_text != null) {
-      this.$.out.hidden = false;
-      this.$.outText.textContent = r.output_text;
-    } else this.$.out.hidden = true;
+    this.$.status.textContent = `${n} tokens${session.forwardMs != null ? ` · ${session.forwardMs.toFixed(0)} ms` : ''}`;
+    this.$.warn.hidden = !sum.truncation;
+    this.$.warn.textContent = sum.truncation || '';
+    this.$.out.hidden = sum.output == null;
+    this.$.outText.textContent = sum.output ?? '';
+    this.showReadout();
     this.drawCount += 1;
     this.dataset.drawCount = String(this.drawCount);
     const first = this.dataset.state !== 'ready';
@@ -381,11 +300,12 @@ class AttentionViz extends HTMLElement {
   }
 
   syncControls() {
-    const s = this.state;
-    const r = this.result;
-    const kind = s.view === 'cross' ? 'cross' : s.kind;
-    const L = numLayers(r, kind);
-    const H = numHeads(r, kind);
+    const session = this.session;
+    const s = session.state;
+    const ctl = viewFor(s.view).controls;
+    const kind = kindShown(s);
+    const L = session.numLayers();
+    const H = session.numHeads();
     const fill = (sel, items) => {
       const key = items.map((i) => i[0] + i[1]).join('|');
       if (sel.dataset.key !== key) {
@@ -401,21 +321,22 @@ class AttentionViz extends HTMLElement {
     };
     fill(this.$.layer, [...Array(L).keys()].map((l) => [String(l), `${l + 1}/${L}`]));
     this.$.layer.value = String(s.layer);
-    this.$.layerLabel.hidden = s.view === 'model';
+    this.$.layerLabel.hidden = !ctl.layer;
     const heads = [...Array(H).keys()].map((h) => [String(h), String(h + 1)]);
-    if (s.view === 'head') heads.unshift(['all', 'all']);
-    if (s.view !== 'step') heads.push(['mean', 'mean']);
+    if (ctl.heads === 'multi') heads.unshift(['all', 'all']);
+    if (ctl.agg) heads.push(['mean', 'mean']);
     fill(this.$.head, heads);
-    this.$.head.value = s.view !== 'step' && s.agg !== 'head' ? 'mean' : s.view === 'head' && !s.heads ? 'all' : String(s.head);
-    this.$.headLabel.hidden = s.view === 'model';
-    this.$.queryLabel.hidden = s.view !== 'step';
-    if (s.view === 'step') {
-      fill(this.$.query, tokensFor(r, kind).q.map((t, i) => [String(i), `${i + 1}: ${t}`]));
+    this.$.head.value = ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : String(s.head);
+    this.$.headLabel.hidden = !ctl.heads;
+    this.$.queryLabel.hidden = !ctl.query;
+    if (ctl.query) {
+      fill(this.$.query, tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${t}`]));
       this.$.query.value = String(s.query);
     }
-    this.$.stepLabel.hidden = s.view !== 'cross';
-    if (s.view === 'cross') {
-      this.$.step.max = String(Math.max(0, (r.tokens.target || []).length - 1));
+    this.$.stepLabel.hidden = !ctl.step;
+    if (ctl.step) {
+      const labels = stepLabels(session.input(), s);
+      this.$.step.max = String(Math.max(0, labels.length - 1));
       this.$.step.value = String(s.step);
     }
     this.$.canvas.dataset.view = s.view;
@@ -423,7 +344,7 @@ class AttentionViz extends HTMLElement {
 
   /** The current state (read-only copy). */
   get viewState() {
-    return { ...this.state };
+    return { ...this.session.state };
   }
 }
 

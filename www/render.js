@@ -1,26 +1,13 @@
 // Glue shared by the page and the widget: pick a view, size the canvas for it, draw, label it;
 // and export the same view as PNG or SVG.
 
-import * as cross from './views/cross.js';
-import * as grid from './views/grid.js';
-import * as head from './views/head.js';
-import * as heatmap from './views/heatmap.js';
-import * as step from './views/step.js';
 import { prepareCanvas } from './views/common.js';
+import { viewFor } from './views/index.js';
 import { SvgContext } from './svg.js';
-
-export const VIEW_MODULES = { head, model: grid, heatmap, cross, step };
-export const VIEW_NAMES = {
-  head: 'Head view',
-  model: 'Model view',
-  heatmap: 'Heatmap',
-  cross: 'Cross-attention',
-  step: 'Step view',
-};
 
 /** Draw view `name` into a canvas `width` CSS pixels wide; returns geometry for hit tests. */
 export function render(canvas, name, input, state, theme, width) {
-  const v = VIEW_MODULES[name] || head;
+  const v = viewFor(name).module;
   const t0 = performance.now();
   const sz = v.size(canvas.getContext('2d'), input, state, width);
   const ctx = prepareCanvas(canvas, sz.width, sz.height);
@@ -36,13 +23,32 @@ export function render(canvas, name, input, state, theme, width) {
 
 /** The same view as an SVG document string. */
 export function toSvg(name, input, state, theme, width) {
-  const v = VIEW_MODULES[name] || head;
-  const plain = { ...input, plotters: null };
+  const v = viewFor(name).module;
   const probe = new SvgContext(1, 1);
-  const sz = v.size(probe, plain, state, width);
+  const sz = v.size(probe, input, state, width);
   const ctx = new SvgContext(sz.width, sz.height);
-  v.draw(ctx, plain, state, theme, sz.width, sz.height);
+  v.draw(ctx, input, state, theme, sz.width, sz.height);
   return ctx.toString();
+}
+
+/**
+ * Pointer input on a view's canvas, the same for the page and the widget: the view's hitTest
+ * under the pointer goes to session.hover, a click to session.click. geomOf() → the last geometry.
+ */
+export function bindCanvas(canvas, session, geomOf) {
+  const hitAt = (e) => {
+    const geom = geomOf();
+    if (!session.result || !geom) return null;
+    const r = canvas.getBoundingClientRect();
+    return viewFor(session.state.view).module.hitTest(geom, e.clientX - r.left, e.clientY - r.top);
+  };
+  canvas.addEventListener('pointermove', (e) => {
+    const hit = hitAt(e);
+    canvas.style.cursor = hit && viewFor(session.state.view).click(hit, session.state, session.input()) ? 'pointer' : 'default';
+    session.hover(hit);
+  });
+  canvas.addEventListener('pointerleave', () => session.hover(null));
+  canvas.addEventListener('click', (e) => session.click(hitAt(e)));
 }
 
 /** Trigger a download of a Blob (no request leaves the page: it is an object URL). */

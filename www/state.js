@@ -1,7 +1,8 @@
 // View state and its URL-hash encoding (permalinks). Pure: no DOM access except through the
 // arguments given.
 
-export const VIEWS = ['head', 'model', 'heatmap', 'cross', 'step'];
+import { VIEW_IDS, viewAvailable, viewFor } from './views/index.js';
+
 export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
 export const AGGS = ['head', 'mean', 'rollout'];
 
@@ -13,7 +14,7 @@ export function defaultState() {
     kind: 'encoder_self',
     layer: 0,
     head: 0, // the head for heatmap/step views and the "focused" head
-    heads: null, // heads shown in the head view: null = all
+    heads: [0], // heads shown in the head view: null = all (one head reads best on first open)
     agg: 'head', // head | mean | rollout
     hideSpecial: false,
     merge: false,
@@ -40,13 +41,14 @@ export function encodeState(s) {
   if (s.kind !== d.kind) p.set('k', s.kind);
   p.set('l', String(s.layer));
   p.set('h', String(s.head));
-  if (s.heads) p.set('hs', s.heads.join('.'));
+  if (String(s.heads) !== String(d.heads)) p.set('hs', s.heads ? s.heads.join('.') : 'all');
   if (s.agg !== d.agg) p.set('a', s.agg);
   if (s.hideSpecial) p.set('sp', '1');
   if (s.merge) p.set('mw', '1');
   if (s.threshold) p.set('th', String(Math.round(s.threshold * 1000) / 1000));
   if (s.query) p.set('q', String(s.query));
   if (s.step) p.set('s', String(s.step));
+  if (s.pin) p.set('p', `${s.pin.side}${s.pin.index}`);
   return p.toString();
 }
 
@@ -58,11 +60,12 @@ export function decodeState(hash, base = defaultState()) {
   const p = new URLSearchParams(str);
   if (p.has('m')) s.model = p.get('m').slice(0, 64);
   if (p.has('t')) s.text = p.get('t').slice(0, 4000);
-  if (p.has('v') && VIEWS.includes(p.get('v'))) s.view = p.get('v');
+  if (p.has('v') && VIEW_IDS.includes(p.get('v'))) s.view = p.get('v');
   if (p.has('k') && KINDS.includes(p.get('k'))) s.kind = p.get('k');
   if (p.has('l')) s.layer = clampInt(p.get('l'), 0, 1000, 0);
   if (p.has('h')) s.head = clampInt(p.get('h'), 0, 1000, 0);
-  if (p.has('hs')) {
+  if (p.get('hs') === 'all') s.heads = null;
+  else if (p.has('hs')) {
     const hs = p
       .get('hs')
       .split('.')
@@ -79,13 +82,18 @@ export function decodeState(hash, base = defaultState()) {
   }
   if (p.has('q')) s.query = clampInt(p.get('q'), 0, 100000, 0);
   if (p.has('s')) s.step = clampInt(p.get('s'), 0, 100000, 0);
+  const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
+  s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
   return s;
 }
 
 /** Make layer/head/kind/query/step valid for a result's shape. */
 export function clampToResult(s, shape) {
-  // shape: { kinds: [...], layers: {kind: n}, heads: {kind: n}, rows: {kind: n}, targetLen }
+  // shape: { kinds: [...], layers: {kind: n}, heads: {kind: n}, rows: {kind: n}, cols: {kind: n}, targetLen }
   const out = { ...s };
+  if (!viewAvailable(out.view, shape.kinds)) out.view = 'head';
+  const forced = viewFor(out.view).forceKind;
+  if (forced) out.kind = forced;
   if (!shape.kinds.includes(out.kind)) out.kind = shape.kinds[0];
   const L = shape.layers[out.kind] || 1;
   const H = shape.heads[out.kind] || 1;
@@ -99,6 +107,6 @@ export function clampToResult(s, shape) {
   const rows = shape.rows[out.kind] || 1;
   out.query = Math.min(Math.max(0, out.query), rows - 1);
   out.step = Math.min(Math.max(0, out.step), Math.max(0, (shape.targetLen || 1) - 1));
-  if (out.view === 'cross' && !shape.kinds.includes('cross')) out.view = 'head';
+  if (out.pin && out.pin.index >= ((out.pin.side === 'q' ? shape.rows : shape.cols)[out.kind] || 0)) out.pin = null;
   return out;
 }

@@ -2,32 +2,57 @@
 // index so that a second visit works offline. Network first (so a new build is picked up at
 // once), the cache only when the network fails. Model weights are not handled here: the worker
 // keeps them in its own Cache API store (attnviz-models-v1).
-const SHELL = 'attnviz-shell-v1';
-const FILES = [
-  './', 'index.html', 'styles.css', 'app.js', 'analysis.js', 'state.js', 'render.js', 'svg.js',
-  'worker.js', 'worker-client.js', 'views/common.js', 'views/head.js', 'views/grid.js',
-  'views/heatmap.js', 'views/cross.js', 'views/step.js', 'pkg/attnviz.js', 'pkg/attnviz_bg.wasm',
-  'models/index.json',
-];
+//
+// Nothing is downloaded for the cache on a first visit: the page, once drawn, posts the URLs it
+// loaded ({ type: 'keep', urls }) and they are copied from the browser's HTTP cache
+// (cache: 'force-cache'); later loads refresh the copies as they pass through fetch below.
+const SHELL = 'attnviz-shell-v2';
+// What the page's Web Worker loads (the page cannot list those among its own resources).
+const WORKER_FILES = ['worker.js', 'worker-client.js', 'pkg/attnviz.js', 'pkg/attnviz_bg.wasm', 'models/index.json'];
 
-self.addEventListener('install', (event) => {
+self.addEventListener('install', (event) => event.waitUntil(self.skipWaiting()));
+
+self.addEventListener('activate', (event) => {
   event.waitUntil((async () => {
-    const cache = await caches.open(SHELL);
-    await cache.addAll(FILES.map((f) => new Request(new URL(f, self.registration.scope), { cache: 'reload' })));
-    await self.skipWaiting();
+    for (const name of await caches.keys()) if (name.startsWith('attnviz-shell-') && name !== SHELL) await caches.delete(name);
+    await self.clients.claim();
   })());
 });
 
-self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
+/** Same-origin GETs under the scope, except model weights. */
+function cacheable(url) {
+  const scope = new URL(self.registration.scope);
+  if (url.origin !== scope.origin || !url.pathname.startsWith(scope.pathname)) return false;
+  const rest = url.pathname.slice(scope.pathname.length);
+  return !rest.startsWith('models/') || rest === 'models/index.json';
+}
+
+self.addEventListener('message', (event) => {
+  const msg = event.data;
+  if (!msg || msg.type !== 'keep' || !Array.isArray(msg.urls)) return;
+  const scope = self.registration.scope;
+  const urls = [...new Set(msg.urls.concat(WORKER_FILES.map((f) => new URL(f, scope).href)))]
+    .map((u) => new URL(u, scope))
+    .filter(cacheable);
+  event.waitUntil((async () => {
+    const cache = await caches.open(SHELL);
+    await Promise.all(urls.map(async (url) => {
+      if (await cache.match(url)) return;
+      try {
+        const res = await fetch(new Request(url, { cache: 'force-cache' }));
+        if (res.ok) await cache.put(url, res);
+      } catch {
+        // offline or gone: it is cached the next time it loads
+      }
+    }));
+  })());
+});
 
 self.addEventListener('fetch', (event) => {
   const req = event.request;
   if (req.method !== 'GET') return;
   const url = new URL(req.url);
-  const scope = new URL(self.registration.scope);
-  if (url.origin !== scope.origin || !url.pathname.startsWith(scope.pathname)) return;
-  const rest = url.pathname.slice(scope.pathname.length);
-  if (rest.startsWith('models/') && rest !== 'models/index.json') return;
+  if (!cacheable(url)) return;
   event.respondWith((async () => {
     const cache = await caches.open(SHELL);
     try {
@@ -35,7 +60,7 @@ self.addEventListener('fetch', (event) => {
       if (res.ok && res.type === 'basic') cache.put(req, res.clone()).catch(() => {});
       return res;
     } catch (err) {
-      const hit = (await cache.match(req)) || (req.mode === 'navigate' ? await cache.match(new URL('./', scope)) : null);
+      const hit = (await cache.match(req, { ignoreSearch: true })) || (req.mode === 'navigate' ? await cache.match(new URL('./', self.registration.scope)) : null);
       if (hit) return hit;
       throw err;
     }

@@ -194,7 +194,8 @@ export function describe(input, state) {
   return `Cross-attention, layer ${prep.layer + 1}, decode step ${t + 1} of ${prep.rows} producing "${prep.rowLabels[t]}": most attended source tokens ${top.join(', ')}`;
 }
 
-export function stepCount(input, state) {
+/** The decode steps as the map shows them: target tokens, or words when sub-words are merged. */
+export function stepLabels(input, state) {
   const prep = prepareLayer(input.result, cstate(state), input.specials);
-  return prep ? prep.rows : 0;
+  return prep ? prep.rowLabels : [];
 }

@@ -1,0 +1,186 @@
+// The page's controls: view and kind tabs, layer, head swatches, aggregate, filters, step-view
+// query and the decode-step scrubber. syncControls writes the session's state into them;
+// bindControls turns their events into session calls. No state of their own.
+
+import { tokensFor } from '../analysis.js';
+import { headColor } from '../views/common.js';
+import { kindShown, viewFor, VIEWS } from '../views/index.js';
+import { stepLabels } from '../views/cross.js';
+
+export const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
+
+/** Replace a select's options when their labels changed (keeps focus and scroll otherwise). */
+export function setOptions(select, labels) {
+  const same = select.options.length === labels.length && labels.every((l, i) => select.options[i].textContent === l);
+  if (same) return;
+  select.textContent = '';
+  labels.forEach((l, i) => {
+    const o = document.createElement('option');
+    o.value = String(i);
+    o.textContent = l;
+    select.appendChild(o);
+  });
+}
+
+/** Build a tablist's buttons once; each tab controls the panel with id `panelId`. */
+function fillTabs(list, items, attr, panelId) {
+  const key = items.map((i) => i.id).join(',');
+  if (list.dataset.items === key) return;
+  list.textContent = '';
+  for (const it of items) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.setAttribute('role', 'tab');
+    b.id = `tab-${attr}-${it.id}`;
+    b.dataset[attr] = it.id;
+    b.setAttribute('aria-controls', panelId);
+    b.textContent = it.label;
+    list.appendChild(b);
+  }
+  list.dataset.items = key;
+}
+
+function selectTab(list, attr, value) {
+  let selected = null;
+  for (const b of list.querySelectorAll('[role=tab]')) {
+    const on = b.dataset[attr] === value;
+    b.setAttribute('aria-selected', String(on));
+    b.tabIndex = on ? 0 : -1;
+    if (on) selected = b;
+  }
+  return selected;
+}
+
+export function syncControls(el, session) {
+  const s = session.state;
+  const result = session.result;
+  const sh = session.shape;
+  const view = viewFor(s.view);
+  const ctl = view.controls;
+  const available = new Set(session.availableViews().map((v) => v.id));
+  fillTabs(el.views, VIEWS, 'view', el.panel.id);
+  for (const b of el.views.querySelectorAll('[role=tab]')) b.hidden = !available.has(b.dataset.view);
+  const viewTab = selectTab(el.views, 'view', s.view);
+  const kinds = view.forceKind ? [] : sh.kinds;
+  fillTabs(el.kinds, kinds.map((k) => ({ id: k, label: KIND_LABEL[k] || k })), 'kind', el.panel.id);
+  el.kinds.hidden = kinds.length < 2;
+  const kindTab = selectTab(el.kinds, 'kind', s.kind);
+  el.panel.setAttribute('aria-labelledby', [viewTab, !el.kinds.hidden && kindTab].filter(Boolean).map((b) => b.id).join(' '));
+
+  const kind = kindShown(s);
+  const L = sh.layers[kind] || 0;
+  const H = sh.heads[kind] || 0;
+  setOptions(el.layer, [...Array(L).keys()].map((l) => `${l + 1} of ${L}`));
+  el.layer.value = String(s.layer);
+  el.layerPrev.disabled = s.layer <= 0;
+  el.layerNext.disabled = s.layer >= L - 1;
+  el.layerCtl.hidden = !ctl.layer;
+
+  if (el.heads.childElementCount !== H) {
+    el.heads.textContent = '';
+    for (let h = 0; h < H; h++) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'swatch';
+      b.dataset.head = String(h);
+      b.style.setProperty('--c', headColor(h));
+      b.textContent = String(h + 1);
+      b.title = `Head ${h + 1}: click toggles, double-click shows only this head`;
+      b.setAttribute('aria-label', `Head ${h + 1}`);
+      el.heads.appendChild(b);
+    }
+  }
+  const shown = s.heads || [...Array(H).keys()];
+  for (const b of el.heads.children) {
+    const h = Number(b.dataset.head);
+    const on = ctl.heads === 'multi' ? s.agg === 'head' && shown.includes(h) : (s.agg === 'head' || !ctl.agg) && h === s.head;
+    b.setAttribute('aria-pressed', String(on));
+    b.classList.toggle('focused', h === s.head);
+  }
+  el.headsAll.hidden = ctl.heads !== 'multi';
+  el.headsCtl.hidden = !ctl.heads;
+
+  const rollOpt = el.agg.querySelector('option[value=rollout]');
+  rollOpt.disabled = kind === 'cross';
+  rollOpt.hidden = kind === 'cross';
+  el.agg.value = s.agg;
+  el.aggCtl.hidden = !ctl.agg;
+
+  el.hideSpecial.checked = s.hideSpecial;
+  el.merge.checked = s.merge;
+  el.threshold.value = String(s.threshold);
+  el.thresholdOut.textContent = s.threshold.toFixed(2);
+  el.threshold.closest('label').hidden = !ctl.threshold;
+
+  el.queryCtl.hidden = !ctl.query;
+  if (ctl.query) {
+    const q = tokensFor(result, kind).q;
+    setOptions(el.query, q.map((t, i) => `${i + 1}: ${t}`));
+    el.query.value = String(s.query);
+  }
+  el.stepCtl.hidden = !ctl.step;
+  if (ctl.step) {
+    // The scrubber counts what the map shows as rows (words when sub-words are merged).
+    const labels = stepLabels(session.input(), s);
+    el.step.max = String(Math.max(0, labels.length - 1));
+    el.step.value = String(Math.min(s.step, Math.max(0, labels.length - 1)));
+    el.stepOut.textContent = labels.length ? `${Math.min(s.step, labels.length - 1) + 1} / ${labels.length}: ${labels[Math.min(s.step, labels.length - 1)]}` : '';
+  }
+}
+
+/** Arrow keys move between the tabs of a tablist and select the tab they land on. */
+function tabKeys(list) {
+  list.addEventListener('keydown', (e) => {
+    if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
+    const tabs = [...list.querySelectorAll('[role=tab]')].filter((t) => !t.hidden);
+    const i = tabs.indexOf(document.activeElement);
+    if (i < 0) return;
+    e.preventDefault();
+    e.stopPropagation();
+    const next = tabs[(i + (e.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length];
+    next.focus();
+    next.click();
+  });
+}
+
+export function bindControls(el, session) {
+  el.views.addEventListener('click', (e) => {
+    const b = e.target.closest('[role=tab]');
+    if (b) session.patch({ view: b.dataset.view, pin: null });
+  });
+  el.kinds.addEventListener('click', (e) => {
+    const b = e.target.closest('[role=tab]');
+    if (b) session.patch({ kind: b.dataset.kind, pin: null, query: 0 });
+  });
+  tabKeys(el.views);
+  tabKeys(el.kinds);
+  el.layer.addEventListener('change', () => session.patch({ layer: Number(el.layer.value), pin: null }));
+  el.layerPrev.addEventListener('click', () => session.patch({ layer: Math.max(0, session.state.layer - 1) }));
+  el.layerNext.addEventListener('click', () => session.patch({ layer: session.state.layer + 1 }));
+  // A click toggles a head after a short delay, so that a double-click (solo) does not toggle twice.
+  let clickTimer = null;
+  el.heads.addEventListener('click', (e) => {
+    const b = e.target.closest('.swatch');
+    if (!b) return;
+    const h = Number(b.dataset.head);
+    if (viewFor(session.state.view).controls.heads !== 'multi') {
+      session.soloHead(h);
+      return;
+    }
+    clearTimeout(clickTimer);
+    clickTimer = setTimeout(() => session.toggleHead(h), 220);
+  });
+  el.heads.addEventListener('dblclick', (e) => {
+    const b = e.target.closest('.swatch');
+    if (!b) return;
+    clearTimeout(clickTimer);
+    session.soloHead(Number(b.dataset.head));
+  });
+  el.headsAll.addEventListener('click', () => session.allHeads());
+  el.agg.addEventListener('change', () => session.patch({ agg: el.agg.value }));
+  el.query.addEventListener('change', () => session.patch({ query: Number(el.query.value) }));
+  el.step.addEventListener('input', () => session.patch({ step: Number(el.step.value) }));
+  el.hideSpecial.addEventListener('change', () => session.patch({ hideSpecial: el.hideSpecial.checked, pin: null }));
+  el.merge.addEventListener('change', () => session.patch({ merge: el.merge.checked, pin: null }));
+  el.threshold.addEventListener('input', () => session.patch({ threshold: Number(el.threshold.value) }));
+}

@@ -1,0 +1,31 @@
+// The page's status line, download progress, truncation warning and translation output.
+
+import { mib } from '../session.js';
+
+export function renderProgress(el, session) {
+  const p = session.progress;
+  el.progressBox.hidden = !p;
+  if (!p) return;
+  el.progress.max = p.total || 1;
+  el.progress.value = p.loaded;
+  el.progressText.textContent = p.total ? `${mib(p.loaded)} / ${mib(p.total)}` : '';
+}
+
+export function renderStatus(el, session) {
+  renderProgress(el, session);
+  const sum = session.summary();
+  const error = session.error;
+  el.status.classList.toggle('error', !!error);
+  let text = error ? `Error: ${error}` : sum.text;
+  if (!error && session.phase === 'loading' && session.manifest) text = `Loading ${session.manifest.name || session.manifest.id}…`;
+  if (!error && session.busy) text += ' · computing…';
+  el.status.textContent = text;
+  if (session.busy) el.wrap.setAttribute('aria-busy', 'true');
+  else el.wrap.removeAttribute('aria-busy');
+  el.truncation.hidden = !sum.truncation;
+  el.truncation.textContent = sum.truncation || '';
+  el.notice.hidden = !session.notice;
+  el.notice.textContent = session.notice || '';
+  el.translation.hidden = sum.output == null;
+  el.output.textContent = sum.output ?? '';
+}

@@ -1,0 +1,427 @@
+// The one controller behind the page and every <attention-viz> widget: the view state, the model
+// in use, the requests to the worker and the caches of their answers. No DOM: a shell binds its
+// controls to a Session and redraws when the session calls onUpdate(reason).
+//
+// reason: 'catalog' (the model list arrived), 'progress' (model download), 'status' (loading,
+// busy, errors), 'result' (a new forward to draw), 'state' (view state or step data changed),
+// 'hover' (a read-out under the pointer changed).
+
+import { prepareLayer, resultShape } from './analysis.js';
+import { Channel, init, loadModel } from './worker-client.js';
+import { clampToResult, defaultState } from './state.js';
+import { kindShown, viewAvailable, viewFor, VIEWS } from './views/index.js';
+
+const STEP_CACHE_SIZE = 32;
+const BUSY_AFTER_MS = 200;
+
+/** State fields that a new model resets (its layers and heads differ). */
+const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 0, step: 0, pin: null, agg: 'head' };
+
+/** Sentences on the filters in use, for the side panel. */
+function filterNotes(s) {
+  const ctl = viewFor(s.view).controls;
+  const notes = [];
+  if (s.hideSpecial) notes.push('Special tokens are hidden and each row is renormalised to sum to 1.');
+  if (s.merge) notes.push('Sub-word pieces are merged into words: weights to a word are summed over its pieces (keys), and a word’s row is the average of its pieces’ rows (queries).');
+  if (s.threshold > 0 && ctl.threshold) notes.push(`Lines with weight below ${s.threshold.toFixed(2)} are hidden.`);
+  if (s.agg === 'rollout' && ctl.agg) notes.push('Rollout (Abnar & Zuidema 2020): per layer 0.5·mean over heads + 0.5·identity, rows renormalised, multiplied through the layers up to this one.');
+  return notes;
+}
+
+export const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+export class Session {
+  /**
+   * name: the worker channel's name; unknownModel: 'fallback' (the page shows the default model
+   * and says so) or 'error' (the widget shows the error).
+   */
+  constructor({ name = 'session', onUpdate = () => {}, unknownModel = 'fallback' } = {}) {
+    this.channel = new Channel(name);
+    this.onUpdate = onUpdate;
+    this.unknownModel = unknownModel;
+    this.state = defaultState();
+    this.catalog = null; // { build, supported, models }
+    this.manifest = null; // the current model's manifest
+    this.info = null; // its info(), once loaded
+    this.phase = 'idle'; // idle | loading | ready | error
+    this.progress = null; // { loaded, total } while a model downloads
+    this.error = null; // the last failure, as text
+    this.notice = null; // something the user should know (e.g. an unknown model in a permalink)
+    this.busy = false; // a forward has taken longer than BUSY_AFTER_MS
+    this.result = null; // the drawn attend() answer
+    this.resultFor = null; // { model, text } of that answer
+    this.shape = null; // resultShape(result)
+    this.forwardMs = null;
+    this.focus = null; // transient: the token under the pointer (head view)
+    this.hoverText = null; // transient: the read-out under the pointer (heatmap)
+    this.steps = new Map(); // stepKey → step() internals, least recently used first
+    this.loadSeq = 0;
+    this.attendInFlight = false;
+    this.attendQueued = false;
+    this.inputTimes = new Map(); // text → when the input event that produced it happened
+    this.pendingLatency = null; // the same, for a result not yet drawn
+    this.latency = null; // { total, toPost, roundTrip, forward } of the last typed text drawn
+  }
+
+  emit(reason) {
+    this.onUpdate(reason, this);
+  }
+
+  fail(e) {
+    this.error = e && e.message ? e.message : String(e);
+    this.phase = 'error';
+    this.progress = null;
+    this.emit('status');
+  }
+
+  findModel(id) {
+    return (this.catalog && this.catalog.models.find((m) => m.id === id || m.dir === id)) || null;
+  }
+
+  /** Start with a state (from a permalink or attributes): fetch the catalogue, load the model. */
+  async start(initial = {}) {
+    this.state = { ...this.state, ...initial };
+    this.phase = 'loading';
+    this.emit('status');
+    try {
+      this.catalog = await init();
+    } catch (e) {
+      this.fail(e);
+      return;
+    }
+    this.emit('catalog');
+    let m = this.findModel(this.state.model);
+    if (!m) {
+      const ids = this.catalog.models.map((x) => x.id).join(', ');
+      const missing = `model "${this.state.model}" is not available here (available: ${ids || 'none'})`;
+      const fallback = this.findModel(defaultState().model) || this.catalog.models[0];
+      if (this.unknownModel === 'error' || !fallback) {
+        this.fail(new Error(missing));
+        return;
+      }
+      this.notice = `The permalink's ${missing}; showing ${fallback.name || fallback.id} instead.`;
+      m = fallback;
+      Object.assign(this.state, PER_MODEL, { view: 'head' });
+    }
+    if (!this.state.text) this.state.text = m.example || '';
+    await this.selectModel(m.id, { keepText: true });
+  }
+
+  /** The user picked another model: its layers and heads start afresh. */
+  pickModel(id) {
+    this.notice = null;
+    Object.assign(this.state, PER_MODEL);
+    if (this.state.view === 'cross') this.state.view = 'head';
+    return this.selectModel(id, { keepText: false });
+  }
+
+  /**
+   * Load a model and compute with it. When models are picked in quick succession it ends on the
+   * last one picked. keepText: false replaces an empty text or the previous model's example.
+   */
+  async selectModel(id, { keepText = true } = {}) {
+    const m = this.findModel(id);
+    if (!m) {
+      this.fail(new Error(`unknown model "${id}"`));
+      return;
+    }
+    const prev = this.manifest;
+    if (!keepText && (!this.state.text.trim() || (prev && this.state.text === prev.example))) this.state.text = m.example || this.state.text;
+    this.state.model = m.id;
+    this.manifest = m;
+    this.info = null; // compute() waits for the new model; the old drawing stays until then
+    const seq = ++this.loadSeq;
+    this.phase = 'loading';
+    this.error = null;
+    this.progress = { loaded: 0, total: Object.values(m.sizes || {}).reduce((a, b) => a + b, 0) };
+    this.emit('status');
+    let info;
+    try {
+      info = await loadModel(m.id, (p) => {
+        if (seq !== this.loadSeq) return;
+        this.progress = { loaded: p.loaded, total: p.total };
+        this.emit('progress');
+      });
+    } catch (e) {
+      if (seq === this.loadSeq) this.fail(e);
+      return;
+    }
+    if (seq !== this.loadSeq) return; // another model was picked meanwhile
+    this.info = info;
+    this.progress = null;
+    this.emit('status');
+    await this.compute();
+  }
+
+  /** The text changed (typing): recompute; hover and pin refer to the old tokens. */
+  setText(text) {
+    if (!this.inputTimes.has(text)) this.inputTimes.set(text, performance.now());
+    this.state = { ...this.state, text, pin: null };
+    this.focus = null;
+    return this.compute();
+  }
+
+  /**
+   * Run a forward for the current model and text. At most one forward is in flight per session
+   * and at most one more is owed: texts typed meanwhile collapse into the newest.
+   */
+  async compute() {
+    if (!this.info) return;
+    if (this.attendInFlight) {
+      this.attendQueued = true;
+      return;
+    }
+    this.attendInFlight = true;
+    this.attendQueued = false;
+    const { model, text } = this.state;
+    const busyTimer = setTimeout(() => {
+      this.busy = true;
+      this.emit('status');
+    }, BUSY_AFTER_MS);
+    const tPost = performance.now();
+    let ans = null;
+    let err = null;
+    try {
+      ans = await this.channel.attend(model, text);
+    } catch (e) {
+      err = e;
+    }
+    clearTimeout(busyTimer);
+    this.attendInFlight = false;
+    if (this.attendQueued || model !== this.state.model || text !== this.state.text) {
+      this.compute();
+      return;
+    }
+    this.busy = false;
+    if (err) {
+      this.error = err.message;
+      this.phase = this.result ? 'ready' : 'error';
+      this.emit('status');
+      return;
+    }
+    if (ans.superseded) return;
+    const tAnswer = performance.now();
+    this.error = null;
+    this.phase = 'ready';
+    this.result = ans.result;
+    this.resultFor = { model, text };
+    this.shape = resultShape(this.result);
+    this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;
+    this.state = clampToResult(this.state, this.shape);
+    const t0 = this.inputTimes.get(text);
+    this.pendingLatency = t0 === undefined ? null : { t0, toPost: tPost - t0, roundTrip: tAnswer - tPost, forward: this.forwardMs };
+    this.inputTimes.clear();
+    if (viewFor(this.state.view).needsStep) await this.ensureStep();
+    this.emit('result');
+  }
+
+  /** Called by a shell once it has drawn: closes the keystroke → drawn measurement. */
+  drawn() {
+    if (!this.pendingLatency) return;
+    const { t0, ...parts } = this.pendingLatency;
+    this.latency = { total: performance.now() - t0, ...parts };
+    this.pendingLatency = null;
+  }
+
+  /** The step cache key: everything the step internals depend on. */
+  stepKey(s = this.state) {
+    return JSON.stringify([this.resultFor && this.resultFor.model, this.resultFor && this.resultFor.text, kindShown(s), s.layer, s.head]);
+  }
+
+  /** The step internals for the current state, if fetched. */
+  stepData() {
+    const d = this.steps.get(this.stepKey());
+    return d || null;
+  }
+
+  async ensureStep() {
+    if (!this.result) return;
+    const key = this.stepKey();
+    if (this.steps.has(key)) {
+      const d = this.steps.get(key);
+      this.steps.delete(key);
+      this.steps.set(key, d);
+      return;
+    }
+    const s = this.state;
+    let ans;
+    try {
+      ans = await this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head);
+    } catch (e) {
+      this.error = `step view: ${e.message}`;
+      this.emit('status');
+      return;
+    }
+    if (ans.superseded) return;
+    this.steps.set(key, ans.step);
+    while (this.steps.size > STEP_CACHE_SIZE) this.steps.delete(this.steps.keys().next().value);
+    if (key === this.stepKey()) this.emit('state');
+  }
+
+  /** What the views draw from. */
+  input() {
+    return {
+      result: this.result,
+      specials: (this.info && this.info.special_tokens) || [],
+      step: viewFor(this.state.view).needsStep ? this.stepData() : null,
+    };
+  }
+
+  /** The view state as drawn, with the transient hover focus. */
+  drawState() {
+    return { ...this.state, focus: this.focus || this.state.pin };
+  }
+
+  /** Change the view state; fetches step internals when the view needs them. */
+  patch(p) {
+    this.state = { ...this.state, ...p };
+    if ('view' in p || 'kind' in p || 'layer' in p || 'hideSpecial' in p || 'merge' in p) this.focus = null;
+    if (this.shape) this.state = clampToResult(this.state, this.shape);
+    this.hoverText = null;
+    if (viewFor(this.state.view).needsStep) this.ensureStep();
+    this.emit('state');
+  }
+
+  /** What the status line says: { text, truncation (a warning or null), output (translation or null) }. */
+  summary() {
+    const r = this.result;
+    const m = this.manifest;
+    const name = m ? m.name || m.id : this.state.model;
+    if (!r) return { text: this.phase === 'loading' ? `Loading ${name}…` : '', truncation: null, output: null };
+    const n = r.tokens.source.length;
+    const tgt = (r.tokens.target || []).length;
+    const parts = [name, `${n} token${n === 1 ? '' : 's'}`];
+    if (tgt) parts.push(`${tgt} output token${tgt === 1 ? '' : 's'}`);
+    if (this.forwardMs != null) parts.push(`${this.forwardMs.toFixed(1)} ms per forward`);
+    const max = this.info && this.info.max_positions;
+    const truncation = r.truncated
+      ? `Your text is longer than this model reads: only its first ${n} tokens${max ? ` (the model’s maximum is ${max} positions)` : ''} are shown. Shorten the text to see all of it.`
+      : null;
+    return { text: parts.join(' · '), truncation, output: r.output_text ?? null };
+  }
+
+  /** What the side panel (page) or read-out line (widget) says: { title, hint, items, notes }. */
+  details() {
+    const s = this.state;
+    const input = this.input();
+    const view = viewFor(s.view);
+    const base = view.side ? view.side(input, s, this.focus) : { title: 'Details', hint: view.module.describe(input, s), items: [] };
+    return { ...base, hint: this.hoverText || base.hint, notes: filterNotes(s) };
+  }
+
+  // ---------------------------------------------------------------- heads
+
+  /** Head view: show or hide head h (the others stay); other views: select h. */
+  toggleHead(h) {
+    const H = this.numHeads();
+    if (this.state.view !== 'head') {
+      this.patch({ head: h, heads: [h], agg: 'head' });
+      return;
+    }
+    let shown = this.state.heads ? this.state.heads.slice() : [...Array(H).keys()];
+    if (this.state.agg !== 'head') shown = [];
+    shown = shown.includes(h) ? shown.filter((x) => x !== h) : shown.concat(h).sort((a, b) => a - b);
+    this.patch({ heads: shown.length === H || !shown.length ? null : shown, head: h, agg: 'head' });
+  }
+
+  soloHead(h) {
+    this.patch({ heads: [h], head: h, agg: 'head' });
+  }
+
+  allHeads() {
+    this.patch({ heads: null, agg: 'head' });
+  }
+
+  numHeads() {
+    return (this.shape && this.shape.heads[kindShown(this.state)]) || 0;
+  }
+
+  numLayers() {
+    return (this.shape && this.shape.layers[kindShown(this.state)]) || 0;
+  }
+
+  /** Views that can show the current result, in tab order. */
+  availableViews() {
+    return VIEWS.filter((v) => !this.shape || viewAvailable(v, this.shape.kinds));
+  }
+
+  // ---------------------------------------------------------------- pointer and keys
+
+  /** The pointer is over `hit` (the view's hitTest answer, or null). */
+  hover(hit) {
+    const r = viewFor(this.state.view).hover(hit, this.state, this.input());
+    if ('focus' in r) {
+      const f = r.focus || null;
+      const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index);
+      if (!same) {
+        this.focus = f;
+        this.emit('state');
+      }
+    }
+    if ('text' in r && r.text !== this.hoverText) {
+      this.hoverText = r.text;
+      this.emit('hover');
+    }
+  }
+
+  click(hit) {
+    const p = viewFor(this.state.view).click(hit, this.state, this.input());
+    if (p) this.patch(p);
+  }
+
+  /**
+   * A key pressed on the map (or anywhere on the page outside text fields). Returns true when
+   * the key did something, so the shell can preventDefault().
+   */
+  key(key) {
+    if (!this.result) return false;
+    const s = this.state;
+    const H = this.numHeads() || 1;
+    const L = this.numLayers() || 1;
+    switch (key) {
+      case 'ArrowUp':
+        this.patch({ layer: Math.max(0, s.layer - 1) });
+        return true;
+      case 'ArrowDown':
+        this.patch({ layer: Math.min(L - 1, s.layer + 1) });
+        return true;
+      case 'ArrowLeft':
+        this.soloHead((s.head + H - 1) % H);
+        return true;
+      case 'ArrowRight':
+        this.soloHead((s.head + 1) % H);
+        return true;
+      case 'a':
+      case 'A':
+        this.allHeads();
+        return true;
+      case 'm':
+      case 'M':
+        this.patch({ agg: 'mean' });
+        return true;
+      case 'Escape':
+        this.focus = null;
+        this.patch({ pin: null });
+        return true;
+      case '[':
+      case ']': {
+        // Head view: pin the previous / next query token (its top weights are read out).
+        if (s.view !== 'head') return false;
+        const prep = prepareLayer(this.result, s, this.input().specials);
+        if (!prep || !prep.rows) return false;
+        const i = s.pin && s.pin.side === 'q' ? s.pin.index : -1;
+        const n = prep.rows;
+        this.patch({ pin: { side: 'q', index: key === ']' ? (i + 1) % n : (i - 1 + n) % n } });
+        return true;
+      }
+      default: {
+        const n = Number.parseInt(key, 10);
+        const v = VIEWS[n - 1];
+        if (!v || String(n) !== key) return false;
+        if (!viewAvailable(v, this.shape.kinds)) return true;
+        this.patch({ view: v.id, pin: null });
+        return true;
+      }
+    }
+  }
+}

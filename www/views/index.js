@@ -1,0 +1,104 @@
+// The views registry: the one list of views. Each entry says what the view is called, which
+// attention kinds it can show, which controls it uses, how a hit on its canvas changes the view
+// state, and what the side panel says. The page's tabs, the widget and permalinks read this list;
+// nothing else names the views.
+
+import * as cross from './cross.js';
+import * as grid from './grid.js';
+import * as head from './head.js';
+import * as heatmap from './heatmap.js';
+import * as step from './step.js';
+
+const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.index;
+
+/**
+ * Fields of an entry:
+ *   id, label          — permalink value and tab text
+ *   module             — the drawing module (size, draw, hitTest, describe)
+ *   kinds              — attention kinds it can show (null = any the model has)
+ *   forceKind          — the kind it always shows (cross view)
+ *   controls           — which shared controls are visible: layer, heads ('multi' | 'one'), agg,
+ *                        query, step, threshold
+ *   needsStep          — it draws the step() internals of one head
+ *   hover(hit, s)      → { focus } (a transient highlight) or { text } (a side-panel read-out)
+ *   click(hit, s)      → a state patch, or null
+ *   side(input, s, focus) → { title, hint, items: [{ label, weight }] }
+ */
+export const VIEWS = [
+  {
+    id: 'head',
+    label: 'Head view',
+    module: head,
+    kinds: null,
+    controls: { layer: true, heads: 'multi', agg: true, threshold: true },
+    hover: (hit) => ({ focus: hit }),
+    click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
+    side(input, s, focus) {
+      const f = focus || s.pin;
+      if (!f) return { title: 'Details', hint: 'Hover a token to see only its lines and its top weights; click to pin it.', items: [] };
+      const tokLabel = f.side === 'q' ? 'query' : 'key';
+      return {
+        title: `Top weights ${f.side === 'q' ? 'from' : 'to'} this ${tokLabel}${s.pin && sameToken(f, s.pin) ? ' (pinned)' : ''}`,
+        hint: '',
+        items: head.topWeights(input, s, f, 8),
+      };
+    },
+  },
+  {
+    id: 'model',
+    label: 'Model view',
+    module: grid,
+    kinds: null,
+    controls: {},
+    hover: () => ({}),
+    click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head' } : null),
+  },
+  {
+    id: 'heatmap',
+    label: 'Heatmap',
+    module: heatmap,
+    kinds: null,
+    controls: { layer: true, heads: 'one', agg: true },
+    hover: (hit, s, input) => ({ text: hit ? heatmap.cellText(input, s, hit) : null }),
+    click: () => null,
+  },
+  {
+    id: 'cross',
+    label: 'Cross-attention',
+    module: cross,
+    kinds: ['cross'],
+    forceKind: 'cross',
+    controls: { layer: true, heads: 'one', agg: true, step: true },
+    hover: () => ({}),
+    click: (hit) => (hit ? { step: hit.step } : null),
+  },
+  {
+    id: 'step',
+    label: 'Step view',
+    module: step,
+    kinds: null,
+    needsStep: true,
+    controls: { layer: true, heads: 'one', query: true },
+    hover: () => ({}),
+    click: () => null,
+  },
+];
+
+export const VIEW_IDS = VIEWS.map((v) => v.id);
+
+/** The entry of a view id (the head view for an unknown id). */
+export function viewFor(id) {
+  return VIEWS.find((v) => v.id === id) || VIEWS[0];
+}
+
+/** Can this view show anything for a result with these kinds? */
+export function viewAvailable(view, kinds) {
+  const v = typeof view === 'string' ? viewFor(view) : view;
+  return !v.kinds || v.kinds.some((k) => kinds.includes(k));
+}
+
+/** The attention kind a view draws in a state (the cross view always draws cross-attention). */
+export function kindShown(s) {
+  return viewFor(s.view).forceKind || s.kind;
+}
+
