@@ -32,9 +32,9 @@ export const CHROMIUM_ARGS = [
  * Start scripts/serve.py on a free port (it binds port 0 and prints the URL), wait until it
  * answers HTTP, and return { url, port, close }. `url` ends with the prefix and '/'.
  */
-export async function startServer({ prefix = '/' } = {}) {
+export async function startServer({ prefix = '/', verbose = false } = {}) {
   const python = process.env.PYTHON || 'python3';
-  const child = spawn(python, [path.join(ROOT, 'scripts', 'serve.py'), '--port', '0', '--prefix', prefix], {
+  const child = spawn(python, [path.join(ROOT, 'scripts', 'serve.py'), '--port', '0', '--prefix', prefix, ...(verbose ? ['--verbose'] : [])], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,275 @@
+// The one shell (issue 8): defects a new user hit, each checked the way the user meets it.
+// Every test opens its own page state (a permalink) so any one of them runs alone.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, openApp } from './harness.mjs';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer({ prefix: '/', verbose: true });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const hash = (o) => `#${new URLSearchParams(o).toString()}`;
+
+/** Open the page at a permalink and wait until it has drawn that model and text. */
+async function openAt(params, viewport = { width: 1280, height: 900 }) {
+  const app = await openApp(browser, server.url + hash(params));
+  await app.page.setViewportSize(viewport);
+  if (params.t !== undefined) {
+    await app.page.waitForFunction((t) => window.attnvizDebug.text === t, params.t, { timeout: 180_000 });
+  }
+  return app;
+}
+
+async function waitDrawn(page, pred, arg, timeout = 60_000) {
+  await page.waitForFunction(pred, arg, { timeout });
+  return page.evaluate(() => ({ ...window.attnvizDebug }));
+}
+
+test('the head view opens on one head, not all of them overlapping (defect 2)', async () => {
+  const app = await openApp(browser, server.url);
+  try {
+    const d = await app.page.evaluate(() => window.attnvizDebug.state);
+    assert.deepEqual(d.heads, [0], 'first open shows head 1 alone');
+    const pressed = await app.page.$$eval('#heads .swatch[aria-pressed=true]', (bs) => bs.map((b) => b.textContent));
+    assert.deepEqual(pressed, ['1']);
+    // "all heads" is still one key away, and is what a permalink with hs=all restores.
+    await app.page.click('#heads-all');
+    await waitDrawn(app.page, () => window.attnvizDebug.state.heads === null);
+    assert.match(app.page.url(), /hs=all/);
+  } finally {
+    await app.close();
+  }
+});
+
+test('cross view with merged sub-words: the step scrubber counts the words the map shows (defect 3)', async () => {
+  const t = 'The cat sat on the mat.';
+  const app = await openAt({ m: 'en-pt-tiny', t, v: 'cross', mw: '1' });
+  try {
+    const d = await app.page.evaluate(() => ({ ...window.attnvizDebug }));
+    const pieces = d.targetTokens.length;
+    const max = Number(await app.page.$eval('#step', (e) => e.max));
+    const out = await app.page.$eval('#step-out', (e) => e.textContent);
+    const words = Number(/\/ (\d+)/.exec(out)[1]);
+    assert.ok(words < pieces, `merging should join pieces (${pieces}) into fewer words, got ${words}`);
+    assert.equal(max + 1, words, `scrubber max ${max} + 1 must equal the map's ${words} rows`);
+    // The last step is the last word as the map labels it, not a piece.
+    await app.page.$eval('#step', (e, v) => {
+      e.value = String(v);
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+    }, max);
+    await waitDrawn(app.page, (m) => window.attnvizDebug.state.step === m, max);
+    const last = await app.page.$eval('#step-out', (e) => e.textContent);
+    assert.match(last, new RegExp(`^${words} / ${words}: `));
+    assert.ok(!/▁/.test(last.split(': ')[1]), `merged words carry no SentencePiece marks: ${last}`);
+  } finally {
+    await app.close();
+  }
+});
+
+test('a permalink restores the pinned token; one naming an unknown model says so (defect 4)', async () => {
+  const t = 'The animal didn\'t cross the street because it was tired.';
+  const app = await openAt({ m: 'minilm-l6', t, l: '4', h: '2', hs: '2', p: 'q10' });
+  try {
+    const st = await app.page.evaluate(() => window.attnvizDebug.state);
+    assert.deepEqual(st.pin, { side: 'q', index: 10 });
+    const d = await app.page.evaluate(() => window.attnvizDebug);
+    assert.equal(d.tokens[10], 'it');
+    assert.match(await app.page.$eval('#side-title', (e) => e.textContent), /from this query \(pinned\)/);
+    assert.ok((await app.page.$$('#top-list li')).length > 0, 'the pinned token lists its top weights');
+    // Unpinning writes the permalink without it.
+    await app.page.keyboard.press('Escape');
+    await waitDrawn(app.page, () => window.attnvizDebug.state.pin === null);
+    assert.ok(!/[#&]p=/.test(app.page.url()), app.page.url());
+  } finally {
+    await app.close();
+  }
+  const bad = await openApp(browser, server.url + hash({ m: 'gpt-17', t: 'hello' }));
+  try {
+    const notice = bad.page.locator('#notice');
+    assert.equal(await notice.isVisible(), true, 'the unknown model is reported');
+    const text = await notice.textContent();
+    assert.match(text, /gpt-17/);
+    assert.match(text, /not available/);
+    assert.match(text, /minilm-l6/);
+  } finally {
+    await bad.close();
+  }
+});
+
+test('typing with all heads shown at 128 tokens: no main-thread task over 50 ms (defect 7)', async () => {
+  const words = [];
+  while (words.length < 120) words.push(...'the cat sat on the mat and the dog ran'.split(' '));
+  const t = words.slice(0, 120).join(' ');
+  const app = await openAt({ m: 'minilm-l6', t, hs: 'all' });
+  try {
+    await app.page.evaluate(() => {
+      window.longTasks = [];
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) window.longTasks.push(Math.round(e.duration));
+      }).observe({ type: 'longtask' });
+    });
+    await app.page.focus('#text');
+    await app.page.keyboard.press('End');
+    for (const ch of ' and more') {
+      await app.page.keyboard.type(ch);
+      await new Promise((r) => setTimeout(r, 120));
+    }
+    await waitDrawn(app.page, (x) => window.attnvizDebug.text === x, `${t} and more`);
+    await new Promise((r) => setTimeout(r, 300));
+    const d = await app.page.evaluate(() => ({ tokens: window.attnvizDebug.tokens.length, heads: window.attnvizDebug.state.heads }));
+    assert.ok(d.tokens >= 120 && d.tokens <= 130, `about 128 tokens, got ${d.tokens}`);
+    assert.equal(d.heads, null, 'all heads shown');
+    const long = await app.page.evaluate(() => window.longTasks);
+    assert.deepEqual(long, [], `long tasks while typing: ${long.join(', ')} ms`);
+  } finally {
+    await app.close();
+  }
+});
+
+test('past 512 tokens the truncation is a visible warning and typing runs at most one forward behind (defect 8)', async () => {
+  const t = Array.from({ length: 700 }, (_, i) => `word${i % 50}`).join(' ');
+  const app = await openAt({ m: 'minilm-l6', t: 'short' });
+  try {
+    // Paste the long text at once (as a user does), then type 12 characters fast.
+    await app.page.$eval('#text', (e, v) => {
+      e.value = v;
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+    }, t);
+    await waitDrawn(app.page, (x) => window.attnvizDebug.text === x, t, 120_000);
+    const warn = app.page.locator('#truncation');
+    assert.equal(await warn.isVisible(), true, 'the truncation warning is shown');
+    assert.equal(await warn.getAttribute('role'), 'alert');
+    assert.match(await warn.textContent(), /only its first 512 tokens/);
+    const box = await warn.boundingBox();
+    assert.ok(box.height >= 24, `the warning is more than a small grey line (${box.height}px high)`);
+
+    await app.page.evaluate(() => {
+      window.attendPosts = 0;
+      const orig = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (m, ...rest) {
+        if (m && m.type === 'attend') window.attendPosts += 1;
+        return orig.call(this, m, ...rest);
+      };
+    });
+    await app.page.focus('#text');
+    await app.page.keyboard.press('End');
+    const t0 = Date.now();
+    await app.page.keyboard.type(' abcdefghijk', { delay: 15 });
+    const typingMs = Date.now() - t0;
+    await waitDrawn(app.page, (x) => window.attnvizDebug.text === x, `${t} abcdefghijk`, 120_000);
+    const posts = await app.page.evaluate(() => window.attendPosts);
+    assert.ok(posts <= 3, `12 keystrokes during ~1 s forwards posted ${posts} forwards (at most one in flight and one owed)`);
+    assert.ok(typingMs < 2000, `typing 12 characters took ${typingMs} ms: the main thread was blocked`);
+    // Back under the limit, the warning goes away.
+    await app.page.$eval('#text', (e) => {
+      e.value = 'a short one';
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await waitDrawn(app.page, () => window.attnvizDebug.text === 'a short one', null, 120_000);
+    assert.equal(await warn.isVisible(), false);
+  } finally {
+    await app.close();
+  }
+});
+
+test('a first visit downloads each script and the wasm once; progress is in MiB (defect 9)', async () => {
+  const logFrom = server.stderr.length;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const progressTexts = [];
+  await page.exposeFunction('recordProgress', (t) => progressTexts.push(t));
+  await page.addInitScript(() => {
+    new MutationObserver(() => {
+      const e = document.getElementById('progress-text');
+      if (e && e.textContent) window.recordProgress(e.textContent);
+    }).observe(document, { subtree: true, childList: true, characterData: true });
+  });
+  try {
+    await page.goto(server.url);
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    // The service worker is registered after the first draw and fills its cache: wait for it.
+    await page.waitForFunction(async () => {
+      const reg = await navigator.serviceWorker.getRegistration();
+      if (!reg || !reg.active) return false;
+      const keys = await caches.keys();
+      for (const k of keys) {
+        if (!k.startsWith('attnviz-shell')) continue;
+        const c = await caches.open(k);
+        if ((await c.keys()).some((r) => r.url.endsWith('pkg/attnviz_bg.wasm'))) return true;
+      }
+      return false;
+    }, null, { timeout: 60_000, polling: 200 });
+    const log = server.stderr.slice(logFrom);
+    const counts = {};
+    for (const m of log.matchAll(/"GET (\S+) HTTP\/[\d.]+" 200 /g)) counts[m[1]] = (counts[m[1]] || 0) + 1;
+    for (const f of ['/app.js', '/session.js', '/views/index.js', '/worker.js', '/pkg/attnviz.js', '/pkg/attnviz_bg.wasm']) {
+      assert.equal(counts[f], 1, `${f} downloaded ${counts[f] || 0} times: ${JSON.stringify(counts)}`);
+    }
+    const twice = Object.entries(counts).filter(([, n]) => n > 1);
+    assert.deepEqual(twice, [], 'nothing is downloaded twice');
+    assert.ok(progressTexts.length > 0, 'the model download showed its progress');
+    for (const t of progressTexts) assert.match(t, /^\d+\.\d MiB \/ \d+\.\d MiB$/);
+  } finally {
+    await context.close();
+  }
+});
+
+test('view tabs and kind tabs control a tab panel labelled by the selected tab (defect 10)', async () => {
+  const app = await openAt({ m: 'en-pt-tiny', t: 'The cat sat on the mat.' });
+  try {
+    const check = () => app.page.evaluate(() => {
+      const out = [];
+      for (const tab of document.querySelectorAll('[role=tab]')) {
+        if (tab.hidden) continue;
+        const panel = document.getElementById(tab.getAttribute('aria-controls') || '');
+        out.push({ id: tab.id, panelRole: panel && panel.getAttribute('role'), selected: tab.getAttribute('aria-selected') === 'true', labelledBy: panel ? panel.getAttribute('aria-labelledby') || '' : '' });
+      }
+      return out;
+    });
+    let tabs = await check();
+    assert.ok(tabs.length >= 6, `view tabs and kind tabs: ${tabs.length}`);
+    for (const t of tabs) assert.equal(t.panelRole, 'tabpanel', `${t.id} controls a tabpanel`);
+    for (const t of tabs.filter((x) => x.selected)) assert.ok(t.labelledBy.split(' ').includes(t.id), `panel labelled by ${t.id}`);
+    await app.page.click('[role=tab][data-view=heatmap]');
+    await waitDrawn(app.page, () => window.attnvizDebug.view === 'heatmap');
+    tabs = await check();
+    const sel = tabs.filter((x) => x.selected).map((x) => x.id);
+    assert.ok(sel.includes('tab-view-heatmap'), sel.join());
+    assert.ok(tabs.find((x) => x.id === 'tab-view-heatmap').labelledBy.includes('tab-view-heatmap'));
+  } finally {
+    await app.close();
+  }
+});
+
+test('a step-view widget whose model changes draws the new model\'s numbers', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await page.goto(`${server.url}examples.html`);
+    await page.evaluate(() => {
+      document.body.textContent = '';
+      const w = document.createElement('attention-viz');
+      w.setAttribute('model', 'minilm');
+      w.setAttribute('text', 'The cat sat on the mat.');
+      w.setAttribute('view', 'step');
+      w.id = 'w';
+      document.body.appendChild(w);
+    });
+    const label = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));
+    await page.waitForFunction(() => /query "\[CLS\]"/.test(document.getElementById('w')?.shadowRoot.querySelector('canvas').getAttribute('aria-label') || ''), null, { timeout: 180_000 });
+    await page.evaluate(() => document.getElementById('w').setAttribute('model', 'en-pt'));
+    await page.waitForFunction(() => /query "▁The"/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label') || ''), null, { timeout: 180_000 });
+    assert.match(await label(), /^Step view, layer 1, head 1, query "▁The"/);
+  } finally {
+    await context.close();
+  }
+});
