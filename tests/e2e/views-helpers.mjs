@@ -3,14 +3,14 @@
 //
 //   installTextLog(page)            record every fillText on every 2D canvas, per frame (a frame
 //                                   starts when a fillRect covers the whole canvas)
-//   textFrame(page, canvasFn)       the last frame's texts of a canvas, in CSS px of the canvas
-//   waitQuiet(page, canvasFn, ms)   wait until that canvas has not been drawn on for `ms`
+//   textFrame(page, canvas)       the last frame's texts of a canvas, in CSS px of the canvas
+//   waitQuiet(page, canvas, ms)   wait until that canvas has not been drawn on for `ms`
 //   realResult(page, text)          run the real model in a worker of our own (the page's worker
 //                                   protocol, not the page shell) and keep the answer in
 //                                   window.__real[text]; returns its tokens
 //
-// canvasFn is the source of a function body returning the canvas, e.g.
-// "return document.querySelector('canvas#view')".
+// `canvas` is a CSS selector of the canvas, or "HOST >> SELECTOR" for a canvas in the shadow
+// root of HOST (e.g. "#hm >> canvas").
 
 /** Patch CanvasRenderingContext2D to log texts (with their device-pixel anchor and direction). */
 export async function installTextLog(page) {
@@ -64,9 +64,10 @@ export async function installTextLog(page) {
  * (radians, 0 = left to right), px (font size, CSS px), width (CSS px), align, baseline }],
  * rect: the canvas' client rect, view: { width, height } of the window, dpr }.
  */
-export function textFrame(page, canvasFn) {
-  return page.evaluate((src) => {
-    const c = new Function(src)();
+export function textFrame(page, canvas) {
+  return page.evaluate((sel) => {
+    const [host, inner] = sel.split(' >> ');
+    const c = inner ? document.querySelector(host).shadowRoot.querySelector(inner) : document.querySelector(sel);
     const f = window.__textLog.get(c);
     const r = c.getBoundingClientRect();
     const dpr = c.width / r.width;
@@ -85,17 +86,19 @@ export function textFrame(page, canvasFn) {
       };
     });
     return { texts, rect: { left: r.left, top: r.top, width: r.width, height: r.height }, view: { width: innerWidth, height: innerHeight }, dpr };
-  }, canvasFn);
+  }, canvas);
 }
 
 /** Wait until the canvas has been drawn on at least once and then not for `quietMs`. */
-export async function waitQuiet(page, canvasFn, quietMs = 1000, timeout = 60_000) {
+export async function waitQuiet(page, canvas, quietMs = 1000, timeout = 60_000) {
   await page.waitForFunction(
-    ([src, q]) => {
-      const f = window.__textLog.get(new Function(src)());
+    ([sel, q]) => {
+      const [host, inner] = sel.split(' >> ');
+      const c = inner ? document.querySelector(host).shadowRoot.querySelector(inner) : document.querySelector(sel);
+      const f = window.__textLog.get(c);
       return f && f.n > 0 && performance.now() - f.at > q;
     },
-    [canvasFn, quietMs],
+    [canvas, quietMs],
     { timeout, polling: 100 },
   );
 }
