@@ -5,7 +5,8 @@
 //
 // Layout (CSS px): title and notes on top; the key labels stand vertically above the matrix so
 // that they are read without scrolling; query labels to the left; the colour bar to the right.
-// state.focusCell = { row, col } (transient, the hovered cell) is outlined, its labels stressed.
+// state.focusCell = { row, col } (transient, the hovered cell; a { row, col } in state.focus is
+// taken too) is outlined and its labels stressed.
 
 import { prepareLayer } from '../analysis.js';
 import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
@@ -120,7 +121,8 @@ export function draw(ctx, input, state, theme, width) {
   const { prep, mat, max } = m;
   const g = geometry(ctx, m, width);
   const { cell, left, top } = g;
-  const focus = state.focusCell && state.focusCell.row < prep.rows && state.focusCell.col < prep.cols ? state.focusCell : null;
+  const fc = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
+  const focus = fc && fc.row < prep.rows && fc.col < prep.cols ? fc : null;
   clear(ctx, g.width, g.height, theme);
   drawTitle(ctx, m.title, theme);
   textLines(ctx, prep.notes, 8, 28, theme, 11, g.width - 16);
