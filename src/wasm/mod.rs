@@ -183,5 +183,5 @@ impl AttnModel {
     }
 }
 
-mod heatmap;
-pub use heatmap::draw_heatmap;
+mod charts;
+pub use charts::draw_bar_chart;

@@ -1,12 +1,40 @@
 // Head view: the bipartite graph. Query tokens on the left, key tokens on the right, one colour
-// per head, line opacity = attention weight. Lines are batched by opacity level so that 128
-// tokens × 12 heads (≈200k candidate lines) stay within one frame.
+// per head, line opacity = attention weight ÷ the largest weight drawn (the scale is written in
+// the drawing), so that one diffuse head (max 0.13, say) reads as well as a sharp one. Lines are
+// batched by opacity level so that 128 tokens × 12 heads (≈200k candidate lines) stay within
+// one frame.
 
 import { prepareLayer } from '../analysis.js';
 import { clear, drawTitle, fitText, font, headColor, maxTextWidth, textLines } from './common.js';
 
 const LEVELS = 24; // opacity buckets
-const MIN_WEIGHT = 0.01; // lines fainter than this are invisible anyway (opacity ≈ 0.03)
+const MIN_OPACITY = 1 / LEVELS; // lines under the first opacity step (weight ÷ scale) are left out
+
+/** The opacity scale of a drawing: the largest weight among the lines it may draw. */
+export function opacityScale(mats, cols, rows, focus, threshold = 0) {
+  let mx = 0;
+  const iFrom = focus && focus.side === 'q' ? focus.index : 0;
+  const iTo = focus && focus.side === 'q' ? Math.min(rows, focus.index + 1) : rows;
+  const jFrom = focus && focus.side === 'k' ? focus.index : 0;
+  const jTo = focus && focus.side === 'k' ? Math.min(cols, focus.index + 1) : cols;
+  for (const m of mats) {
+    for (let i = iFrom; i < iTo; i++) {
+      const row = i * cols;
+      for (let j = jFrom; j < jTo; j++) {
+        const w = m[row + j];
+        if (w > mx && w >= threshold) mx = w;
+      }
+    }
+  }
+  return mx;
+}
+
+/** "weight ÷ 0.13 (largest drawn)": how line opacity relates to weight in this drawing. */
+export function scaleText(scale) {
+  if (!(scale > 0)) return '';
+  if (scale >= 0.995) return 'line opacity = weight';
+  return `line opacity = weight ÷ ${scale < 0.1 ? scale.toFixed(3) : scale.toFixed(2)} (largest drawn)`;
+}
 
 export const KIND_NAMES = {
   encoder_self: 'encoder self-attention',
@@ -119,9 +147,18 @@ export function draw(ctx, input, state, theme, width) {
 
   const y = (i) => g.headerH + 4 + i * g.rowH + g.rowH / 2;
   const focus = state.focus || null;
-  const threshold = Math.max(MIN_WEIGHT, state.threshold || 0);
   const ls = layers(prep, state);
   const C = prep.cols;
+  // Opacity = weight ÷ scale, the largest weight among the lines this drawing may show.
+  const scale = opacityScale(ls.map((l) => l.mat), C, prep.rows, focus, state.threshold || 0);
+  const threshold = Math.max(MIN_OPACITY * scale, state.threshold || 0, 1e-9);
+  const toLevel = scale > 0 ? LEVELS / scale : 0;
+  g.alphaScale = scale;
+  ctx.font = font(11);
+  ctx.fillStyle = theme.muted;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'top';
+  ctx.fillText(fitText(ctx, scaleText(scale), g.rightX - g.leftX - 16), (g.leftX + g.rightX) / 2, 28);
 
   // Lines, batched per (head, opacity level)
   ctx.lineWidth = g.rowH > 16 ? 2 : 1;
@@ -140,7 +177,7 @@ export function draw(ctx, input, state, theme, width) {
       for (let j = jFrom; j < jTo; j++) {
         const w = l.mat[row + j];
         if (!(w >= threshold)) continue;
-        const lvl = Math.min(LEVELS - 1, Math.floor(w * LEVELS));
+        const lvl = Math.min(LEVELS - 1, Math.floor(w * toLevel));
         buckets[lvl].push(i, j);
       }
     }
@@ -148,7 +185,7 @@ export function draw(ctx, input, state, theme, width) {
     for (let lvl = 0; lvl < LEVELS; lvl++) {
       const seg = buckets[lvl];
       if (!seg.length) continue;
-      ctx.globalAlpha = Math.min(1, (lvl + 0.6) / LEVELS);
+      ctx.globalAlpha = (lvl + 1) / LEVELS;
       ctx.beginPath();
       for (let s = 0; s < seg.length; s += 2) {
         ctx.moveTo(x1, y(seg[s]));

@@ -1,42 +1,93 @@
 // Heatmap view: one head (or the mean over heads, or rollout) as a query × key matrix with
-// token labels and a colour bar. On a real canvas the wasm plotters-canvas renderer is used when
-// the shell supplies it (input.plotters); the JS drawing below serves SVG export and fallback.
+// token labels, the weights printed in the cells when they fit, and a colour bar. The one
+// renderer for the page, the widget, PNG and SVG export (the SVG builder speaks the same ctx
+// API), so the palette and the layout are the same everywhere and hitTest() knows the cells.
+//
+// Layout (CSS px): title and notes on top; the key labels stand vertically above the matrix so
+// that they are read without scrolling; query labels to the left; the colour bar to the right.
+// state.focusCell = { row, col } (transient, the hovered cell; a { row, col } in state.focus is
+// taken too) is outlined and its labels stressed.
 
 import { prepareLayer } from '../analysis.js';
 import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
+const BAR_W = 64; // colour bar + its tick labels
+const MAX_CELL = 44;
+const MIN_CELL = 6;
+const MAX_LABEL = 110; // longest label, px (longer ones are shortened with …)
+
 export function matrixFor(input, state) {
   const prep = prepareLayer(input.result, state, input.specials);
   if (!prep) return null;
   const agg = state.agg === 'head' ? null : state.agg;
-  const mat = agg ? prep.mean : prep.heads[Math.min(state.head, prep.nHeads - 1)];
-  const what = agg === 'rollout' ? 'rollout' : agg === 'mean' ? 'mean over heads' : `head ${Math.min(state.head, prep.nHeads - 1) + 1}`;
-  return { prep, mat, title: `Layer ${prep.layer + 1} · ${what} · ${KIND_NAMES[prep.kind] || prep.kind}` };
+  const head = Math.min(state.head, prep.nHeads - 1);
+  const mat = agg ? prep.mean : prep.heads[head];
+  const what = agg === 'rollout' ? 'rollout' : agg === 'mean' ? 'mean over heads' : `head ${head + 1}`;
+  return { prep, mat, max: maxOf(mat) || 1, title: `Layer ${prep.layer + 1} · ${what} · ${KIND_NAMES[prep.kind] || prep.kind}` };
 }
+
+/** The one colour scale of the heatmap (screen, PNG and SVG): viridis over 0 … the map's max. */
+export function cellColor(v, max) {
+  return viridis(v / (max || 1));
+}
+
+/** Black or white text, whichever reads on an [r, g, b] background. */
+function inkOn(c) {
+  const lum = (0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]) / 255;
+  return lum > 0.5 ? '#111111' : '#f4f4f4';
+}
+
+// Font size of the key labels for a cell pitch (px): as large as fits next to its neighbours.
+const labelPx = (cell) => Math.max(9, Math.min(12, cell - 2));
 
 function geometry(ctx, m, width) {
   const { prep } = m;
-  ctx.font = font(12);
-  const rowLabelW = Math.min(150, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
-  const colLabelH = Math.min(120, Math.ceil(maxTextWidth(ctx, prep.colLabels) * 0.72) + 18);
-  const barW = 70;
-  const avail = width - rowLabelW - barW - 24;
-  const cell = Math.max(6, Math.min(44, Math.floor(avail / Math.max(1, prep.cols))));
-  const top = 30 + prep.notes.length * 15 + colLabelH;
+  const avail = (rowLabelW) => width - 8 - rowLabelW - BAR_W - 8;
+  // Cell pitch: the label widths depend on the font, which depends on the pitch; two passes.
+  let cell = MAX_CELL;
+  let rowLabelW = 0;
+  let colLabelH = 0;
+  for (let pass = 0; pass < 2; pass++) {
+    const px = labelPx(cell);
+    ctx.font = font(Math.min(12, Math.max(8, px)));
+    rowLabelW = Math.min(MAX_LABEL, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
+    ctx.font = font(11);
+    rowLabelW = Math.max(rowLabelW, Math.ceil(ctx.measureText('queries ↓').width) + 10);
+    ctx.font = font(px);
+    colLabelH = Math.max(38, Math.min(MAX_LABEL, Math.ceil(maxTextWidth(ctx, prep.colLabels))) + 10);
+    cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(avail(rowLabelW) / Math.max(1, prep.cols))));
+  }
+  const px = labelPx(cell);
+  const titleH = 28 + prep.notes.length * 15;
+  const top = titleH + colLabelH;
   const left = 8 + rowLabelW;
-  const w = left + cell * prep.cols + barW + 8;
-  return { rowLabelW, colLabelH, cell, top, left, rows: prep.rows, cols: prep.cols, width: Math.max(width, w), height: top + cell * prep.rows + 16 };
+  const w = left + cell * prep.cols + BAR_W + 8;
+  // A label every `every` cells when they would overlap (only above ~40 tokens in 600 px).
+  const every = cell >= px + 1 ? 1 : Math.ceil((px + 1) / cell);
+  return {
+    rowLabelW,
+    colLabelH,
+    labelPx: px,
+    every,
+    cell,
+    top,
+    left,
+    rows: prep.rows,
+    cols: prep.cols,
+    width: Math.max(width, w),
+    height: top + cell * prep.rows + 16,
+  };
 }
 
 export function size(ctx, input, state, width) {
   const m = matrixFor(input, state);
   if (!m) return { width, height: 80 };
   const g = geometry(ctx, m, width);
-  if (input.plotters) return { width, height: Math.max(320, Math.min(900, g.height + 40)) };
   return { width: g.width, height: g.height };
 }
 
+/** The cell under (x, y) in CSS px of the drawing → { row, col }, or null. */
 export function hitTest(geom, x, y) {
   if (!geom || !geom.cell) return null;
   const j = Math.floor((x - geom.left) / geom.cell);
@@ -45,90 +96,114 @@ export function hitTest(geom, x, y) {
   return { row: i, col: j };
 }
 
-export function draw(ctx, input, state, theme, width, height) {
+/** Where cell (row, col) is drawn: { x, y, w, h } in CSS px. */
+export function cellRect(geom, row, col) {
+  return { x: geom.left + col * geom.cell, y: geom.top + row * geom.cell, w: geom.cell, h: geom.cell };
+}
+
+/** Does a weight printed as text fit in a cell? → the font size to print it with, or 0. */
+function valuePx(ctx, cell) {
+  const px = Math.min(11, Math.floor(cell * 0.45));
+  if (px < 8) return 0;
+  ctx.font = font(px);
+  return ctx.measureText('.00').width + 4 <= cell ? px : 0;
+}
+
+const cellValue = (v) => (v >= 0.995 ? v.toFixed(2) : v.toFixed(2).replace(/^0/, ''));
+
+export function draw(ctx, input, state, theme, width) {
   const m = matrixFor(input, state);
   if (!m) {
     clear(ctx, width, 80, theme);
     textLines(ctx, ['No attention of this kind for this input.'], 12, 12, theme);
     return { width, height: 80 };
   }
-  const { prep, mat } = m;
-  if (input.plotters && !ctx.isSvg && ctx.canvas) {
-    // plotters-canvas draws in device pixels of the whole canvas.
-    const dpr = ctx.canvas.width / width;
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.fillStyle = theme.bg;
-    ctx.fillRect(0, 0, ctx.canvas.width, ctx.canvas.height);
-    try {
-      input.plotters(ctx.canvas, mat, prep.rows, prep.cols, prep.rowLabels, prep.colLabels, { title: m.title, dark: !!theme.dark, scale: dpr });
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      return { width, height, plotters: true };
-    } catch (e) {
-      console.warn('drawHeatmap failed, drawing the JS heatmap instead:', e);
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    }
-  }
+  const { prep, mat, max } = m;
   const g = geometry(ctx, m, width);
+  const { cell, left, top } = g;
+  const fc = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
+  const focus = fc && fc.row < prep.rows && fc.col < prep.cols ? fc : null;
   clear(ctx, g.width, g.height, theme);
   drawTitle(ctx, m.title, theme);
   textLines(ctx, prep.notes, 8, 28, theme, 11, g.width - 16);
 
-  const hi = maxOf(mat) || 1;
-  drawMatrix(ctx, mat, prep.rows, prep.cols, g.left, g.top, g.cell * prep.cols, g.cell * prep.rows, (v) => viridis(v / hi));
+  drawMatrix(ctx, mat, prep.rows, prep.cols, left, top, cell * prep.cols, cell * prep.rows, (v) => cellColor(v, max));
 
-  // Values in cells when there is room
-  if (g.cell >= 30) {
-    ctx.font = font(10);
+  // The weights, in the cells, when they fit.
+  const vpx = valuePx(ctx, cell);
+  g.values = vpx > 0;
+  if (vpx) {
+    ctx.font = font(vpx);
     ctx.textAlign = 'center';
     ctx.textBaseline = 'middle';
     for (let i = 0; i < prep.rows; i++) {
       for (let j = 0; j < prep.cols; j++) {
         const v = mat[i * prep.cols + j];
-        ctx.fillStyle = v / hi > 0.6 ? '#111' : '#eee';
-        ctx.fillText(v.toFixed(2).replace(/^0/, ''), g.left + (j + 0.5) * g.cell, g.top + (i + 0.5) * g.cell);
+        ctx.fillStyle = inkOn(cellColor(v, max));
+        ctx.fillText(cellValue(v), left + (j + 0.5) * cell, top + (i + 0.5) * cell);
       }
     }
   }
-  // Row labels
-  ctx.font = font(Math.min(12, Math.max(8, g.cell - 2)));
-  ctx.fillStyle = theme.fg;
-  ctx.textAlign = 'right';
+
+  // Query labels, right-aligned left of their rows.
   ctx.textBaseline = 'middle';
-  const showEvery = g.cell >= 9 ? 1 : Math.ceil(9 / g.cell);
-  for (let i = 0; i < prep.rows; i += showEvery) ctx.fillText(fitText(ctx, prep.rowLabels[i], g.rowLabelW - 6), g.left - 5, g.top + (i + 0.5) * g.cell);
-  // Column labels, rotated
+  ctx.textAlign = 'right';
+  const rowPx = Math.min(12, Math.max(8, g.labelPx));
+  for (let i = 0; i < prep.rows; i += g.every) {
+    const on = focus && focus.row === i;
+    ctx.font = font(rowPx, on ? 700 : 400);
+    ctx.fillStyle = focus && !on ? theme.muted : theme.fg;
+    ctx.fillText(fitText(ctx, prep.rowLabels[i], g.rowLabelW - 8), left - 5, top + (i + 0.5) * cell);
+  }
+  // Key labels, vertical (reading upwards) above their columns.
   ctx.textAlign = 'left';
-  for (let j = 0; j < prep.cols; j += showEvery) {
+  for (let j = 0; j < prep.cols; j += g.every) {
+    const on = focus && focus.col === j;
+    ctx.font = font(g.labelPx, on ? 700 : 400);
+    ctx.fillStyle = focus && !on ? theme.muted : theme.fg;
     ctx.save();
-    ctx.translate(g.left + (j + 0.5) * g.cell, g.top - 5);
-    ctx.rotate(-Math.PI / 4);
-    ctx.fillText(fitText(ctx, prep.colLabels[j], g.colLabelH * 1.3), 0, 0);
+    ctx.translate(left + (j + 0.5) * cell, top - 5);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillText(fitText(ctx, prep.colLabels[j], g.colLabelH - 10), 0, 0);
     ctx.restore();
   }
+  // Axis names in the free corner left of the key labels.
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
-  ctx.textAlign = 'left';
+  ctx.textAlign = 'right';
   ctx.textBaseline = 'bottom';
-  ctx.fillText('keys →', g.left, g.top - g.colLabelH + 8);
-  // Colour bar
-  const bx = g.left + g.cell * prep.cols + 14;
-  colorBar(ctx, bx, g.top, 14, Math.max(60, Math.min(260, g.cell * prep.rows)), 0, hi, (v) => viridis(v / hi), theme);
+  ctx.fillText('keys →', left - 5, top - 22);
+  ctx.fillText('queries ↓', left - 5, top - 5);
+
   ctx.strokeStyle = theme.faint;
   ctx.lineWidth = 1;
-  ctx.strokeRect(g.left - 0.5, g.top - 0.5, g.cell * prep.cols + 1, g.cell * prep.rows + 1);
+  ctx.strokeRect(left - 0.5, top - 0.5, cell * prep.cols + 1, cell * prep.rows + 1);
+  if (focus) {
+    const r = cellRect(g, focus.row, focus.col);
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = theme.bg;
+    ctx.strokeRect(r.x - 1, r.y - 1, r.w + 2, r.h + 2);
+    ctx.strokeStyle = theme.fg;
+    ctx.strokeRect(r.x - 3, r.y - 3, r.w + 6, r.h + 6);
+  }
+  // Colour bar: the same scale as the cells.
+  const bx = left + cell * prep.cols + 12;
+  colorBar(ctx, bx, top, 12, Math.max(60, Math.min(260, cell * prep.rows)), 0, max, (v) => cellColor(v, max), theme);
   return g;
 }
 
-export function cellText(input, state, hit) {
+/** Side-panel text for a hovered cell: query token, key token and the weight. */
+export function hoverText(input, state, hit) {
   const m = matrixFor(input, state);
-  if (!m || !hit) return '';
+  if (!m || !hit || hit.row >= m.prep.rows || hit.col >= m.prep.cols) return '';
   const v = m.mat[hit.row * m.prep.cols + hit.col];
-  return `${m.prep.rowLabels[hit.row]} → ${m.prep.colLabels[hit.col]}: ${fmt(v, 3)}`;
+  return `query “${m.prep.rowLabels[hit.row]}” (${hit.row + 1}) → key “${m.prep.colLabels[hit.col]}” (${hit.col + 1}): ${fmt(v, 3)}`;
 }
+
+export const cellText = hoverText;
 
 export function describe(input, state) {
   const m = matrixFor(input, state);
   if (!m) return 'Heatmap: no data';
-  return `Heatmap, ${m.title}: ${m.prep.rows} query rows × ${m.prep.cols} key columns`;
+  return `Heatmap, ${m.title}: ${m.prep.rows} query rows × ${m.prep.cols} key columns. Hover a cell for its weight.`;
 }
-

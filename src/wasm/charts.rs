@@ -1,0 +1,324 @@
+//! Small charts drawn with plotters on a `<canvas>` on the page's main thread (the attention
+//! maps themselves are drawn by the JS views). Each function returns the geometry of what it
+//! drew, in CSS pixels, so that the page can hit-test a hover or a click.
+//!
+//! The canvas' pixel size is the caller's choice (it scales for devicePixelRatio); `scale`
+//! (device pixels per CSS pixel) scales fonts, margins and line widths to match.
+
+use js_sys::Float32Array;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters_canvas::CanvasBackend;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+use web_sys::HtmlCanvasElement;
+
+const FONT: &str = "system-ui, sans-serif";
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct BarOptions {
+    title: String,
+    /// Device pixels per CSS pixel.
+    scale: f64,
+    /// Top of the value axis; 0 or absent: 1.1 × the largest value (or `reference`).
+    max: f64,
+    /// A dashed line across the chart at this value (e.g. the entropy of a uniform row); none if 0.
+    reference: f64,
+    reference_label: String,
+    /// Name of the value axis, written vertically beside it.
+    y_label: String,
+    /// Name of the category axis, written under the bar labels' left end.
+    x_label: String,
+    /// One CSS colour (`#rgb`, `#rrggbb` or `rgb(r, g, b)`) per bar; the text colour when absent.
+    colors: Vec<String>,
+    /// Bars outlined as selected.
+    selected: Vec<usize>,
+    /// The bar under the pointer (outlined more lightly); none when absent.
+    hovered: Option<usize>,
+    /// Theme colours: background, text, secondary text, grid lines.
+    bg: String,
+    fg: String,
+    muted: String,
+    faint: String,
+    dark: bool,
+}
+
+#[derive(Serialize)]
+struct Rect {
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+}
+
+#[derive(Serialize)]
+struct Bar {
+    index: usize,
+    value: f32,
+    /// The drawn bar.
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+    /// The bar's whole column (its share of the x axis), for hit-testing short bars.
+    slot_x: f64,
+    slot_w: f64,
+}
+
+#[derive(Serialize)]
+struct BarGeometry {
+    width: f64,
+    height: f64,
+    /// The plotting area (inside the axes).
+    plot: Rect,
+    bars: Vec<Bar>,
+}
+
+/// `#rgb`, `#rrggbb` or `rgb(r, g, b)` → a colour; None for anything else.
+fn parse_color(s: &str) -> Option<RGBColor> {
+    let s = s.trim();
+    if let Some(hex) = s.strip_prefix('#') {
+        let digit = |i: usize, n: usize| u8::from_str_radix(hex.get(i..i + n)?, 16).ok();
+        return match hex.len() {
+            3 => Some(RGBColor(
+                digit(0, 1)? * 17,
+                digit(1, 1)? * 17,
+                digit(2, 1)? * 17,
+            )),
+            6 => Some(RGBColor(digit(0, 2)?, digit(2, 2)?, digit(4, 2)?)),
+            _ => None,
+        };
+    }
+    let inner = s
+        .strip_prefix("rgb(")
+        .or_else(|| s.strip_prefix("rgba("))?
+        .strip_suffix(')')?;
+    let mut parts = inner.split(',').map(|p| {
+        p.trim()
+            .parse::<f64>()
+            .ok()
+            .map(|v| v.clamp(0.0, 255.0).round() as u8)
+    });
+    Some(RGBColor(parts.next()??, parts.next()??, parts.next()??))
+}
+
+fn draw_error<E: std::fmt::Debug>(e: E) -> JsError {
+    JsError::new(&format!("chart drawing failed: {e:?}"))
+}
+
+/// `drawBarChart(canvas, values, labels, options) → { width, height, plot, bars: [{ index,
+/// value, x, y, w, h, slot_x, slot_w }] }` (CSS px). One bar per value, labelled below with
+/// `labels[i]`. Options: `{ title, scale, max, reference, reference_label, y_label, x_label,
+/// colors, selected: [i], hovered: i, bg, fg, muted, faint, dark }`.
+#[wasm_bindgen(js_name = drawBarChart)]
+pub fn draw_bar_chart(
+    canvas: HtmlCanvasElement,
+    values: &Float32Array,
+    labels: Vec<String>,
+    options: JsValue,
+) -> Result<JsValue, JsError> {
+    let values = values.to_vec();
+    let n = values.len();
+    if n == 0 {
+        return Err(JsError::new("bar chart: no values"));
+    }
+    if labels.len() != n {
+        return Err(JsError::new(&format!(
+            "bar chart: {n} values but {} labels",
+            labels.len()
+        )));
+    }
+    let opts: BarOptions = if options.is_undefined() || options.is_null() {
+        BarOptions::default()
+    } else {
+        serde_wasm_bindgen::from_value(options)
+            .map_err(|e| JsError::new(&format!("bar chart options: {e}")))?
+    };
+    let scale = if opts.scale > 0.0 { opts.scale } else { 1.0 };
+    let px = |v: f64| (v * scale).round() as u32;
+    let (bg0, fg0, muted0, faint0) = if opts.dark {
+        (
+            RGBColor(20, 23, 28),
+            RGBColor(230, 233, 238),
+            RGBColor(154, 165, 180),
+            RGBColor(47, 53, 64),
+        )
+    } else {
+        (
+            WHITE,
+            RGBColor(29, 35, 48),
+            RGBColor(95, 107, 122),
+            RGBColor(216, 221, 228),
+        )
+    };
+    let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
+    let (bg, fg, muted, faint) = (
+        pick(&opts.bg, bg0),
+        pick(&opts.fg, fg0),
+        pick(&opts.muted, muted0),
+        pick(&opts.faint, faint0),
+    );
+    let largest = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0f32, f32::max) as f64;
+    let top = if opts.max > 0.0 {
+        opts.max
+    } else {
+        (largest.max(opts.reference) * 1.1).max(1e-6)
+    };
+
+    let backend = CanvasBackend::with_canvas_object(canvas)
+        .ok_or_else(|| JsError::new("bar chart: the canvas has no 2D context"))?;
+    let root: DrawingArea<CanvasBackend, Shift> = backend.into_drawing_area();
+    root.fill(&bg).map_err(draw_error)?;
+    let (width_px, height_px) = root.dim_in_pixel();
+
+    let font_px = 11.0 * scale;
+    let text = (FONT, font_px).into_font().color(&muted);
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .margin(px(6.0))
+        .margin_right(px(10.0))
+        .x_label_area_size(px(if opts.x_label.is_empty() { 18.0 } else { 30.0 }))
+        .y_label_area_size(px(38.0));
+    if !opts.title.is_empty() {
+        builder.caption(&opts.title, (FONT, 12.0 * scale).into_font().color(&fg));
+    }
+    let mut chart = builder
+        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
+        .map_err(draw_error)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(0)
+        .y_labels(5)
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .y_label_style(text.clone())
+        .axis_style(muted)
+        .bold_line_style(faint)
+        .light_line_style(TRANSPARENT)
+        .set_all_tick_mark_size(px(3.0));
+    if !opts.y_label.is_empty() {
+        mesh.y_desc(opts.y_label.as_str())
+            .axis_desc_style(text.clone());
+    }
+    mesh.draw().map_err(draw_error)?;
+
+    let half = 0.36;
+    let stroke = |c: RGBColor, w: f64| ShapeStyle {
+        color: c.to_rgba(),
+        filled: false,
+        stroke_width: px(w).max(1),
+    };
+    let mut bars = Vec::with_capacity(n);
+    for (i, &v) in values.iter().enumerate() {
+        let x = i as f64;
+        let v64 = if v.is_finite() {
+            (v as f64).clamp(0.0, top)
+        } else {
+            0.0
+        };
+        let color = opts
+            .colors
+            .get(i)
+            .and_then(|c| parse_color(c))
+            .unwrap_or(fg);
+        let (a, b) = ((x - half, v64), (x + half, 0.0));
+        chart
+            .draw_series(std::iter::once(Rectangle::new([a, b], color.filled())))
+            .map_err(draw_error)?;
+        if opts.selected.contains(&i) {
+            chart
+                .draw_series(std::iter::once(Rectangle::new([a, b], stroke(fg, 2.0))))
+                .map_err(draw_error)?;
+        } else if opts.hovered == Some(i) {
+            chart
+                .draw_series(std::iter::once(Rectangle::new([a, b], stroke(muted, 1.5))))
+                .map_err(draw_error)?;
+        }
+        let (x0, y0) = chart.backend_coord(&a);
+        let (x1, y1) = chart.backend_coord(&b);
+        let (s0, _) = chart.backend_coord(&(x - 0.5, 0.0));
+        let (s1, _) = chart.backend_coord(&(x + 0.5, 0.0));
+        bars.push(Bar {
+            index: i,
+            value: v,
+            x: x0 as f64 / scale,
+            y: y0 as f64 / scale,
+            w: (x1 - x0) as f64 / scale,
+            h: (y1 - y0) as f64 / scale,
+            slot_x: s0 as f64 / scale,
+            slot_w: (s1 - s0) as f64 / scale,
+        });
+    }
+
+    // Bar labels under the axis (bold for selected bars); the axis name at the left.
+    for (i, label) in labels.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(i as f64, 0.0));
+        let style = if opts.selected.contains(&i) {
+            (FONT, font_px, FontStyle::Bold).into_font().color(&fg)
+        } else {
+            (FONT, font_px).into_font().color(&muted)
+        };
+        root.draw(&Text::new(
+            label.clone(),
+            (x, y + px(4.0) as i32),
+            style.pos(Pos::new(HPos::Center, VPos::Top)),
+        ))
+        .map_err(draw_error)?;
+    }
+    let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
+    if !opts.x_label.is_empty() {
+        let pos = Pos::new(HPos::Right, VPos::Top);
+        root.draw(&Text::new(
+            opts.x_label.clone(),
+            (plot_x.start - px(4.0) as i32, plot_y.end + px(4.0) as i32),
+            text.clone().pos(pos),
+        ))
+        .map_err(draw_error)?;
+    }
+
+    // Reference line, dashed, labelled at its right end.
+    if opts.reference > 0.0 && opts.reference <= top {
+        let (_, y) = chart.backend_coord(&(0.0, opts.reference));
+        let (dash, gap) = (px(5.0) as i32, px(3.0) as i32);
+        let mut x = plot_x.start;
+        while x < plot_x.end {
+            let x2 = (x + dash).min(plot_x.end);
+            root.draw(&PathElement::new(vec![(x, y), (x2, y)], stroke(fg, 1.0)))
+                .map_err(draw_error)?;
+            x = x2 + gap;
+        }
+        if !opts.reference_label.is_empty() {
+            let pos = Pos::new(HPos::Right, VPos::Bottom);
+            root.draw(&Text::new(
+                opts.reference_label.clone(),
+                (plot_x.end, y - px(2.0) as i32),
+                (FONT, font_px).into_font().color(&fg).pos(pos),
+            ))
+            .map_err(draw_error)?;
+        }
+    }
+    root.present().map_err(draw_error)?;
+
+    let geom = BarGeometry {
+        width: width_px as f64 / scale,
+        height: height_px as f64 / scale,
+        plot: Rect {
+            x: plot_x.start as f64 / scale,
+            y: plot_y.start as f64 / scale,
+            w: (plot_x.end - plot_x.start) as f64 / scale,
+            h: (plot_y.end - plot_y.start) as f64 / scale,
+        },
+        bars,
+    };
+    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| {
+            JsError::new(&format!(
+                "internal: cannot convert the chart geometry ({e})"
+            ))
+        })
+}

@@ -1,0 +1,143 @@
+// Helpers for the view tests (heatmap, head legibility, entropy chart): they look at what a
+// canvas really shows, independently of how a view is implemented.
+//
+//   installTextLog(page)            record every fillText on every 2D canvas, per frame (a frame
+//                                   starts when a fillRect covers the whole canvas)
+//   textFrame(page, canvas)       the last frame's texts of a canvas, in CSS px of the canvas
+//   waitQuiet(page, canvas, ms)   wait until that canvas has not been drawn on for `ms`
+//   realResult(page, text)          run the real model in a worker of our own (the page's worker
+//                                   protocol, not the page shell) and keep the answer in
+//                                   window.__real[text]; returns its tokens
+//
+// `canvas` is a CSS selector of the canvas, or "HOST >> SELECTOR" for a canvas in the shadow
+// root of HOST (e.g. "#hm >> canvas").
+
+/** Patch CanvasRenderingContext2D to log texts (with their device-pixel anchor and direction). */
+export async function installTextLog(page) {
+  await page.evaluate(() => {
+    if (window.__textLog) return;
+    const frames = new WeakMap(); // canvas → { texts: [], at: ms, n }
+    window.__textLog = frames;
+    const proto = CanvasRenderingContext2D.prototype;
+    const fillRect = proto.fillRect;
+    const fillText = proto.fillText;
+    const touch = (c) => {
+      let f = frames.get(c);
+      if (!f) frames.set(c, (f = { texts: [], at: 0, n: 0 }));
+      f.at = performance.now();
+      f.n++;
+      return f;
+    };
+    proto.fillRect = function (x, y, w, h) {
+      const t = this.getTransform();
+      const c = this.canvas;
+      const xs = [t.a * x + t.c * y + t.e, t.a * (x + w) + t.c * (y + h) + t.e];
+      const ys = [t.b * x + t.d * y + t.f, t.b * (x + w) + t.d * (y + h) + t.f];
+      const f = touch(c);
+      if (Math.min(...xs) <= 0.5 && Math.min(...ys) <= 0.5 && Math.max(...xs) >= c.width - 0.5 && Math.max(...ys) >= c.height - 0.5) f.texts = [];
+      return fillRect.call(this, x, y, w, h);
+    };
+    proto.fillText = function (text, x, y, ...rest) {
+      const t = this.getTransform();
+      const f = touch(this.canvas);
+      const m = this.measureText(String(text));
+      const px = Number((/([\d.]+)px/.exec(this.font) || [0, 10])[1]);
+      f.texts.push({
+        text: String(text),
+        x: t.a * x + t.c * y + t.e,
+        y: t.b * x + t.d * y + t.f,
+        dirX: t.a,
+        dirY: t.b,
+        align: this.textAlign,
+        baseline: this.textBaseline,
+        px,
+        width: m.width,
+        fill: String(this.fillStyle),
+      });
+      return fillText.call(this, text, x, y, ...rest);
+    };
+  });
+}
+
+/**
+ * The last frame of a canvas: { texts: [{ text, x, y (CSS px from the canvas' top left), angle
+ * (radians, 0 = left to right), px (font size, CSS px), width (CSS px), align, baseline }],
+ * rect: the canvas' client rect, view: { width, height } of the window, dpr }.
+ */
+export function textFrame(page, canvas) {
+  return page.evaluate((sel) => {
+    const [host, inner] = sel.split(' >> ');
+    const c = inner ? document.querySelector(host).shadowRoot.querySelector(inner) : document.querySelector(sel);
+    const f = window.__textLog.get(c);
+    const r = c.getBoundingClientRect();
+    const dpr = c.width / r.width;
+    const texts = (f ? f.texts : []).map((t) => {
+      const scale = Math.hypot(t.dirX, t.dirY); // device px per CSS px of the text's own space
+      return {
+        text: t.text,
+        x: t.x / dpr,
+        y: t.y / dpr,
+        angle: Math.atan2(t.dirY, t.dirX),
+        px: (t.px * scale) / dpr,
+        width: (t.width * scale) / dpr,
+        align: t.align,
+        baseline: t.baseline,
+        fill: t.fill,
+      };
+    });
+    return { texts, rect: { left: r.left, top: r.top, width: r.width, height: r.height }, view: { width: innerWidth, height: innerHeight }, dpr };
+  }, canvas);
+}
+
+/** Wait until the canvas has been drawn on at least once and then not for `quietMs`. */
+export async function waitQuiet(page, canvas, quietMs = 1000, timeout = 60_000) {
+  await page.waitForFunction(
+    ([sel, q]) => {
+      const [host, inner] = sel.split(' >> ');
+      const c = inner ? document.querySelector(host).shadowRoot.querySelector(inner) : document.querySelector(sel);
+      const f = window.__textLog.get(c);
+      return f && f.n > 0 && performance.now() - f.at > q;
+    },
+    [canvas, quietMs],
+    { timeout, polling: 100 },
+  );
+}
+
+/** Run the real model on `text` in a worker of our own; the answer stays in window.__real[text]. */
+export function realResult(page, text, model = 'minilm-l6') {
+  return page.evaluate(async ([t, id]) => {
+    if (!window.__realWorker) {
+      const w = new Worker(new URL('worker.js', location.href), { type: 'module' });
+      let next = 1;
+      const waiting = new Map();
+      w.onmessage = (ev) => {
+        const m = ev.data;
+        if (m.type === 'progress') return;
+        const cb = waiting.get(m.id);
+        waiting.delete(m.id);
+        if (cb) (m.type === 'error' ? cb.reject(new Error(m.message)) : cb.resolve(m));
+      };
+      const ask = (msg) => new Promise((resolve, reject) => {
+        const n = next++;
+        waiting.set(n, { resolve, reject });
+        w.postMessage({ ...msg, id: n, channel: 'views-test' });
+      });
+      window.__realWorker = { ask };
+      window.__real = {};
+      await ask({ type: 'init', base: new URL('./', location.href).href });
+    }
+    const { ask } = window.__realWorker;
+    const info = (await ask({ type: 'load', model: id })).info;
+    const ans = await ask({ type: 'attend', model: id, text: t });
+    window.__real[t] = { result: ans.result, specials: info.special_tokens || [] };
+    return { tokens: ans.result.tokens.source, target: ans.result.tokens.target };
+  }, [text, model]);
+}
+
+/** Weight [query i][key j] of one head of the real result (raw tokens, no filters). */
+export function realWeight(page, text, kind, layer, head, i, j) {
+  return page.evaluate(([t, k, l, h, qi, kj]) => {
+    const b = window.__real[t].result.attentions.find((a) => a.kind === k && a.layer === l);
+    return b.data[h * b.query_len * b.key_len + qi * b.key_len + kj];
+  }, [text, kind, layer, head, i, j]);
+}

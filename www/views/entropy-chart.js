@@ -1,0 +1,117 @@
+// Side-panel chart: the attention entropy of every head of the current layer and kind, as bars
+// drawn by plotters-canvas in the wasm (drawBarChart), on the page's main thread. The wasm
+// returns each bar's geometry in CSS px, so hovering a bar names its head and entropy and a click
+// can select that head.
+//
+//   const geom = drawChart(canvas, wasmModule, input, state, theme, width);
+//   const hit = hitTest(geom, x, y);            // → { head } | null
+//   text = hit ? hoverText(input, state, hit) : describe(input, state);
+//
+// Entropy of a head = mean over its query rows of −Σ p·ln p (nats), after the view's filters
+// (hidden special tokens, merged sub-words). The dashed line is the same for a uniform row over
+// the keys each query can see (its largest possible value).
+
+import { entropy, prepareLayer } from '../analysis.js';
+import { font, headColor, prepareCanvas } from './common.js';
+import { KIND_NAMES } from './head.js';
+
+export const CHART_HEIGHT = 180;
+
+/** Per-head entropies of the current layer and kind → { values, uniform, layer, kind, … } or null. */
+export function entropyData(input, state) {
+  if (!input || !input.result) return null;
+  const prep = prepareLayer(input.result, { ...state, agg: 'head' }, input.specials);
+  if (!prep || !prep.rows || !prep.cols) return null;
+  const values = new Float32Array(prep.nHeads);
+  for (let h = 0; h < prep.nHeads; h++) values[h] = entropy(prep.heads[h], prep.rows, prep.cols).nats;
+  // Uniform over the keys a row can see (a causal row i sees i + 1 keys): the mean of ln(support).
+  let uniform = 0;
+  for (let i = 0; i < prep.rows; i++) {
+    let support = 0;
+    for (let j = 0; j < prep.cols; j++) if (prep.mean[i * prep.cols + j] > 0) support++;
+    uniform += Math.log(Math.max(1, support));
+  }
+  uniform /= prep.rows;
+  return { values, uniform, layer: prep.layer, kind: prep.kind, nHeads: prep.nHeads, rows: prep.rows, cols: prep.cols };
+}
+
+/** Heads the current state singles out (outlined in the chart). */
+function selectedHeads(state, nHeads) {
+  if (state.agg && state.agg !== 'head') return [];
+  if (state.view === 'head' && state.heads && state.heads.length) return state.heads.filter((h) => h < nHeads);
+  if (state.view === 'head' && !state.heads) return [];
+  return [Math.min(state.head | 0, nHeads - 1)];
+}
+
+/**
+ * Draw the chart into `canvas` (`width` CSS px wide, CHART_HEIGHT tall) with the wasm module
+ * `mod` (the namespace of pkg/attnviz.js after its default() init). state.focusHead (transient)
+ * is outlined as hovered. Returns the geometry for hitTest(): { width, height, plot, bars }.
+ */
+export function drawChart(canvas, mod, input, state, theme, width, height = CHART_HEIGHT) {
+  const d = entropyData(input, state);
+  const ctx = prepareCanvas(canvas, width, height);
+  if (!d || !mod || typeof mod.drawBarChart !== 'function') {
+    ctx.fillStyle = theme.bg;
+    ctx.fillRect(0, 0, width, height);
+    ctx.fillStyle = theme.muted;
+    ctx.font = font(12);
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'top';
+    ctx.fillText(d ? 'Loading the chart…' : 'No attention of this kind.', 8, 8);
+    return { width, height, bars: [], plot: null };
+  }
+  const scale = canvas.width / width;
+  ctx.setTransform(1, 0, 0, 1, 0, 0); // plotters draws in device pixels
+  const labels = Array.from(d.values, (_, h) => String(h + 1));
+  const geom = mod.drawBarChart(canvas, d.values, labels, {
+    title: `Entropy per head · layer ${d.layer + 1}`,
+    scale,
+    reference: d.uniform,
+    reference_label: 'uniform',
+    y_label: 'nats',
+    x_label: 'head',
+    colors: labels.map((_, h) => headColor(h)),
+    selected: selectedHeads(state, d.nHeads),
+    hovered: Number.isInteger(state.focusHead) ? state.focusHead : undefined,
+    bg: theme.bg,
+    fg: theme.fg,
+    muted: theme.muted,
+    faint: theme.faint,
+    dark: !!theme.dark,
+  });
+  ctx.setTransform(scale, 0, 0, scale, 0, 0);
+  canvas.setAttribute('aria-label', describe(input, state));
+  return { ...geom, bars: geom.bars.map((b) => ({ ...b, head: b.index })) };
+}
+
+/** The head whose column is under (x, y) (CSS px of the chart canvas) → { head } or null. */
+export function hitTest(geom, x, y) {
+  if (!geom || !geom.plot || !geom.bars) return null;
+  const p = geom.plot;
+  // The column above the axis and the head number under it.
+  if (y < p.y || y > p.y + p.h + 18) return null;
+  for (const b of geom.bars) if (x >= b.slot_x && x < b.slot_x + b.slot_w) return { head: b.index };
+  return null;
+}
+
+/** "head 3: 1.84 nats (72% of uniform 2.56)" */
+export function hoverText(input, state, hit) {
+  const d = entropyData(input, state);
+  if (!d || !hit || !(hit.head >= 0 && hit.head < d.nHeads)) return '';
+  const v = d.values[hit.head];
+  const pct = d.uniform > 0 ? ` (${Math.round((100 * v) / d.uniform)}% of uniform ${d.uniform.toFixed(2)})` : '';
+  return `head ${hit.head + 1}: ${v.toFixed(2)} nats${pct}`;
+}
+
+export function describe(input, state) {
+  const d = entropyData(input, state);
+  if (!d) return 'Entropy per head: no data';
+  let lo = 0;
+  let hi = 0;
+  d.values.forEach((v, h) => {
+    if (v < d.values[lo]) lo = h;
+    if (v > d.values[hi]) hi = h;
+  });
+  return `Attention entropy per head, layer ${d.layer + 1}, ${KIND_NAMES[d.kind] || d.kind}: most focused head ${lo + 1} (${d.values[lo].toFixed(2)} nats), most diffuse head ${hi + 1} (${d.values[hi].toFixed(2)} nats); uniform would be ${d.uniform.toFixed(2)}`;
+}
