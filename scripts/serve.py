@@ -160,6 +160,17 @@ def make_handler(prefix: str, mounts: list[tuple[str, str]], verbose: bool):
             with f:
                 st = os.fstat(f.fileno())
                 size = st.st_size
+                ims = self.headers.get("If-Modified-Since")
+                if ims and not self.headers.get("Range"):
+                    try:
+                        since = email.utils.parsedate_to_datetime(ims).timestamp()
+                    except (TypeError, ValueError):
+                        since = None
+                    if since is not None and int(st.st_mtime) <= since:
+                        self.send_response(304)
+                        self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
+                        self.end_headers()
+                        return
                 start, end = 0, size - 1
                 status = 200
                 rng = self.headers.get("Range")

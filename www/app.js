@@ -10,6 +10,7 @@ import { readTheme } from './views/common.js';
 import { bindControls, syncControls } from './page/controls.js';
 import { renderSide } from './page/side.js';
 import { renderProgress, renderStatus } from './page/status.js';
+import { bindEntropyChart } from './page/entropy-panel.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,6 +25,7 @@ function elements() {
     query: $('query'), queryCtl: $('query-ctl'), step: $('step'), stepOut: $('step-out'), stepCtl: $('step-ctl'),
     hideSpecial: $('hide-special'), merge: $('merge'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
     canvas: $('view'), wrap: $('canvas-wrap'), sideTitle: $('side-title'), sideHint: $('side-hint'), topList: $('top-list'), notes: $('notes'),
+    chart: $('entropy-chart'), chartBox: $('chart-box'), chartReadout: $('chart-readout'),
     png: $('export-png'), svg: $('export-svg'), link: $('copy-link'), msg: $('action-msg'), credits: $('credits'), build: $('build'),
   };
 }
@@ -109,6 +111,7 @@ function main() {
       return;
     }
     writeHash();
+    chart.draw();
     renderSide(el, session);
     renderStatus(el, session);
     session.drawn();
@@ -133,6 +136,7 @@ function main() {
     if (document.body.dataset.state !== 'ready') document.body.dataset.state = 'ready';
   }
 
+
   window.addEventListener('hashchange', () => {
     const h = location.hash.replace(/^#/, '');
     if (h === lastHash) return;
@@ -152,6 +156,7 @@ function main() {
   el.text.addEventListener('input', () => session.setText(el.text.value));
   el.model.addEventListener('change', () => session.pickModel(el.model.value));
   bindControls(el, session);
+  const chart = bindEntropyChart(el, session);
   bindCanvas(el.canvas, session, () => geom);
 
   // Keyboard: layer, head and view from anywhere but text fields.

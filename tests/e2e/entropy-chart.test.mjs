@@ -31,7 +31,8 @@ after(async () => {
 
 test('entropy bars: wasm geometry matches the pixels, each bar hit-tests to its head, hover gives its entropy', async () => {
   const out = await page.evaluate(async ([t, layer]) => {
-    const wasm = await import('./pkg/attnviz.js');
+    // A module instance of our own (the query makes it one): the page loads its own copy for its chart.
+    const wasm = await import('./pkg/attnviz.js?entropy-test');
     await wasm.default({ module_or_path: new URL('./pkg/attnviz_bg.wasm', location.href) });
     const chart = await import('./views/entropy-chart.js');
     const common = await import('./views/common.js');

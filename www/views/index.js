@@ -59,7 +59,7 @@ export const VIEWS = [
     module: heatmap,
     kinds: null,
     controls: { layer: true, heads: 'one', agg: true },
-    hover: (hit, s, input) => ({ text: hit ? heatmap.cellText(input, s, hit) : null }),
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? heatmap.hoverText(input, s, hit) : null }),
     click: () => null,
   },
   {

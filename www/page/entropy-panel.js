@@ -1,0 +1,62 @@
+// The side panel's entropy chart (plotters-canvas, drawn by a main-thread copy of the wasm):
+// one bar per head of the current layer; hover reads a bar's value out, click shows that head.
+
+import { readTheme } from '../views/common.js';
+import * as entropyChart from '../views/entropy-chart.js';
+import { kindShown } from '../views/index.js';
+
+const HINT = 'Mean entropy of each head’s rows (low = focused). Hover a bar for its value; click it to show that head.';
+
+/** el: { chart (canvas), chartBox, chartReadout }. Returns { draw } for the page's draw(). */
+export function bindEntropyChart(el, session) {
+  let wasm = null;
+  let loading = false;
+  let geom = null;
+  let hover = null; // the head under the pointer
+  const chartState = () => ({ ...session.state, kind: kindShown(session.state), focusHead: hover });
+
+  // Loaded after the first drawing: the worker has fetched the wasm by then, so the HTTP cache
+  // serves it as it is.
+  function load() {
+    loading = true;
+    import(new URL('../pkg/attnviz.js', import.meta.url).href)
+      .then(async (m) => {
+        await m.default({ module_or_path: fetch(new URL('../pkg/attnviz_bg.wasm', import.meta.url), { cache: 'force-cache' }) });
+        wasm = m;
+        draw();
+      })
+      .catch((e) => console.warn('entropy chart unavailable:', e.message));
+  }
+
+  function draw() {
+    if (!session.result) return;
+    if (!wasm && !loading) load();
+    el.chartBox.hidden = false;
+    geom = entropyChart.drawChart(el.chart, wasm, session.input(), chartState(), readTheme(document.documentElement), Math.max(160, el.chartBox.clientWidth));
+    if (hover === null) el.chartReadout.textContent = HINT;
+  }
+
+  const hitAt = (e) => {
+    const r = el.chart.getBoundingClientRect();
+    return entropyChart.hitTest(geom, e.clientX - r.left, e.clientY - r.top);
+  };
+  el.chart.addEventListener('pointermove', (e) => {
+    const hit = hitAt(e);
+    el.chart.style.cursor = hit ? 'pointer' : 'default';
+    const h = hit ? hit.head : null;
+    if (h === hover) return;
+    hover = h;
+    draw();
+    el.chartReadout.textContent = hit ? entropyChart.hoverText(session.input(), chartState(), hit) : HINT;
+  });
+  el.chart.addEventListener('pointerleave', () => {
+    if (hover === null) return;
+    hover = null;
+    draw();
+  });
+  el.chart.addEventListener('click', (e) => {
+    const hit = hitAt(e);
+    if (hit) session.soloHead(hit.head);
+  });
+  return { draw };
+}
