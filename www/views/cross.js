@@ -29,11 +29,20 @@ function chips(ctx, labels, maxW) {
   return { chips: out, width: Math.max(0, x - GAP), maxW: out.reduce((m, c) => Math.max(m, c.w), 0) };
 }
 
-/** The title split in two lines when one does not fit (phones): [what, step]. */
+/** The title parts joined by " · ", on as many lines as it takes to fit `width` (phones: two). */
 function titleLines(ctx, parts, width) {
   ctx.font = font(14, 600);
-  const one = parts.join(' · ');
-  return ctx.measureText(one).width <= width - 16 ? [one] : [parts.slice(0, -1).join(' · '), parts[parts.length - 1]].map((t) => fitText(ctx, t, width - 16));
+  const lines = [];
+  let cur = '';
+  for (const part of parts) {
+    const next = cur ? `${cur} · ${part}` : part;
+    if (cur && ctx.measureText(next).width > width - 16) {
+      lines.push(cur);
+      cur = part;
+    } else cur = next;
+  }
+  lines.push(cur);
+  return lines.map((t) => fitText(ctx, t, width - 16));
 }
 
 /**
