@@ -36,8 +36,11 @@ async function openAt(path, viewport) {
  */
 function widgetBoxes(page) {
   return page.evaluate(() => [...document.querySelectorAll('attention-viz')].map((w) => {
-    const wrap = w.shadowRoot.querySelector('.wrap');
-    const c = wrap.querySelector('canvas');
+    const c = w.shadowRoot.querySelector('canvas');
+    // The map's box: the nearest element around the canvas that scrolls (or would, if needed).
+    let wrap = c.parentElement;
+    while (wrap && !/auto|scroll/.test(getComputedStyle(wrap).overflowX + getComputedStyle(wrap).overflowY)) wrap = wrap.parentElement;
+    wrap = wrap || c.parentElement;
     const cr = c.getBoundingClientRect();
     const wr = wrap.getBoundingClientRect();
     const hr = w.getBoundingClientRect();
