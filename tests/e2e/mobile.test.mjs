@@ -3,7 +3,7 @@
 // never scrolls sideways and nothing is drawn past the canvas's edge.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { startServer, launchBrowser } from './harness.mjs';
 
 const PHONE = { width: 375, height: 740 };
 
