@@ -18,7 +18,8 @@ for (const box of document.querySelectorAll('.snippet[data-for]')) {
 }
 const iframeBox = document.querySelector('.snippet[data-iframe]');
 if (iframeBox) {
-  const q = new URLSearchParams({ model: 'minilm', text: 'The animal didn\'t cross the street because it was too tired.', view: 'head', layer: '4', head: '2' });
+  const ex = document.getElementById('ex-pronoun');
+  const q = new URLSearchParams({ model: 'minilm', text: ex.getAttribute('text'), view: 'head', layer: ex.getAttribute('layer'), head: ex.getAttribute('head') });
   iframeBox.querySelector('code').textContent =
     `<iframe src="embed.html?${q.toString()}"\n  title="Attention map" style="width:100%;border:0" height="480"></iframe>\n` +
     '<script>\n  addEventListener("message", (e) => {\n    if (e.data && e.data.type === "attnviz:height")\n      document.querySelector("iframe").height = e.data.height;\n  });\n</script>';

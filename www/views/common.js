@@ -204,3 +204,18 @@ export function textLines(ctx, lines, x, y, theme, px = 12, maxWidth = 1e9) {
   }
   return y;
 }
+
+/** Greedy word wrap of one line of text to maxWidth (measured with the ctx's current font). */
+export function wrapWords(ctx, text, maxWidth) {
+  const lines = [];
+  let cur = '';
+  for (const word of String(text).split(' ')) {
+    const next = cur ? `${cur} ${word}` : word;
+    if (cur && ctx.measureText(next).width > maxWidth) {
+      lines.push(cur);
+      cur = word;
+    } else cur = next;
+  }
+  if (cur) lines.push(cur);
+  return lines;
+}

@@ -4,10 +4,13 @@
 // target × source matrix with row t outlined.
 
 import { prepareLayer } from '../analysis.js';
-import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis } from './common.js';
+import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
 
 const CHIP_H = 26;
 const GAP = 8;
+const STACK_PITCH = CHIP_H + 4; // chip pitch in the stacked (narrow) layout
+const NUM_W = 34; // room for a weight printed right of a source chip (stacked layout)
+const MIN_LINES_W = 56; // the least room left between the two columns for the lines
 
 function cstate(state) {
   return { ...state, kind: 'cross', agg: state.agg === 'rollout' ? 'mean' : state.agg };
@@ -23,24 +26,71 @@ function chips(ctx, labels, maxW) {
     out.push({ text, x, w });
     x += w + GAP;
   }
-  return { chips: out, width: Math.max(0, x - GAP) };
+  return { chips: out, width: Math.max(0, x - GAP), maxW: out.reduce((m, c) => Math.max(m, c.w), 0) };
 }
 
-function geometry(ctx, prep, width) {
-  const top = chips(ctx, prep.rowLabels, 120);
-  const bottom = chips(ctx, prep.colLabels, 120);
-  const inner = Math.max(top.width, bottom.width);
-  const headerH = 66 + prep.notes.length * 15;
-  const rowTop = headerH;
-  const rowBottom = headerH + CHIP_H + 84;
+/** The title parts joined by " · ", on as many lines as it takes to fit `width` (phones: two). */
+function titleLines(ctx, parts, width) {
+  ctx.font = font(14, 600);
+  const lines = [];
+  let cur = '';
+  for (const part of parts) {
+    const next = cur ? `${cur} · ${part}` : part;
+    if (cur && ctx.measureText(next).width > width - 16) {
+      lines.push(cur);
+      cur = part;
+    } else cur = next;
+  }
+  lines.push(cur);
+  return lines.map((t) => fitText(ctx, t, width - 16));
+}
+
+/**
+ * Two layouts of the target and source tokens. "rows" (wide screens): target tokens in a row on
+ * top, source tokens in a row below, lines between. "stacked" (when a row would not fit `width`,
+ * e.g. on a phone): target tokens in a column on the left, source tokens in a column on the
+ * right, lines across, so every token stays readable without scrolling sideways.
+ */
+function geometry(ctx, prep, width, title) {
+  const w0 = Math.max(width, 200);
+  const titles = titleLines(ctx, title, w0);
+  ctx.font = font(11);
+  const noteLines = ['Queries come from the decoder (target), keys and values from the encoder (source).'].concat(prep.notes)
+    .flatMap((l) => wrapWords(ctx, l, w0 - 16));
+  const headerH = 26 + (titles.length - 1) * 18 + noteLines.length * 15 + 25;
+  let top = chips(ctx, prep.rowLabels, 120);
+  let bottom = chips(ctx, prep.colLabels, 120);
+  const mode = Math.max(top.width, bottom.width) + 32 <= w0 ? 'rows' : 'stacked';
+  let rowTop;
+  let rowBottom;
+  let blockBottom;
+  let colX = 0;
+  if (mode === 'rows') {
+    rowTop = headerH;
+    rowBottom = headerH + CHIP_H + 84;
+    blockBottom = rowBottom + CHIP_H + 40;
+  } else {
+    // Both columns share what is left after the lines' room and the weights' labels.
+    const chipMax = Math.max(40, Math.min(120, Math.floor((w0 - 16 - NUM_W - MIN_LINES_W) / 2)));
+    top = chips(ctx, prep.rowLabels, chipMax - 14);
+    bottom = chips(ctx, prep.colLabels, chipMax - 14);
+    rowTop = headerH;
+    colX = w0 - 8 - NUM_W - bottom.maxW;
+    rowBottom = rowTop; // both columns start at the same height
+    blockBottom = rowTop + Math.max(prep.rows, prep.cols) * STACK_PITCH + 24;
+  }
   ctx.font = font(11);
   const labelW = Math.min(120, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
-  const cell = Math.max(8, Math.min(30, Math.floor((Math.max(width, 200) - labelW - 90) / Math.max(1, prep.cols))));
-  const colLabelH = Math.min(90, Math.ceil(maxTextWidth(ctx, prep.colLabels) * 0.72) + 14);
-  const matTop = rowBottom + CHIP_H + 40 + colLabelH;
-  const w = Math.max(width, inner + 32, labelW + cell * prep.cols + 100);
+  // Matrix: 8 px left margin, labels, cells, then the colour bar (14 + 12) and its labels (~38).
+  const cell = Math.max(8, Math.min(30, Math.floor((w0 - labelW - 8 - 64) / Math.max(1, prep.cols))));
+  const colTextW = maxTextWidth(ctx, prep.colLabels);
+  const colLabelH = Math.min(90, Math.ceil(colTextW * 0.72) + 14);
+  const matTop = blockBottom + colLabelH;
+  // The last column's label is drawn at 45° up and to the right of its cell.
+  const right = Math.max(64, cell / 2 + Math.min(colTextW, colLabelH * 1.3) * 0.71 + 8);
+  const w = Math.max(w0, mode === 'rows' ? Math.max(top.width, bottom.width) + 32 : 0, Math.ceil(8 + labelW + cell * prep.cols + right));
   return {
-    top, bottom, inner, headerH, rowTop, rowBottom, labelW, cell, colLabelH, matTop,
+    mode, titles, noteLines, top, bottom, headerH, rowTop, rowBottom, colX, labelW, cell, colLabelH, matTop,
     width: w,
     height: matTop + cell * prep.rows + 16,
     offTop: Math.max(16, (w - top.width) / 2),
@@ -50,19 +100,35 @@ function geometry(ctx, prep, width) {
   };
 }
 
+function titleParts(prep, state) {
+  const what = state.agg === 'head' ? `head ${Math.min(state.head, prep.nHeads - 1) + 1}` : 'mean over heads';
+  const t = Math.min(Math.max(0, state.step | 0), prep.rows - 1);
+  return [`Cross-attention`, `layer ${prep.layer + 1}`, what, `decode step ${t + 1} of ${prep.rows}`];
+}
+
+/** The box of target chip i / source chip j: { x, y, w } (height CHIP_H). */
+function targetBox(g, i) {
+  const c = g.top.chips[i];
+  return g.mode === 'rows' ? { x: g.offTop + c.x, y: g.rowTop, w: c.w } : { x: 8, y: g.rowTop + i * STACK_PITCH, w: g.top.maxW };
+}
+function sourceBox(g, j) {
+  const c = g.bottom.chips[j];
+  return g.mode === 'rows' ? { x: g.offBottom + c.x, y: g.rowBottom, w: c.w } : { x: g.colX, y: g.rowBottom + j * STACK_PITCH, w: g.bottom.maxW };
+}
+
 export function size(ctx, input, state, width) {
   const prep = prepareLayer(input.result, cstate(state), input.specials);
   if (!prep) return { width, height: 80 };
-  const g = geometry(ctx, prep, width);
+  const g = geometry(ctx, prep, width, titleParts(prep, state));
   return { width: g.width, height: g.height };
 }
 
 /** Click on a target chip or a matrix row → { step }. */
 export function hitTest(geom, x, y) {
   if (!geom || !geom.top) return null;
-  if (y >= geom.rowTop && y <= geom.rowTop + CHIP_H) {
-    const i = geom.top.chips.findIndex((c) => x >= geom.offTop + c.x && x <= geom.offTop + c.x + c.w);
-    if (i >= 0) return { step: i };
+  for (let i = 0; i < geom.top.chips.length; i++) {
+    const b = targetBox(geom, i);
+    if (x >= b.x && x <= b.x + b.w && y >= b.y && y <= b.y + CHIP_H) return { step: i };
   }
   const mx = 8 + geom.labelW;
   if (y >= geom.matTop && y < geom.matTop + geom.cell * geom.rows && x >= mx - geom.labelW && x < mx + geom.cell * geom.cols) {
@@ -86,70 +152,79 @@ export function draw(ctx, input, state, theme, width) {
     return { width, height: 80 };
   }
   const { prep, mat } = m;
-  const g = geometry(ctx, prep, width);
+  const g = geometry(ctx, prep, width, titleParts(prep, state));
   clear(ctx, g.width, g.height, theme);
   const t = Math.min(Math.max(0, state.step | 0), prep.rows - 1);
   const C = prep.cols;
-  const what = state.agg === 'head' ? `head ${Math.min(state.head, prep.nHeads - 1) + 1}` : 'mean over heads';
 
-  drawTitle(ctx, `Cross-attention · layer ${prep.layer + 1} · ${what} · decode step ${t + 1} of ${prep.rows}`, theme);
-  textLines(ctx, ['Queries come from the decoder (target), keys and values from the encoder (source).'].concat(prep.notes), 8, 26, theme, 11, g.width - 16);
+  g.titles.forEach((line, i) => {
+    ctx.save();
+    ctx.translate(0, i * 18);
+    drawTitle(ctx, line, theme);
+    ctx.restore();
+  });
+  textLines(ctx, g.noteLines, 8, 26 + (g.titles.length - 1) * 18, theme, 11, g.width - 16);
 
   const row = mat.subarray(t * C, (t + 1) * C);
   const rowMax = maxOf(row) || 1;
+  const stacked = g.mode === 'stacked';
   // Lines from the current target token to the source tokens
-  const tc = g.top.chips[t];
-  const sx = g.offTop + tc.x + tc.w / 2;
-  const sy = g.rowTop + CHIP_H;
+  const tb = targetBox(g, t);
+  const sx = stacked ? tb.x + tb.w : tb.x + tb.w / 2;
+  const sy = stacked ? tb.y + CHIP_H / 2 : g.rowTop + CHIP_H;
   ctx.strokeStyle = theme.accent;
   for (let j = 0; j < C; j++) {
     const w = row[j];
     if (w < Math.max(0.01, state.threshold || 0)) continue;
-    const bc = g.bottom.chips[j];
+    const bb = sourceBox(g, j);
     ctx.globalAlpha = Math.min(1, 0.15 + 0.85 * w);
     ctx.lineWidth = 1 + 7 * w;
     ctx.beginPath();
     ctx.moveTo(sx, sy);
-    ctx.lineTo(g.offBottom + bc.x + bc.w / 2, g.rowBottom);
+    if (stacked) ctx.lineTo(bb.x, bb.y + CHIP_H / 2);
+    else ctx.lineTo(bb.x + bb.w / 2, g.rowBottom);
     ctx.stroke();
   }
   ctx.globalAlpha = 1;
 
-  // Target chips
-  ctx.font = font(13);
-  ctx.textBaseline = 'middle';
-  ctx.textAlign = 'center';
+  // Column / row captions
   ctx.fillStyle = theme.muted;
   ctx.font = font(11);
   ctx.textAlign = 'left';
-  ctx.fillText('target (decoder)', 8, g.rowTop - 10);
-  ctx.fillText('source (encoder)', 8, g.rowBottom - 10);
+  ctx.textBaseline = 'middle';
+  ctx.fillText(stacked ? 'target' : 'target (decoder)', 8, g.rowTop - 10);
+  ctx.fillText(stacked ? 'source' : 'source (encoder)', stacked ? g.colX : 8, g.rowBottom - 10);
   ctx.textAlign = 'center';
+  // Target chips
   g.top.chips.forEach((c, i) => {
-    const x = g.offTop + c.x;
+    const b = targetBox(g, i);
     ctx.fillStyle = i === t ? theme.accent : theme.bg;
     ctx.strokeStyle = i === t ? theme.accent : theme.faint;
     ctx.lineWidth = 1;
-    ctx.fillRect(x, g.rowTop, c.w, CHIP_H);
-    ctx.strokeRect(x + 0.5, g.rowTop + 0.5, c.w - 1, CHIP_H - 1);
+    ctx.fillRect(b.x, b.y, b.w, CHIP_H);
+    ctx.strokeRect(b.x + 0.5, b.y + 0.5, b.w - 1, CHIP_H - 1);
     ctx.font = font(13, i === t ? 600 : 400);
     ctx.fillStyle = i === t ? theme.bg : i > t ? theme.muted : theme.fg;
-    ctx.fillText(c.text, x + c.w / 2, g.rowTop + CHIP_H / 2);
+    ctx.fillText(c.text, b.x + b.w / 2, b.y + CHIP_H / 2);
   });
-  // Source chips, background by weight
+  // Source chips, background by weight, the weight below (rows) or beside (stacked)
   g.bottom.chips.forEach((c, j) => {
-    const x = g.offBottom + c.x;
+    const b = sourceBox(g, j);
     const v = row[j] / rowMax;
     ctx.fillStyle = rgb(viridis(v));
-    ctx.fillRect(x, g.rowBottom, c.w, CHIP_H);
+    ctx.fillRect(b.x, b.y, b.w, CHIP_H);
     ctx.strokeStyle = theme.faint;
-    ctx.strokeRect(x + 0.5, g.rowBottom + 0.5, c.w - 1, CHIP_H - 1);
+    ctx.strokeRect(b.x + 0.5, b.y + 0.5, b.w - 1, CHIP_H - 1);
     ctx.font = font(13);
+    ctx.textAlign = 'center';
     ctx.fillStyle = v > 0.6 ? '#111' : '#f4f4f4';
-    ctx.fillText(c.text, x + c.w / 2, g.rowBottom + CHIP_H / 2);
+    ctx.fillText(c.text, b.x + b.w / 2, b.y + CHIP_H / 2);
     ctx.font = font(10);
     ctx.fillStyle = theme.muted;
-    ctx.fillText(row[j].toFixed(2), x + c.w / 2, g.rowBottom + CHIP_H + 9);
+    if (stacked) {
+      ctx.textAlign = 'left';
+      ctx.fillText(row[j].toFixed(2), b.x + b.w + 4, b.y + CHIP_H / 2);
+    } else ctx.fillText(row[j].toFixed(2), b.x + b.w / 2, b.y + CHIP_H + 9);
   });
 
   // The whole matrix, current step outlined
