@@ -65,6 +65,9 @@ textarea { display: block; width: 100%; box-sizing: border-box; border: 0; borde
 .wrap { overflow: auto; position: relative; }
 canvas { display: block; }
 :focus-visible { outline: 3px solid var(--av-accent); outline-offset: -3px; }
+/* The map's ring goes on its scrolling box: on a canvas wider than the box it would be cut off. */
+.wrap:has(canvas:focus-visible) { outline: 3px solid var(--av-accent); outline-offset: -3px; }
+canvas:focus-visible { outline: none; }
 .foot { display: flex; justify-content: space-between; gap: 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
 .msg { padding: 16px 8px; color: var(--av-muted); }
 .msg.err { color: #c62828; }

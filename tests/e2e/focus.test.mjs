@@ -121,3 +121,48 @@ test('tabbing to the map shows a visible focus ring around it', async () => {
     await app.close();
   }
 });
+
+test('a widget whose map is wider than its box shows the whole focus ring too', async () => {
+  const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
+  const page = await context.newPage();
+  try {
+    await page.goto(`${server.url}examples.html`);
+    // One widget of our own, in the step view (848 px wide in a 375 px page: its box scrolls).
+    await page.evaluate(() => {
+      document.body.textContent = '';
+      const w = document.createElement('attention-viz');
+      w.id = 'w';
+      w.setAttribute('model', 'minilm');
+      w.setAttribute('text', 'The cat sat on the mat.');
+      w.setAttribute('view', 'step');
+      document.body.appendChild(w);
+    });
+    await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready' && /^Step view, layer/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label')), null, { timeout: 180_000 });
+    const sizes = await page.evaluate(() => {
+      const root = document.getElementById('w').shadowRoot;
+      return { canvas: root.querySelector('canvas').getBoundingClientRect().width, wrap: root.querySelector('.wrap').clientWidth };
+    });
+    assert.ok(sizes.canvas > sizes.wrap, `the map should be wider than its box here: ${JSON.stringify(sizes)}`);
+    const box = await page.evaluate(() => {
+      const r = document.getElementById('w').shadowRoot.querySelector('.wrap').getBoundingClientRect();
+      return { x: r.x, y: r.y, width: r.width, height: Math.min(r.height, innerHeight - r.y - 12) };
+    });
+    const clip = { x: Math.max(0, box.x - 6), y: Math.max(0, box.y - 6), width: Math.min(375 - Math.max(0, box.x - 6), box.width + 12), height: box.height + 12 };
+    const unfocused = await page.screenshot({ clip });
+    // Keyboard focus: Tab from the top of the page into the widget's canvas.
+    let reached = false;
+    for (let i = 0; i < 20 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => document.getElementById('w').shadowRoot.activeElement?.tagName === 'CANVAS');
+    }
+    assert.ok(reached, 'Tab never reaches the widget canvas');
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const focused = await page.screenshot({ clip });
+    const cover = await ringCoverage(page, unfocused, focused, clip, box, 5);
+    for (const [side, f] of Object.entries(cover)) {
+      assert.ok(f >= 0.9, `the widget's focus ring shows along only ${(f * 100).toFixed(0)} % of its ${side} edge: ${JSON.stringify(cover)}`);
+    }
+  } finally {
+    await context.close();
+  }
+});
