@@ -2,7 +2,7 @@
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
-# The targets run in the order given (test = setup, models, build, then the suites).
+# The targets run in the order given (test = setup, models, build, lint, then the suites).
 .NOTPARALLEL:
 
 PORT ?= 8080
@@ -31,13 +31,14 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models build serve test test-rust test-wasm test-py test-e2e bench screenshots \
+.PHONY: help setup models build serve test lint test-rust test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean
 
 help:
 	@echo "attnviz make targets:"
 	@echo "  make serve       setup + models + build, then serve on http://127.0.0.1:\$$PORT/ (default 8080)"
-	@echo "  make test        setup + models + build, then test-rust, test-wasm, test-py, test-e2e"
+	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e"
+	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
 	@echo "  make setup       install toolchain, wasm-bindgen-cli, npm deps, chromium (scripts/setup.sh)"
 	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
 	@echo "  make build       release wasm (+simd128) -> wasm-bindgen --target web -> wasm-opt, into pkg/"
@@ -61,7 +62,7 @@ models:
 	bash scripts/setup.sh --no-models
 
 # (make setup re-runs npm ci when package-lock.json changes)
-node_modules/.bin/wasm-opt:
+node_modules/.bin/wasm-opt node_modules/.bin/eslint:
 	bash scripts/setup.sh --no-models --no-browser
 
 build: | .toolchain/env node_modules/.bin/wasm-opt
@@ -86,8 +87,21 @@ build: | .toolchain/env node_modules/.bin/wasm-opt
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
 
-test: setup models build test-rust test-wasm test-py test-e2e
+test: setup models build lint test-rust test-wasm test-py test-e2e
 	@echo "[test] all suites passed"
+
+# Formatting, clippy (warnings are errors) and eslint (eslint.config.js). setup.sh installs rustfmt
+# and clippy; where rustup could not add them it takes Debian's (.toolchain/lint-env says so).
+lint: | node_modules/.bin/eslint
+	@LINT_PATH= LINT_TARGET_DIR=; if [ -f .toolchain/lint-env ]; then . ./.toolchain/lint-env; fi; \
+	cargo_path="$${LINT_PATH:+$$LINT_PATH:}$$PATH"; \
+	echo "[lint] cargo fmt --check"; \
+	PATH="$$cargo_path" cargo fmt --check || { echo "[lint] cargo fmt --check failed: run 'cargo fmt'"; exit 1; }; \
+	echo "[lint] cargo clippy --all-targets -- -D warnings"; \
+	PATH="$$cargo_path" cargo clippy --all-targets $${LINT_TARGET_DIR:+--target-dir "$$LINT_TARGET_DIR"} -- -D warnings; \
+	echo "[lint] npx eslint ."; \
+	npx --no-install eslint .; \
+	echo "[lint] ok"
 
 test-rust:
 	cargo test $(TEST_PROFILE)

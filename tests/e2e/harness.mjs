@@ -70,7 +70,7 @@ export async function startServer({ prefix = '/', verbose = false } = {}) {
     } catch (err) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`serve.py at ${url} does not answer: ${err.message}\nstderr: ${stderr}`);
+        throw new Error(`serve.py at ${url} does not answer: ${err.message}\nstderr: ${stderr}`, { cause: err });
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -155,7 +155,7 @@ export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS } = {})
   } catch (err) {
     const state = await page.evaluate(() => document.body?.dataset.state).catch(() => undefined);
     throw new Error(`page did not become ready within ${timeout} ms (state=${state ?? 'unset'})\n`
-      + describe(app) + `\n${err.message}`);
+      + describe(app) + `\n${err.message}`, { cause: err });
   }
   const state = await page.evaluate(() => document.body.dataset.state);
   if (state === 'error') {

@@ -35,6 +35,37 @@ test('rollout: 0.5·A + 0.5·I, rows renormalised, multiplied through the layers
   for (let i = 0; i < 2; i++) assert.ok(close(r1[i * 2] + r1[i * 2 + 1], 1));
 });
 
+test('rollout differs from the head mean and equals a hand-computed product (prepareLayer, agg rollout vs mean)', () => {
+  // Three tokens, two heads, two layers; every number below is exact in float32.
+  // Layer 0: head 0 attends to token 0, head 1 to token 1  → mean row [0.5, 0.5, 0] for every query.
+  // Layer 1: both heads attend to token 2                   → mean row [0, 0, 1] for every query.
+  const l0 = block(0, 2, 3, (h, i, j) => (j === h ? 1 : 0));
+  const l1 = block(1, 2, 3, (h, i, j) => (j === 2 ? 1 : 0));
+  const r = { tokens: { source: ['a', 'b', 'c'], target: [] }, word_ids: { source: [0, 1, 2], target: [] }, attentions: [l1, l0] };
+  const prep = (layer, agg) => Array.from(prepareLayer(r, { ...defaultState(), kind: 'encoder_self', layer, agg }, []).mean);
+
+  // A'0 = 0.5·mean0 + 0.5·I (rows already sum to 1).
+  const a0 = [0.75, 0.25, 0, 0.25, 0.75, 0, 0.25, 0.25, 0.5];
+  // A'1 = 0.5·mean1 + 0.5·I;  R1 = A'1 · A'0:
+  //   row 0 = 0.5·A'0[0] + 0.5·A'0[2] = [0.5, 0.25, 0.25]
+  //   row 1 = 0.5·A'0[1] + 0.5·A'0[2] = [0.25, 0.5, 0.25]
+  //   row 2 = A'0[2]                  = [0.25, 0.25, 0.5]
+  const r1 = [0.5, 0.25, 0.25, 0.25, 0.5, 0.25, 0.25, 0.25, 0.5];
+  assert.deepEqual(prep(0, 'mean'), [0.5, 0.5, 0, 0.5, 0.5, 0, 0.5, 0.5, 0]);
+  assert.deepEqual(prep(0, 'rollout'), a0);
+  assert.deepEqual(prep(1, 'mean'), [0, 0, 1, 0, 0, 1, 0, 0, 1]);
+  assert.deepEqual(prep(1, 'rollout'), r1);
+  // Asked again in the other order (prepareLayer caches per result): still each its own.
+  assert.deepEqual(prep(1, 'mean'), [0, 0, 1, 0, 0, 1, 0, 0, 1]);
+  assert.notDeepEqual(prep(1, 'rollout'), prep(1, 'mean'));
+  // Cross-attention has no rollout (queries and keys are different sequences): the head mean.
+  const cross = block(0, 2, 3, (h, i, j) => (j === h ? 1 : 0));
+  cross.kind = 'cross';
+  const rc = { tokens: { source: ['a', 'b', 'c'], target: ['x', 'y', 'z'] }, word_ids: { source: [0, 1, 2], target: [0, 1, 2] }, attentions: [cross] };
+  const crossPrep = (agg) => Array.from(prepareLayer(rc, { ...defaultState(), kind: 'cross', layer: 0, agg }, []).mean);
+  assert.deepEqual(crossPrep('rollout'), crossPrep('mean'));
+});
+
 test('entropy: 0 for one-hot rows, 1 (normalised) for uniform rows', () => {
   assert.equal(entropy(new Float32Array([1, 0, 0, 1]), 2, 2).normalised, 0);
   assert.ok(close(entropy(new Float32Array([0.5, 0.5, 0.5, 0.5]), 2, 2).normalised, 1));

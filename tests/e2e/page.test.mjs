@@ -15,7 +15,7 @@ const SHOTS = path.resolve(ROOT, process.env.ATTNVIZ_SCREENSHOTS_DIR ?? 'test-re
 
 let server;
 let browser;
-let app; // one page for most tests, in order
+let app; // one page shared by most tests; each test first puts it into the state it needs (showState)
 
 before(async () => {
   server = await startServer({ prefix: '/' });
@@ -30,7 +30,7 @@ after(async () => {
   await server?.close();
 });
 
-const dbg = (page) => page.evaluate(() => ({ ...window.attnvizDebug, step: window.attnvizDebug.step }));
+const dbg = (page) => page.evaluate(() => ({ ...window.attnvizDebug, step: window.attnvizDebug.step, hash: location.hash }));
 
 /** Run `action`, then wait until the page has drawn again (drawCount grew) and `until` holds. */
 async function afterDraw(page, action, until = () => true, timeout = 60_000) {
@@ -62,13 +62,38 @@ function canvasInk(page, selector = 'canvas#view') {
   }, selector);
 }
 
+const SENTENCE = 'Colorless green ideas sleep furiously.';
+// Permalink fields the page leaves out when they hold their default value.
+const HASH_DEFAULTS = { v: 'head', k: 'encoder_self', a: 'head', th: '0', q: '0', s: '0' };
+const sortedParams = (p) => [...p].map(([k, v]) => `${k}=${v}`).sort().join('&');
+
+/**
+ * Put the shared page into the state a permalink describes — MiniLM, SENTENCE, layer 0, head 0 and
+ * every other field at its default unless `params` says otherwise — and wait until that is drawn.
+ * Each test starts with this, so it passes alone (--test-name-pattern) or after any other test.
+ */
+async function showState(page, params = {}) {
+  const want = new URLSearchParams({ m: 'minilm-l6', t: SENTENCE, l: '0', h: '0', ...params });
+  for (const [k, v] of Object.entries(HASH_DEFAULTS)) if (want.get(k) === v) want.delete(k);
+  const target = sortedParams(want);
+  // Setting the hash the page already has fires no hashchange: then set the same fields reordered.
+  const current = await page.evaluate(() => location.hash.replace(/^#/, ''));
+  const hash = want.toString() === current ? new URLSearchParams([...want].reverse()).toString() : want.toString();
+  return afterDraw(
+    page,
+    () => page.evaluate((h) => { location.hash = h; }, hash),
+    (d) => sortedParams(new URLSearchParams(d.hash.replace(/^#/, ''))) === target && d.state.pin === null,
+    180_000,
+  );
+}
+
 async function selectModel(page, id) {
   await afterDraw(page, () => page.selectOption('#model', id), (d) => d.modelId === id, 180_000);
 }
 
 test('the default model is drawn in the head view with its tokens, and the status line says so', async () => {
   const { page } = app;
-  const d = await dbg(page);
+  const d = await showState(page);
   assert.equal(d.modelId, 'minilm-l6');
   assert.ok(d.drawCount >= 1);
   assert.equal(d.tokens[0], '[CLS]');
@@ -85,6 +110,7 @@ test('the default model is drawn in the head view with its tokens, and the statu
 
 test('typing a sentence redraws the view with the new tokens', async () => {
   const { page } = app;
+  await showState(page, { t: 'The cat sat on the mat.' });
   await page.fill('#text', '');
   const d = await afterDraw(
     page,
@@ -106,25 +132,26 @@ test('typing a sentence redraws the view with the new tokens', async () => {
 
 test('layer, head, view and filters can be switched with the mouse and the keyboard', async () => {
   const { page } = app;
+  await showState(page);
   // Layer via the select
-  let d = await afterDraw(page, () => page.selectOption('#layer', '3'), (x) => x.state.layer === 3);
+  await afterDraw(page, () => page.selectOption('#layer', '3'), (x) => x.state.layer === 3);
   assert.equal(await page.getAttribute('canvas#view', 'data-layer'), '3');
   // Layer via the keyboard (focus the canvas, not a text field)
   await page.focus('canvas#view');
-  d = await afterDraw(page, () => page.keyboard.press('ArrowDown'), (x) => x.state.layer === 4);
-  d = await afterDraw(page, () => page.keyboard.press('ArrowUp'), (x) => x.state.layer === 3);
+  await afterDraw(page, () => page.keyboard.press('ArrowDown'), (x) => x.state.layer === 4);
+  await afterDraw(page, () => page.keyboard.press('ArrowUp'), (x) => x.state.layer === 3);
   // Head via the keyboard: → shows the next head alone
-  d = await afterDraw(page, () => page.keyboard.press('ArrowRight'), (x) => x.state.head === 1);
+  let d = await afterDraw(page, () => page.keyboard.press('ArrowRight'), (x) => x.state.head === 1);
   assert.deepEqual(d.state.heads, [1]);
   // Double-click a head swatch: only that head
   d = await afterDraw(page, () => page.dblclick('#heads .swatch[data-head="5"]'), (x) => x.state.head === 5);
   assert.deepEqual(d.state.heads, [5]);
   assert.equal(await page.getAttribute('#heads .swatch[data-head="5"]', 'aria-pressed'), 'true');
   assert.equal(await page.getAttribute('#heads .swatch[data-head="4"]', 'aria-pressed'), 'false');
-  d = await afterDraw(page, () => page.click('#heads-all'), (x) => x.state.heads === null);
+  await afterDraw(page, () => page.click('#heads-all'), (x) => x.state.heads === null);
   // Views
   for (const v of ['model', 'heatmap', 'step', 'head']) {
-    d = await afterDraw(page, () => page.click(`#views [data-view="${v}"]`), (x) => x.view === v && (v !== 'step' || !!x.step));
+    await afterDraw(page, () => page.click(`#views [data-view="${v}"]`), (x) => x.view === v && (v !== 'step' || !!x.step));
     assert.equal(await page.getAttribute('canvas#view', 'data-view'), v);
     const ink = await canvasInk(page);
     assert.ok(ink.ink > 0.005, `view ${v} looks blank: ${JSON.stringify(ink)}`);
@@ -138,10 +165,21 @@ test('layer, head, view and filters can be switched with the mouse and the keybo
   assert.equal(d.state.layer, 1, JSON.stringify(d.state));
   assert.equal(d.state.head, 2, JSON.stringify(d.state));
   assert.deepEqual(d.state.heads, [2]);
-  // Aggregates and filters
-  d = await afterDraw(page, () => page.selectOption('#agg', 'rollout'), (x) => x.state.agg === 'rollout');
-  d = await afterDraw(page, () => page.selectOption('#agg', 'mean'), (x) => x.state.agg === 'mean');
-  await page.click('#filters summary');
+  // Aggregates: a pinned query token's top weights under rollout (through layers 1–2) are not
+  // those of layer 2's head mean.
+  await page.mouse.move(0, 0);
+  await page.focus('canvas#view');
+  await afterDraw(page, () => page.keyboard.press(']'), (x) => !!x.state.pin);
+  const topList = () => page.$$eval('#top-list li', (lis) => lis.map((li) => li.textContent));
+  await afterDraw(page, () => page.selectOption('#agg', 'rollout'), (x) => x.state.agg === 'rollout');
+  const rolloutTop = await topList();
+  await afterDraw(page, () => page.selectOption('#agg', 'mean'), (x) => x.state.agg === 'mean');
+  const meanTop = await topList();
+  assert.ok(rolloutTop.length >= 3 && meanTop.length >= 3, JSON.stringify({ rolloutTop, meanTop }));
+  assert.notDeepEqual(rolloutTop, meanTop, 'rollout shows the same weights as the head mean');
+  await afterDraw(page, () => page.keyboard.press('Escape'), (x) => x.state.pin === null);
+  // Filters (their <details> may already be open: it is not part of the permalink)
+  if (!(await page.isVisible('#hide-special'))) await page.click('#filters summary');
   d = await afterDraw(page, () => page.check('#hide-special'), (x) => x.state.hideSpecial);
   let label = await page.getAttribute('canvas#view', 'aria-label');
   assert.match(label, new RegExp(`${d.tokens.length - 2} query tokens`), 'special tokens should be hidden');
@@ -152,21 +190,21 @@ test('layer, head, view and filters can be switched with the mouse and the keybo
   const notes = await page.textContent('#notes');
   assert.match(notes, /renormalised/);
   assert.match(notes, /summed/);
-  d = await afterDraw(page, () => page.uncheck('#merge'), (x) => !x.state.merge);
-  d = await afterDraw(page, () => page.uncheck('#hide-special'), (x) => !x.state.hideSpecial);
-  d = await afterDraw(page, () => page.selectOption('#agg', 'head'), (x) => x.state.agg === 'head');
+  await afterDraw(page, () => page.uncheck('#merge'), (x) => !x.state.merge);
+  await afterDraw(page, () => page.uncheck('#hide-special'), (x) => !x.state.hideSpecial);
+  await afterDraw(page, () => page.selectOption('#agg', 'head'), (x) => x.state.agg === 'head');
 });
 
 test('hovering a token lists its top weights; clicking pins it', async () => {
   const { page } = app;
-  await afterDraw(page, () => page.click('#views [data-view="head"]'), (x) => x.view === 'head').catch(() => {});
+  await showState(page);
   const box = await page.locator('canvas#view').boundingBox();
   const pt = await page.evaluate(() => window.attnvizDebug.tokenPoint('q', 2));
   assert.ok(pt, 'no point for query token 2');
   await page.mouse.move(box.x + pt.x, box.y + pt.y);
   await page.waitForFunction(() => document.querySelectorAll('#top-list li').length > 0, null, { timeout: 10_000 });
   await page.mouse.click(box.x + pt.x, box.y + pt.y);
-  await page.waitForFunction(() => !!window.attnvizDebug.state.pin, null, { timeout: 10_000 }).catch(() => {});
+  await page.waitForFunction(() => !!window.attnvizDebug.state.pin, null, { timeout: 10_000 });
   const pinned = await page.evaluate(() => window.attnvizDebug.state.pin);
   assert.ok(pinned, 'clicking a query label did not pin it');
   assert.equal(pinned.side, 'q');
@@ -179,11 +217,12 @@ test('hovering a token lists its top weights; clicking pins it', async () => {
   let d = await afterDraw(page, () => page.keyboard.press(']'), (x) => x.state.pin && x.state.pin.index === 3);
   assert.equal(d.state.pin.side, 'q');
   assert.ok((await page.$$('#top-list li')).length >= 3);
-  d = await afterDraw(page, () => page.keyboard.press('Escape'), (x) => x.state.pin === null);
+  await afterDraw(page, () => page.keyboard.press('Escape'), (x) => x.state.pin === null);
 });
 
 test('PNG export is a non-blank image; SVG export has the token labels as text', async () => {
   const { page } = app;
+  await showState(page); // head view of SENTENCE, which has "green"
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
   assert.match(dl.suggestedFilename(), /\.png$/);
   const file = await dl.path();
@@ -214,6 +253,7 @@ test('PNG export is a non-blank image; SVG export has the token labels as text',
 
 test('a permalink restores the exact state in a new page', async () => {
   const { page } = app;
+  await showState(page);
   const text = 'The bank <b>by</b> the river & "quotes" 😀 猫';
   await afterDraw(page, () => page.fill('#text', text), (x) => x.text === text);
   const want0 = (await dbg(page)).state;
@@ -221,7 +261,7 @@ test('a permalink restores the exact state in a new page', async () => {
   await afterDraw(page, () => page.selectOption('#layer', String(layer)), (x) => x.state.layer === layer);
   await afterDraw(page, () => page.click('#views [data-view="heatmap"]'), (x) => x.view === 'heatmap');
   await afterDraw(page, () => page.click('#heads .swatch[data-head="7"]'), (x) => x.state.head === 7);
-  await afterDraw(page, () => page.selectOption('#agg', 'head'), (x) => x.state.agg === 'head').catch(() => {});
+  await afterDraw(page, () => page.selectOption('#agg', 'mean'), (x) => x.state.agg === 'mean');
   if (!(await page.isVisible('#hide-special'))) await page.click('#filters summary');
   await afterDraw(page, () => page.setChecked('#hide-special', !want0.hideSpecial), (x) => x.state.hideSpecial === !want0.hideSpecial);
   const url = await page.evaluate(() => location.href);
@@ -273,6 +313,7 @@ test('the step view probabilities equal the CLI JSON for the same sentence, laye
 
 test('the translator shows "O gato sentou-se no tapete." and its cross-attention', async () => {
   const { page } = app;
+  await showState(page); // MiniLM: the translator is then picked with the model menu
   await selectModel(page, 'en-pt-tiny');
   await page.fill('#text', '');
   const d = await afterDraw(page, () => page.type('#text', 'The cat sat on the mat.', { delay: 10 }), (x) => x.text === 'The cat sat on the mat.' && x.outputText);
@@ -350,6 +391,7 @@ test('performance: keystroke → drawn latency and the 128-token head view (repo
     };
     return { p50: q(lat, 0.5), p95: q(lat, 0.95), fwd50: q(fwd, 0.5), over50: q(over, 0.5), n: Math.min(50, lat.length), d: await dbg(page) };
   };
+  await showState(page);
   const line = (r) => `p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms (of which wasm forward p50 ${r.fwd50.toFixed(1)} ms; page overhead p50 ${r.over50.toFixed(1)} ms)`;
   await selectModel(page, 'en-pt-tiny');
   await afterDraw(page, () => page.click('#views [data-view="cross"]'), (x) => x.view === 'cross');
