@@ -199,12 +199,15 @@ export function makeTransform(tok, opts = {}) {
     rowLabels: r.labels,
     colLabels: c.labels,
     renorm: !!opts.hideSpecial,
+    // nothing hidden or merged: matrices are used as they are (the common case, on every keystroke)
+    identity: !r.hidden && !c.hidden && !opts.merge,
     notes,
   };
 }
 
-/** Apply a transform to one [Tq][Tk] matrix; returns Float32Array(rows*cols). */
+/** Apply a transform to one [Tq][Tk] matrix → Float32Array(rows*cols), read-only (the matrix itself for the identity). */
 export function applyTransform(tr, mat, tq, tk) {
+  if (tr.identity && mat.length === tq * tk) return mat;
   const R = tr.rowGroups.length;
   const C = tr.colGroups.length;
   const out = new Float32Array(R * C);

@@ -119,6 +119,7 @@ function main() {
     Object.assign(debug, {
       drawCount: debug.drawCount + 1,
       lastDrawMs: geom.drawMs,
+      linesFrom: geom.linesFrom || 0, // head view: weights under this are not drawn (line budget)
       modelId: session.resultFor.model,
       tokens: r.tokens.source.slice(),
       targetTokens: (r.tokens.target || []).slice(),

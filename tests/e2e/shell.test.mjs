@@ -130,6 +130,14 @@ test('typing with all heads shown at 128 tokens: no main-thread task over 50 ms 
     assert.equal(d.heads, null, 'all heads shown');
     const long = await app.page.evaluate(() => window.longTasks);
     assert.deepEqual(long, [], `long tasks while typing: ${long.join(', ')} ms`);
+    // The faintest of the ~190k candidate lines are left out (and the drawing says so); hovering a
+    // token draws every one of its lines.
+    const from = await app.page.evaluate(() => window.attnvizDebug.linesFrom);
+    assert.ok(from > 0, 'the line budget left faint lines out');
+    const pt = await app.page.evaluate(() => window.attnvizDebug.tokenPoint('q', 5));
+    const box = await app.page.locator('canvas#view').boundingBox();
+    await app.page.mouse.move(box.x + pt.x, box.y + pt.y);
+    await waitDrawn(app.page, () => window.attnvizDebug.linesFrom === 0);
   } finally {
     await app.close();
   }

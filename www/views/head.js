@@ -5,9 +5,10 @@
 // one frame.
 
 import { prepareLayer } from '../analysis.js';
-import { clear, drawTitle, fitText, font, headColor, maxTextWidth, textLines } from './common.js';
+import { clear, drawTitle, fitText, fmt, font, headColor, maxTextWidth, textLines } from './common.js';
 
 const LEVELS = 24; // opacity buckets
+const LINE_BUDGET = 1500; // lines drawn at most while no token is hovered (see budgetLevel)
 const MIN_OPACITY = 1 / LEVELS; // lines under the first opacity step (weight ÷ scale) are left out
 
 /** The opacity scale of a drawing: the largest weight among the lines it may draw. */
@@ -55,7 +56,8 @@ function geometry(ctx, prep, state, width) {
   const gap = Math.max(120, Math.min(380, width - 2 * labelW - 24));
   const total = 2 * labelW + gap;
   const x0 = Math.max(8, Math.floor((width - total) / 2));
-  const headerH = 44 + (prep.notes.length ? prep.notes.length * 16 : 0);
+  // title, column names + opacity scale, a line for lines left out, then the filter notes
+  const headerH = 58 + (prep.notes.length ? prep.notes.length * 16 : 0);
   const n = Math.max(prep.rows, prep.cols);
   return {
     rowH,
@@ -118,6 +120,29 @@ export function topWeights(input, state, focus, k = 8) {
 }
 
 /**
+ * The lowest opacity level drawn when no token is hovered: at most LINE_BUDGET lines, the
+ * faintest levels left out first (the strongest level is always kept). Thousands of overlapping
+ * lines read no better than the strongest few thousand, and rasterising them blocked the main
+ * thread for 50–100 ms per keystroke in software rendering.
+ */
+function budgetLevel(ls, threshold, toLevel) {
+  const perLevel = new Uint32Array(LEVELS);
+  for (const l of ls) {
+    const m = l.mat;
+    for (let k = 0; k < m.length; k++) {
+      const w = m[k];
+      if (w >= threshold) perLevel[Math.min(LEVELS - 1, Math.floor(w * toLevel))]++;
+    }
+  }
+  let total = 0;
+  for (let lvl = LEVELS - 1; lvl >= 0; lvl--) {
+    total += perLevel[lvl];
+    if (total > LINE_BUDGET) return total === perLevel[lvl] ? lvl : lvl + 1;
+  }
+  return 0;
+}
+
+/**
  * Draw the head view. input: { result, specials }, state: view state (+ transient `focus`),
  * returns the geometry for hitTest.
  */
@@ -143,7 +168,7 @@ export function draw(ctx, input, state, theme, width) {
   ctx.fillText('queries', g.leftX, 28);
   ctx.textAlign = 'left';
   ctx.fillText('keys', g.rightX, 28);
-  textLines(ctx, prep.notes, 8, 44, theme, 11, g.width - 16);
+  textLines(ctx, prep.notes, 8, 58, theme, 11, g.width - 16);
 
   const y = (i) => g.headerH + 4 + i * g.rowH + g.rowH / 2;
   const focus = state.focus || null;
@@ -154,11 +179,17 @@ export function draw(ctx, input, state, theme, width) {
   const threshold = Math.max(MIN_OPACITY * scale, state.threshold || 0, 1e-9);
   const toLevel = scale > 0 ? LEVELS / scale : 0;
   g.alphaScale = scale;
+  const minLevel = focus ? 0 : budgetLevel(ls, threshold, toLevel);
+  g.linesFrom = minLevel ? minLevel / toLevel : 0;
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'center';
   ctx.textBaseline = 'top';
   ctx.fillText(fitText(ctx, scaleText(scale), g.rightX - g.leftX - 16), (g.leftX + g.rightX) / 2, 28);
+  if (minLevel) {
+    const hidden = `fainter lines (weight < ${fmt(g.linesFrom, 3)}) left out; hover a token for all of its lines`;
+    ctx.fillText(fitText(ctx, hidden, g.rightX - g.leftX - 16), (g.leftX + g.rightX) / 2, 42);
+  }
 
   // Lines, batched per (head, opacity level)
   ctx.lineWidth = g.rowH > 16 ? 2 : 1;
@@ -182,16 +213,17 @@ export function draw(ctx, input, state, theme, width) {
       }
     }
     ctx.strokeStyle = l.color || theme.accent;
-    for (let lvl = 0; lvl < LEVELS; lvl++) {
+    for (let lvl = minLevel; lvl < LEVELS; lvl++) {
       const seg = buckets[lvl];
       if (!seg.length) continue;
       ctx.globalAlpha = (lvl + 1) / LEVELS;
-      ctx.beginPath();
+      // One path per line: a single path of crossing wide lines rasterises 4–5× slower.
       for (let s = 0; s < seg.length; s += 2) {
+        ctx.beginPath();
         ctx.moveTo(x1, y(seg[s]));
         ctx.lineTo(x2, y(seg[s + 1]));
+        ctx.stroke();
       }
-      ctx.stroke();
     }
   }
   ctx.globalAlpha = 1;
