@@ -2,18 +2,18 @@
 // widget alike. Every matrix is a row-major Float32Array [query][key].
 
 /** Kinds present in a result, in a stable teaching order. */
-export function resultKinds(result) {
+function resultKinds(result) {
   const order = ['encoder_self', 'decoder_self', 'cross'];
   const seen = new Set(result.attentions.map((a) => a.kind));
   return order.filter((k) => seen.has(k)).concat([...seen].filter((k) => !order.includes(k)));
 }
 
 /** Attention blocks of one kind, sorted by layer. */
-export function blocksOf(result, kind) {
+function blocksOf(result, kind) {
   return result.attentions.filter((a) => a.kind === kind).sort((a, b) => a.layer - b.layer);
 }
 
-export function getBlock(result, kind, layer) {
+function getBlock(result, kind, layer) {
   return result.attentions.find((a) => a.kind === kind && a.layer === layer) || null;
 }
 
@@ -57,7 +57,7 @@ export function tokensFor(result, kind) {
 }
 
 /** The [query][key] matrix of one head (a view into the block, not a copy). */
-export function headMatrix(block, h) {
+function headMatrix(block, h) {
   const n = block.query_len * block.key_len;
   return block.data.subarray(h * n, (h + 1) * n);
 }
@@ -136,13 +136,13 @@ export function entropy(mat, rows, cols) {
 
 const DEFAULT_SPECIALS = ['[CLS]', '[SEP]', '[PAD]', '[MASK]', '</s>', '<s>', '<pad>', '<|endoftext|>', '<|im_start|>', '<|im_end|>'];
 
-export function isSpecial(token, wordId, specials) {
+function isSpecial(token, wordId, specials) {
   if (specials && specials.has(token)) return true;
   return DEFAULT_SPECIALS.includes(token);
 }
 
 /** Strip the word-start / continuation markers of WordPiece, SentencePiece and byte-level BPE. */
-export function cleanPiece(piece, first) {
+function cleanPiece(piece, first) {
   let p = piece;
   if (!first && p.startsWith('##')) p = p.slice(2);
   p = p.replace(/^[\u2581\u0120]/, '');
@@ -232,13 +232,6 @@ export function applyTransform(tr, mat, tq, tk) {
   return out;
 }
 
-/** Indices of the k largest entries of a row, largest first. */
-export function topK(row, k) {
-  const idx = [...row.keys()];
-  idx.sort((a, b) => row[b] - row[a]);
-  return idx.slice(0, k);
-}
-
 /**
  * Everything a matrix view needs for one kind and layer, after filters:
  * { rows, cols, rowLabels, colLabels, heads: Float32Array[] (per head), mean, notes, block }.
@@ -284,9 +277,4 @@ export function prepareLayer(result, state, specials) {
   };
   per.set(key, prep);
   return prep;
-}
-
-/** Summarise a result for tests and the status line. */
-export function tokenCount(result) {
-  return (result.tokens.source || []).length;
 }

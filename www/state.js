@@ -4,7 +4,7 @@
 import { VIEW_IDS, viewAvailable, viewFor } from './views/index.js';
 
 export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
-export const AGGS = ['head', 'mean', 'rollout'];
+const AGGS = ['head', 'mean', 'rollout'];
 
 export function defaultState() {
   return {

@@ -19,10 +19,6 @@ export function configure(opts = {}) {
   }
 }
 
-export function getBase() {
-  return base;
-}
-
 function ensureWorker() {
   if (worker) return worker;
   const url = new URL('worker.js', base);
@@ -121,9 +117,4 @@ export class Channel {
   step(model, text, kind, layer, head) {
     return request({ type: 'step', channel: this.name, model, text, kind, layer, head });
   }
-}
-
-/** For tests: how many workers this module started (always 0 or 1). */
-export function workerCount() {
-  return worker ? 1 : 0;
 }

@@ -7,10 +7,10 @@ import { headColor } from '../views/common.js';
 import { kindShown, viewFor, VIEWS } from '../views/index.js';
 import { stepLabels } from '../views/cross.js';
 
-export const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
+const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
 
 /** Replace a select's options when their labels changed (keeps focus and scroll otherwise). */
-export function setOptions(select, labels) {
+function setOptions(select, labels) {
   const same = select.options.length === labels.length && labels.every((l, i) => select.options[i].textContent === l);
   if (same) return;
   select.textContent = '';

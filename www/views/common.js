@@ -2,18 +2,18 @@
 // builder from ../svg.js (same subset of the API); views never touch the DOM otherwise.
 
 // One colour per head (Tableau-like, readable on light and dark backgrounds).
-export const HEAD_COLORS = [
+const HEAD_COLORS = [
   '#4e79a7', '#f28e2b', '#e15759', '#59a14f', '#b07aa1', '#76b7b2',
   '#edc948', '#ff9da7', '#9c755f', '#7f7fff', '#2ca58d', '#d4a017',
   '#8c564b', '#17becf', '#bcbd22', '#e377c2',
 ];
 export const headColor = (h) => HEAD_COLORS[h % HEAD_COLORS.length];
 
-export const FONT_STACK = 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Noto Sans Arabic", "Noto Sans Hebrew", "Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji", "DejaVu Sans", sans-serif';
-export const MONO_STACK = 'ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace';
+const FONT_STACK = 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Noto Sans Arabic", "Noto Sans Hebrew", "Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji", "DejaVu Sans", sans-serif';
+const MONO_STACK = 'ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace';
 
 export const LIGHT = { dark: false, bg: '#ffffff', fg: '#1d2330', muted: '#5f6b7a', faint: '#d8dde4', accent: '#0b6bcb', hover: '#fff3bf' };
-export const DARK = { dark: true, bg: '#14171c', fg: '#e6e9ee', muted: '#9aa5b4', faint: '#2f3540', accent: '#5aa9ff', hover: '#4a4220' };
+const DARK = { dark: true, bg: '#14171c', fg: '#e6e9ee', muted: '#9aa5b4', faint: '#2f3540', accent: '#5aa9ff', hover: '#4a4220' };
 
 /** The theme from CSS custom properties of an element (falls back to prefers-color-scheme). */
 export function readTheme(el) {

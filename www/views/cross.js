@@ -137,7 +137,7 @@ export function hitTest(geom, x, y) {
   return null;
 }
 
-export function matrixOf(input, state) {
+function matrixOf(input, state) {
   const prep = prepareLayer(input.result, cstate(state), input.specials);
   if (!prep) return null;
   const mat = state.agg === 'head' ? prep.heads[Math.min(state.head, prep.nHeads - 1)] : prep.mean;

@@ -15,10 +15,10 @@ import { entropy, prepareLayer } from '../analysis.js';
 import { font, headColor, prepareCanvas } from './common.js';
 import { KIND_NAMES } from './head.js';
 
-export const CHART_HEIGHT = 180;
+const CHART_HEIGHT = 180;
 
 /** Per-head entropies of the current layer and kind → { values, uniform, layer, kind, … } or null. */
-export function entropyData(input, state) {
+function entropyData(input, state) {
   if (!input || !input.result) return null;
   const prep = prepareLayer(input.result, { ...state, agg: 'head' }, input.specials);
   if (!prep || !prep.rows || !prep.cols) return null;

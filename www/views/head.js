@@ -12,7 +12,7 @@ const LINE_BUDGET = 1500; // lines drawn at most while no token is hovered (see 
 const MIN_OPACITY = 1 / LEVELS; // lines under the first opacity step (weight ÷ scale) are left out
 
 /** The opacity scale of a drawing: the largest weight among the lines it may draw. */
-export function opacityScale(mats, cols, rows, focus, threshold = 0) {
+function opacityScale(mats, cols, rows, focus, threshold = 0) {
   let mx = 0;
   const iFrom = focus && focus.side === 'q' ? focus.index : 0;
   const iTo = focus && focus.side === 'q' ? Math.min(rows, focus.index + 1) : rows;
@@ -31,7 +31,7 @@ export function opacityScale(mats, cols, rows, focus, threshold = 0) {
 }
 
 /** "weight ÷ 0.13 (largest drawn)": how line opacity relates to weight in this drawing. */
-export function scaleText(scale) {
+function scaleText(scale) {
   if (!(scale > 0)) return '';
   if (scale >= 0.995) return 'line opacity = weight';
   return `line opacity = weight ÷ ${scale < 0.1 ? scale.toFixed(3) : scale.toFixed(2)} (largest drawn)`;
@@ -43,7 +43,7 @@ export const KIND_NAMES = {
   cross: 'cross-attention (target ← source)',
 };
 
-export function activeHeads(state, nHeads) {
+function activeHeads(state, nHeads) {
   const hs = state.heads && state.heads.length ? state.heads.filter((h) => h < nHeads) : [...Array(nHeads).keys()];
   return hs.length ? hs : [...Array(nHeads).keys()];
 }

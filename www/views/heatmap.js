@@ -17,7 +17,7 @@ const MAX_CELL = 44;
 const MIN_CELL = 6;
 const MAX_LABEL = 110; // longest label, px (longer ones are shortened with …)
 
-export function matrixFor(input, state) {
+function matrixFor(input, state) {
   const prep = prepareLayer(input.result, state, input.specials);
   if (!prep) return null;
   const agg = state.agg === 'head' ? null : state.agg;
@@ -28,7 +28,7 @@ export function matrixFor(input, state) {
 }
 
 /** The one colour scale of the heatmap (screen, PNG and SVG): viridis over 0 … the map's max. */
-export function cellColor(v, max) {
+function cellColor(v, max) {
   return viridis(v / (max || 1));
 }
 
@@ -199,8 +199,6 @@ export function hoverText(input, state, hit) {
   const v = m.mat[hit.row * m.prep.cols + hit.col];
   return `query “${m.prep.rowLabels[hit.row]}” (${hit.row + 1}) → key “${m.prep.colLabels[hit.col]}” (${hit.col + 1}): ${fmt(v, 3)}`;
 }
-
-export const cellText = hoverText;
 
 export function describe(input, state) {
   const m = matrixFor(input, state);

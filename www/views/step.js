@@ -51,7 +51,7 @@ function strip(ctx, vals, x, y, cell, h, scale, dark) {
   }
 }
 
-export function queryIndex(s, state) {
+function queryIndex(s, state) {
   const tq = s.query_tokens.length;
   return Math.min(Math.max(0, state.query | 0), Math.max(0, tq - 1));
 }
