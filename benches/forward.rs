@@ -40,7 +40,12 @@ fn main() {
     let theirs = median_ms(200, || {
         std::hint::black_box(wn.tr_mul(&xn));
     });
-    println!("gemm 16x384x1536   attnviz kernel {ours:8.3} ms ({:5.1} GFLOP/s)   nalgebra tr_mul {theirs:8.3} ms ({:5.1} GFLOP/s)   ratio {:.2}x", flops / ours / 1e6, flops / theirs / 1e6, theirs / ours);
+    println!(
+        "gemm 16x384x1536   attnviz kernel {ours:8.3} ms ({:5.1} GFLOP/s)   nalgebra tr_mul {theirs:8.3} ms ({:5.1} GFLOP/s)   ratio {:.2}x",
+        flops / ours / 1e6,
+        flops / theirs / 1e6,
+        theirs / ours
+    );
 
     // The translator's per-step output projection: one decoder state against the tied
     // embedding [32000, 256] (32.8 MB of f32: memory-bound).
@@ -56,7 +61,9 @@ fn main() {
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     // 16 tokens for each model, counting [CLS]/[SEP] and </s>.
-    for (dir, text) in [("minilm", "The animal didn't cross the street because it was too tired to walk."), ("en-pt", "The animal didn't cross the street because it was too tired to walk.")] {
+    for (dir, text) in
+        [("minilm", "The animal didn't cross the street because it was too tired to walk."), ("en-pt", "The animal didn't cross the street because it was too tired to walk.")]
+    {
         let model = match Model::load_dir(&root.join(dir)) {
             Ok(m) => m,
             Err(e) => {
@@ -64,14 +71,14 @@ fn main() {
                 continue;
             }
         };
-        let out = model.forward(text, None).expect("forward");
+        let out = model.attend(text).expect("forward");
         let ms = median_ms(30, || {
-            std::hint::black_box(model.forward(text, None).expect("forward"));
+            std::hint::black_box(model.attend(text).expect("forward"));
         });
         let tok_ms = median_ms(30, || {
             std::hint::black_box(model.tokenize(text).expect("tokenize"));
         });
         println!("tokenize {dir:<7} median {tok_ms:8.3} ms");
-        println!("forward {dir:<7} {:>3} source tokens, {:>3} target tokens   median {ms:8.2} ms", out.source_tokens.len(), out.target_tokens.len());
+        println!("forward {dir:<7} {:>3} source tokens, {:>3} target tokens   median {ms:8.2} ms", out.output.source_tokens.len(), out.output.target_tokens.len());
     }
 }

@@ -1,8 +1,10 @@
-//! What every model returns: tokens, optional output text, and attention blocks tagged by kind,
-//! layer and heads — attention is the product here, not a by-product. Plus, on demand, every
-//! intermediate of one head (the step view) and small analyses used by the CLI table.
+//! What every model returns and what a forward records: tokens, optional output text, and
+//! attention blocks tagged by kind, layer and heads — attention is the product here, not a
+//! by-product. A [`Probe`] passed into each forward says what to record (every attention map,
+//! every intermediate of one head for the step view) and collects it; the models only hand
+//! each attention call's results to it. Plus small analyses used by the CLI table.
 
-use crate::tensor::{HeadTrace, Mat};
+use crate::tensor::{AttentionOutput, HeadTrace, Mat};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -33,6 +35,29 @@ impl AttentionKind {
             _ => None,
         }
     }
+
+    /// Where the queries come from (`encoder` or `decoder`).
+    pub fn query_side(self) -> &'static str {
+        match self {
+            AttentionKind::EncoderSelf => "encoder",
+            AttentionKind::DecoderSelf | AttentionKind::Cross => "decoder",
+        }
+    }
+
+    /// Where the keys and values come from.
+    pub fn key_side(self) -> &'static str {
+        match self {
+            AttentionKind::EncoderSelf | AttentionKind::Cross => "encoder",
+            AttentionKind::DecoderSelf => "decoder",
+        }
+    }
+}
+
+/// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub kind: AttentionKind,
+    pub layer: usize,
 }
 
 /// One layer's attention probabilities for every head.
@@ -64,7 +89,17 @@ pub enum StopReason {
     MaxLength,
 }
 
-/// The result of one forward pass (for a translator: encoding plus greedy decoding).
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Eos => "eos",
+            StopReason::MaxLength => "max_length",
+        }
+    }
+}
+
+/// What one forward computes (for a translator: encoding plus greedy decoding). The attention
+/// it went through is in the [`Probe`] that was passed in.
 #[derive(Clone, Debug)]
 pub struct ForwardOutput {
     pub source_tokens: Vec<String>,
@@ -73,14 +108,25 @@ pub struct ForwardOutput {
     pub target_word_ids: Vec<Option<u32>>,
     pub output_text: Option<String>,
     pub truncated: bool,
+    /// Why decoding stopped (translators); `None` for encoders.
     pub stop_reason: Option<StopReason>,
-    /// `# [T, d_model]` the last hidden state (encoder for BERT, decoder for translators).
-    pub hidden: Mat,
-    pub attentions: Vec<AttentionBlock>,
     /// Mean-pooled, L2-normalised sentence embedding (sentence-transformers encoders).
     pub sentence_embedding: Option<Vec<f32>>,
-    /// Every intermediate of the head asked for with [`HeadRequest`], if any.
-    pub head_internals: Option<HeadInternals>,
+}
+
+impl ForwardOutput {
+    /// The query tokens and the key tokens of attention of `kind`.
+    pub fn tokens_of(&self, kind: AttentionKind) -> (&[String], &[String]) {
+        let side = |s: &str| if s == "encoder" { &self.source_tokens[..] } else { &self.target_tokens[..] };
+        (side(kind.query_side()), side(kind.key_side()))
+    }
+}
+
+/// A forward's outputs and every attention map it went through.
+#[derive(Clone, Debug)]
+pub struct Attended {
+    pub output: ForwardOutput,
+    pub attentions: Vec<AttentionBlock>,
 }
 
 /// Which head's intermediates to keep during a forward.
@@ -97,17 +143,92 @@ pub struct HeadInternals {
     pub request: HeadRequest,
     pub query_tokens: Vec<String>,
     pub key_tokens: Vec<String>,
-    /// Where Q comes from (`decoder` for cross-attention) and where K and V come from.
-    pub q_source: &'static str,
-    pub kv_source: &'static str,
     pub trace: HeadTrace,
+}
+
+/// What a forward records, passed down to every attention call. Each attention layer asks
+/// [`Probe::traced_head`] which of its heads to trace, runs the one attention kernel, and hands
+/// the result to [`Probe::record`]; several calls at one site (one per decode step) add query
+/// rows to the same block.
+#[derive(Debug, Default)]
+pub struct Probe {
+    maps: bool,
+    head: Option<HeadRequest>,
+    /// Per site in first-call order: `(site, heads, key_len, chunks)`, each chunk
+    /// `# [heads, q_i, key_len]`.
+    recorded: Vec<(Site, usize, usize, Vec<Vec<f32>>)>,
+    trace: Option<HeadTrace>,
+}
+
+impl Probe {
+    /// Records every attention map.
+    pub fn attention_maps() -> Probe {
+        Probe { maps: true, ..Probe::default() }
+    }
+
+    /// Records every intermediate of one head, and no maps.
+    pub fn head(request: HeadRequest) -> Probe {
+        Probe { head: Some(request), ..Probe::default() }
+    }
+
+    /// The head whose intermediates the attention call at `site` should keep, if any.
+    pub fn traced_head(&self, site: Site) -> Option<usize> {
+        self.head.filter(|r| r.kind == site.kind && r.layer == site.layer).map(|r| r.head)
+    }
+
+    /// Takes what one attention call at `site` computed; returns its context `# [Tq, D]`.
+    pub fn record(&mut self, site: Site, heads: usize, att: AttentionOutput) -> Mat {
+        let AttentionOutput { context, probs, trace } = att;
+        if self.maps {
+            let key_len = probs.len() / (heads * context.rows()).max(1);
+            match self.recorded.iter_mut().find(|r| r.0 == site) {
+                Some(r) => r.3.push(probs),
+                None => self.recorded.push((site, heads, key_len, vec![probs])),
+            }
+        }
+        if let Some(t) = trace {
+            match &mut self.trace {
+                Some(prev) => prev.append_queries(t),
+                None => self.trace = Some(t),
+            }
+        }
+        context
+    }
+
+    /// The recorded maps, one block per site, queries of successive calls concatenated.
+    pub fn into_attentions(self) -> Vec<AttentionBlock> {
+        self.recorded
+            .into_iter()
+            .map(|(site, heads, key_len, mut chunks)| {
+                let rows = |c: &Vec<f32>| c.len() / (heads * key_len).max(1);
+                let query_len: usize = chunks.iter().map(rows).sum();
+                let probs = if chunks.len() == 1 {
+                    chunks.pop().unwrap_or_default()
+                } else {
+                    // [call][heads, q_i, Tk] → [heads, Σq_i, Tk]
+                    let mut probs = Vec::with_capacity(heads * query_len * key_len);
+                    for h in 0..heads {
+                        for c in &chunks {
+                            let q = rows(c);
+                            probs.extend_from_slice(&c[h * q * key_len..(h + 1) * q * key_len]);
+                        }
+                    }
+                    probs
+                };
+                AttentionBlock { kind: site.kind, layer: site.layer, heads, query_len, key_len, probs }
+            })
+            .collect()
+    }
+
+    /// The traced head's intermediates, all calls' queries concatenated.
+    pub fn into_trace(self) -> Option<HeadTrace> {
+        self.trace
+    }
 }
 
 /// Shannon entropy (nats) of each query row of one head, `# [Tq]`.
 pub fn row_entropies(block: &AttentionBlock, head: usize) -> Vec<f32> {
-    (0..block.query_len)
-        .map(|q| block.row(head, q).iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum())
-        .collect()
+    (0..block.query_len).map(|q| block.row(head, q).iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum()).collect()
 }
 
 /// The `n` largest weights of one row as `(key index, weight)`, largest first.
@@ -121,6 +242,7 @@ pub fn top_keys(row: &[f32], n: usize) -> Vec<(usize, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::{multi_head_attention, Mask};
 
     #[test]
     fn entropy_and_top_keys() {
@@ -130,5 +252,38 @@ mod tests {
         assert!((e[1] - std::f32::consts::LN_2).abs() < 1e-6);
         assert_eq!(top_keys(&[0.1, 0.7, 0.2], 2), vec![(1, 0.7), (2, 0.2)]);
         assert_eq!(AttentionKind::parse(AttentionKind::Cross.as_str()), Some(AttentionKind::Cross));
+    }
+
+    fn mat(rows: usize, cols: usize, seed: f32) -> Mat {
+        Mat::from_vec(rows, cols, (0..rows * cols).map(|i| (i as f32 * 0.37 + seed).sin()).collect())
+    }
+
+    #[test]
+    fn probe_concatenates_one_query_per_call_like_a_single_call() {
+        // Three one-query calls at one site (incremental decoding) must give the block, and the
+        // traced head, that one three-query call gives.
+        let (q, k, v) = (mat(3, 8, 0.1), mat(5, 8, 0.2), mat(5, 8, 0.3));
+        let site = Site { kind: AttentionKind::Cross, layer: 1 };
+        let request = HeadRequest { kind: AttentionKind::Cross, layer: 1, head: 1 };
+        let mut whole = Probe::attention_maps();
+        let mut whole_head = Probe::head(request);
+        let mut steps = Probe::attention_maps();
+        let mut steps_head = Probe::head(request);
+        whole.record(site, 2, multi_head_attention(&q, &k, &v, 2, Mask::None, None));
+        whole_head.record(site, 2, multi_head_attention(&q, &k, &v, 2, Mask::None, whole_head.traced_head(site)));
+        for t in 0..3 {
+            let qt = Mat::from_vec(1, 8, q.row(t).to_vec());
+            steps.record(site, 2, multi_head_attention(&qt, &k, &v, 2, Mask::None, None));
+            let other = Site { kind: AttentionKind::EncoderSelf, layer: 1 };
+            assert_eq!(steps_head.traced_head(other), None);
+            steps_head.record(site, 2, multi_head_attention(&qt, &k, &v, 2, Mask::None, steps_head.traced_head(site)));
+        }
+        let (a, b) = (whole.into_attentions(), steps.into_attentions());
+        assert_eq!(a.len(), 1);
+        assert_eq!((b[0].heads, b[0].query_len, b[0].key_len), (2, 3, 5));
+        assert_eq!(a[0].probs, b[0].probs);
+        let (x, y) = (whole_head.into_trace().unwrap(), steps_head.into_trace().unwrap());
+        assert_eq!((y.query_len, y.key_len), (3, 5));
+        assert_eq!((x.q, x.scores, x.probs, x.output), (y.q, y.scores, y.probs, y.output));
     }
 }

@@ -1,50 +1,138 @@
-//! The CLI's JSON document for one forward (the schema the parity tests and the page's tests
-//! compare against).
+//! The one result of `attend` and of `step`, as the CLI prints it (JSON) and the wasm facade
+//! returns it (a JS object). Its schema is `schema/attend.schema.json`, checked against both
+//! by the tests. `F` is how an array of floats goes out: a slice (a JSON array) from the CLI,
+//! a `Float32Array` from the wasm facade; everything else is the same.
 
-use crate::attention::ForwardOutput;
+use crate::attention::{Attended, AttentionKind, HeadInternals, StopReason};
 use serde::Serialize;
 
+/// A value for the source and one for the target side.
 #[derive(Serialize)]
-pub struct TokensJson<'a> {
-    pub source: &'a [String],
-    pub target: &'a [String],
+pub struct Sides<T> {
+    pub source: T,
+    pub target: T,
 }
 
+/// One layer's attention of one kind, every head.
 #[derive(Serialize)]
-pub struct AttentionJson<'a> {
-    pub kind: &'static str,
+pub struct AttentionResult<F> {
+    pub kind: AttentionKind,
     pub layer: usize,
     pub heads: usize,
+    pub query_len: usize,
+    pub key_len: usize,
+    /// `[heads, query_len, key_len]`: the layout of `data`.
     pub shape: [usize; 3],
-    pub data: &'a [f32],
+    /// `# [heads, query_len, key_len]` row-major, each row sums to 1.
+    pub data: F,
 }
 
+/// What `attend` returns.
 #[derive(Serialize)]
-pub struct AttendJson<'a> {
+pub struct AttendResult<'a, F> {
     pub model: &'a str,
     pub text: &'a str,
-    pub tokens: TokensJson<'a>,
+    pub tokens: Sides<&'a [String]>,
+    /// For each token, the index of the word it belongs to (`null` for special tokens).
+    pub word_ids: Sides<&'a [Option<u32>]>,
     pub output_text: Option<&'a str>,
     pub truncated: bool,
-    pub attentions: Vec<AttentionJson<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sentence_embedding: Option<&'a [f32]>,
+    pub stop_reason: Option<StopReason>,
+    pub attentions: Vec<AttentionResult<F>>,
+    pub sentence_embedding: Option<F>,
+    /// Time of the forward alone (tokenisation included), in milliseconds.
+    pub forward_ms: f64,
 }
 
-impl<'a> AttendJson<'a> {
-    pub fn new(model_id: &'a str, text: &'a str, out: &'a ForwardOutput) -> AttendJson<'a> {
-        AttendJson {
-            model: model_id,
+impl<'a, F> AttendResult<'a, F> {
+    /// `floats` turns each array of floats into its wire form.
+    pub fn new(model: &'a str, text: &'a str, a: &'a Attended, forward_ms: f64, floats: impl Fn(&'a [f32]) -> F) -> AttendResult<'a, F> {
+        let out = &a.output;
+        AttendResult {
+            model,
             text,
-            tokens: TokensJson { source: &out.source_tokens, target: &out.target_tokens },
+            tokens: Sides { source: &out.source_tokens, target: &out.target_tokens },
+            word_ids: Sides { source: &out.source_word_ids, target: &out.target_word_ids },
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
-            attentions: out
+            stop_reason: out.stop_reason,
+            attentions: a
                 .attentions
                 .iter()
-                .map(|b| AttentionJson { kind: b.kind.as_str(), layer: b.layer, heads: b.heads, shape: [b.heads, b.query_len, b.key_len], data: &b.probs })
+                .map(|b| AttentionResult {
+                    kind: b.kind,
+                    layer: b.layer,
+                    heads: b.heads,
+                    query_len: b.query_len,
+                    key_len: b.key_len,
+                    shape: [b.heads, b.query_len, b.key_len],
+                    data: floats(&b.probs),
+                })
                 .collect(),
-            sentence_embedding: out.sentence_embedding.as_deref(),
+            sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
+            forward_ms,
+        }
+    }
+}
+
+/// What `step` returns: every intermediate of one head (the step view).
+#[derive(Serialize)]
+pub struct StepResult<'a, F> {
+    pub model: &'a str,
+    pub text: &'a str,
+    pub kind: AttentionKind,
+    pub layer: usize,
+    pub head: usize,
+    pub d_k: usize,
+    pub query_len: usize,
+    pub key_len: usize,
+    pub query_tokens: &'a [String],
+    pub key_tokens: &'a [String],
+    /// Where Q comes from (`encoder` or `decoder`), and where K and V come from.
+    pub q_source: &'static str,
+    pub kv_source: &'static str,
+    /// `# [query_len, d_k]`
+    pub q: F,
+    /// `# [key_len, d_k]`
+    pub k: F,
+    /// `# [key_len, d_k]`
+    pub v: F,
+    /// `# [query_len, key_len]` raw q · kᵀ
+    pub scores: F,
+    /// `# [query_len, key_len]` scores ÷ √d_k
+    pub scaled: F,
+    /// `# [query_len, key_len]` 1 = visible, 0 = masked
+    pub mask: F,
+    /// `# [query_len, key_len]` softmax
+    pub probs: F,
+    /// `# [query_len, d_k]` probs · v
+    pub output: F,
+}
+
+impl<'a, F> StepResult<'a, F> {
+    pub fn new(model: &'a str, text: &'a str, hi: &'a HeadInternals, floats: impl Fn(&'a [f32]) -> F) -> StepResult<'a, F> {
+        let (r, t) = (hi.request, &hi.trace);
+        StepResult {
+            model,
+            text,
+            kind: r.kind,
+            layer: r.layer,
+            head: r.head,
+            d_k: t.d_k,
+            query_len: t.query_len,
+            key_len: t.key_len,
+            query_tokens: &hi.query_tokens,
+            key_tokens: &hi.key_tokens,
+            q_source: r.kind.query_side(),
+            kv_source: r.kind.key_side(),
+            q: floats(&t.q),
+            k: floats(&t.k),
+            v: floats(&t.v),
+            scores: floats(&t.scores),
+            scaled: floats(&t.scaled),
+            mask: floats(&t.mask),
+            probs: floats(&t.probs),
+            output: floats(&t.output),
         }
     }
 }

@@ -31,12 +31,7 @@ impl TextTokenizer {
     pub fn from_bytes(json: &[u8], max_tokens: usize) -> Result<TextTokenizer> {
         let mut inner = Tokenizer::from_bytes(json).map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
         inner.with_padding(None);
-        let params = TruncationParams {
-            max_length: max_tokens,
-            strategy: TruncationStrategy::LongestFirst,
-            stride: 0,
-            direction: TruncationDirection::Right,
-        };
+        let params = TruncationParams { max_length: max_tokens, strategy: TruncationStrategy::LongestFirst, stride: 0, direction: TruncationDirection::Right };
         inner.with_truncation(Some(params)).map_err(|e| invalid_model(format!("tokenizer truncation ({e})")))?;
         Ok(TextTokenizer { inner, max_tokens })
     }
@@ -50,10 +45,7 @@ impl TextTokenizer {
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let enc = self
-            .inner
-            .encode(&text[..cut], true)
-            .map_err(|e| Error::InvalidInput(format!("the text could not be tokenised ({e})")))?;
+        let enc = self.inner.encode(&text[..cut], true).map_err(|e| Error::InvalidInput(format!("the text could not be tokenised ({e})")))?;
         Ok(Encoded {
             ids: enc.get_ids().to_vec(),
             tokens: enc.get_tokens().to_vec(),

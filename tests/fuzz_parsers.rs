@@ -5,6 +5,7 @@
 
 use attnviz::models::{Manifest, Model};
 use attnviz::weights::{marian_bin, safetensors_file};
+use attnviz::Error;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -107,7 +108,7 @@ fn model_files_never_panic() {
         files.insert("config.json".to_string(), c);
         files.insert("tokenizer.json".to_string(), t);
         if let Ok(model) = Model::load(manifest.clone(), &files) {
-            let _ = model.forward("The cat sat on the mat.", None);
+            let _ = model.attend("The cat sat on the mat.");
         }
     }
     for text in ["{}", "{\"id\":1}", "[]", "", "{\"id\":\"x\",\"architecture\":\"bert\",\"files\":[\"nope\"]}"] {
@@ -118,22 +119,33 @@ fn model_files_never_panic() {
 }
 
 #[test]
-fn hostile_bert_configs_are_errors() {
+fn hostile_bert_configs_are_errors_that_say_what_is_wrong() {
+    // Each config is rejected with the kind of error and a message naming the file or tensor
+    // and the value at fault (what a user needs to fix their folder).
     let weights = read("minilm", "model.safetensors");
     let tokenizer = read("minilm", "tokenizer.json");
     let manifest = Manifest::from_json(&read("minilm", "manifest.json")).unwrap();
-    for cfg in [
-        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":0,"intermediate_size":1536,"max_position_embeddings":512}"#,
-        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":7,"intermediate_size":1536,"max_position_embeddings":512}"#,
-        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":60,"num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512}"#,
-        r#"{"vocab_size":99,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512}"#,
-        r#"{"vocab_size":30522,"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512,"hidden_act":"swish"}"#,
-    ] {
+    let base = r#""hidden_size":384,"intermediate_size":1536,"max_position_embeddings":512"#;
+    let cases: [(&str, bool, &[&str]); 6] = [
+        (r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":0"#, false, &["config.json", "hidden_size 384", "num_attention_heads 0"]),
+        (r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":7"#, false, &["config.json", "hidden_size 384", "num_attention_heads 7"]),
+        (r#""vocab_size":30522,"num_hidden_layers":60,"num_attention_heads":12"#, false, &["model.safetensors", "encoder.layer.6.", "is missing"]),
+        (r#""vocab_size":99,"num_hidden_layers":6,"num_attention_heads":12"#, false, &["model.safetensors", "embeddings.word_embeddings.weight", "[30522, 384]", "[99, 384]"]),
+        (r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":12,"hidden_act":"swish""#, true, &["config.json", "hidden_act `swish`"]),
+        (r#""vocab_size":30522,"num_hidden_layers":"six","num_attention_heads":12"#, false, &["config.json", "invalid type: string \"six\""]),
+    ];
+    for (fields, unsupported, needles) in cases {
+        let cfg = format!("{{{base},{fields}}}");
         let files: HashMap<String, Vec<u8>> = [("config.json", cfg.as_bytes().to_vec()), ("model.safetensors", weights.clone()), ("tokenizer.json", tokenizer.clone())]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         let err = Model::load(manifest.clone(), &files).err().unwrap_or_else(|| panic!("config should be rejected: {cfg}"));
-        assert!(!err.to_string().is_empty());
+        assert_eq!(matches!(err, Error::UnsupportedArchitecture(_)), unsupported, "{cfg}: {err:?}");
+        assert_eq!(matches!(err, Error::InvalidModel(_)), !unsupported, "{cfg}: {err:?}");
+        let msg = err.to_string();
+        for needle in needles {
+            assert!(msg.contains(needle), "{cfg}: the error `{msg}` does not say `{needle}`");
+        }
     }
 }

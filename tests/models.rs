@@ -2,7 +2,7 @@
 //! Published numbers: sentence-transformers' README for all-MiniLM-L6-v2; the translations are
 //! the raw greedy outputs of the Bergamot en→pt tiny model (see shared notes).
 
-use attnviz::attention::{AttentionKind, ForwardOutput, HeadRequest};
+use attnviz::attention::{Attended, AttentionKind, HeadRequest};
 use attnviz::models::Model;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -25,12 +25,10 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>()
 }
 
-fn assert_well_formed(out: &ForwardOutput) {
-    for b in &out.attentions {
-        let (tq, tk) = match b.kind {
-            AttentionKind::Cross => (out.target_tokens.len(), out.source_tokens.len()),
-            _ => (out.source_tokens.len(), out.source_tokens.len()),
-        };
+fn assert_well_formed(a: &Attended) {
+    for b in &a.attentions {
+        let (queries, keys) = a.output.tokens_of(b.kind);
+        let (tq, tk) = (queries.len(), keys.len());
         assert_eq!((b.query_len, b.key_len), (tq, tk), "{:?} layer {}", b.kind, b.layer);
         assert_eq!(b.probs.len(), b.heads * tq * tk);
         for h in 0..b.heads {
@@ -46,10 +44,8 @@ fn assert_well_formed(out: &ForwardOutput) {
 #[test]
 fn minilm_reproduces_published_similarities() {
     let m = model("minilm");
-    let e: Vec<Vec<f32>> = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
-        .iter()
-        .map(|t| m.forward(t, None).unwrap().sentence_embedding.unwrap())
-        .collect();
+    let e: Vec<Vec<f32>> =
+        ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."].iter().map(|t| m.attend(t).unwrap().output.sentence_embedding.unwrap()).collect();
     let sims = [cosine(&e[0], &e[1]), cosine(&e[0], &e[2]), cosine(&e[1], &e[2])];
     for (got, want) in sims.iter().zip([0.6660f32, 0.1046, 0.1411]) {
         assert!((got - want).abs() < 5e-5, "similarity {got:.5} vs published {want}");
@@ -58,11 +54,11 @@ fn minilm_reproduces_published_similarities() {
 
 #[test]
 fn minilm_attention_is_well_formed() {
-    let out = model("minilm").forward("Attention visualisers should handle naïve café text, 日本語 and emoji 🎉.", None).unwrap();
+    let out = model("minilm").attend("Attention visualisers should handle naïve café text, 日本語 and emoji 🎉.").unwrap();
     assert_eq!(out.attentions.len(), 6);
     assert!(out.attentions.iter().all(|b| b.kind == AttentionKind::EncoderSelf && b.heads == 12));
-    assert_eq!(out.source_tokens.first().map(String::as_str), Some("[CLS]"));
-    assert_eq!(out.source_tokens.last().map(String::as_str), Some("[SEP]"));
+    assert_eq!(out.output.source_tokens.first().map(String::as_str), Some("[CLS]"));
+    assert_eq!(out.output.source_tokens.last().map(String::as_str), Some("[SEP]"));
     assert_well_formed(&out);
 }
 
@@ -73,14 +69,14 @@ fn translator_reproduces_reference_translations() {
         ("How are you today?", "Como você está hoje?", &["▁How", "▁are", "▁you", "▁today", "?", "</s>"][..]),
         ("The cat sat on the mat.", "O gato sentou-se no tapete.", &["▁The", "▁cat", "▁sat", "▁on", "▁the", "▁mat", ".", "</s>"][..]),
     ] {
-        let out = m.forward(src, None).unwrap();
-        assert_eq!(out.output_text.as_deref(), Some(want));
-        assert_eq!(out.source_tokens, pieces);
-        assert_eq!(out.target_tokens.last().map(String::as_str), Some("</s>"));
+        let out = m.attend(src).unwrap();
+        assert_eq!(out.output.output_text.as_deref(), Some(want));
+        assert_eq!(out.output.source_tokens, pieces);
+        assert_eq!(out.output.target_tokens.last().map(String::as_str), Some("</s>"));
         assert_well_formed(&out);
         let cross: Vec<_> = out.attentions.iter().filter(|b| b.kind == AttentionKind::Cross).collect();
         assert_eq!(cross.len(), 2);
-        assert!(cross.iter().all(|b| b.query_len == out.target_tokens.len()));
+        assert!(cross.iter().all(|b| b.query_len == out.output.target_tokens.len()));
     }
 }
 
@@ -88,9 +84,9 @@ fn translator_reproduces_reference_translations() {
 fn cross_attention_aligns_words() {
     // "cat" → "gato": summed over heads of the last decoder layer, the target piece "▁gato"
     // attends to "▁cat" more than to any other source token.
-    let out = model("en-pt").forward("The cat sat on the mat.", None).unwrap();
-    let block = out.attentions.iter().filter(|b| b.kind == AttentionKind::Cross).last().unwrap();
-    let t = out.target_tokens.iter().position(|t| t == "▁gato").expect("gato in output");
+    let out = model("en-pt").attend("The cat sat on the mat.").unwrap();
+    let block = out.attentions.iter().rfind(|b| b.kind == AttentionKind::Cross).unwrap();
+    let t = out.output.target_tokens.iter().position(|t| t == "▁gato").expect("gato in output");
     let mut sums = vec![0.0f32; block.key_len];
     for h in 0..block.heads {
         for (s, p) in sums.iter_mut().zip(block.row(h, t)) {
@@ -98,7 +94,7 @@ fn cross_attention_aligns_words() {
         }
     }
     let best = sums.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
-    assert_eq!(out.source_tokens[best], "▁cat");
+    assert_eq!(out.output.source_tokens[best], "▁cat");
 }
 
 #[test]
@@ -106,7 +102,7 @@ fn step_internals_match_the_attention_blocks() {
     for (dir, kind, layer, head) in [("minilm", AttentionKind::EncoderSelf, 2, 5), ("en-pt", AttentionKind::Cross, 1, 3), ("en-pt", AttentionKind::EncoderSelf, 0, 7)] {
         let m = model(dir);
         let text = "The cat sat on the mat.";
-        let full = m.forward(text, None).unwrap();
+        let full = m.attend(text).unwrap();
         let inside = m.head_internals(text, HeadRequest { kind, layer, head }).unwrap();
         let block = full.attentions.iter().find(|b| b.kind == kind && b.layer == layer).unwrap();
         let t = &inside.trace;
@@ -123,8 +119,9 @@ fn step_internals_match_the_attention_blocks() {
                 assert!((e - t.output[q * t.d_k + c]).abs() < 1e-4);
             }
         }
-        assert_eq!(inside.kv_source, "encoder");
-        assert_eq!(inside.q_source, if kind == AttentionKind::Cross { "decoder" } else { "encoder" });
+        // Keys are the source tokens; queries are the target tokens for cross-attention.
+        assert_eq!(inside.key_tokens, full.output.source_tokens);
+        assert_eq!(&inside.query_tokens, if kind == AttentionKind::Cross { &full.output.target_tokens } else { &full.output.source_tokens });
     }
 }
 
@@ -139,19 +136,19 @@ fn bad_requests_are_errors() {
 
 #[test]
 fn empty_and_huge_texts_never_panic() {
-    let b = model("minilm").forward("", None).unwrap();
-    assert_eq!(b.source_tokens, ["[CLS]", "[SEP]"]);
-    assert!(!b.truncated);
+    let b = model("minilm").attend("").unwrap();
+    assert_eq!(b.output.source_tokens, ["[CLS]", "[SEP]"]);
+    assert!(!b.output.truncated);
     let long = "word ".repeat(20_000); // 100 000 characters
-    let b = model("minilm").forward(&long, None).unwrap();
-    assert!(b.truncated);
-    assert_eq!(b.source_tokens.len(), 512);
+    let b = model("minilm").attend(&long).unwrap();
+    assert!(b.output.truncated);
+    assert_eq!(b.output.source_tokens.len(), 512);
     assert_well_formed(&b);
-    let t = model("en-pt").forward("", None).unwrap();
-    assert_eq!(t.source_tokens, ["</s>"]);
-    let t = model("en-pt").forward(&long, None).unwrap();
-    assert!(t.truncated);
-    assert_eq!(t.source_tokens.len(), 256);
+    let t = model("en-pt").attend("").unwrap();
+    assert_eq!(t.output.source_tokens, ["</s>"]);
+    let t = model("en-pt").attend(&long).unwrap();
+    assert!(t.output.truncated);
+    assert_eq!(t.output.source_tokens.len(), 256);
 }
 
 #[test]
@@ -204,7 +201,9 @@ fn other_bert_checkpoints_load_with_sizes_from_their_files() {
         .collect();
     let views: Vec<(String, TensorView)> = shapes.iter().zip(&buffers).map(|((n, s), b)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), b).unwrap())).collect();
     let weights = safetensors::serialize(views, None).unwrap();
-    let config = format!(r#"{{"model_type":"bert","vocab_size":{vocab},"hidden_size":{d},"num_hidden_layers":{layers},"num_attention_heads":{heads},"intermediate_size":{ffn},"max_position_embeddings":{positions}}}"#);
+    let config = format!(
+        r#"{{"model_type":"bert","vocab_size":{vocab},"hidden_size":{d},"num_hidden_layers":{layers},"num_attention_heads":{heads},"intermediate_size":{ffn},"max_position_embeddings":{positions}}}"#
+    );
 
     let dir = std::env::temp_dir().join(format!("attnviz-small-bert-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -213,12 +212,12 @@ fn other_bert_checkpoints_load_with_sizes_from_their_files() {
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm/tokenizer.json"), dir.join("tokenizer.json")).unwrap();
     // No manifest.json: the folder is recognised from config.json, as a user's own folder is.
     let m = Model::load_dir(&dir).unwrap();
-    let out = m.forward(&"a sentence long enough to be cut at forty positions. ".repeat(5), None).unwrap();
+    let out = m.attend(&"a sentence long enough to be cut at forty positions. ".repeat(5)).unwrap();
     std::fs::remove_dir_all(&dir).ok();
-    assert!(out.truncated);
-    assert_eq!(out.source_tokens.len(), positions);
+    assert!(out.output.truncated);
+    assert_eq!(out.output.source_tokens.len(), positions);
     assert_eq!(out.attentions.len(), layers);
     assert!(out.attentions.iter().all(|b| b.heads == heads && b.query_len == positions));
-    assert_eq!(out.sentence_embedding.as_ref().map(Vec::len), Some(d));
+    assert_eq!(out.output.sentence_embedding.as_ref().map(Vec::len), Some(d));
     assert_well_formed(&out);
 }

@@ -4,8 +4,12 @@
 //! bad input must come back as JS errors, never as a panic (which would kill the module).
 #![cfg(target_arch = "wasm32")]
 
+#[path = "support/schema.rs"]
+mod schema;
+
 use attnviz::wasm::{build_info, AttnModel};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::*;
 
@@ -126,4 +130,68 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(m.step("hi", "decoder_self", 0, 0).is_err());
     assert!(m.step("hi", "cross", 9, 0).is_err());
     assert!(m.step("hi", "nonsense", 0, 0).is_err());
+}
+
+/// The JSON value of a result object, as JSON.stringify would see it but with Float32Arrays as
+/// arrays; their paths go to `typed`. Anything JSON has no word for (undefined, a Map, a class
+/// instance) fails here, naming where it is.
+fn to_json(v: &JsValue, path: &str, typed: &mut Vec<String>) -> Value {
+    if v.is_null() {
+        Value::Null
+    } else if let Some(b) = v.as_bool() {
+        Value::Bool(b)
+    } else if let Some(n) = v.as_f64() {
+        if n.fract() == 0.0 && n.abs() < 9e15 {
+            Value::from(n as i64)
+        } else {
+            Value::from(n)
+        }
+    } else if let Some(s) = v.as_string() {
+        Value::String(s)
+    } else if v.is_instance_of::<Float32Array>() {
+        typed.push(path.to_string());
+        Value::Array(v.unchecked_ref::<Float32Array>().to_vec().into_iter().map(|x| Value::from(x as f64)).collect())
+    } else if Array::is_array(v) {
+        Value::Array(v.unchecked_ref::<Array>().iter().enumerate().map(|(i, x)| to_json(&x, &format!("{path}/{i}"), typed)).collect())
+    } else if v.is_object() && Object::get_prototype_of(v) == Object::get_prototype_of(&Object::new()) {
+        let mut map = serde_json::Map::new();
+        for entry in Object::entries(v.unchecked_ref()).iter() {
+            let pair: Array = entry.unchecked_into();
+            let key = pair.get(0).as_string().unwrap();
+            map.insert(key.clone(), to_json(&pair.get(1), &format!("{path}/{key}"), typed));
+        }
+        Value::Object(map)
+    } else {
+        panic!("{path}: {v:?} is not a JSON value, a plain object or a Float32Array");
+    }
+}
+
+#[wasm_bindgen_test]
+fn attend_and_step_objects_satisfy_the_schema() {
+    // The same schema (and the same checker) as the CLI's JSON in tests/schema.rs; every array
+    // of floats is a Float32Array (the worker transfers them), and nothing else is.
+    let checker = schema::Checker::new();
+    let (minilm, en_pt) = (minilm(), en_pt());
+    for (m, text, embedding) in [(&minilm, "The cat sat on the mat.", true), (&en_pt, "The cat sat on the mat.", false), (&en_pt, "o o o o o o o o o o o o o", false)] {
+        let r = m.attend(text).unwrap_or_else(|_| panic!("attend failed"));
+        let mut typed = Vec::new();
+        let v = to_json(&r, "", &mut typed);
+        checker.attend(&v).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        let mut want: Vec<String> = (0..v["attentions"].as_array().unwrap().len()).map(|i| format!("/attentions/{i}/data")).collect();
+        if embedding {
+            want.push("/sentence_embedding".into());
+        }
+        typed.sort();
+        want.sort();
+        assert_eq!(typed, want);
+    }
+    assert_eq!(to_json(&en_pt.attend("o o o o o o o o o o o o o").unwrap_or_else(|_| panic!("attend failed")), "", &mut Vec::new())["stop_reason"], "max_length");
+    for (m, kind, layer, head) in [(&minilm, "encoder_self", 2, 5), (&en_pt, "cross", 1, 3)] {
+        let s = m.step("The cat sat on the mat.", kind, layer, head).unwrap_or_else(|_| panic!("step failed"));
+        let mut typed = Vec::new();
+        let v = to_json(&s, "", &mut typed);
+        checker.step(&v).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        typed.sort();
+        assert_eq!(typed, ["/k", "/mask", "/output", "/probs", "/q", "/scaled", "/scores", "/v"]);
+    }
 }

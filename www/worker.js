@@ -6,6 +6,8 @@
 //                                                       ← { id, type: 'loaded', info }
 //   → { id, channel, type: 'attend', model, text }     ← { id, type: 'result', result, ms }
 //   → { id, channel, type: 'step', model, text, kind, layer, head } ← { id, type: 'step', step }
+// `result` and `step` are exactly what the wasm facade returns: the types described once in
+// schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
 //   any failure                                        ← { id, type: 'error', message }
 //   a request superseded by a newer one on its channel ← { id, type: 'superseded' }
 // Typed arrays in answers are transferred, not copied. Requests on one channel are collapsed:
@@ -74,7 +76,7 @@ async function handle(msg) {
     switch (msg.type) {
       case 'init':
         await ensureInit(msg.base);
-        self.postMessage({ id: msg.id, type: 'init', build: toPlain(wasm.buildInfo()), supported: supported(), models: index });
+        self.postMessage({ id: msg.id, type: 'init', build: wasm.buildInfo(), supported: supported(), models: index });
         break;
       case 'load': {
         const m = await ensureModel(msg.model, msg.id);
@@ -84,17 +86,15 @@ async function handle(msg) {
       case 'attend': {
         const m = await ensureModel(msg.model, msg.id);
         const t0 = performance.now();
-        const r = m.model.attend(String(msg.text ?? ''));
+        const result = m.model.attend(String(msg.text ?? ''));
         const ms = performance.now() - t0;
-        const { result, transfer } = packResult(r);
-        self.postMessage({ id: msg.id, type: 'result', result, ms }, transfer);
+        self.postMessage({ id: msg.id, type: 'result', result, ms }, floatBuffers(result));
         break;
       }
       case 'step': {
         const m = await ensureModel(msg.model, msg.id);
-        const s = m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0);
-        const { result, transfer } = packStep(s);
-        self.postMessage({ id: msg.id, type: 'step', step: result }, transfer);
+        const step = m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0);
+        self.postMessage({ id: msg.id, type: 'step', step }, floatBuffers(step));
         break;
       }
       default:
@@ -149,7 +149,7 @@ function ensureModel(id, reqId) {
       if (models.has(manifest.id)) return models.get(manifest.id);
       const files = await fetchFiles(manifest, reqId);
       const model = wasm.AttnModel.load(JSON.stringify(manifest), files);
-      const entry = { model, info: toPlain(model.info()), manifest };
+      const entry = { model, info: model.info(), manifest };
       models.set(manifest.id, entry);
       models.set(manifest.dir, entry);
       return entry;
@@ -239,57 +239,14 @@ async function fetchFiles(manifest, reqId) {
   return out;
 }
 
-// ---------------------------------------------------------------- packing answers
-/** serde-wasm-bindgen may hand out Maps for objects; make everything plain. */
-function toPlain(v) {
-  if (v instanceof Map) {
-    const o = {};
-    for (const [k, x] of v) o[k] = toPlain(x);
-    return o;
-  }
-  if (Array.isArray(v)) return v.map(toPlain);
-  if (ArrayBuffer.isView(v)) return v;
-  if (v && typeof v === 'object') {
-    const o = {};
-    for (const k of Object.keys(v)) o[k] = toPlain(v[k]);
-    return o;
-  }
-  return v;
-}
-
-function f32(x) {
-  if (x instanceof Float32Array) return x;
-  if (x == null) return x;
-  return Float32Array.from(x);
-}
-
-function packResult(raw) {
-  const r = toPlain(raw);
-  const transfer = [];
-  const own = (a) => {
-    if (!a) return a;
-    // Copy out of wasm memory if it is a view into it; then it can be transferred.
-    const c = a.buffer instanceof ArrayBuffer && a.byteOffset === 0 && a.byteLength === a.buffer.byteLength ? a : a.slice();
-    if (!transfer.includes(c.buffer)) transfer.push(c.buffer);
-    return c;
-  };
-  r.attentions = (r.attentions || []).map((a) => ({ ...a, data: own(f32(a.data)) }));
-  if (r.sentence_embedding) r.sentence_embedding = own(f32(r.sentence_embedding));
-  r.tokens = r.tokens || { source: [], target: [] };
-  r.tokens.source = r.tokens.source || [];
-  r.tokens.target = r.tokens.target || [];
-  return { result: r, transfer };
-}
-
-function packStep(raw) {
-  const s = toPlain(raw);
-  const transfer = [];
-  for (const k of ['q', 'k', 'v', 'scores', 'scaled', 'mask', 'probs', 'output']) {
-    if (s[k] == null) continue;
-    let a = f32(s[k]);
-    if (!(a.byteOffset === 0 && a.byteLength === a.buffer.byteLength)) a = a.slice();
-    s[k] = a;
-    transfer.push(a.buffer);
-  }
-  return { result: s, transfer };
+// ---------------------------------------------------------------- transferring answers
+/**
+ * The buffers of every Float32Array in a result, to transfer instead of copy. The wasm facade
+ * builds each array as a copy with its own buffer (never a view into wasm memory).
+ */
+function floatBuffers(value, out = []) {
+  if (value instanceof Float32Array) out.push(value.buffer);
+  else if (Array.isArray(value)) for (const v of value) floatBuffers(v, out);
+  else if (value && typeof value === 'object') for (const v of Object.values(value)) floatBuffers(v, out);
+  return out;
 }

@@ -1,59 +1,86 @@
-//! `attnviz attend --model <dir> --text <TEXT> [--format json|table] [--head KIND:LAYER:HEAD]`
+//! `attnviz attend --model <dir> --text <TEXT> [--format json|table]`
+//! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
 //!
 //! Runs one forward natively and prints the attention (JSON for machines, a per-head summary
-//! for people). Bad input → one line on stderr and exit status 2.
+//! for people), or every intermediate of one head (JSON). Both JSON documents are the types of
+//! `attnviz::output`, described by `schema/attend.schema.json`. Bad input → one line on stderr
+//! and exit status 2.
 
-use attnviz::attention::{row_entropies, top_keys, AttentionKind, ForwardOutput, HeadRequest};
+use attnviz::attention::{row_entropies, top_keys, Attended, AttentionKind, HeadRequest};
 use attnviz::models::Model;
-use attnviz::output::AttendJson;
+use attnviz::output::{AttendResult, StepResult};
+use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
-const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table]";
+const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table]
+       attnviz step --model <dir> --text <TEXT> --kind encoder_self|cross --layer N --head N";
+
+enum Command {
+    Attend { table: bool },
+    Step(HeadRequest),
+}
 
 struct Args {
     model: PathBuf,
     text: String,
-    table: bool,
+    command: Command,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut it = args.iter();
-    match it.next().map(String::as_str) {
-        Some("attend") => {}
+    let step = match it.next().map(String::as_str) {
+        Some("attend") => false,
+        Some("step") => true,
         Some("--help") | Some("-h") | None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
-    }
-    let (mut model, mut text, mut table) = (None, None, false);
+    };
+    let (mut model, mut text, mut table, mut kind, mut layer, mut head) = (None, None, false, None, None, None);
+    let number = |flag: &str, v: String| v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"));
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
         match flag.as_str() {
             "--model" => model = Some(PathBuf::from(value()?)),
             "--text" => text = Some(value()?),
-            "--format" => match value()?.as_str() {
+            "--format" if !step => match value()?.as_str() {
                 "json" => table = false,
                 "table" => table = true,
                 f => return Err(format!("unknown format `{f}` (json or table)")),
             },
+            "--kind" if step => {
+                let v = value()?;
+                kind = Some(AttentionKind::parse(&v).ok_or_else(|| format!("unknown attention kind `{v}` (encoder_self, decoder_self or cross)"))?);
+            }
+            "--layer" if step => layer = Some(number(flag, value()?)?),
+            "--head" if step => head = Some(number(flag, value()?)?),
             "--help" | "-h" => return Err(USAGE.into()),
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
         }
     }
-    Ok(Args { model: model.ok_or_else(|| format!("--model is required\n{USAGE}"))?, text: text.ok_or_else(|| format!("--text is required\n{USAGE}"))?, table })
+    let required = |name: &str| format!("{name} is required\n{USAGE}");
+    let command = if step {
+        Command::Step(HeadRequest {
+            kind: kind.ok_or_else(|| required("--kind"))?,
+            layer: layer.ok_or_else(|| required("--layer"))?,
+            head: head.ok_or_else(|| required("--head"))?,
+        })
+    } else {
+        Command::Attend { table }
+    };
+    Ok(Args { model: model.ok_or_else(|| required("--model"))?, text: text.ok_or_else(|| required("--text"))?, command })
 }
 
-fn print_table(out: &mut impl Write, model_id: &str, f: &ForwardOutput) -> std::io::Result<()> {
+fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::Result<()> {
+    let f = &a.output;
     writeln!(out, "model {model_id}: {} source tokens, {} target tokens{}", f.source_tokens.len(), f.target_tokens.len(), if f.truncated { " (input truncated)" } else { "" })?;
     if let Some(t) = &f.output_text {
-        let reason = f.stop_reason.map(|r| format!("{r:?}").to_lowercase()).unwrap_or_default();
+        let reason = f.stop_reason.map(|r| r.as_str()).unwrap_or("");
         writeln!(out, "output: {t}  [stopped: {reason}]")?;
     }
-    for b in &f.attentions {
-        let (queries, keys) = match b.kind {
-            AttentionKind::Cross => (&f.target_tokens, &f.source_tokens),
-            _ => (&f.source_tokens, &f.source_tokens),
-        };
+    for b in &a.attentions {
+        let (queries, keys) = f.tokens_of(b.kind);
         writeln!(out, "\n== {} layer {} ({} heads, {}×{})", b.kind.as_str(), b.layer, b.heads, b.query_len, b.key_len)?;
         for h in 0..b.heads {
             let ent = row_entropies(b, h);
@@ -68,16 +95,31 @@ fn print_table(out: &mut impl Write, model_id: &str, f: &ForwardOutput) -> std::
     Ok(())
 }
 
+fn json_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)?;
+    writeln!(out)
+}
+
 fn run(args: Args) -> Result<(), String> {
     let model = Model::load_dir(&args.model).map_err(|e| e.to_string())?;
-    let f = model.forward(&args.text, None::<HeadRequest>).map_err(|e| e.to_string())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let id = model.manifest.id.as_str();
-    let written = if args.table {
-        print_table(&mut out, id, &f)
-    } else {
-        serde_json::to_writer(&mut out, &AttendJson::new(id, &args.text, &f)).map_err(std::io::Error::from).and_then(|_| writeln!(out))
+    let written = match args.command {
+        Command::Attend { table } => {
+            let start = Instant::now();
+            let a = model.attend(&args.text).map_err(|e| e.to_string())?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            if table {
+                print_table(&mut out, id, &a)
+            } else {
+                json_line(&mut out, &AttendResult::new(id, &args.text, &a, ms, std::convert::identity))
+            }
+        }
+        Command::Step(request) => {
+            let hi = model.head_internals(&args.text, request).map_err(|e| e.to_string())?;
+            json_line(&mut out, &StepResult::new(id, &args.text, &hi, std::convert::identity))
+        }
     };
     written.and_then(|_| out.flush()).map_err(|e| format!("cannot write output: {e}"))
 }

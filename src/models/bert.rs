@@ -1,10 +1,11 @@
 //! BERT encoder (Hugging Face `BertModel`, e.g. sentence-transformers/all-MiniLM-L6-v2),
 //! post-LayerNorm, exact GELU. Sizes come from `config.json`; weight names are the HF ones
 //! (with or without a `bert.` prefix). Returns `encoder_self` attention for every layer and,
-//! as sentence-transformers does, the mean-pooled L2-normalised sentence embedding.
+//! as sentence-transformers does, the mean-pooled L2-normalised sentence embedding. Each struct
+//! mirrors one PyTorch module (named like its weights) and has its own `forward`.
 
 use super::{LayerNorm, Linear};
-use crate::attention::{AttentionBlock, AttentionKind, ForwardOutput, HeadInternals, HeadRequest};
+use crate::attention::{AttentionKind, ForwardOutput, Probe, Site};
 use crate::error::{invalid_model, Result};
 use crate::tensor::{gelu, multi_head_attention, Mask, Mat};
 use crate::tokenize::TextTokenizer;
@@ -41,15 +42,16 @@ impl BertConfig {
     pub fn from_json(bytes: &[u8]) -> Result<BertConfig> {
         let c: BertConfig = serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("config.json is not a BERT config ({e})")))?;
         if c.hidden_size == 0 || c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
-            return Err(invalid_model(format!("hidden_size {} is not a multiple of num_attention_heads {}", c.hidden_size, c.num_attention_heads)));
+            return Err(invalid_model(format!("config.json: hidden_size {} is not a multiple of num_attention_heads {}", c.hidden_size, c.num_attention_heads)));
         }
         if !matches!(c.hidden_act.as_str(), "gelu" | "gelu_python") {
-            return Err(crate::Error::UnsupportedArchitecture(format!("BERT hidden_act `{}` (only exact gelu)", c.hidden_act)));
+            return Err(crate::Error::UnsupportedArchitecture(format!("config.json: BERT hidden_act `{}` (only exact gelu)", c.hidden_act)));
         }
         Ok(c)
     }
 }
 
+/// `embeddings.*`
 struct BertEmbeddings {
     word_embeddings: Mat,       // [vocab, d]
     position_embeddings: Mat,   // [max_pos, d]
@@ -57,41 +59,174 @@ struct BertEmbeddings {
     layer_norm: LayerNorm,
 }
 
-struct BertSelfAttention {
-    query: Linear,
-    key: Linear,
-    value: Linear,
+impl BertEmbeddings {
+    fn load(w: &mut TensorStore, p: &str, c: &BertConfig) -> Result<BertEmbeddings> {
+        let d = c.hidden_size;
+        Ok(BertEmbeddings {
+            word_embeddings: w.matrix(&format!("{p}.word_embeddings.weight"), c.vocab_size, d)?,
+            position_embeddings: w.matrix(&format!("{p}.position_embeddings.weight"), c.max_position_embeddings, d)?,
+            token_type_embeddings: w.matrix(&format!("{p}.token_type_embeddings.weight"), c.type_vocab_size, d)?,
+            layer_norm: LayerNorm::load(w, &format!("{p}.LayerNorm"), d, c.layer_norm_eps as f32)?,
+        })
+    }
+
+    /// x = LN(word[id] + position[i] + token_type[0])                          # [T, d]
+    fn forward(&self, ids: &[u32]) -> Result<Mat> {
+        let (vocab, d) = (self.word_embeddings.rows(), self.word_embeddings.cols());
+        let mut x = Mat::zeros(ids.len(), d);
+        for (i, &id) in ids.iter().enumerate() {
+            let id = id as usize;
+            if id >= vocab {
+                return Err(invalid_model(format!("tokenizer produced id {id} outside the vocabulary ({vocab})")));
+            }
+            let row = x.row_mut(i);
+            let (we, pe, te) = (self.word_embeddings.row(id), self.position_embeddings.row(i), self.token_type_embeddings.row(0));
+            for j in 0..d {
+                row[j] = we[j] + pe[j] + te[j];
+            }
+        }
+        self.layer_norm.apply(&mut x);
+        Ok(x)
+    }
 }
 
+/// `encoder.layer.N.attention.self.*`
+struct BertSelfAttention {
+    query: Linear, // [d, d]
+    key: Linear,   // [d, d]
+    value: Linear, // [d, d]
+    num_attention_heads: usize,
+    site: Site,
+}
+
+impl BertSelfAttention {
+    /// x `[T, d]` → the heads' outputs, concatenated `[T, d]`; the probe gets `[heads, T, T]`.
+    fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
+        let q = self.query.forward(x); // [T, d]
+        let k = self.key.forward(x); // [T, d]
+        let v = self.value.forward(x); // [T, d]
+        let att = multi_head_attention(&q, &k, &v, self.num_attention_heads, Mask::None, probe.traced_head(self.site));
+        probe.record(self.site, self.num_attention_heads, att)
+    }
+}
+
+/// `encoder.layer.N.attention.output.*`
 struct BertSelfOutput {
-    dense: Linear,
+    dense: Linear, // [d, d]
     layer_norm: LayerNorm,
 }
 
+impl BertSelfOutput {
+    /// LN(context · Wᵀ + b + x)                                                  # [T, d]
+    fn forward(&self, context: &Mat, x: &Mat) -> Mat {
+        let mut h = self.dense.forward(context);
+        h.add_assign(x);
+        self.layer_norm.apply(&mut h);
+        h
+    }
+}
+
+/// `encoder.layer.N.attention.*`
 struct BertAttention {
     self_attention: BertSelfAttention,
     output: BertSelfOutput,
 }
 
+impl BertAttention {
+    fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
+        let context = self.self_attention.forward(x, probe); // [T, d]
+        self.output.forward(&context, x)
+    }
+}
+
+/// `encoder.layer.N.intermediate.*`
 struct BertIntermediate {
     dense: Linear, // [ffn, d]
 }
 
+impl BertIntermediate {
+    /// GELU(h · Wᵀ + b)                                                         # [T, ffn]
+    fn forward(&self, h: &Mat) -> Mat {
+        let mut ff = self.dense.forward(h);
+        ff.map_in_place(gelu);
+        ff
+    }
+}
+
+/// `encoder.layer.N.output.*`
 struct BertOutput {
     dense: Linear, // [d, ffn]
     layer_norm: LayerNorm,
 }
 
+impl BertOutput {
+    /// LN(ff · Wᵀ + b + h)                                                      # [T, d]
+    fn forward(&self, ff: &Mat, h: &Mat) -> Mat {
+        let mut out = self.dense.forward(ff);
+        out.add_assign(h);
+        self.layer_norm.apply(&mut out);
+        out
+    }
+}
+
+/// `encoder.layer.N.*`
 struct BertLayer {
     attention: BertAttention,
     intermediate: BertIntermediate,
     output: BertOutput,
 }
 
+impl BertLayer {
+    fn load(w: &mut TensorStore, p: &str, c: &BertConfig, layer: usize) -> Result<BertLayer> {
+        let (d, eps) = (c.hidden_size, c.layer_norm_eps as f32);
+        Ok(BertLayer {
+            attention: BertAttention {
+                self_attention: BertSelfAttention {
+                    query: Linear::load(w, &format!("{p}.attention.self.query"), d, d)?,
+                    key: Linear::load(w, &format!("{p}.attention.self.key"), d, d)?,
+                    value: Linear::load(w, &format!("{p}.attention.self.value"), d, d)?,
+                    num_attention_heads: c.num_attention_heads,
+                    site: Site { kind: AttentionKind::EncoderSelf, layer },
+                },
+                output: BertSelfOutput {
+                    dense: Linear::load(w, &format!("{p}.attention.output.dense"), d, d)?,
+                    layer_norm: LayerNorm::load(w, &format!("{p}.attention.output.LayerNorm"), d, eps)?,
+                },
+            },
+            intermediate: BertIntermediate { dense: Linear::load(w, &format!("{p}.intermediate.dense"), c.intermediate_size, d)? },
+            output: BertOutput {
+                dense: Linear::load(w, &format!("{p}.output.dense"), d, c.intermediate_size)?,
+                layer_norm: LayerNorm::load(w, &format!("{p}.output.LayerNorm"), d, eps)?,
+            },
+        })
+    }
+
+    /// x `[T, d]` → `[T, d]`
+    fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
+        let h = self.attention.forward(x, probe); // [T, d]
+        let ff = self.intermediate.forward(&h); // [T, ffn]
+        self.output.forward(&ff, &h)
+    }
+}
+
+/// `encoder.*`
+struct BertEncoder {
+    layer: Vec<BertLayer>,
+}
+
+impl BertEncoder {
+    fn forward(&self, mut x: Mat, probe: &mut Probe) -> Mat {
+        for layer in &self.layer {
+            x = layer.forward(&x, probe);
+        }
+        x
+    }
+}
+
 pub struct BertModel {
     pub config: BertConfig,
     embeddings: BertEmbeddings,
-    layers: Vec<BertLayer>,
+    encoder: BertEncoder,
     tokenizer: TextTokenizer,
 }
 
@@ -99,103 +234,22 @@ impl BertModel {
     pub fn load(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<BertModel> {
         let c = BertConfig::from_json(config_json)?;
         let prefix = if weights.contains("bert.embeddings.word_embeddings.weight") { "bert." } else { "" };
-        let (d, eps) = (c.hidden_size, c.layer_norm_eps as f32);
         let w = &mut weights;
-        let embeddings = BertEmbeddings {
-            word_embeddings: w.matrix(&format!("{prefix}embeddings.word_embeddings.weight"), c.vocab_size, d)?,
-            position_embeddings: w.matrix(&format!("{prefix}embeddings.position_embeddings.weight"), c.max_position_embeddings, d)?,
-            token_type_embeddings: w.matrix(&format!("{prefix}embeddings.token_type_embeddings.weight"), c.type_vocab_size, d)?,
-            layer_norm: LayerNorm::load(w, &format!("{prefix}embeddings.LayerNorm"), d, eps)?,
-        };
-        let mut layers = Vec::with_capacity(c.num_hidden_layers);
-        for i in 0..c.num_hidden_layers {
-            let p = format!("{prefix}encoder.layer.{i}");
-            layers.push(BertLayer {
-                attention: BertAttention {
-                    self_attention: BertSelfAttention {
-                        query: Linear::load(w, &format!("{p}.attention.self.query"), d, d)?,
-                        key: Linear::load(w, &format!("{p}.attention.self.key"), d, d)?,
-                        value: Linear::load(w, &format!("{p}.attention.self.value"), d, d)?,
-                    },
-                    output: BertSelfOutput {
-                        dense: Linear::load(w, &format!("{p}.attention.output.dense"), d, d)?,
-                        layer_norm: LayerNorm::load(w, &format!("{p}.attention.output.LayerNorm"), d, eps)?,
-                    },
-                },
-                intermediate: BertIntermediate { dense: Linear::load(w, &format!("{p}.intermediate.dense"), c.intermediate_size, d)? },
-                output: BertOutput {
-                    dense: Linear::load(w, &format!("{p}.output.dense"), d, c.intermediate_size)?,
-                    layer_norm: LayerNorm::load(w, &format!("{p}.output.LayerNorm"), d, eps)?,
-                },
-            });
-        }
+        let embeddings = BertEmbeddings::load(w, &format!("{prefix}embeddings"), &c)?;
+        let layer = (0..c.num_hidden_layers).map(|i| BertLayer::load(w, &format!("{prefix}encoder.layer.{i}"), &c, i)).collect::<Result<_>>()?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_position_embeddings)?;
-        Ok(BertModel { config: c, embeddings, layers, tokenizer })
+        Ok(BertModel { config: c, embeddings, encoder: BertEncoder { layer }, tokenizer })
     }
 
     pub fn tokenizer(&self) -> &TextTokenizer {
         &self.tokenizer
     }
 
-    pub fn forward(&self, text: &str, request: Option<HeadRequest>) -> Result<ForwardOutput> {
+    /// `encoder_self` attention of every layer goes to `probe`.
+    pub fn forward(&self, text: &str, probe: &mut Probe) -> Result<ForwardOutput> {
         let enc = self.tokenizer.encode(text)?;
-        let c = &self.config;
-        let (t, d, heads) = (enc.ids.len(), c.hidden_size, c.num_attention_heads);
-
-        // x = LN(word[id] + position[i] + token_type[0])          # [T, d]
-        let mut x = Mat::zeros(t, d);
-        for (i, &id) in enc.ids.iter().enumerate() {
-            let id = id as usize;
-            if id >= c.vocab_size {
-                return Err(invalid_model(format!("tokenizer produced id {id} outside the vocabulary ({})", c.vocab_size)));
-            }
-            let row = x.row_mut(i);
-            let (we, pe, te) = (self.embeddings.word_embeddings.row(id), self.embeddings.position_embeddings.row(i), self.embeddings.token_type_embeddings.row(0));
-            for j in 0..d {
-                row[j] = we[j] + pe[j] + te[j];
-            }
-        }
-        self.embeddings.layer_norm.apply(&mut x);
-
-        let mut attentions = Vec::with_capacity(self.layers.len());
-        let mut trace = None;
-        for (l, layer) in self.layers.iter().enumerate() {
-            let sa = &layer.attention.self_attention;
-            let q = sa.query.forward(&x); // [T, d]
-            let k = sa.key.forward(&x);
-            let v = sa.value.forward(&x);
-            let want = request.filter(|r| r.kind == AttentionKind::EncoderSelf && r.layer == l).map(|r| r.head);
-            let att = multi_head_attention(&q, &k, &v, heads, Mask::None, want); // probs [heads, T, T]
-            if att.trace.is_some() {
-                trace = att.trace;
-            }
-            attentions.push(AttentionBlock { kind: AttentionKind::EncoderSelf, layer: l, heads, query_len: t, key_len: t, probs: att.probs });
-
-            let mut h = layer.attention.output.dense.forward(&att.context);
-            h.add_assign(&x);
-            layer.attention.output.layer_norm.apply(&mut h); // [T, d]
-
-            let mut ff = layer.intermediate.dense.forward(&h); // [T, ffn]
-            ff.map_in_place(gelu);
-            let mut out = layer.output.dense.forward(&ff); // [T, d]
-            out.add_assign(&h);
-            layer.output.layer_norm.apply(&mut out);
-            x = out;
-        }
-
-        let head_internals = match (request, trace) {
-            (Some(r), Some(tr)) => Some(HeadInternals {
-                request: r,
-                query_tokens: enc.tokens.clone(),
-                key_tokens: enc.tokens.clone(),
-                q_source: "encoder",
-                kv_source: "encoder",
-                trace: tr,
-            }),
-            (Some(r), None) => return Err(super::bad_head_request(r, self.layers.len(), heads, &[AttentionKind::EncoderSelf])),
-            _ => None,
-        };
-
+        let x = self.embeddings.forward(&enc.ids)?; // [T, d]
+        let x = self.encoder.forward(x, probe); // [T, d]
         Ok(ForwardOutput {
             sentence_embedding: Some(mean_pool_normalised(&x)),
             source_tokens: enc.tokens,
@@ -205,9 +259,6 @@ impl BertModel {
             output_text: None,
             truncated: enc.truncated,
             stop_reason: None,
-            hidden: x,
-            attentions,
-            head_internals,
         })
     }
 }
@@ -226,4 +277,3 @@ fn mean_pool_normalised(hidden: &Mat) -> Vec<f32> {
     mean.iter_mut().for_each(|m| *m /= norm);
     mean
 }
-

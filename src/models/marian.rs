@@ -4,14 +4,16 @@
 //! Greedy decoding, one step per target token, with the SSRU state and the encoder-side K/V
 //! cached. Returns `encoder_self` attention per encoder layer and `cross` attention per
 //! decoder layer, `[heads, T_tgt, T_src]`, where row t is the step that produced target token t.
-//! Sizes come from the tensor shapes and the embedded `model.yml`.
+//! Sizes come from the tensor shapes and the embedded `model.yml`. Each struct is one group of
+//! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
 use super::{LayerNorm, Linear};
-use crate::attention::{AttentionBlock, AttentionKind, ForwardOutput, HeadInternals, HeadRequest, StopReason};
+use crate::attention::{AttentionKind, ForwardOutput, Probe, Site, StopReason};
 use crate::error::{invalid_model, Error, Result};
-use crate::tensor::{linear_quantized, multi_head_attention, relu, sigmoid, HeadTrace, Mask, Mat, QuantizedMat};
+use crate::tensor::{linear_quantized, multi_head_attention, relu, sigmoid, Mask, Mat, QuantizedMat};
 use crate::tokenize::TextTokenizer;
 use crate::weights::marian_bin::{self, yml_value};
+use crate::weights::TensorStore;
 
 /// Marian's `</s>`: appended to the source, and the end of decoding.
 const EOS_ID: u32 = 0;
@@ -31,7 +33,7 @@ pub struct MarianConfig {
 }
 
 impl MarianConfig {
-    fn from_file(yml: Option<&str>, w: &crate::weights::TensorStore) -> Result<MarianConfig> {
+    fn from_file(yml: Option<&str>, w: &TensorStore) -> Result<MarianConfig> {
         let yml = yml.unwrap_or("");
         let opt = |k: &str| yml_value(yml, k);
         if let Some(autoreg) = opt("transformer-decoder-autoreg") {
@@ -63,65 +65,61 @@ impl MarianConfig {
     }
 }
 
-/// `self` / `context` attention: Wq, Wk, Wv, Wo (+ biases) and the post-norm `Wo_ln`.
+const LN_EPS: f32 = 1e-9;
+
+/// `<p>_W{q,k,v,o}`, `<p>_b{q,k,v,o}`, `<p>_Wo_ln_{scale,bias}`: encoder `self` or decoder
+/// `context` attention, post-norm.
 struct MarianAttention {
-    wq: Linear,
-    wk: Linear,
-    wv: Linear,
-    wo: Linear,
+    wq: Linear, // [d, d]
+    wk: Linear, // [d, d]
+    wv: Linear, // [d, d]
+    wo: Linear, // [d, d]
     wo_ln: LayerNorm,
-}
-
-struct MarianFfn {
-    w1: Linear, // [ffn, d]
-    w2: Linear, // [d, ffn]
-    ffn_ln: LayerNorm,
-}
-
-/// Simple Recurrent Unit as Marian's SSRU: f = σ(x·Wf + bf); c = f·c + (1−f)·(x·W); h = LN(x + ReLU(c)).
-struct Ssru {
-    w: Linear,
-    wf: Linear,
-    ffn_ln: LayerNorm,
-}
-
-struct EncoderLayer {
-    self_attn: MarianAttention,
-    ffn: MarianFfn,
-}
-
-struct DecoderLayer {
-    rnn: Ssru,
-    context: MarianAttention,
-    ffn: MarianFfn,
-}
-
-pub struct MarianModel {
-    pub config: MarianConfig,
-    /// `# [vocab, d]` tied: source and target embeddings and the output projection. Kept int8:
-    /// it is streamed once per decode step, and 8 MB read beats 33 MB.
-    wemb: QuantizedMat,
-    decoder_ff_logit_out_b: Vec<f32>,
-    encoder: Vec<EncoderLayer>,
-    decoder: Vec<DecoderLayer>,
-    tokenizer: TextTokenizer,
+    heads: usize,
+    site: Site,
 }
 
 impl MarianAttention {
-    fn load(w: &mut crate::weights::TensorStore, p: &str, d: usize) -> Result<MarianAttention> {
-        let lin = |w: &mut crate::weights::TensorStore, m: &str| Linear::load_named(w, &format!("{p}_W{m}"), &format!("{p}_b{m}"), d, d);
+    fn load(w: &mut TensorStore, p: &str, d: usize, heads: usize, site: Site) -> Result<MarianAttention> {
+        let lin = |w: &mut TensorStore, m: &str| Linear::load_named(w, &format!("{p}_W{m}"), &format!("{p}_b{m}"), d, d);
         Ok(MarianAttention {
             wq: lin(w, "q")?,
             wk: lin(w, "k")?,
             wv: lin(w, "v")?,
             wo: lin(w, "o")?,
             wo_ln: LayerNorm::load_named(w, &format!("{p}_Wo_ln_scale"), &format!("{p}_Wo_ln_bias"), d, LN_EPS)?,
+            heads,
+            site,
         })
+    }
+
+    /// Keys and values of `memory` `[Tk, d]`: `([Tk, d], [Tk, d])`.
+    fn keys_values(&self, memory: &Mat) -> (Mat, Mat) {
+        (self.wk.forward(memory), self.wv.forward(memory))
+    }
+
+    /// x `[Tq, d]` attends to keys/values `[Tk, d]`: LN(x + Wo·attention + bo)    # [Tq, d]
+    /// The probe gets `[heads, Tq, Tk]`.
+    fn forward(&self, x: &Mat, (k, v): (&Mat, &Mat), probe: &mut Probe) -> Mat {
+        let q = self.wq.forward(x); // [Tq, d]
+        let att = multi_head_attention(&q, k, v, self.heads, Mask::None, probe.traced_head(self.site));
+        let context = probe.record(self.site, self.heads, att); // [Tq, d]
+        let mut h = self.wo.forward(&context);
+        h.add_assign(x);
+        self.wo_ln.apply(&mut h);
+        h
     }
 }
 
+/// `<p>_ffn_W1`, `_b1`, `_W2`, `_b2`, `_ffn_ln_{scale,bias}`
+struct MarianFfn {
+    w1: Linear, // [ffn, d]
+    w2: Linear, // [d, ffn]
+    ffn_ln: LayerNorm,
+}
+
 impl MarianFfn {
-    fn load(w: &mut crate::weights::TensorStore, p: &str, d: usize, ffn: usize) -> Result<MarianFfn> {
+    fn load(w: &mut TensorStore, p: &str, d: usize, ffn: usize) -> Result<MarianFfn> {
         Ok(MarianFfn {
             w1: Linear::load_named(w, &format!("{p}_ffn_W1"), &format!("{p}_ffn_b1"), ffn, d)?,
             w2: Linear::load_named(w, &format!("{p}_ffn_W2"), &format!("{p}_ffn_b2"), d, ffn)?,
@@ -129,9 +127,9 @@ impl MarianFfn {
         })
     }
 
-    /// x = LN(x + W2·relu(W1·x + b1) + b2)
+    /// x = LN(x + W2·relu(W1·x + b1) + b2)                                       # [T, d]
     fn forward(&self, x: &Mat) -> Mat {
-        let mut h = self.w1.forward(x);
+        let mut h = self.w1.forward(x); // [T, ffn]
         h.map_in_place(relu);
         let mut out = self.w2.forward(&h);
         out.add_assign(x);
@@ -140,7 +138,71 @@ impl MarianFfn {
     }
 }
 
-const LN_EPS: f32 = 1e-9;
+/// `decoder_lN_rnn_*`: Marian's SSRU, f = σ(x·Wf + bf); c = f·c + (1−f)·(x·W); h = LN(x + ReLU(c)).
+struct Ssru {
+    w: Linear,  // [d, d], no bias
+    wf: Linear, // [d, d]
+    ffn_ln: LayerNorm,
+}
+
+impl Ssru {
+    /// One step: y `[1, d]` → `[1, d]`, updating the cell state `c` `[d]`.
+    fn forward(&self, y: &Mat, c: &mut [f32]) -> Mat {
+        let f = self.wf.forward(y); // [1, d]
+        let xw = self.w.forward(y); // [1, d]
+        let mut h = Mat::zeros(1, c.len());
+        for (j, cj) in c.iter_mut().enumerate() {
+            let fj = sigmoid(f.row(0)[j]);
+            *cj = fj * *cj + (1.0 - fj) * xw.row(0)[j];
+            h.row_mut(0)[j] = y.row(0)[j] + relu(*cj);
+        }
+        self.ffn_ln.apply(&mut h);
+        h
+    }
+}
+
+/// `encoder_lN_*`
+struct MarianEncoderLayer {
+    self_attention: MarianAttention,
+    ffn: MarianFfn,
+}
+
+impl MarianEncoderLayer {
+    /// x `[Ts, d]` → `[Ts, d]`
+    fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
+        let kv = self.self_attention.keys_values(x);
+        let h = self.self_attention.forward(x, (&kv.0, &kv.1), probe);
+        self.ffn.forward(&h)
+    }
+}
+
+/// `decoder_lN_*`
+struct MarianDecoderLayer {
+    rnn: Ssru,
+    context: MarianAttention,
+    ffn: MarianFfn,
+}
+
+impl MarianDecoderLayer {
+    /// One decode step: y `[1, d]` → `[1, d]`; `cell` is this layer's SSRU state, `memory` the
+    /// encoder-side keys and values of its `context` attention.
+    fn forward(&self, y: &Mat, cell: &mut [f32], memory: &(Mat, Mat), probe: &mut Probe) -> Mat {
+        let h = self.rnn.forward(y, cell);
+        let o = self.context.forward(&h, (&memory.0, &memory.1), probe);
+        self.ffn.forward(&o)
+    }
+}
+
+pub struct MarianModel {
+    pub config: MarianConfig,
+    /// `# [vocab, d]` tied: source and target embeddings and the output projection. Kept int8:
+    /// it is streamed once per decode step, and 8 MB read beats 33 MB.
+    wemb: QuantizedMat,
+    decoder_ff_logit_out_b: Vec<f32>,
+    encoder: Vec<MarianEncoderLayer>,
+    decoder: Vec<MarianDecoderLayer>,
+    tokenizer: TextTokenizer,
+}
 
 /// Marian's sinusoidal position: sin half first, then cos; inv freq = exp(−ln 10000/(d/2−1)·i).
 fn add_position(row: &mut [f32], pos: usize) {
@@ -154,27 +216,31 @@ fn add_position(row: &mut [f32], pos: usize) {
 }
 
 impl MarianModel {
-    pub fn load(model_bin: &[u8], tokenizer_json: &[u8]) -> Result<MarianModel> {
+    /// `name` is the .bin's file name, for error messages.
+    pub fn load(model_bin: &[u8], name: &str, tokenizer_json: &[u8]) -> Result<MarianModel> {
         let file = marian_bin::read(model_bin)?;
         let mut w = file.tensors;
+        w.set_file(name);
         let c = MarianConfig::from_file(file.model_yml.as_deref(), &w)?;
-        let (d, ffn) = (c.dim_emb, c.dim_ffn);
+        let (d, ffn, heads) = (c.dim_emb, c.dim_ffn, c.heads);
         let wemb = w.quantized_matrix("Wemb", c.vocab, d)?;
         let decoder_ff_logit_out_b = w.vector("decoder_ff_logit_out_b", c.vocab)?;
         let mut encoder = Vec::with_capacity(c.enc_depth);
-        for i in 1..=c.enc_depth {
-            let p = format!("encoder_l{i}");
-            encoder.push(EncoderLayer { self_attn: MarianAttention::load(&mut w, &format!("{p}_self"), d)?, ffn: MarianFfn::load(&mut w, &p, d, ffn)? });
+        for layer in 0..c.enc_depth {
+            let p = format!("encoder_l{}", layer + 1);
+            let site = Site { kind: AttentionKind::EncoderSelf, layer };
+            encoder.push(MarianEncoderLayer { self_attention: MarianAttention::load(&mut w, &format!("{p}_self"), d, heads, site)?, ffn: MarianFfn::load(&mut w, &p, d, ffn)? });
         }
         let mut decoder = Vec::with_capacity(c.dec_depth);
-        for i in 1..=c.dec_depth {
-            let p = format!("decoder_l{i}");
+        for layer in 0..c.dec_depth {
+            let p = format!("decoder_l{}", layer + 1);
             let rnn = Ssru {
                 w: Linear { weight: w.matrix(&format!("{p}_rnn_W"), d, d)?, bias: None },
                 wf: Linear::load_named(&mut w, &format!("{p}_rnn_Wf"), &format!("{p}_rnn_bf"), d, d)?,
                 ffn_ln: LayerNorm::load_named(&mut w, &format!("{p}_rnn_ffn_ln_scale"), &format!("{p}_rnn_ffn_ln_bias"), d, LN_EPS)?,
             };
-            decoder.push(DecoderLayer { rnn, context: MarianAttention::load(&mut w, &format!("{p}_context"), d)?, ffn: MarianFfn::load(&mut w, &p, d, ffn)? });
+            let site = Site { kind: AttentionKind::Cross, layer };
+            decoder.push(MarianDecoderLayer { rnn, context: MarianAttention::load(&mut w, &format!("{p}_context"), d, heads, site)?, ffn: MarianFfn::load(&mut w, &p, d, ffn)? });
         }
         if c.enc_depth == 0 || c.dec_depth == 0 {
             return Err(invalid_model("Marian model has no encoder or no decoder layers"));
@@ -201,9 +267,10 @@ impl MarianModel {
         Ok(())
     }
 
-    pub fn forward(&self, text: &str, request: Option<HeadRequest>) -> Result<ForwardOutput> {
-        let c = &self.config;
-        let (d, heads) = (c.dim_emb, c.heads);
+    /// `encoder_self` attention of every encoder layer and `cross` attention of every decoder
+    /// layer (one query row per decode step) go to `probe`.
+    pub fn forward(&self, text: &str, probe: &mut Probe) -> Result<ForwardOutput> {
+        let d = self.config.dim_emb;
         let mut enc = self.tokenizer.encode(text)?;
         enc.ids.push(EOS_ID);
         enc.tokens.push("</s>".into());
@@ -215,107 +282,41 @@ impl MarianModel {
         for (i, &id) in enc.ids.iter().enumerate() {
             self.embed(id, i, x.row_mut(i))?;
         }
-        let mut attentions = Vec::with_capacity(c.enc_depth + c.dec_depth);
-        let mut trace: Option<HeadTrace> = None;
-        for (l, layer) in self.encoder.iter().enumerate() {
-            let a = &layer.self_attn;
-            let want = request.filter(|r| r.kind == AttentionKind::EncoderSelf && r.layer == l).map(|r| r.head);
-            let att = multi_head_attention(&a.wq.forward(&x), &a.wk.forward(&x), &a.wv.forward(&x), heads, Mask::None, want);
-            if att.trace.is_some() {
-                trace = att.trace;
-            }
-            attentions.push(AttentionBlock { kind: AttentionKind::EncoderSelf, layer: l, heads, query_len: ts, key_len: ts, probs: att.probs });
-            let mut h = a.wo.forward(&att.context);
-            h.add_assign(&x);
-            a.wo_ln.apply(&mut h);
-            x = layer.ffn.forward(&h);
+        for layer in &self.encoder {
+            x = layer.forward(&x, probe);
         }
-        let encoded = x;
 
         // ---- greedy decoding ---------------------------------------------------------
         // Encoder-side keys and values of every decoder layer, computed once.  # [Ts, d] each
-        let memory: Vec<(Mat, Mat)> = self.decoder.iter().map(|l| (l.context.wk.forward(&encoded), l.context.wv.forward(&encoded))).collect();
-        let mut cell_state = vec![vec![0.0f32; d]; self.decoder.len()];
+        let memory: Vec<(Mat, Mat)> = self.decoder.iter().map(|l| l.context.keys_values(&x)).collect();
+        let mut cells = vec![vec![0.0f32; d]; self.decoder.len()];
         let max_target = ((ts as f32 * MAX_LENGTH_FACTOR).ceil() as usize).max(4);
-        let mut step_probs: Vec<Vec<Vec<f32>>> = vec![Vec::new(); self.decoder.len()]; // [layer][step] → [heads, 1, Ts]
         let mut target_ids = Vec::new();
-        let mut states = Vec::new(); // final decoder state per step
         let mut stop = StopReason::MaxLength;
-        let cross_want = request.filter(|r| r.kind == AttentionKind::Cross);
-        let mut cross_trace = HeadTrace::default();
-        let mut prev: Option<u32> = None;
         for step in 0..max_target {
             let mut y = Mat::zeros(1, d); // [1, d]
-            match prev {
+            match target_ids.last() {
                 // The first decoder input is a zero vector (plus position 0), not an embedding.
                 None => add_position(y.row_mut(0), step),
-                Some(id) => self.embed(id, step, y.row_mut(0))?,
+                Some(&id) => self.embed(id, step, y.row_mut(0))?,
             }
-            for (l, layer) in self.decoder.iter().enumerate() {
-                // SSRU: f = σ(y·Wf + bf); c = f·c + (1−f)·(y·W); h = LN(y + ReLU(c))
-                let f = layer.rnn.wf.forward(&y);
-                let xw = layer.rnn.w.forward(&y);
-                let mut h = Mat::zeros(1, d);
-                for j in 0..d {
-                    let fj = sigmoid(f.row(0)[j]);
-                    let cj = fj * cell_state[l][j] + (1.0 - fj) * xw.row(0)[j];
-                    cell_state[l][j] = cj;
-                    h.row_mut(0)[j] = y.row(0)[j] + relu(cj);
-                }
-                layer.rnn.ffn_ln.apply(&mut h);
-
-                let ctx = &layer.context;
-                let want = cross_want.filter(|r| r.layer == l).map(|r| r.head);
-                let att = multi_head_attention(&ctx.wq.forward(&h), &memory[l].0, &memory[l].1, heads, Mask::None, want);
-                if let Some(t) = att.trace {
-                    cross_trace.append_queries(t);
-                }
-                step_probs[l].push(att.probs);
-                let mut o = ctx.wo.forward(&att.context);
-                o.add_assign(&h);
-                ctx.wo_ln.apply(&mut o);
-                y = layer.ffn.forward(&o);
+            for ((layer, cell), kv) in self.decoder.iter().zip(&mut cells).zip(&memory) {
+                y = layer.forward(&y, cell, kv, probe);
             }
             // logits = y · Wembᵀ + b                                               # [1, vocab]
             let logits = linear_quantized(&y, &self.wemb, Some(&self.decoder_ff_logit_out_b));
             let next = argmax(logits.row(0)) as u32;
-            states.extend_from_slice(y.row(0));
             target_ids.push(next);
             if next == EOS_ID {
                 stop = StopReason::Eos;
                 break;
             }
-            prev = Some(next);
-        }
-        let tt = target_ids.len();
-        for (l, steps) in step_probs.into_iter().enumerate() {
-            // [step][heads, 1, Ts] → [heads, Tt, Ts]
-            let mut probs = vec![0.0f32; heads * tt * ts];
-            for (t, p) in steps.iter().enumerate() {
-                for h in 0..heads {
-                    probs[(h * tt + t) * ts..(h * tt + t + 1) * ts].copy_from_slice(&p[h * ts..(h + 1) * ts]);
-                }
-            }
-            attentions.push(AttentionBlock { kind: AttentionKind::Cross, layer: l, heads, query_len: tt, key_len: ts, probs });
         }
 
         let target_tokens: Vec<String> = target_ids.iter().map(|&id| self.tokenizer.id_to_token(id)).collect();
         let target_word_ids = word_ids_from_pieces(&target_tokens);
         let text_ids: Vec<u32> = target_ids.iter().copied().filter(|&id| id != EOS_ID).collect();
         let output_text = self.tokenizer.decode(&text_ids)?;
-
-        let head_internals = match request {
-            None => None,
-            Some(r) => {
-                let (q_source, query_tokens, tr) = match r.kind {
-                    AttentionKind::Cross if cross_trace.query_len > 0 => ("decoder", target_tokens.clone(), cross_trace),
-                    AttentionKind::EncoderSelf if trace.is_some() => ("encoder", enc.tokens.clone(), trace.unwrap_or_default()),
-                    _ => return Err(super::bad_head_request(r, c.enc_depth.max(c.dec_depth), heads, &[AttentionKind::EncoderSelf, AttentionKind::Cross])),
-                };
-                Some(HeadInternals { request: r, query_tokens, key_tokens: enc.tokens.clone(), q_source, kv_source: "encoder", trace: tr })
-            }
-        };
-
         Ok(ForwardOutput {
             source_tokens: enc.tokens,
             source_word_ids: enc.word_ids,
@@ -324,10 +325,7 @@ impl MarianModel {
             output_text: Some(output_text),
             truncated: enc.truncated,
             stop_reason: Some(stop),
-            hidden: Mat::from_vec(tt, d, states),
-            attentions,
             sentence_embedding: None,
-            head_internals,
         })
     }
 }

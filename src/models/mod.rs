@@ -4,7 +4,7 @@
 pub mod bert;
 pub mod marian;
 
-use crate::attention::{AttentionKind, ForwardOutput, HeadRequest};
+use crate::attention::{Attended, AttentionKind, ForwardOutput, HeadInternals, HeadRequest, Probe};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{layer_norm, linear, Mat};
 use crate::weights::TensorStore;
@@ -142,12 +142,13 @@ impl Model {
         let family = match manifest.architecture.as_str() {
             "bert" => {
                 let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
-                let weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
+                let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
+                weights.set_file(weights_name);
                 Family::Bert(bert::BertModel::load(file("config.json")?, weights, file("tokenizer.json")?)?)
             }
             "marian" => {
                 let bin = manifest.files.iter().find(|f| f.ends_with(".bin")).ok_or_else(|| invalid_model("no Marian .bin file in the manifest"))?;
-                Family::Marian(marian::MarianModel::load(file(bin)?, file("tokenizer.json")?)?)
+                Family::Marian(marian::MarianModel::load(file(bin)?, bin, file("tokenizer.json")?)?)
             }
             other => return Err(Error::UnsupportedArchitecture(format!("`{other}` (this build runs: {})", SUPPORTED.join(", ")))),
         };
@@ -179,11 +180,19 @@ impl Model {
         Model::load(manifest, &files)
     }
 
-    pub fn forward(&self, text: &str, request: Option<HeadRequest>) -> Result<ForwardOutput> {
+    /// One forward; `probe` says what to record besides the outputs, and holds it afterwards.
+    pub fn forward(&self, text: &str, probe: &mut Probe) -> Result<ForwardOutput> {
         match &self.family {
-            Family::Bert(m) => m.forward(text, request),
-            Family::Marian(m) => m.forward(text, request),
+            Family::Bert(m) => m.forward(text, probe),
+            Family::Marian(m) => m.forward(text, probe),
         }
+    }
+
+    /// One forward with every attention map.
+    pub fn attend(&self, text: &str) -> Result<Attended> {
+        let mut probe = Probe::attention_maps();
+        let output = self.forward(text, &mut probe)?;
+        Ok(Attended { output, attentions: probe.into_attentions() })
     }
 
     /// Tokenisation alone (what the forward does first), for benchmarks and token previews.
@@ -199,11 +208,23 @@ impl Model {
         let (kinds, heads, head_dim, max_positions, special) = match &self.family {
             Family::Bert(b) => {
                 let c = &b.config;
-                (vec![(AttentionKind::EncoderSelf, c.num_hidden_layers)], c.num_attention_heads, c.hidden_size / c.num_attention_heads, c.max_position_embeddings, vec!["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"])
+                (
+                    vec![(AttentionKind::EncoderSelf, c.num_hidden_layers)],
+                    c.num_attention_heads,
+                    c.hidden_size / c.num_attention_heads,
+                    c.max_position_embeddings,
+                    vec!["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"],
+                )
             }
             Family::Marian(mm) => {
                 let c = &mm.config;
-                (vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)], c.heads, c.dim_emb / c.heads, mm.tokenizer().max_tokens() + 1, vec!["</s>", "<unk>"])
+                (
+                    vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)],
+                    c.heads,
+                    c.dim_emb / c.heads,
+                    mm.tokenizer().max_tokens() + 1,
+                    vec!["</s>", "<unk>"],
+                )
             }
         };
         ModelInfo {
@@ -223,26 +244,27 @@ impl Model {
     }
 
     /// The intermediates of one head (the step view), or an error naming what exists.
-    pub fn head_internals(&self, text: &str, request: HeadRequest) -> Result<crate::attention::HeadInternals> {
+    pub fn head_internals(&self, text: &str, request: HeadRequest) -> Result<HeadInternals> {
         let info = self.info();
-        let layers = info.layers.get(&request.kind).copied();
+        let layers = info.layers.get(&request.kind).copied().unwrap_or(0);
         let heads = info.heads.get(&request.kind).copied().unwrap_or(0);
-        match layers {
-            Some(n) if request.layer < n && request.head < heads => {}
-            _ => return Err(bad_head_request(request, layers.unwrap_or(0), heads, &info.kinds)),
+        let bad = || {
+            let kinds: Vec<&str> = info.kinds.iter().map(|k| k.as_str()).collect();
+            Error::InvalidInput(format!(
+                "no {} attention at layer {} head {} (this model has kinds [{}], {layers} layers, {heads} heads)",
+                request.kind.as_str(),
+                request.layer,
+                request.head,
+                kinds.join(", ")
+            ))
+        };
+        if request.layer >= layers || request.head >= heads {
+            return Err(bad());
         }
-        let out = self.forward(text, Some(request))?;
-        out.head_internals.ok_or_else(|| bad_head_request(request, layers.unwrap_or(0), heads, &info.kinds))
+        let mut probe = Probe::head(request);
+        let out = self.forward(text, &mut probe)?;
+        let trace = probe.into_trace().ok_or_else(bad)?;
+        let (queries, keys) = out.tokens_of(request.kind);
+        Ok(HeadInternals { request, query_tokens: queries.to_vec(), key_tokens: keys.to_vec(), trace })
     }
-}
-
-pub(crate) fn bad_head_request(r: HeadRequest, layers: usize, heads: usize, kinds: &[AttentionKind]) -> Error {
-    let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-    Error::InvalidInput(format!(
-        "no {} attention at layer {} head {} (this model has kinds [{}], {layers} layers, {heads} heads)",
-        r.kind.as_str(),
-        r.layer,
-        r.head,
-        kinds.join(", ")
-    ))
 }

@@ -3,20 +3,16 @@
 //! Attention probabilities cross the boundary as one `Float32Array` per block (no JSON on the
 //! hot path).
 
-use crate::attention::{AttentionKind, ForwardOutput, HeadRequest};
+use crate::attention::{AttentionKind, HeadRequest};
 use crate::models::{Manifest, Model, SUPPORTED};
-use crate::output::TokensJson;
+use crate::output::{AttendResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 
 fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
     value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert a result ({e})")))
-}
-
-fn set(obj: &Object, key: &str, value: &JsValue) -> Result<(), JsError> {
-    Reflect::set(obj, &JsValue::from_str(key), value).map(|_| ()).map_err(|_| JsError::new("internal: cannot build the result object"))
 }
 
 fn err(e: crate::Error) -> JsError {
@@ -56,42 +52,17 @@ pub struct AttnModel {
     model: Model,
 }
 
-#[derive(Serialize)]
-struct AttendMeta<'a> {
-    model: &'a str,
-    text: &'a str,
-    tokens: TokensJson<'a>,
-    word_ids: WordIds<'a>,
-    output_text: Option<&'a str>,
-    truncated: bool,
-    stop_reason: Option<crate::attention::StopReason>,
+/// An array of floats as a `Float32Array` (a copy, owned by JS, so the worker can transfer it).
+struct F32s(Float32Array);
+
+impl Serialize for F32s {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde_wasm_bindgen::preserve::serialize(&self.0, s)
+    }
 }
 
-#[derive(Serialize)]
-struct WordIds<'a> {
-    source: &'a [Option<u32>],
-    target: &'a [Option<u32>],
-}
-
-#[derive(Serialize)]
-struct BlockMeta {
-    kind: AttentionKind,
-    layer: usize,
-    heads: usize,
-    query_len: usize,
-    key_len: usize,
-}
-
-#[derive(Serialize)]
-struct StepMeta<'a> {
-    kind: AttentionKind,
-    layer: usize,
-    head: usize,
-    d_k: usize,
-    query_tokens: &'a [String],
-    key_tokens: &'a [String],
-    q_source: &'a str,
-    kv_source: &'a str,
+fn f32s(values: &[f32]) -> F32s {
+    F32s(Float32Array::from(values))
 }
 
 #[wasm_bindgen]
@@ -124,62 +95,21 @@ impl AttnModel {
         to_js(&self.model.info())
     }
 
-    /// One forward: tokens, output text, and `attentions: [{ kind, layer, heads, query_len,
-    /// key_len, data: Float32Array [heads, Tq, Tk] }]`, `sentence_embedding`, `forward_ms`.
+    /// One forward: [`AttendResult`] (`schema/attend.schema.json`), attention data as
+    /// `Float32Array`s `[heads, Tq, Tk]`.
     pub fn attend(&self, text: &str) -> Result<JsValue, JsError> {
         let start = now_ms();
-        let out = self.model.forward(text, None).map_err(err)?;
+        let a = self.model.attend(text).map_err(err)?;
         let ms = now_ms() - start;
-        self.result_object(text, &out, ms)
+        to_js(&AttendResult::new(&self.model.manifest.id, text, &a, ms, f32s))
     }
 
-    /// Every intermediate of one head: `{ kind, layer, head, d_k, query_tokens, key_tokens,
-    /// q_source, kv_source, q, k, v, scores, scaled, mask, probs, output }` (Float32Arrays).
+    /// Every intermediate of one head: [`StepResult`] (`schema/attend.schema.json`), arrays as
+    /// `Float32Array`s.
     pub fn step(&self, text: &str, kind: &str, layer: usize, head: usize) -> Result<JsValue, JsError> {
         let kind = AttentionKind::parse(kind).ok_or_else(|| JsError::new(&format!("unknown attention kind `{kind}` (encoder_self, decoder_self or cross)")))?;
         let hi = self.model.head_internals(text, HeadRequest { kind, layer, head }).map_err(err)?;
-        let t = &hi.trace;
-        let obj: Object = to_js(&StepMeta {
-            kind,
-            layer,
-            head,
-            d_k: t.d_k,
-            query_tokens: &hi.query_tokens,
-            key_tokens: &hi.key_tokens,
-            q_source: hi.q_source,
-            kv_source: hi.kv_source,
-        })?
-        .unchecked_into();
-        for (name, values) in [("q", &t.q), ("k", &t.k), ("v", &t.v), ("scores", &t.scores), ("scaled", &t.scaled), ("mask", &t.mask), ("probs", &t.probs), ("output", &t.output)] {
-            set(&obj, name, &Float32Array::from(values.as_slice()))?;
-        }
-        Ok(obj.into())
-    }
-}
-
-impl AttnModel {
-    fn result_object(&self, text: &str, out: &ForwardOutput, forward_ms: f64) -> Result<JsValue, JsError> {
-        let meta = AttendMeta {
-            model: &self.model.manifest.id,
-            text,
-            tokens: TokensJson { source: &out.source_tokens, target: &out.target_tokens },
-            word_ids: WordIds { source: &out.source_word_ids, target: &out.target_word_ids },
-            output_text: out.output_text.as_deref(),
-            truncated: out.truncated,
-            stop_reason: out.stop_reason,
-        };
-        let obj: Object = to_js(&meta)?.unchecked_into();
-        let blocks = Array::new();
-        for b in &out.attentions {
-            let block: Object = to_js(&BlockMeta { kind: b.kind, layer: b.layer, heads: b.heads, query_len: b.query_len, key_len: b.key_len })?.unchecked_into();
-            set(&block, "data", &Float32Array::from(b.probs.as_slice()))?;
-            blocks.push(&block);
-        }
-        set(&obj, "attentions", &blocks)?;
-        let embedding = out.sentence_embedding.as_ref().map(|e| JsValue::from(Float32Array::from(e.as_slice()))).unwrap_or(JsValue::NULL);
-        set(&obj, "sentence_embedding", &embedding)?;
-        set(&obj, "forward_ms", &JsValue::from_f64(forward_ms))?;
-        Ok(obj.into())
+        to_js(&StepResult::new(&self.model.manifest.id, text, &hi, f32s))
     }
 }
 

@@ -37,19 +37,22 @@ impl TensorData {
 #[derive(Debug, Default)]
 pub struct TensorStore {
     tensors: HashMap<String, Tensor>,
+    /// The file the tensors came from, named in errors.
+    file: String,
 }
 
 impl TensorStore {
+    /// Names the file the tensors came from in every error about them.
+    pub fn set_file(&mut self, name: &str) {
+        self.file = format!("{name}: ");
+    }
+
     pub fn insert(&mut self, name: String, tensor: Tensor) {
         self.tensors.insert(name, tensor);
     }
 
     pub fn contains(&self, name: &str) -> bool {
         self.tensors.contains_key(name)
-    }
-
-    pub fn len(&self) -> usize {
-        self.tensors.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -61,9 +64,9 @@ impl TensorStore {
     }
 
     fn take_checked(&mut self, name: &str, numel: usize, want: &str) -> Result<TensorData> {
-        let t = self.tensors.remove(name).ok_or_else(|| invalid_model(format!("tensor `{name}` is missing")))?;
+        let t = self.tensors.remove(name).ok_or_else(|| invalid_model(format!("{}tensor `{name}` is missing", self.file)))?;
         if t.data.len() != numel || t.shape.iter().product::<usize>() != numel {
-            return Err(invalid_model(format!("tensor `{name}` has shape {:?}, expected {want}", t.shape)));
+            return Err(invalid_model(format!("{}tensor `{name}` has shape {:?}, expected {want}", self.file, t.shape)));
         }
         Ok(t.data)
     }
@@ -79,7 +82,7 @@ impl TensorStore {
     pub fn quantized_matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QuantizedMat> {
         match self.take_checked(name, rows * cols, &format!("[{rows}, {cols}]"))? {
             TensorData::Int8 { values, scale } => Ok(QuantizedMat { rows, cols, data: values, scale }),
-            TensorData::F32(_) => Err(invalid_model(format!("tensor `{name}` is float, expected int8"))),
+            TensorData::F32(_) => Err(invalid_model(format!("{}tensor `{name}` is float, expected int8", self.file))),
         }
     }
 

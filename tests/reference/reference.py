@@ -401,6 +401,7 @@ def attend(model_dir: str, text: str, dtype=np.float64) -> dict:
         out["tokens"] = {"source": r["tokens"], "target": []}
         out["output_text"] = None
         out["truncated"] = r["truncated"]
+        out["stop_reason"] = None
         out["attentions"] = [attention_block("encoder_self", i, p) for i, p in enumerate(r["attentions"])]
         out["sentence_embedding"] = [float(v) for v in r["sentence_embedding"]]
     else:

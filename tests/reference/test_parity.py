@@ -48,6 +48,8 @@ MARIAN_SENTENCES = [
     "日本語のテキストと emoji 🎉",
     "“Curly quotes” and a naïve café.",
     "The quick brown fox jumps over the lazy dog near the river bank.",
+    # Greedy decoding repeats "o" until the length limit: stop_reason "max_length".
+    "o o o o o o o o o o o o o",
 ]
 CASES = [("minilm", MINILM, s) for s in BERT_SENTENCES] + [("en-pt", ENPT, s) for s in MARIAN_SENTENCES]
 CASE_IDS = [f"{name}-{i}" for i, (name, _, _) in enumerate(CASES)]
@@ -156,13 +158,20 @@ def test_parity_tokens_text_shapes(name, model_dir, text):
     assert rust["tokens"]["target"] == ref["tokens"]["target"], "target tokens differ"
     assert rust["output_text"] == ref["output_text"]
     assert rust["truncated"] == ref["truncated"]
-    if "stop_reason" in rust:
-        assert rust["stop_reason"] == ref["stop_reason"]
+    assert rust["stop_reason"] == ref["stop_reason"], "stop_reason differs"
     got = [(b["kind"], b["layer"], b["heads"], b["shape"]) for b in rust["attentions"]]
     want = [(b["kind"], b["layer"], b["heads"], b["shape"]) for b in ref["attentions"]]
     assert sorted(got) == sorted(want)
     for b in rust["attentions"]:
         assert len(b["data"]) == int(np.prod(b["shape"])), (b["kind"], b["layer"])
+
+
+def test_parity_covers_both_stop_reasons():
+    """The stop_reason comparison above sees both outcomes, so it can catch either one wrong."""
+    seen = {rust_attend(ENPT, s)["stop_reason"] for s in MARIAN_SENTENCES}
+    assert seen == {"eos", "max_length"}, seen
+    assert {ref_attend(ENPT, s)["stop_reason"] for s in MARIAN_SENTENCES} == seen
+    assert rust_attend(MINILM, BERT_SENTENCES[0])["stop_reason"] is None
 
 
 @pytest.mark.parametrize("name,model_dir,text", CASES, ids=CASE_IDS)

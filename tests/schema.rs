@@ -1,0 +1,107 @@
+//! The CLI's JSON (`attnviz attend`, `attnviz step`) satisfies the checked-in
+//! schema/attend.schema.json — the same schema tests/wasm.rs checks the wasm facade's objects
+//! against — and reports why decoding stopped.
+#![cfg(not(target_arch = "wasm32"))]
+
+#[path = "support/schema.rs"]
+mod schema;
+
+use schema::Checker;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn cli(args: &[&str]) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // ATTNVIZ_BIN runs another build (as tests/reference does), e.g. to check an older one.
+    let bin = std::env::var("ATTNVIZ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_attnviz").to_string());
+    let out = Command::new(bin).args(args).current_dir(root).output().expect("run attnviz");
+    assert!(out.status.success(), "attnviz {args:?} exited {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("attnviz {args:?} did not print JSON ({e})"))
+}
+
+fn attend(dir: &str, text: &str) -> Value {
+    cli(&["attend", "--model", &format!("models/{dir}"), "--text", text])
+}
+
+#[test]
+fn cli_attend_json_satisfies_the_schema() {
+    let checker = Checker::new();
+    for (dir, text) in [("minilm", "The cat sat on the mat."), ("minilm", ""), ("en-pt", "The cat sat on the mat."), ("en-pt", "日本語のテキストと emoji 🎉")] {
+        let v = attend(dir, text);
+        checker.attend(&v).unwrap_or_else(|e| panic!("{dir} {text:?}: {e}"));
+        assert_eq!(v["text"], text);
+    }
+}
+
+#[test]
+fn cli_step_json_satisfies_the_schema() {
+    let checker = Checker::new();
+    let text = "The cat sat on the mat.";
+    for (dir, kind, layer, head, q_source) in [("minilm", "encoder_self", 2usize, 5usize, "encoder"), ("en-pt", "cross", 1, 3, "decoder")] {
+        let (l, h) = (layer.to_string(), head.to_string());
+        let v = cli(&["step", "--model", &format!("models/{dir}"), "--text", text, "--kind", kind, "--layer", &l, "--head", &h]);
+        checker.step(&v).unwrap_or_else(|e| panic!("{dir} {kind}: {e}"));
+        assert_eq!((v["kind"].as_str(), v["q_source"].as_str(), v["kv_source"].as_str()), (Some(kind), Some(q_source), Some("encoder")));
+        // The step view's probabilities are that head's rows of the attend() block.
+        let a = attend(dir, text);
+        let block = a["attentions"].as_array().unwrap().iter().find(|b| b["kind"] == kind && b["layer"] == layer).unwrap();
+        let n = v["probs"].as_array().unwrap().len();
+        assert_eq!(v["probs"].as_array().unwrap()[..], block["data"].as_array().unwrap()[head * n..(head + 1) * n]);
+    }
+}
+
+/// A named change to a valid result.
+type Breakage = (&'static str, fn(&mut Value));
+
+#[test]
+fn the_schema_check_rejects_what_the_page_could_not_use() {
+    // Each change below must fail the check: it can fail, so passing means something.
+    let checker = Checker::new();
+    let good = attend("en-pt", "How are you today?");
+    checker.attend(&good).unwrap();
+    let breakages: [Breakage; 9] = [
+        ("no stop_reason", |v| {
+            v.as_object_mut().unwrap().remove("stop_reason");
+        }),
+        ("unknown stop_reason", |v| v["stop_reason"] = "tired".into()),
+        ("no word_ids", |v| {
+            v.as_object_mut().unwrap().remove("word_ids");
+        }),
+        ("an extra field", |v| v["attend_meta"] = true.into()),
+        ("an unknown kind", |v| v["attentions"][0]["kind"] = "self".into()),
+        ("a probability above 1", |v| v["attentions"][0]["data"][0] = 1.5.into()),
+        ("data as a string", |v| v["attentions"][0]["data"] = "0.1,0.9".into()),
+        ("data one value short", |v| {
+            v["attentions"][1]["data"].as_array_mut().unwrap().pop();
+        }),
+        ("a block with the wrong query length", |v| {
+            let b = &mut v["attentions"][6];
+            b["query_len"] = 1.into();
+            b["shape"][1] = 1.into();
+            let keep = b["key_len"].as_u64().unwrap() as usize * b["heads"].as_u64().unwrap() as usize;
+            b["data"].as_array_mut().unwrap().truncate(keep);
+        }),
+    ];
+    for (what, breakage) in breakages {
+        let mut v = good.clone();
+        breakage(&mut v);
+        assert!(checker.attend(&v).is_err(), "{what} passed the check");
+    }
+}
+
+#[test]
+fn cli_reports_why_decoding_stopped() {
+    // The translator stops at </s> for a normal sentence and at the length limit when it
+    // repeats itself; an encoder has no decoding, so no reason.
+    let v = attend("en-pt", "How are you today?");
+    assert_eq!(v["stop_reason"], "eos");
+    assert_eq!(v["tokens"]["target"].as_array().unwrap().last().unwrap(), "</s>");
+    let v = attend("en-pt", MAX_LENGTH_TEXT);
+    assert_eq!(v["stop_reason"], "max_length", "{}", v["output_text"]);
+    assert_ne!(v["tokens"]["target"].as_array().unwrap().last().unwrap(), "</s>");
+    assert_eq!(attend("minilm", "How are you today?")["stop_reason"], Value::Null);
+}
+
+/// A text whose greedy translation never produces `</s>` within max(⌈2.5 · T_src⌉, 4) steps.
+const MAX_LENGTH_TEXT: &str = "o o o o o o o o o o o o o";

@@ -1,0 +1,77 @@
+//! Checks a result of `attend` or `step` against the checked-in schema/attend.schema.json
+//! (validated by `boon`, JSON Schema 2020-12), and what a schema cannot say: the lengths that
+//! follow from other fields. Shared by the native test of the CLI (tests/schema.rs) and the
+//! wasm test of the facade (tests/wasm.rs).
+
+use serde_json::Value;
+
+pub const SCHEMA: &str = include_str!("../../schema/attend.schema.json");
+const URL: &str = "file:///attnviz/schema/attend.schema.json";
+
+pub struct Checker {
+    schemas: boon::Schemas,
+    attend: boon::SchemaIndex,
+    step: boon::SchemaIndex,
+}
+
+fn len(v: &Value, key: &str) -> usize {
+    v[key].as_array().map_or(usize::MAX, Vec::len)
+}
+
+fn num(v: &Value, key: &str) -> usize {
+    v[key].as_u64().map_or(usize::MAX, |n| n as usize)
+}
+
+fn expect(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+impl Checker {
+    pub fn new() -> Checker {
+        let mut schemas = boon::Schemas::new();
+        let mut compiler = boon::Compiler::new();
+        compiler.add_resource(URL, serde_json::from_str(SCHEMA).expect("schema/attend.schema.json is JSON")).expect("schema resource");
+        let attend = compiler.compile(URL, &mut schemas).unwrap_or_else(|e| panic!("schema does not compile: {e:#}"));
+        let step = compiler.compile(&format!("{URL}#/$defs/step"), &mut schemas).unwrap_or_else(|e| panic!("step schema does not compile: {e:#}"));
+        Checker { schemas, attend, step }
+    }
+
+    fn validate(&self, v: &Value, index: boon::SchemaIndex) -> Result<(), String> {
+        self.schemas.validate(v, index).map_err(|e| format!("{e}"))
+    }
+
+    /// An `attend` result: the schema, then every array's length.
+    pub fn attend(&self, v: &Value) -> Result<(), String> {
+        self.validate(v, self.attend)?;
+        let (ts, tt) = (len(&v["tokens"], "source"), len(&v["tokens"], "target"));
+        expect(len(&v["word_ids"], "source") == ts && len(&v["word_ids"], "target") == tt, || "word_ids and tokens differ in length".into())?;
+        for b in v["attentions"].as_array().into_iter().flatten() {
+            let (h, q, k) = (num(b, "heads"), num(b, "query_len"), num(b, "key_len"));
+            let at = format!("{} layer {}", b["kind"], b["layer"]);
+            expect(b["shape"] == serde_json::json!([h, q, k]), || format!("{at}: shape {} is not [heads, query_len, key_len]", b["shape"]))?;
+            expect(len(b, "data") == h * q * k, || format!("{at}: data holds {} values, not {h}×{q}×{k}", len(b, "data")))?;
+            let (want_q, want_k) = match b["kind"].as_str() {
+                Some("cross") => (tt, ts),
+                Some("decoder_self") => (tt, tt),
+                _ => (ts, ts),
+            };
+            expect((q, k) == (want_q, want_k), || format!("{at}: {q}×{k} attention for {ts} source and {tt} target tokens"))?;
+        }
+        Ok(())
+    }
+
+    /// A `step` result: the schema, then every array's length.
+    pub fn step(&self, v: &Value) -> Result<(), String> {
+        self.validate(v, self.step)?;
+        let (q, k, d) = (num(v, "query_len"), num(v, "key_len"), num(v, "d_k"));
+        expect(len(v, "query_tokens") == q && len(v, "key_tokens") == k, || "query/key tokens differ from query_len/key_len".into())?;
+        for (name, want) in [("q", q * d), ("k", k * d), ("v", k * d), ("scores", q * k), ("scaled", q * k), ("mask", q * k), ("probs", q * k), ("output", q * d)] {
+            expect(len(v, name) == want, || format!("{name} holds {} values, not {want}", len(v, name)))?;
+        }
+        Ok(())
+    }
+}
