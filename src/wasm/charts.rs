@@ -82,25 +82,13 @@ fn parse_color(s: &str) -> Option<RGBColor> {
     if let Some(hex) = s.strip_prefix('#') {
         let digit = |i: usize, n: usize| u8::from_str_radix(hex.get(i..i + n)?, 16).ok();
         return match hex.len() {
-            3 => Some(RGBColor(
-                digit(0, 1)? * 17,
-                digit(1, 1)? * 17,
-                digit(2, 1)? * 17,
-            )),
+            3 => Some(RGBColor(digit(0, 1)? * 17, digit(1, 1)? * 17, digit(2, 1)? * 17)),
             6 => Some(RGBColor(digit(0, 2)?, digit(2, 2)?, digit(4, 2)?)),
             _ => None,
         };
     }
-    let inner = s
-        .strip_prefix("rgb(")
-        .or_else(|| s.strip_prefix("rgba("))?
-        .strip_suffix(')')?;
-    let mut parts = inner.split(',').map(|p| {
-        p.trim()
-            .parse::<f64>()
-            .ok()
-            .map(|v| v.clamp(0.0, 255.0).round() as u8)
-    });
+    let inner = s.strip_prefix("rgb(").or_else(|| s.strip_prefix("rgba("))?.strip_suffix(')')?;
+    let mut parts = inner.split(',').map(|p| p.trim().parse::<f64>().ok().map(|v| v.clamp(0.0, 255.0).round() as u8));
     Some(RGBColor(parts.next()??, parts.next()??, parts.next()??))
 }
 
@@ -113,66 +101,33 @@ fn draw_error<E: std::fmt::Debug>(e: E) -> JsError {
 /// `labels[i]`. Options: `{ title, scale, max, reference, reference_label, y_label, x_label,
 /// colors, selected: [i], hovered: i, bg, fg, muted, faint, dark }`.
 #[wasm_bindgen(js_name = drawBarChart)]
-pub fn draw_bar_chart(
-    canvas: HtmlCanvasElement,
-    values: &Float32Array,
-    labels: Vec<String>,
-    options: JsValue,
-) -> Result<JsValue, JsError> {
+pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: Vec<String>, options: JsValue) -> Result<JsValue, JsError> {
     let values = values.to_vec();
     let n = values.len();
     if n == 0 {
         return Err(JsError::new("bar chart: no values"));
     }
     if labels.len() != n {
-        return Err(JsError::new(&format!(
-            "bar chart: {n} values but {} labels",
-            labels.len()
-        )));
+        return Err(JsError::new(&format!("bar chart: {n} values but {} labels", labels.len())));
     }
     let opts: BarOptions = if options.is_undefined() || options.is_null() {
         BarOptions::default()
     } else {
-        serde_wasm_bindgen::from_value(options)
-            .map_err(|e| JsError::new(&format!("bar chart options: {e}")))?
+        serde_wasm_bindgen::from_value(options).map_err(|e| JsError::new(&format!("bar chart options: {e}")))?
     };
     let scale = if opts.scale > 0.0 { opts.scale } else { 1.0 };
     let px = |v: f64| (v * scale).round() as u32;
     let (bg0, fg0, muted0, faint0) = if opts.dark {
-        (
-            RGBColor(20, 23, 28),
-            RGBColor(230, 233, 238),
-            RGBColor(154, 165, 180),
-            RGBColor(47, 53, 64),
-        )
+        (RGBColor(20, 23, 28), RGBColor(230, 233, 238), RGBColor(154, 165, 180), RGBColor(47, 53, 64))
     } else {
-        (
-            WHITE,
-            RGBColor(29, 35, 48),
-            RGBColor(95, 107, 122),
-            RGBColor(216, 221, 228),
-        )
+        (WHITE, RGBColor(29, 35, 48), RGBColor(95, 107, 122), RGBColor(216, 221, 228))
     };
     let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
-    let (bg, fg, muted, faint) = (
-        pick(&opts.bg, bg0),
-        pick(&opts.fg, fg0),
-        pick(&opts.muted, muted0),
-        pick(&opts.faint, faint0),
-    );
-    let largest = values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0f32, f32::max) as f64;
-    let top = if opts.max > 0.0 {
-        opts.max
-    } else {
-        (largest.max(opts.reference) * 1.1).max(1e-6)
-    };
+    let (bg, fg, muted, faint) = (pick(&opts.bg, bg0), pick(&opts.fg, fg0), pick(&opts.muted, muted0), pick(&opts.faint, faint0));
+    let largest = values.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, f32::max) as f64;
+    let top = if opts.max > 0.0 { opts.max } else { (largest.max(opts.reference) * 1.1).max(1e-6) };
 
-    let backend = CanvasBackend::with_canvas_object(canvas)
-        .ok_or_else(|| JsError::new("bar chart: the canvas has no 2D context"))?;
+    let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("bar chart: the canvas has no 2D context"))?;
     let root: DrawingArea<CanvasBackend, Shift> = backend.into_drawing_area();
     root.fill(&bg).map_err(draw_error)?;
     let (width_px, height_px) = root.dim_in_pixel();
@@ -180,17 +135,11 @@ pub fn draw_bar_chart(
     let font_px = 11.0 * scale;
     let text = (FONT, font_px).into_font().color(&muted);
     let mut builder = ChartBuilder::on(&root);
-    builder
-        .margin(px(6.0))
-        .margin_right(px(10.0))
-        .x_label_area_size(px(if opts.x_label.is_empty() { 18.0 } else { 30.0 }))
-        .y_label_area_size(px(38.0));
+    builder.margin(px(6.0)).margin_right(px(10.0)).x_label_area_size(px(if opts.x_label.is_empty() { 18.0 } else { 30.0 })).y_label_area_size(px(38.0));
     if !opts.title.is_empty() {
         builder.caption(&opts.title, (FONT, 12.0 * scale).into_font().color(&fg));
     }
-    let mut chart = builder
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
-        .map_err(draw_error)?;
+    let mut chart = builder.build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top).map_err(draw_error)?;
     let mut mesh = chart.configure_mesh();
     mesh.disable_x_mesh()
         .x_labels(0)
@@ -202,42 +151,23 @@ pub fn draw_bar_chart(
         .light_line_style(TRANSPARENT)
         .set_all_tick_mark_size(px(3.0));
     if !opts.y_label.is_empty() {
-        mesh.y_desc(opts.y_label.as_str())
-            .axis_desc_style(text.clone());
+        mesh.y_desc(opts.y_label.as_str()).axis_desc_style(text.clone());
     }
     mesh.draw().map_err(draw_error)?;
 
     let half = 0.36;
-    let stroke = |c: RGBColor, w: f64| ShapeStyle {
-        color: c.to_rgba(),
-        filled: false,
-        stroke_width: px(w).max(1),
-    };
+    let stroke = |c: RGBColor, w: f64| ShapeStyle { color: c.to_rgba(), filled: false, stroke_width: px(w).max(1) };
     let mut bars = Vec::with_capacity(n);
     for (i, &v) in values.iter().enumerate() {
         let x = i as f64;
-        let v64 = if v.is_finite() {
-            (v as f64).clamp(0.0, top)
-        } else {
-            0.0
-        };
-        let color = opts
-            .colors
-            .get(i)
-            .and_then(|c| parse_color(c))
-            .unwrap_or(fg);
+        let v64 = if v.is_finite() { (v as f64).clamp(0.0, top) } else { 0.0 };
+        let color = opts.colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
         let (a, b) = ((x - half, v64), (x + half, 0.0));
-        chart
-            .draw_series(std::iter::once(Rectangle::new([a, b], color.filled())))
-            .map_err(draw_error)?;
+        chart.draw_series(std::iter::once(Rectangle::new([a, b], color.filled()))).map_err(draw_error)?;
         if opts.selected.contains(&i) {
-            chart
-                .draw_series(std::iter::once(Rectangle::new([a, b], stroke(fg, 2.0))))
-                .map_err(draw_error)?;
+            chart.draw_series(std::iter::once(Rectangle::new([a, b], stroke(fg, 2.0)))).map_err(draw_error)?;
         } else if opts.hovered == Some(i) {
-            chart
-                .draw_series(std::iter::once(Rectangle::new([a, b], stroke(muted, 1.5))))
-                .map_err(draw_error)?;
+            chart.draw_series(std::iter::once(Rectangle::new([a, b], stroke(muted, 1.5)))).map_err(draw_error)?;
         }
         let (x0, y0) = chart.backend_coord(&a);
         let (x1, y1) = chart.backend_coord(&b);
@@ -258,27 +188,13 @@ pub fn draw_bar_chart(
     // Bar labels under the axis (bold for selected bars); the axis name at the left.
     for (i, label) in labels.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64, 0.0));
-        let style = if opts.selected.contains(&i) {
-            (FONT, font_px, FontStyle::Bold).into_font().color(&fg)
-        } else {
-            (FONT, font_px).into_font().color(&muted)
-        };
-        root.draw(&Text::new(
-            label.clone(),
-            (x, y + px(4.0) as i32),
-            style.pos(Pos::new(HPos::Center, VPos::Top)),
-        ))
-        .map_err(draw_error)?;
+        let style = if opts.selected.contains(&i) { (FONT, font_px, FontStyle::Bold).into_font().color(&fg) } else { (FONT, font_px).into_font().color(&muted) };
+        root.draw(&Text::new(label.clone(), (x, y + px(4.0) as i32), style.pos(Pos::new(HPos::Center, VPos::Top)))).map_err(draw_error)?;
     }
     let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
     if !opts.x_label.is_empty() {
         let pos = Pos::new(HPos::Right, VPos::Top);
-        root.draw(&Text::new(
-            opts.x_label.clone(),
-            (plot_x.start - px(4.0) as i32, plot_y.end + px(4.0) as i32),
-            text.clone().pos(pos),
-        ))
-        .map_err(draw_error)?;
+        root.draw(&Text::new(opts.x_label.clone(), (plot_x.start - px(4.0) as i32, plot_y.end + px(4.0) as i32), text.clone().pos(pos))).map_err(draw_error)?;
     }
 
     // Reference line, dashed, labelled at its right end.
@@ -288,18 +204,12 @@ pub fn draw_bar_chart(
         let mut x = plot_x.start;
         while x < plot_x.end {
             let x2 = (x + dash).min(plot_x.end);
-            root.draw(&PathElement::new(vec![(x, y), (x2, y)], stroke(fg, 1.0)))
-                .map_err(draw_error)?;
+            root.draw(&PathElement::new(vec![(x, y), (x2, y)], stroke(fg, 1.0))).map_err(draw_error)?;
             x = x2 + gap;
         }
         if !opts.reference_label.is_empty() {
             let pos = Pos::new(HPos::Right, VPos::Bottom);
-            root.draw(&Text::new(
-                opts.reference_label.clone(),
-                (plot_x.end, y - px(2.0) as i32),
-                (FONT, font_px).into_font().color(&fg).pos(pos),
-            ))
-            .map_err(draw_error)?;
+            root.draw(&Text::new(opts.reference_label.clone(), (plot_x.end, y - px(2.0) as i32), (FONT, font_px).into_font().color(&fg).pos(pos))).map_err(draw_error)?;
         }
     }
     root.present().map_err(draw_error)?;
@@ -307,18 +217,8 @@ pub fn draw_bar_chart(
     let geom = BarGeometry {
         width: width_px as f64 / scale,
         height: height_px as f64 / scale,
-        plot: Rect {
-            x: plot_x.start as f64 / scale,
-            y: plot_y.start as f64 / scale,
-            w: (plot_x.end - plot_x.start) as f64 / scale,
-            h: (plot_y.end - plot_y.start) as f64 / scale,
-        },
+        plot: Rect { x: plot_x.start as f64 / scale, y: plot_y.start as f64 / scale, w: (plot_x.end - plot_x.start) as f64 / scale, h: (plot_y.end - plot_y.start) as f64 / scale },
         bars,
     };
-    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| {
-            JsError::new(&format!(
-                "internal: cannot convert the chart geometry ({e})"
-            ))
-        })
+    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
 }
