@@ -99,6 +99,10 @@ lint: | node_modules/.bin/eslint
 	PATH="$$cargo_path" cargo fmt --check || { echo "[lint] cargo fmt --check failed: run 'cargo fmt'"; exit 1; }; \
 	echo "[lint] cargo clippy --all-targets -- -D warnings"; \
 	PATH="$$cargo_path" cargo clippy --all-targets $${LINT_TARGET_DIR:+--target-dir "$$LINT_TARGET_DIR"} -- -D warnings; \
+	echo "[lint] cargo clippy --target $(WASM_TARGET) --lib -- -D warnings (the wasm-only code: facade, charts)"; \
+	if rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET); then \
+	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings; \
+	else echo "[lint] skipped the wasm clippy: rustup has no $(WASM_TARGET) target here (Debian toolchain path)"; fi; \
 	echo "[lint] npx eslint ."; \
 	npx --no-install eslint .; \
 	echo "[lint] ok"
