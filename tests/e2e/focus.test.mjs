@@ -1,19 +1,15 @@
 // Keyboard focus on the map (issue 8, defect 10): tabbing to the page's map canvas shows a focus
 // ring that can be seen, i.e. pixels around the map's box change to a colour unlike the page's
 // background on all four sides, not only a computed outline that its scrolling wrapper clips away.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 /** Press Tab until `selector` has the focus (at most `max` presses); true when it did. */
@@ -128,15 +124,7 @@ test('a widget whose map is wider than its box shows the whole focus ring too', 
   try {
     await page.goto(`${server.url}examples.html`);
     // One widget of our own, in the step view (848 px wide in a 375 px page: its box scrolls).
-    await page.evaluate(() => {
-      document.body.textContent = '';
-      const w = document.createElement('attention-viz');
-      w.id = 'w';
-      w.setAttribute('model', 'minilm');
-      w.setAttribute('text', 'The cat sat on the mat.');
-      w.setAttribute('view', 'step');
-      document.body.appendChild(w);
-    });
+    await mountWidget(page, { model: 'minilm', text: 'The cat sat on the mat.', view: 'step' });
     await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready' && /^Step view, layer/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label')), null, { timeout: 180_000 });
     const sizes = await page.evaluate(() => {
       const root = document.getElementById('w').shadowRoot;

@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import { before, after } from 'node:test';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const READY_TIMEOUT_MS = Number(process.env.ATTNVIZ_E2E_READY_TIMEOUT_MS || 120_000);
@@ -174,4 +175,55 @@ function describe(app) {
   if (app.consoleErrors.length) parts.push(`console errors:\n  ${app.consoleErrors.join('\n  ')}`);
   if (app.failedRequests.length) parts.push(`failed requests:\n  ${app.failedRequests.join('\n  ')}`);
   return parts.join('\n');
+}
+
+/**
+ * One server and one browser for a whole test file: started before its first test, closed after
+ * its last. onReady(server, browser) hands them over.
+ */
+export function useServerAndBrowser(serverOpts, onReady) {
+  let server;
+  let browser;
+  before(async () => {
+    server = await startServer(serverOpts);
+    browser = await launchBrowser();
+    onReady(server, browser);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+}
+
+/** Replace the page's body with one <attention-viz id="w"> with these attributes. */
+export function mountWidget(page, attrs) {
+  return page.evaluate((a) => {
+    document.body.textContent = '';
+    const w = document.createElement('attention-viz');
+    w.id = 'w';
+    for (const [k, v] of Object.entries(a)) w.setAttribute(k, v);
+    document.body.appendChild(w);
+  }, attrs);
+}
+
+/** Define window.rightInkColumn(canvas) in the page: its rightmost device-pixel column that is not
+ *  the background colour (the top-left pixel), or -1. */
+export function installInkProbe(page) {
+  return page.evaluate(() => {
+    window.rightInkColumn = (c) => {
+      const { data, width, height } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+      const bg = [data[0], data[1], data[2]];
+      let rightInk = -1;
+      for (let y = 0; y < height; y += 2) {
+        for (let x = width - 1; x > rightInk; x--) {
+          const i = (y * width + x) * 4;
+          if (Math.abs(data[i] - bg[0]) + Math.abs(data[i + 1] - bg[1]) + Math.abs(data[i + 2] - bg[2]) > 30) {
+            rightInk = x;
+            break;
+          }
+        }
+      }
+      return rightInk;
+    };
+  });
 }

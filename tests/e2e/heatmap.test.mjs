@@ -3,10 +3,10 @@
 // are readable without scrolling (page ≈ 900 px, widget 600 px); the screen and the SVG export
 // use the same colours. Checked on what the canvas really shows (its fillText calls and its
 // pixels) against the weights of the real model computed in a worker of the test's own.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { openApp, useServerAndBrowser } from './harness.mjs';
 import { installTextLog, realResult, realWeight, textFrame, waitQuiet } from './views-helpers.mjs';
 
 // 32 tokens with [CLS] and [SEP] for MiniLM (asserted below), all of them words.
@@ -18,13 +18,9 @@ const VIEW = 'canvas#view';
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 /** Open the page at 1280 × 900 on `text`, layer LAYER, head HEAD; then show the heatmap tab. */

@@ -1,19 +1,15 @@
 // The lesson page (issue 8, defect 5): no widget is clipped, and the pronoun example does what its
 // text promises: in the widget's layer and head, the query "it" attends most to the animal when it
 // is "tired" and to the road when it is "wide", with the numbers the lesson prints.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { installInkProbe, openApp, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 /** Open `path` at a given viewport size and wait for the page's ready state. */
@@ -34,7 +30,8 @@ async function openAt(path, viewport) {
  * overflow, whether the wrapper lies inside the widget and the widget inside the viewport, and the
  * rightmost canvas column that is not background (a drawing cut at the canvas edge reaches it).
  */
-function widgetBoxes(page) {
+async function widgetBoxes(page) {
+  await installInkProbe(page);
   return page.evaluate(() => [...document.querySelectorAll('attention-viz')].map((w) => {
     const c = w.shadowRoot.querySelector('canvas');
     // The map's box: the nearest element around the canvas that scrolls (or would, if needed).
@@ -45,18 +42,7 @@ function widgetBoxes(page) {
     const wr = wrap.getBoundingClientRect();
     const hr = w.getBoundingClientRect();
     const cs = getComputedStyle(wrap);
-    const { data, width, height } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
-    const bg = [data[0], data[1], data[2]];
-    let rightInk = -1;
-    for (let y = 0; y < height; y += 2) {
-      for (let x = width - 1; x > rightInk; x--) {
-        const i = (y * width + x) * 4;
-        if (Math.abs(data[i] - bg[0]) + Math.abs(data[i + 1] - bg[1]) + Math.abs(data[i + 2] - bg[2]) > 30) {
-          rightInk = x;
-          break;
-        }
-      }
-    }
+    const rightInk = window.rightInkColumn(c);
     return {
       id: w.id,
       view: c.dataset.view,

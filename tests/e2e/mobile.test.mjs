@@ -1,21 +1,17 @@
 // The page on a phone (issue 8, defect 6): at 375 × 740 the model view and the cross view fit the
 // screen (they reflow: heads wrap into rows, cross-attention tokens stack in two columns), the page
 // never scrolls sideways and nothing is drawn past the canvas's edge.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser } from './harness.mjs';
+import { installInkProbe, useServerAndBrowser } from './harness.mjs';
 
 const PHONE = { width: 375, height: 740 };
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 /** Open the page (with `hash`) on a 375 px wide screen from the first paint; wait until ready. */
@@ -44,24 +40,14 @@ async function drawn(page, view, modelId, since) {
 }
 
 /** Canvas vs its wrapper, the page's sideways scroll, and the rightmost non-background column. */
-function layout(page) {
+async function layout(page) {
+  await installInkProbe(page);
   return page.evaluate(() => {
     const c = document.getElementById('view');
     const wrap = document.getElementById('canvas-wrap');
     const cr = c.getBoundingClientRect();
     const wr = wrap.getBoundingClientRect();
-    const { data, width, height } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
-    const bg = [data[0], data[1], data[2]];
-    let rightInk = -1;
-    for (let y = 0; y < height; y += 2) {
-      for (let x = width - 1; x > rightInk; x--) {
-        const i = (y * width + x) * 4;
-        if (Math.abs(data[i] - bg[0]) + Math.abs(data[i + 1] - bg[1]) + Math.abs(data[i + 2] - bg[2]) > 30) {
-          rightInk = x;
-          break;
-        }
-      }
-    }
+    const rightInk = window.rightInkColumn(c);
     return {
       view: c.dataset.view,
       canvas: { w: cr.width, h: cr.height, px: c.width, left: cr.left, right: cr.right },

@@ -1,20 +1,14 @@
 // The one shell (issue 8): defects a new user hit, each checked the way the user meets it.
 // Every test opens its own page state (a permalink) so any one of them runs alone.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
-
-before(async () => {
-  server = await startServer({ prefix: '/', verbose: true });
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 const hash = (o) => `#${new URLSearchParams(o).toString()}`;
@@ -263,15 +257,7 @@ test('a step-view widget whose model changes draws the new model\'s numbers', as
   const page = await context.newPage();
   try {
     await page.goto(`${server.url}examples.html`);
-    await page.evaluate(() => {
-      document.body.textContent = '';
-      const w = document.createElement('attention-viz');
-      w.setAttribute('model', 'minilm');
-      w.setAttribute('text', 'The cat sat on the mat.');
-      w.setAttribute('view', 'step');
-      w.id = 'w';
-      document.body.appendChild(w);
-    });
+    await mountWidget(page, { model: 'minilm', text: 'The cat sat on the mat.', view: 'step' });
     const label = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));
     await page.waitForFunction(() => /query "\[CLS\]"/.test(document.getElementById('w')?.shadowRoot.querySelector('canvas').getAttribute('aria-label') || ''), null, { timeout: 180_000 });
     await page.evaluate(() => document.getElementById('w').setAttribute('model', 'en-pt'));
