@@ -111,7 +111,8 @@ function main() {
       return;
     }
     writeHash();
-    chart.draw();
+    // The side panel's chart in a task of its own, so no single task holds both drawings.
+    setTimeout(chart.draw, 0);
     renderSide(el, session);
     renderStatus(el, session);
     session.drawn();
@@ -158,6 +159,8 @@ function main() {
   el.model.addEventListener('change', () => session.pickModel(el.model.value));
   bindControls(el, session);
   const chart = bindEntropyChart(el, session);
+  // bars of the entropy chart as drawn (0 until its wasm has loaded)
+  Object.defineProperty(debug, 'chartBars', { get: () => (chart.geometry() ? chart.geometry().bars.length : 0) });
   bindCanvas(el.canvas, session, () => geom);
 
   // Keyboard: layer, head and view from anywhere but text fields.

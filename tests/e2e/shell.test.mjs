@@ -105,6 +105,8 @@ test('typing with all heads shown at 128 tokens: no main-thread task over 50 ms 
   const t = words.slice(0, 120).join(' ');
   const app = await openAt({ m: 'minilm-l6', t, hs: 'all' });
   try {
+    // Start-up (the side panel's chart loads its wasm after the first draw) is not typing.
+    await waitDrawn(app.page, () => window.attnvizDebug.chartBars > 0);
     await app.page.evaluate(() => {
       window.longTasks = [];
       new PerformanceObserver((list) => {

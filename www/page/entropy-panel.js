@@ -58,5 +58,6 @@ export function bindEntropyChart(el, session) {
     const hit = hitAt(e);
     if (hit) session.soloHead(hit.head);
   });
-  return { draw };
+  // geometry(): the last drawing's bars (none until the wasm has loaded)
+  return { draw, geometry: () => geom };
 }

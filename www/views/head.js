@@ -8,7 +8,7 @@ import { prepareLayer } from '../analysis.js';
 import { clear, drawTitle, fitText, fmt, font, headColor, maxTextWidth, textLines } from './common.js';
 
 const LEVELS = 24; // opacity buckets
-const LINE_BUDGET = 1500; // lines drawn at most while no token is hovered (see budgetLevel)
+const LINE_BUDGET = 1000; // lines drawn at most while no token is hovered (see budgetLevel)
 const MIN_OPACITY = 1 / LEVELS; // lines under the first opacity step (weight ÷ scale) are left out
 
 /** The opacity scale of a drawing: the largest weight among the lines it may draw. */
