@@ -7,9 +7,9 @@ URL layout (PREFIX defaults to "/"):
   PREFIX ...         -> www/      (the page; a directory serves its index.html)
 
 Every response carries the cross-origin isolation headers that a later threads/WebGPU path needs
-(COOP same-origin + COEP require-corp), CORP cross-origin, ACAO *, Cache-Control: no-cache, the
-pages' Content-Security-Policy (the same as their <meta> tag; it also covers the Web Worker, which
-no <meta> tag reaches) and Referrer-Policy: no-referrer.
+(COOP same-origin + COEP require-corp), CORP cross-origin, ACAO *, Cache-Control: no-cache and
+Referrer-Policy: no-referrer; HTML, SVG and JavaScript also carry the pages' Content-Security-Policy
+(the same as their <meta> tag; it also covers the Web Worker, which no <meta> tag reaches).
 Once listening it prints exactly one line: "attnviz is being served at http://127.0.0.1:PORT/PREFIX".
 
 Connections: one thread waits on every open connection at once (selectors) and receives request
@@ -81,8 +81,12 @@ MAX_IDLE = 1000  # idle connections kept open at most (the oldest is closed firs
 MAX_DISCARD = 1 << 20  # a GET/HEAD/OPTIONS body up to this many bytes is read and dropped
 MAX_HEAD = 65536 + 8192  # bytes of a request head received before it goes to a worker regardless
 
+# The policy goes on what a browser runs as a document or a worker: HTML, SVG and JavaScript (the
+# Web Worker's own response is what governs it). Data (JSON, wasm, weights, text) gets none, so a
+# plain file can still stand in for a page of another site in tests/e2e/widget.test.mjs.
+CSP_TYPES = ("text/html", "image/svg+xml", "text/javascript")
+
 COMMON_HEADERS = [
-    ("Content-Security-Policy", CSP),
     ("Referrer-Policy", "no-referrer"),
     ("Cross-Origin-Opener-Policy", "same-origin"),
     ("Cross-Origin-Embedder-Policy", "require-corp"),
@@ -106,7 +110,14 @@ def make_handler(prefix: str, mounts: list[tuple[str, str]], verbose: bool):
             if verbose:
                 sys.stderr.write("%s - %s\n" % (self.address_string(), fmt % args))
 
+        def send_header(self, keyword, value):
+            if keyword.lower() == "content-type":
+                self.content_type = value
+            super().send_header(keyword, value)
+
         def end_headers(self):
+            if getattr(self, "content_type", "").startswith(CSP_TYPES):
+                self.send_header("Content-Security-Policy", CSP)
             for k, v in COMMON_HEADERS:
                 self.send_header(k, v)
             super().end_headers()

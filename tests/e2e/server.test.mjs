@@ -113,15 +113,21 @@ test('a GET with a body is answered once (the body is not read as a second reque
   assert.deepEqual(statusLines(two), ['HTTP/1.1 200', 'HTTP/1.1 200']);
 });
 
-test('headers: the pages\' CSP (the same as their meta tag) and a Referrer-Policy, beside COOP/COEP', async () => {
+test('headers: the pages\' CSP (the same as their meta tag) on pages and scripts, a Referrer-Policy on all, beside COOP/COEP', async () => {
   const metas = ['index.html', 'embed.html', 'examples.html'].map((f) => {
     const html = readFileSync(path.join(ROOT, 'www', f), 'utf8');
     return /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)[1];
   });
   assert.equal(new Set(metas).size, 1, 'the three pages carry one policy');
-  for (const p of ['', 'worker.js', 'pkg/attnviz.js', 'no-such-file']) {
+  // On what runs as a document or a worker: pages, SVG, scripts (worker.js, sw.js).
+  for (const p of ['', 'embed.html', 'worker.js', 'sw.js', 'pkg/attnviz.js']) {
     const { res } = await timedFetch(`${base}${p}`);
     assert.equal(res.headers.get('content-security-policy'), metas[0], `CSP of /${p}`);
+  }
+  // Data gets none (widget.test.mjs opens a JSON file as a stand-in page of another site).
+  assert.equal((await timedFetch(`${base}models/index.json`)).res.headers.get('content-security-policy'), null);
+  for (const p of ['', 'worker.js', 'models/index.json', 'no-such-file']) {
+    const { res } = await timedFetch(`${base}${p}`);
     assert.equal(res.headers.get('referrer-policy'), 'no-referrer', `Referrer-Policy of /${p}`);
     assert.equal(res.headers.get('cross-origin-opener-policy'), 'same-origin');
     assert.equal(res.headers.get('cross-origin-embedder-policy'), 'require-corp');
