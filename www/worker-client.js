@@ -127,7 +127,7 @@ export class Channel {
 }
 
 /**
- * TEST HOOK, not an API (tests/e2e/robust-panic.test.mjs): makes the wasm in the worker panic on
+ * TEST HOOK, not an API (tests/e2e/robust-page.test.mjs): makes the wasm in the worker panic on
  * purpose with `message`. Rejects with the Error a real panic gives a page; the worker then runs
  * on a fresh wasm instance with its models reloaded. The page never calls it.
  */

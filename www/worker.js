@@ -19,7 +19,8 @@
 // on. The panic hook (src/wasm/mod.rs) leaves the panic's message in globalThis.attnvizPanic; the
 // request that crashed answers with that message, the worker starts a fresh instance of the same
 // compiled module and reloads the models it had (from the Cache API), and the next request runs on
-// the fresh one.
+// the fresh one. (The dead instance's memory stays referenced by its glue module, which an ES
+// module map never drops: a crash costs that memory until the page is reloaded.)
 
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
@@ -109,7 +110,7 @@ async function handle(msg) {
         break;
       }
       case '__panicForTest': {
-        // TEST HOOK (tests/e2e/robust-panic.test.mjs): the page never sends it.
+        // TEST HOOK (tests/e2e/robust-page.test.mjs): the page never sends it.
         await ensureInit();
         guarded(() => wasm.__panicForTest(String(msg.message ?? 'panic for test')));
         break;

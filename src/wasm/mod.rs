@@ -54,7 +54,7 @@ pub fn install_panic_hook() {
 }
 
 /// TEST HOOK, not an API: panics on purpose with `message`. It exists so that the end-to-end test
-/// tests/e2e/robust-panic.test.mjs can check, on the real build, that a panic reports its message
+/// tests/e2e/robust-page.test.mjs can check, on the real build, that a panic reports its message
 /// and that the worker recovers from it (no input of the real API is known to panic, and those
 /// that did are being fixed). Calling it kills only this wasm instance; the page never calls it.
 #[wasm_bindgen(js_name = __panicForTest)]
