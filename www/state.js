@@ -6,6 +6,34 @@ import { VIEW_IDS, viewAvailable, viewFor } from './views/index.js';
 export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
 const AGGS = ['head', 'mean', 'rollout'];
 
+/**
+ * The most characters (code points) of text a permalink holds, on write and on read alike: a
+ * longer text is cut to its first PERMALINK_TEXT_MAX characters in the link, and
+ * permalinkNotice() says so for the page to show.
+ */
+export const PERMALINK_TEXT_MAX = 4000;
+
+/** The first `max` code points of `text` (a surrogate pair is never split). */
+export function capText(text, max = PERMALINK_TEXT_MAX) {
+  const t = String(text ?? '');
+  if (t.length <= max) return t; // a code point is at least one UTF-16 unit
+  let units = 0;
+  for (let n = 0; n < max && units < t.length; n++) units += t.codePointAt(units) > 0xffff ? 2 : 1;
+  return t.slice(0, units);
+}
+
+/** Whether a permalink of state `s` holds only the start of its text. */
+export function permalinkTruncated(s) {
+  return capText(s.text) !== String(s.text ?? '');
+}
+
+/** null, or the sentence a page shows while the permalink holds only the start of the text. */
+export function permalinkNotice(s) {
+  if (!permalinkTruncated(s)) return null;
+  const n = PERMALINK_TEXT_MAX.toLocaleString('en-US');
+  return `The permalink holds only the first ${n} characters of the text.`;
+}
+
 export function defaultState() {
   return {
     model: 'minilm-l6',
@@ -31,12 +59,15 @@ const clampInt = (v, lo, hi, dflt) => {
   return Math.min(hi, Math.max(lo, n));
 };
 
-/** State → "m=..&t=..&v=.." (without the leading #). Only non-default fields are written. */
+/**
+ * State → "m=..&t=..&v=.." (without the leading #). Only non-default fields are written. The text
+ * is cut to PERMALINK_TEXT_MAX characters (permalinkTruncated(s) tells whether it was).
+ */
 export function encodeState(s) {
   const d = defaultState();
   const p = new URLSearchParams();
   p.set('m', s.model);
-  p.set('t', s.text);
+  p.set('t', capText(s.text));
   if (s.view !== d.view) p.set('v', s.view);
   if (s.kind !== d.kind) p.set('k', s.kind);
   p.set('l', String(s.layer));
@@ -59,7 +90,7 @@ export function decodeState(hash, base = defaultState()) {
   if (!str) return s;
   const p = new URLSearchParams(str);
   if (p.has('m')) s.model = p.get('m').slice(0, 64);
-  if (p.has('t')) s.text = p.get('t').slice(0, 4000);
+  if (p.has('t')) s.text = capText(p.get('t'));
   if (p.has('v') && VIEW_IDS.includes(p.get('v'))) s.view = p.get('v');
   if (p.has('k') && KINDS.includes(p.get('k'))) s.kind = p.get('k');
   if (p.has('l')) s.layer = clampInt(p.get('l'), 0, 1000, 0);

@@ -19,6 +19,26 @@ function parseFont(font) {
 
 const fmtN = (v) => (Math.round(v * 100) / 100).toString();
 
+// Every code point XML 1.0 forbids (its Char production allows only #x9 | #xA | #xD |
+// [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]): C0 controls but tab, LF and CR; lone
+// surrogates (with the u flag a well-formed pair is one code point and does not match); U+FFFE and
+// U+FFFF. XMLSerializer writes them as they are, so a text holding one made an SVG no XML parser
+// reads. Matching control characters is the point here, hence the lint exception.
+// eslint-disable-next-line no-control-regex
+const XML_FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/gu;
+
+/**
+ * `s` with every character XML 1.0 forbids replaced: a C0 control by its visible Control Picture
+ * (U+0000 → ␀ U+2400, U+001B → ␛ U+241B), anything else (lone surrogates, U+FFFE, U+FFFF) by
+ * U+FFFD. Every other character is kept.
+ */
+export function xmlSafe(s) {
+  return String(s).replace(XML_FORBIDDEN, (c) => {
+    const cp = c.codePointAt(0);
+    return cp < 0x20 ? String.fromCodePoint(0x2400 + cp) : '\uFFFD';
+  });
+}
+
 export class SvgContext {
   constructor(width, height) {
     this.isSvg = true;
@@ -184,6 +204,8 @@ export class SvgContext {
       t.removeAttribute('data-family');
       if (fam && fam !== main) t.setAttribute('font-family', fam);
     }
-    return `<?xml version="1.0" encoding="UTF-8"?>\n${new XMLSerializer().serializeToString(this.root)}`;
+    // Forbidden characters can only stand in text and attribute values (names are ours), so
+    // replacing them in the serialised document keeps it well-formed without touching markup.
+    return `<?xml version="1.0" encoding="UTF-8"?>\n${xmlSafe(new XMLSerializer().serializeToString(this.root))}`;
   }
 }

@@ -95,8 +95,15 @@ export function loadModel(id, onProgress) {
         }),
       )
       .then((m) => m.info);
-    p.catch(() => loadPromises.delete(id));
-    p.finally(() => progressListeners.delete(id));
+    // One handler for both outcomes: a separate p.finally(...) would make a second promise that
+    // rejects with p and that nobody handles (an unhandled rejection on every failed load).
+    p.then(
+      () => progressListeners.delete(id),
+      () => {
+        progressListeners.delete(id);
+        if (loadPromises.get(id) === p) loadPromises.delete(id);
+      },
+    );
     loadPromises.set(id, p);
   }
   return loadPromises.get(id);
@@ -117,4 +124,13 @@ export class Channel {
   step(model, text, kind, layer, head) {
     return request({ type: 'step', channel: this.name, model, text, kind, layer, head });
   }
+}
+
+/**
+ * TEST HOOK, not an API (tests/e2e/robust-page.test.mjs): makes the wasm in the worker panic on
+ * purpose with `message`. Rejects with the Error a real panic gives a page; the worker then runs
+ * on a fresh wasm instance with its models reloaded. The page never calls it.
+ */
+export function __panicForTest(message) {
+  return request({ type: '__panicForTest', message: String(message) });
 }

@@ -8,19 +8,31 @@
 //   → { id, channel, type: 'step', model, text, kind, layer, head } ← { id, type: 'step', step }
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
+//   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
 //   any failure                                        ← { id, type: 'error', message }
 //   a request superseded by a newer one on its channel ← { id, type: 'superseded' }
 // Typed arrays in answers are transferred, not copied. Requests on one channel are collapsed:
 // while the worker computes, newer requests replace older ones that have not started yet.
+//
+// A panic in the wasm (a bug: every failure should come back as an Error) aborts the instance: JS
+// sees a WebAssembly.RuntimeError ("unreachable") and the instance's state is undefined from then
+// on. The panic hook (src/wasm/mod.rs) leaves the panic's message in globalThis.attnvizPanic; the
+// request that crashed answers with that message, the worker starts a fresh instance of the same
+// compiled module and reloads the models it had (from the Cache API), and the next request runs on
+// the fresh one. (The dead instance's memory stays referenced by its glue module, which an ES
+// module map never drops: a crash costs that memory until the page is reloaded.)
 
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
-let wasm = null; // the imported pkg/attnviz.js module
+let wasm = null; // the imported pkg/attnviz.js module of the current instance
+let wasmModule = null; // the compiled pkg/attnviz_bg.wasm, kept to start fresh instances
+let generation = 0; // how many instances were started (1 until a crash)
 let initPromise = null;
 let index = null; // manifests from models/index.json, filtered to supported architectures
 const models = new Map(); // id → { model: AttnModel, info, manifest }
 const loading = new Map(); // id → Promise
 
 const CACHE_NAME = 'attnviz-models-v1';
+const PANIC_GLOBAL = 'attnvizPanic'; // where the panic hook leaves a panic's message (src/wasm/mod.rs)
 
 // ---------------------------------------------------------------- the request queue
 const pending = new Map(); // channel → message (only the newest, not yet started)
@@ -86,15 +98,21 @@ async function handle(msg) {
       case 'attend': {
         const m = await ensureModel(msg.model, msg.id);
         const t0 = performance.now();
-        const result = m.model.attend(String(msg.text ?? ''));
+        const result = guarded(() => m.model.attend(String(msg.text ?? '')));
         const ms = performance.now() - t0;
         self.postMessage({ id: msg.id, type: 'result', result, ms }, floatBuffers(result));
         break;
       }
       case 'step': {
         const m = await ensureModel(msg.model, msg.id);
-        const step = m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0);
+        const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0));
         self.postMessage({ id: msg.id, type: 'step', step }, floatBuffers(step));
+        break;
+      }
+      case '__panicForTest': {
+        // TEST HOOK (tests/e2e/robust-page.test.mjs): the page never sends it.
+        await ensureInit();
+        guarded(() => wasm.__panicForTest(String(msg.message ?? 'panic for test')));
         break;
       }
       default:
@@ -124,8 +142,7 @@ async function ensureInit(newBase) {
   if (!initPromise) {
     if (newBase) base = new URL(newBase, base);
     initPromise = (async () => {
-      wasm = await import(new URL('pkg/attnviz.js', base).href);
-      await wasm.default({ module_or_path: new URL('pkg/attnviz_bg.wasm', base) });
+      await startInstance();
       const res = await fetch(new URL('models/index.json', base));
       if (!res.ok) throw new Error(`models/index.json: HTTP ${res.status}`);
       const all = await res.json();
@@ -139,6 +156,72 @@ async function ensureInit(newBase) {
   return initPromise;
 }
 
+async function compileWasm() {
+  const res = await fetch(new URL('pkg/attnviz_bg.wasm', base));
+  if (!res.ok) throw new Error(`pkg/attnviz_bg.wasm: HTTP ${res.status}`);
+  if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
+    return WebAssembly.compileStreaming(res);
+  }
+  return WebAssembly.compile(await res.arrayBuffer());
+}
+
+/**
+ * A new wasm instance with its own glue module: pkg/attnviz.js keeps the instance in module state,
+ * so after a crash a fresh copy is imported (same file, another query string; the service worker
+ * matches it with ignoreSearch). The module is compiled once.
+ */
+async function startInstance() {
+  const url = new URL('pkg/attnviz.js', base);
+  if (generation > 0) url.searchParams.set('instance', String(generation + 1));
+  const glue = await import(url.href);
+  if (!wasmModule) wasmModule = await compileWasm();
+  await glue.default({ module_or_path: wasmModule });
+  generation += 1;
+  wasm = glue;
+}
+
+/** A trap or a stack overflow in the wasm: the instance can no longer be trusted. */
+function isCrash(e) {
+  return e instanceof WebAssembly.RuntimeError || e instanceof RangeError || self[PANIC_GLOBAL] !== undefined;
+}
+
+/**
+ * Run one synchronous call into the wasm. If it crashes, start over with a fresh instance, reload
+ * the models this one had, and throw an Error that says what happened (the panic's message when
+ * the panic hook left one).
+ */
+function guarded(call) {
+  try {
+    return call();
+  } catch (e) {
+    if (!isCrash(e)) throw e;
+    const panic = self[PANIC_GLOBAL];
+    delete self[PANIC_GLOBAL];
+    const what = typeof panic === 'string' ? panic.replace(/\s*\n\s*/g, ' ') : `${e.name}: ${e.message}, with no panic message: most likely it ran out of memory`;
+    restart();
+    throw new Error(`the model engine crashed (${what}); this is a bug in attnviz. The engine has been restarted and reloads its models: try again, or change the text.`, { cause: e });
+  }
+}
+
+/** Drop the crashed instance and everything in it; start a fresh one and reload its models. */
+function restart() {
+  const had = new Set();
+  for (const entry of models.values()) {
+    had.add(entry.manifest.id);
+    // Forget the object without calling into the dead instance (its finalizer would).
+    if (typeof entry.model.__destroy_into_raw === 'function') entry.model.__destroy_into_raw();
+  }
+  models.clear();
+  loading.clear();
+  wasm = null;
+  initPromise = startInstance();
+  initPromise.catch(() => {
+    initPromise = null;
+  });
+  // Reload in the background; a request for one of them waits on its loading promise.
+  for (const id of had) ensureModel(id, null).catch(() => {});
+}
+
 function ensureModel(id, reqId) {
   if (models.has(id)) return Promise.resolve(models.get(id));
   if (!loading.has(id)) {
@@ -148,14 +231,17 @@ function ensureModel(id, reqId) {
       if (!manifest) throw new Error(`model "${id}" is not available (known: ${index.map((m) => m.id).join(', ')})`);
       if (models.has(manifest.id)) return models.get(manifest.id);
       const files = await fetchFiles(manifest, reqId);
-      const model = wasm.AttnModel.load(JSON.stringify(manifest), files);
-      const entry = { model, info: model.info(), manifest };
+      await ensureInit(); // the instance may have been restarted while the files came
+      const model = guarded(() => wasm.AttnModel.load(JSON.stringify(manifest), files));
+      const entry = { model, info: guarded(() => model.info()), manifest };
       models.set(manifest.id, entry);
       models.set(manifest.dir, entry);
       return entry;
     })();
     loading.set(id, p);
-    p.catch(() => loading.delete(id));
+    p.catch(() => {
+      if (loading.get(id) === p) loading.delete(id);
+    });
   }
   return loading.get(id);
 }

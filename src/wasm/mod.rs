@@ -29,6 +29,39 @@ fn now_ms() -> f64 {
     .unwrap_or_else(js_sys::Date::now)
 }
 
+/// Where the panic hook leaves the message of a panic: `globalThis.attnvizPanic`. In wasm a panic
+/// aborts (a `RuntimeError: unreachable` trap in JS), so the worker reads the message from here
+/// after the trap, reports it and starts a fresh instance.
+pub const PANIC_GLOBAL: &str = "attnvizPanic";
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = console, js_name = error)]
+    fn console_error(message: &str);
+}
+
+/// Run by wasm-bindgen when an instance starts: installs a panic hook, so a panic that remains
+/// reports its message (`panicked at src/…:line:col: message`) to the console and to
+/// [`PANIC_GLOBAL`] instead of a bare "unreachable". No panic is expected: every failure should be
+/// an `Err`; this only makes a bug say what it is.
+#[wasm_bindgen(start)]
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info.to_string();
+        let _ = Reflect::set(&js_sys::global(), &JsValue::from_str(PANIC_GLOBAL), &JsValue::from_str(&message));
+        console_error(&format!("attnviz wasm panicked: {message}"));
+    }));
+}
+
+/// TEST HOOK, not an API: panics on purpose with `message`. It exists so that the end-to-end test
+/// tests/e2e/robust-page.test.mjs can check, on the real build, that a panic reports its message
+/// and that the worker recovers from it (no input of the real API is known to panic, and those
+/// that did are being fixed). Calling it kills only this wasm instance; the page never calls it.
+#[wasm_bindgen(js_name = __panicForTest)]
+pub fn panic_for_test(message: &str) {
+    panic!("{message}");
+}
+
 #[derive(Serialize)]
 struct BuildInfo {
     version: &'static str,

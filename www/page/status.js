@@ -1,6 +1,7 @@
-// The page's status line, download progress, truncation warning and translation output.
+// The page's status line, download progress, truncation warnings and translation output.
 
 import { mib } from '../session.js';
+import { permalinkNotice } from '../state.js';
 
 export function renderProgress(el, session) {
   const p = session.progress;
@@ -24,8 +25,11 @@ export function renderStatus(el, session) {
   else el.wrap.removeAttribute('aria-busy');
   el.truncation.hidden = !sum.truncation;
   el.truncation.textContent = sum.truncation || '';
-  el.notice.hidden = !session.notice;
-  el.notice.textContent = session.notice || '';
+  // The session's notice (e.g. an unknown model in a permalink) and, for a text longer than a
+  // permalink holds, that the permalink keeps only its start.
+  const notice = [session.notice, permalinkNotice(session.state)].filter(Boolean).join(' ');
+  el.notice.hidden = !notice;
+  if (el.notice.textContent !== notice) el.notice.textContent = notice;
   el.translation.hidden = sum.output == null;
   el.output.textContent = sum.output ?? '';
 }
