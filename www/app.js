@@ -5,7 +5,7 @@
 
 import { Session } from './session.js';
 import { bindCanvas, download, exportName, pngBlob, render, toSvg } from './render.js';
-import { decodeState, defaultState, encodeState } from './state.js';
+import { decodeState, defaultState, encodeState, permalinkNotice } from './state.js';
 import { readTheme } from './views/common.js';
 import { bindControls, syncControls } from './page/controls.js';
 import { renderSide } from './page/side.js';
@@ -195,7 +195,8 @@ function main() {
     writeHash();
     try {
       await navigator.clipboard.writeText(location.href);
-      el.msg.textContent = 'Permalink copied.';
+      const cut = permalinkNotice(session.state);
+      el.msg.textContent = `Permalink copied.${cut ? ` ${cut}` : ''}`;
     } catch {
       el.msg.textContent = 'The address bar now holds the permalink.';
     }
