@@ -115,8 +115,18 @@ export function rollout(blocks, upTo = blocks.length - 1) {
   return r;
 }
 
+const entropyMemo = new WeakMap(); // matrix → { rows, cols, value }: views redraw the same maps often
+
 /** Mean row entropy in nats, and normalised by ln(cols) (0 = every row one-hot, 1 = uniform). */
 export function entropy(mat, rows, cols) {
+  const m = entropyMemo.get(mat);
+  if (m && m.rows === rows && m.cols === cols) return m.value;
+  const value = rowEntropy(mat, rows, cols);
+  entropyMemo.set(mat, { rows, cols, value });
+  return value;
+}
+
+function rowEntropy(mat, rows, cols) {
   if (!rows || !cols) return { nats: 0, normalised: 0 };
   let total = 0;
   for (let i = 0; i < rows; i++) {

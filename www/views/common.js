@@ -96,12 +96,40 @@ export function diverging(t, dark) {
 
 export const rgb = (c) => `rgb(${c[0]},${c[1]},${c[2]})`;
 
+/** Pool a rows×cols matrix down to tr×tc, keeping in each output cell the entry of largest |value|. */
+export function poolAbsMax(data, rows, cols, tr, tc) {
+  const out = new Float32Array(tr * tc);
+  const colOf = new Int32Array(cols);
+  for (let j = 0; j < cols; j++) colOf[j] = Math.floor((j * tc) / cols);
+  for (let i = 0; i < rows; i++) {
+    const o = Math.floor((i * tr) / rows) * tc;
+    const r = i * cols;
+    for (let j = 0; j < cols; j++) {
+      const v = data[r + j];
+      const k = o + colOf[j];
+      if (Math.abs(v) > Math.abs(out[k])) out[k] = v;
+    }
+  }
+  return out;
+}
+
 /**
  * Draw a rows×cols matrix into the rectangle (x, y, w, h). colorOf(v) → [r,g,b].
  * On a canvas: one ImageData blitted without smoothing. In SVG: one rect per cell.
  */
 export function drawMatrix(ctx, data, rows, cols, x, y, w, h, colorOf) {
   if (!rows || !cols) return;
+  // More cells than pixels (a 512-token map in a 110 px thumbnail): pool first, keeping in each
+  // pixel the value of largest magnitude, so a sharp weight stays visible and the work is per pixel.
+  const t = !ctx.isSvg && typeof ctx.getTransform === 'function' ? ctx.getTransform() : null;
+  const scale = t ? Math.hypot(t.a, t.b) || 1 : 1;
+  const tr = Math.max(1, Math.min(rows, Math.ceil(h * scale)));
+  const tc = Math.max(1, Math.min(cols, Math.ceil(w * scale)));
+  if (tr < rows || tc < cols) {
+    data = poolAbsMax(data, rows, cols, tr, tc);
+    rows = tr;
+    cols = tc;
+  }
   if (ctx.isSvg || typeof OffscreenCanvas === 'undefined' && typeof document === 'undefined') {
     const cw = w / cols;
     const ch = h / rows;
