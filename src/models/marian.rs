@@ -53,6 +53,9 @@ impl MarianConfig {
             Some([ffn, _]) => *ffn,
             _ => return Err(invalid_model("Marian model has no `encoder_l1_ffn_W1`")),
         };
+        if vocab == 0 || dim_emb == 0 || dim_ffn == 0 {
+            return Err(invalid_model(format!("Marian model has an empty dimension (vocabulary {vocab}, dim-emb {dim_emb}, FFN {dim_ffn})")));
+        }
         let heads: usize = opt("transformer-heads").and_then(|h| h.parse().ok()).unwrap_or(8);
         if heads == 0 || dim_emb % heads != 0 || dim_emb % 2 != 0 {
             return Err(invalid_model(format!("dim-emb {dim_emb} does not split into {heads} heads")));

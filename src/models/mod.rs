@@ -6,6 +6,7 @@ pub mod marian;
 
 use crate::attention::{Attended, AttentionKind, ForwardOutput, HeadInternals, HeadRequest, Probe};
 use crate::error::{invalid_model, Error, Result};
+use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
 use crate::tensor::{layer_norm, linear, Mat};
 use crate::weights::TensorStore;
 use serde::{Deserialize, Serialize};
@@ -105,6 +106,30 @@ impl Manifest {
     }
 }
 
+/// A file a manifest names must be a plain file inside the model folder: a relative path of
+/// ordinary components (no `..`, no absolute path), that resolves (symbolic links followed)
+/// inside the folder, and is a regular file (not a device such as `/dev/zero`, nor a FIFO
+/// that would block the read forever). Returns its size.
+fn plain_file_in(dir: &std::path::Path, name: &str) -> Result<u64> {
+    use std::path::Component;
+    let bad = |why: &str| invalid_model(format!("manifest.json names `{name}`, which {why}"));
+    let rel = std::path::Path::new(name);
+    if name.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(bad("is not a plain file name inside the model folder"));
+    }
+    let path = dir.join(rel);
+    let real = path.canonicalize().map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
+    let root = dir.canonicalize().map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.display())))?;
+    if !real.starts_with(&root) {
+        return Err(bad("lies outside the model folder"));
+    }
+    let meta = std::fs::metadata(&real).map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(bad("is not a regular file"));
+    }
+    Ok(meta.len())
+}
+
 /// Architectures this build runs.
 pub const SUPPORTED: &[&str] = &["bert", "marian"];
 
@@ -174,7 +199,13 @@ impl Model {
             Manifest::infer(&id, &names, config.as_deref())?
         };
         let mut files = HashMap::new();
+        let mut total: u64 = 0;
         for name in &manifest.files {
+            let size = plain_file_in(dir, name)?;
+            total = total.saturating_add(size);
+            if total > MEMORY_BUDGET_BYTES {
+                return Err(invalid_model(format!("the model's files take more than {} ({name} alone is {})", budget(), human_bytes(size))));
+            }
             files.insert(name.clone(), read(name)?);
         }
         Model::load(manifest, &files)
