@@ -58,7 +58,8 @@ impl TextTokenizer {
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let enc = catch_unwind(AssertUnwindSafe(|| self.inner.encode(&text[..cut], true))).map_err(|_| Error::InvalidInput("the text could not be tokenised (the tokenizers library failed on it)".into()))?;
+        let enc = catch_unwind(AssertUnwindSafe(|| self.inner.encode(&text[..cut], true)))
+            .map_err(|_| Error::InvalidInput("the text could not be tokenised (the tokenizers library failed on it)".into()))?;
         let enc = enc.map_err(|e| Error::InvalidInput(format!("the text could not be tokenised ({e})")))?;
         Ok(Encoded {
             ids: enc.get_ids().to_vec(),
@@ -77,7 +78,8 @@ impl TextTokenizer {
     }
 
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        let decoded = catch_unwind(AssertUnwindSafe(|| self.inner.decode(ids, true))).map_err(|_| Error::InvalidInput("could not decode the output (the tokenizers library failed on it)".into()))?;
+        let decoded = catch_unwind(AssertUnwindSafe(|| self.inner.decode(ids, true)))
+            .map_err(|_| Error::InvalidInput("could not decode the output (the tokenizers library failed on it)".into()))?;
         decoded.map_err(|e| Error::InvalidInput(format!("could not decode the output ({e})")))
     }
 }

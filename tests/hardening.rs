@@ -186,7 +186,8 @@ fn minilm_config_with(changes: Value) -> Vec<u8> {
 
 fn load_minilm(config: Vec<u8>, weights: Vec<u8>) -> attnviz::Result<Model> {
     let manifest = Manifest::from_json(&read("minilm", "manifest.json")).unwrap();
-    let files: HashMap<String, Vec<u8>> = [("config.json", config), ("model.safetensors", weights), ("tokenizer.json", read("minilm", "tokenizer.json"))].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let files: HashMap<String, Vec<u8>> =
+        [("config.json", config), ("model.safetensors", weights), ("tokenizer.json", read("minilm", "tokenizer.json"))].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     Model::load(manifest, &files)
 }
 
@@ -323,17 +324,23 @@ fn a_marian_tensor_whose_size_wraps_is_refused() {
 
 #[test]
 fn zero_and_tiny_bert_sizes_are_refused() {
-    let rows = |keep: usize| move |name: &str, shape: &mut Vec<usize>, data: &mut Vec<u8>, target: &str| {
-        if name == target {
-            data.truncate(keep * shape[1] * 4);
-            shape[0] = keep;
+    let rows = |keep: usize| {
+        move |name: &str, shape: &mut Vec<usize>, data: &mut Vec<u8>, target: &str| {
+            if name == target {
+                data.truncate(keep * shape[1] * 4);
+                shape[0] = keep;
+            }
         }
     };
     let positions = |p: usize| minilm_weights_with(move |n, s, d| rows(p)(n, s, d, "embeddings.position_embeddings.weight"));
     // One position: the tokenizer's [CLS] and [SEP] already fill it (the truncation length
     // wrapped below zero and the text ran past the table).
     must_refuse("max_position_embeddings 1", load_minilm(minilm_config_with(json!({"max_position_embeddings": 1})), positions(1)), &["at most 1 tokens", "2 special tokens"]);
-    must_refuse("max_position_embeddings 0", load_minilm(minilm_config_with(json!({"max_position_embeddings": 0})), positions(0)), &["config.json", "max_position_embeddings is 0"]);
+    must_refuse(
+        "max_position_embeddings 0",
+        load_minilm(minilm_config_with(json!({"max_position_embeddings": 0})), positions(0)),
+        &["config.json", "max_position_embeddings is 0"],
+    );
     let types = minilm_weights_with(move |n, s, d| rows(0)(n, s, d, "embeddings.token_type_embeddings.weight"));
     must_refuse("type_vocab_size 0", load_minilm(minilm_config_with(json!({"type_vocab_size": 0})), types), &["config.json", "type_vocab_size is 0"]);
     let no_ffn = minilm_weights_with(|name, shape, data| {
@@ -405,7 +412,9 @@ fn oversized_tokenizer_json_fails_fast_with_the_limit() {
 
     // 50,000 added tokens.
     let mut added = minilm_tokenizer();
-    let tokens: Vec<Value> = (0..50_000).map(|i| json!({"id": 30522 + i, "content": format!("<x{i}>"), "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})).collect();
+    let tokens: Vec<Value> = (0..50_000)
+        .map(|i| json!({"id": 30522 + i, "content": format!("<x{i}>"), "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}))
+        .collect();
     added["added_tokens"] = Value::from(tokens);
     let err = load_and_use(&serde_json::to_vec(&added).unwrap()).expect_err("50,000 added tokens");
     assert!(err.contains("50000 added tokens") && err.contains("20000"), "{err}");

@@ -164,7 +164,8 @@ fn check_charsmap(bytes: &[u8]) -> std::result::Result<(), &'static str> {
     let trie_bytes = bytes.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize).ok_or("is too short")?;
     let units = trie_bytes / 4;
     let body = &bytes[4..];
-    let trie: Vec<u32> = body.get(..units.checked_mul(4).ok_or("is too long")?).ok_or("is truncated")?.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let trie: Vec<u32> =
+        body.get(..units.checked_mul(4).ok_or("is too long")?).ok_or("is truncated")?.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let normalized = std::str::from_utf8(&body[units * 4..]).map_err(|_| "has replacements that are not UTF-8")?;
     let offset = |u: u32| ((u >> 10) << ((u & (1 << 9)) >> 6)) as usize;
     let label = |u: u32| (u & ((1 << 31) | 0xff)) as usize;
