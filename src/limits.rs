@@ -18,7 +18,7 @@ pub const MAX_ADDED_TOKENS: usize = 20_000;
 
 /// Human-readable byte count for messages (`1 GiB`, `48 MiB`, `3.2 GiB`).
 pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["bytes", "KiB", "MiB", "GiB"];
+    const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = n as f64;
     let mut unit = 0;
     while v >= 1024.0 && unit + 1 < UNITS.len() {

@@ -364,11 +364,26 @@ fn zero_marian_dimensions_are_refused() {
 // ---- 4. absurd sizes: refused before allocating, with the budget in the message ----------
 
 #[test]
-fn absurd_layer_counts_are_refused() {
-    for layers in [json!(1_000_000_000u64), json!(1e9)] {
-        let err = load_minilm(minilm_config_with(json!({ "num_hidden_layers": layers })), read("minilm", "model.safetensors")).err().expect("a billion layers loaded");
-        assert!(err.to_string().contains("config.json") || err.to_string().contains("encoder.layer.6."), "{err}");
-    }
+fn absurd_layer_counts_and_lengths_are_refused_with_the_budget() {
+    // A billion layers: refused from the config alone, before any layer is built.
+    let err = load_minilm(minilm_config_with(json!({ "num_hidden_layers": 1_000_000_000u64 })), read("minilm", "model.safetensors")).err().expect("a billion layers loaded");
+    assert!(err.to_string().contains("config.json") && err.to_string().contains("1 GiB memory budget"), "{err}");
+    // `1e9` is a float: not a layer count at all.
+    let err = load_minilm(minilm_config_with(json!({ "num_hidden_layers": 1e9 })), read("minilm", "model.safetensors")).err().expect("1e9 layers loaded");
+    assert!(err.to_string().contains("config.json"), "{err}");
+    // 8192 positions backed by a real (zero-padded) table: the file is consistent, but 6 layers
+    // × 12 heads of 8192 × 8192 maps need 18 GiB, which a long text would have allocated.
+    let long_table = minilm_weights_with(|name, shape, data| {
+        if name == "embeddings.position_embeddings.weight" {
+            data.resize(8192 * shape[1] * 4, 0);
+            shape[0] = 8192;
+        }
+    });
+    must_refuse(
+        "max_position_embeddings 8192",
+        load_minilm(minilm_config_with(json!({"max_position_embeddings": 8192})), long_table),
+        &["max_position_embeddings 8192", "18 GiB", "1 GiB memory budget"],
+    );
 }
 
 #[test]

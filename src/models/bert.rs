@@ -244,6 +244,9 @@ pub struct BertModel {
 impl BertModel {
     pub fn load(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<BertModel> {
         let c = BertConfig::from_json(config_json)?;
+        let (layers, heads, positions) = (c.num_hidden_layers, c.num_attention_heads, c.max_position_embeddings);
+        let what = format!("config.json: {layers} layers × {heads} heads at max_position_embeddings {positions}");
+        super::check_attention_budget(&what, &[(layers, heads, positions, positions)])?;
         let prefix = if weights.contains("bert.embeddings.word_embeddings.weight") { "bert." } else { "" };
         let w = &mut weights;
         let embeddings = BertEmbeddings::load(w, &format!("{prefix}embeddings"), &c)?;

@@ -130,6 +130,20 @@ fn plain_file_in(dir: &std::path::Path, name: &str) -> Result<u64> {
     Ok(meta.len())
 }
 
+/// Refuses a model whose attention maps for its longest input (every layer and head kept, as
+/// the viewer does: `layers × heads × queries × keys` f32) would not fit in the memory budget.
+/// `what` names the sizes in the message.
+pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize, usize)]) -> Result<()> {
+    let bytes = blocks.iter().try_fold(0u64, |total, &(layers, heads, queries, keys)| {
+        [layers, heads, queries, keys].iter().try_fold(4u64, |a, &n| a.checked_mul(n as u64)).and_then(|b| total.checked_add(b))
+    });
+    match bytes {
+        Some(b) if b <= MEMORY_BUDGET_BYTES => Ok(()),
+        Some(b) => Err(invalid_model(format!("{what}: its attention maps at full length need {}, more than {}", human_bytes(b), budget()))),
+        None => Err(invalid_model(format!("{what}: its attention maps at full length are too large to count, far more than {}", budget()))),
+    }
+}
+
 /// Architectures this build runs.
 pub const SUPPORTED: &[&str] = &["bert", "marian"];
 
