@@ -34,6 +34,20 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Refuses model files whose sizes together exceed the memory budget, from their sizes alone:
+/// call it before reading or copying them (the CLI before `fs::read`, the wasm facade before
+/// copying each `Uint8Array` into the module's memory).
+pub fn check_file_sizes<'a>(files: impl IntoIterator<Item = (&'a str, u64)>) -> crate::Result<()> {
+    let mut total: u64 = 0;
+    for (name, size) in files {
+        total = total.saturating_add(size);
+        if total > MEMORY_BUDGET_BYTES {
+            return Err(crate::error::invalid_model(format!("the model's files take more than {} ({name} alone is {})", budget(), human_bytes(size))));
+        }
+    }
+    Ok(())
+}
+
 /// The budget as said in messages.
 pub fn budget() -> String {
     format!("the {} memory budget", human_bytes(MEMORY_BUDGET_BYTES))

@@ -293,11 +293,16 @@ fn must_refuse(what: &str, loaded: attnviz::Result<Model>, needles: &[&str]) {
 fn a_position_table_whose_size_wraps_is_refused() {
     // In wasm (32-bit usize) `max_position_embeddings: 33554944` makes 33554944 × 384 wrap to
     // 512 × 384, the size of the real table, so the model loaded and panicked on a long text.
-    // 2^57 + 512 does the same with a 64-bit usize.
+    // 2^57 + 512 does the same with a 64-bit usize. (Its attention maps are also over budget,
+    // which is now checked first.)
     let config = minilm_config_with(json!({"max_position_embeddings": (1u64 << 57) + 512}));
-    must_refuse("max_position_embeddings 2^57+512", load_minilm(config, read("minilm", "model.safetensors")), &["position_embeddings", "[512, 384]"]);
+    must_refuse("max_position_embeddings 2^57+512", load_minilm(config, read("minilm", "model.safetensors")), &["max_position_embeddings", "memory budget"]);
     let config = minilm_config_with(json!({"max_position_embeddings": 33554944}));
-    must_refuse("max_position_embeddings 33554944", load_minilm(config, read("minilm", "model.safetensors")), &["position_embeddings"]);
+    must_refuse("max_position_embeddings 33554944", load_minilm(config, read("minilm", "model.safetensors")), &["max_position_embeddings", "memory budget"]);
+    // The tensor-shape check itself: vocab_size 2^57 + 30522 times 384 wrapped to the real
+    // table's 30522 × 384, so a config that contradicts its weights was accepted.
+    let config = minilm_config_with(json!({"vocab_size": (1u64 << 57) + 30522}));
+    must_refuse("vocab_size 2^57+30522", load_minilm(config, read("minilm", "model.safetensors")), &["word_embeddings", "[30522, 384]", "[144115188075886394, 384]"]);
 }
 
 #[test]

@@ -130,12 +130,14 @@ fn main() -> ExitCode {
     // `args()` would panic on an argument that is not UTF-8; name it instead.
     let args: Result<Vec<String>, String> =
         std::env::args_os().skip(1).enumerate().map(|(i, a)| a.into_string().map_err(|a| format!("argument {} ({}) is not valid UTF-8", i + 1, a.to_string_lossy()))).collect();
-    let parsed = args.and_then(|a| parse(&a));
-    if let Ok(None) = parsed {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    match parsed.and_then(|a| run(a.expect("help handled above"))) {
+    let done = args.and_then(|a| match parse(&a)? {
+        Some(args) => run(args),
+        None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+    });
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             eprintln!("attnviz: {}", msg.lines().next().unwrap_or("error"));

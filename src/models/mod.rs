@@ -212,14 +212,10 @@ impl Model {
             let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
             Manifest::infer(&id, &names, config.as_deref())?
         };
+        let sizes = manifest.files.iter().map(|name| Ok((name.as_str(), plain_file_in(dir, name)?))).collect::<Result<Vec<_>>>()?;
+        crate::limits::check_file_sizes(sizes)?;
         let mut files = HashMap::new();
-        let mut total: u64 = 0;
         for name in &manifest.files {
-            let size = plain_file_in(dir, name)?;
-            total = total.saturating_add(size);
-            if total > MEMORY_BUDGET_BYTES {
-                return Err(invalid_model(format!("the model's files take more than {} ({name} alone is {})", budget(), human_bytes(size))));
-            }
             files.insert(name.clone(), read(name)?);
         }
         Model::load(manifest, &files)
