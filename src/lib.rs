@@ -9,6 +9,7 @@
 
 pub mod attention;
 pub mod error;
+pub mod limits;
 pub mod models;
 pub mod output;
 pub mod tensor;

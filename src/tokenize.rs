@@ -3,7 +3,10 @@
 //! maximum length, reported to the caller rather than silent.
 
 use crate::error::{invalid_model, Error, Result};
-use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use tokenizers::{PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+mod guard;
 
 /// Texts longer than this many bytes are cut before tokenisation: no model here sees more than
 /// 512 tokens, and a token covers at least one byte, so nothing visible is lost while a pasted
@@ -28,8 +31,18 @@ pub struct Encoded {
 
 impl TextTokenizer {
     /// `max_tokens` counts everything the tokenizer emits, special tokens included.
+    /// The file is checked first (size, nesting, added tokens, any `Precompiled` normaliser's
+    /// charsmap; see `guard`) so that the `tokenizers` crate never sees input that makes it
+    /// panic: in wasm a panic aborts the module. Natively a panic the checks missed is also
+    /// caught and becomes an error.
     pub fn from_bytes(json: &[u8], max_tokens: usize) -> Result<TextTokenizer> {
-        let mut inner = Tokenizer::from_bytes(json).map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
+        guard::check(json)?;
+        let loaded = catch_unwind(|| Tokenizer::from_bytes(json)).map_err(|_| invalid_model("tokenizer.json could not be read (the tokenizers library failed on it)"))?;
+        let mut inner = loaded.map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
+        let special = inner.get_post_processor().map_or(0, |p| p.added_tokens(false));
+        if max_tokens <= special {
+            return Err(invalid_model(format!("the model takes at most {max_tokens} tokens, leaving no room for text beside the tokenizer's {special} special tokens")));
+        }
         inner.with_padding(None);
         let params = TruncationParams { max_length: max_tokens, strategy: TruncationStrategy::LongestFirst, stride: 0, direction: TruncationDirection::Right };
         inner.with_truncation(Some(params)).map_err(|e| invalid_model(format!("tokenizer truncation ({e})")))?;
@@ -45,7 +58,9 @@ impl TextTokenizer {
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let enc = self.inner.encode(&text[..cut], true).map_err(|e| Error::InvalidInput(format!("the text could not be tokenised ({e})")))?;
+        let enc = catch_unwind(AssertUnwindSafe(|| self.inner.encode(&text[..cut], true)))
+            .map_err(|_| Error::InvalidInput("the text could not be tokenised (the tokenizers library failed on it)".into()))?;
+        let enc = enc.map_err(|e| Error::InvalidInput(format!("the text could not be tokenised ({e})")))?;
         Ok(Encoded {
             ids: enc.get_ids().to_vec(),
             tokens: enc.get_tokens().to_vec(),
@@ -63,6 +78,8 @@ impl TextTokenizer {
     }
 
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner.decode(ids, true).map_err(|e| Error::InvalidInput(format!("could not decode the output ({e})")))
+        let decoded = catch_unwind(AssertUnwindSafe(|| self.inner.decode(ids, true)))
+            .map_err(|_| Error::InvalidInput("could not decode the output (the tokenizers library failed on it)".into()))?;
+        decoded.map_err(|e| Error::InvalidInput(format!("could not decode the output ({e})")))
     }
 }

@@ -132,6 +132,24 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(m.step("hi", "nonsense", 0, 0).is_err());
 }
 
+/// Issue 13 in the module itself, where a panic aborts (no unwinding to contain it): sizes that
+/// wrap in 32-bit arithmetic and a charsmap the `tokenizers` crate `expect`s to parse must be
+/// refused at load. More cases natively in tests/hardening.rs.
+#[wasm_bindgen_test]
+fn wasm32_size_wraps_and_bad_charsmaps_are_load_errors() {
+    // 33554944 × 384 wraps to 512 × 384 in u32: this loaded, then panicked on a long text.
+    let mut config: Value = serde_json::from_slice(model_file!("minilm", "config.json")).unwrap();
+    config["max_position_embeddings"] = Value::from(33554944u64);
+    let config = serde_json::to_vec(&config).unwrap();
+    let f = files(&[("config.json", &config), ("model.safetensors", model_file!("minilm", "model.safetensors")), ("tokenizer.json", model_file!("minilm", "tokenizer.json"))]);
+    assert!(AttnModel::load(MINILM_MANIFEST, &f).is_err(), "max_position_embeddings 33554944 loaded");
+    let mut tok: Value = serde_json::from_slice(model_file!("en-pt", "tokenizer.json")).unwrap();
+    tok["normalizer"]["normalizers"][0]["precompiled_charsmap"] = Value::from("ALQC!AAC");
+    let tok = serde_json::to_vec(&tok).unwrap();
+    let f = files(&[("model.enpt.intgemm.alphas.bin", model_file!("en-pt", "model.enpt.intgemm.alphas.bin")), ("tokenizer.json", &tok)]);
+    assert!(AttnModel::load(EN_PT_MANIFEST, &f).is_err(), "a charsmap that is not base64 loaded");
+}
+
 /// The JSON value of a result object, as JSON.stringify would see it but with Float32Arrays as
 /// arrays; their paths go to `typed`. Anything JSON has no word for (undefined, a Map, a class
 /// instance) fails here, naming where it is.

@@ -3,8 +3,8 @@
 //!
 //! Runs one forward natively and prints the attention (JSON for machines, a per-head summary
 //! for people), or every intermediate of one head (JSON). Both JSON documents are the types of
-//! `attnviz::output`, described by `schema/attend.schema.json`. Bad input → one line on stderr
-//! and exit status 2.
+//! `attnviz::output`, described by `schema/attend.schema.json`. Bad input (including arguments
+//! that are not UTF-8) → one line on stderr and exit status 2; `--help` → usage on stdout, 0.
 
 use attnviz::attention::{row_entropies, top_keys, Attended, AttentionKind, HeadRequest};
 use attnviz::models::Model;
@@ -29,12 +29,14 @@ struct Args {
     command: Command,
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
+/// `Ok(None)`: help was asked for.
+fn parse(args: &[String]) -> Result<Option<Args>, String> {
     let mut it = args.iter();
     let step = match it.next().map(String::as_str) {
         Some("attend") => false,
         Some("step") => true,
-        Some("--help") | Some("-h") | None => return Err(USAGE.into()),
+        Some("--help") | Some("-h") => return Ok(None),
+        None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
     };
     let (mut model, mut text, mut table, mut kind, mut layer, mut head) = (None, None, false, None, None, None);
@@ -55,7 +57,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--layer" if step => layer = Some(number(flag, value()?)?),
             "--head" if step => head = Some(number(flag, value()?)?),
-            "--help" | "-h" => return Err(USAGE.into()),
+            "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
         }
     }
@@ -69,7 +71,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
     } else {
         Command::Attend { table }
     };
-    Ok(Args { model: model.ok_or_else(|| required("--model"))?, text: text.ok_or_else(|| required("--text"))?, command })
+    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, text: text.ok_or_else(|| required("--text"))?, command }))
 }
 
 fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::Result<()> {
@@ -125,8 +127,17 @@ fn run(args: Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match parse(&args).and_then(run) {
+    // `args()` would panic on an argument that is not UTF-8; name it instead.
+    let args: Result<Vec<String>, String> =
+        std::env::args_os().skip(1).enumerate().map(|(i, a)| a.into_string().map_err(|a| format!("argument {} ({}) is not valid UTF-8", i + 1, a.to_string_lossy()))).collect();
+    let done = args.and_then(|a| match parse(&a)? {
+        Some(args) => run(args),
+        None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+    });
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             eprintln!("attnviz: {}", msg.lines().next().unwrap_or("error"));

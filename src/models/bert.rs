@@ -41,6 +41,17 @@ fn default_act() -> String {
 impl BertConfig {
     pub fn from_json(bytes: &[u8]) -> Result<BertConfig> {
         let c: BertConfig = serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("config.json is not a BERT config ({e})")))?;
+        let sizes = [
+            ("vocab_size", c.vocab_size),
+            ("hidden_size", c.hidden_size),
+            ("num_hidden_layers", c.num_hidden_layers),
+            ("intermediate_size", c.intermediate_size),
+            ("max_position_embeddings", c.max_position_embeddings),
+            ("type_vocab_size", c.type_vocab_size),
+        ];
+        if let Some((key, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            return Err(invalid_model(format!("config.json: {key} is 0 (it must be at least 1)")));
+        }
         if c.hidden_size == 0 || c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
             return Err(invalid_model(format!("config.json: hidden_size {} is not a multiple of num_attention_heads {}", c.hidden_size, c.num_attention_heads)));
         }
@@ -233,6 +244,9 @@ pub struct BertModel {
 impl BertModel {
     pub fn load(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<BertModel> {
         let c = BertConfig::from_json(config_json)?;
+        let (layers, heads, positions) = (c.num_hidden_layers, c.num_attention_heads, c.max_position_embeddings);
+        let what = format!("config.json: {layers} layers × {heads} heads at max_position_embeddings {positions}");
+        super::check_attention_budget(&what, &[(layers, heads, positions, positions)])?;
         let prefix = if weights.contains("bert.embeddings.word_embeddings.weight") { "bert." } else { "" };
         let w = &mut weights;
         let embeddings = BertEmbeddings::load(w, &format!("{prefix}embeddings"), &c)?;

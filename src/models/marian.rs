@@ -53,6 +53,9 @@ impl MarianConfig {
             Some([ffn, _]) => *ffn,
             _ => return Err(invalid_model("Marian model has no `encoder_l1_ffn_W1`")),
         };
+        if vocab == 0 || dim_emb == 0 || dim_ffn == 0 {
+            return Err(invalid_model(format!("Marian model has an empty dimension (vocabulary {vocab}, dim-emb {dim_emb}, FFN {dim_ffn})")));
+        }
         let heads: usize = opt("transformer-heads").and_then(|h| h.parse().ok()).unwrap_or(8);
         if heads == 0 || dim_emb % heads != 0 || dim_emb % 2 != 0 {
             return Err(invalid_model(format!("dim-emb {dim_emb} does not split into {heads} heads")));
@@ -223,6 +226,9 @@ impl MarianModel {
         w.set_file(name);
         let c = MarianConfig::from_file(file.model_yml.as_deref(), &w)?;
         let (d, ffn, heads) = (c.dim_emb, c.dim_ffn, c.heads);
+        let (src, tgt) = (MAX_SOURCE_TOKENS, (MAX_SOURCE_TOKENS as f32 * MAX_LENGTH_FACTOR).ceil() as usize);
+        let what = format!("{name}: {} encoder and {} decoder layers × {heads} heads", c.enc_depth, c.dec_depth);
+        super::check_attention_budget(&what, &[(c.enc_depth, heads, src, src), (c.dec_depth, heads, tgt, src)])?;
         let wemb = w.quantized_matrix("Wemb", c.vocab, d)?;
         let decoder_ff_logit_out_b = w.vector("decoder_ff_logit_out_b", c.vocab)?;
         let mut encoder = Vec::with_capacity(c.enc_depth);

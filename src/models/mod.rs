@@ -6,6 +6,7 @@ pub mod marian;
 
 use crate::attention::{Attended, AttentionKind, ForwardOutput, HeadInternals, HeadRequest, Probe};
 use crate::error::{invalid_model, Error, Result};
+use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
 use crate::tensor::{layer_norm, linear, Mat};
 use crate::weights::TensorStore;
 use serde::{Deserialize, Serialize};
@@ -105,6 +106,44 @@ impl Manifest {
     }
 }
 
+/// A file a manifest names must be a plain file inside the model folder: a relative path of
+/// ordinary components (no `..`, no absolute path), that resolves (symbolic links followed)
+/// inside the folder, and is a regular file (not a device such as `/dev/zero`, nor a FIFO
+/// that would block the read forever). Returns its size.
+fn plain_file_in(dir: &std::path::Path, name: &str) -> Result<u64> {
+    use std::path::Component;
+    let bad = |why: &str| invalid_model(format!("manifest.json names `{name}`, which {why}"));
+    let rel = std::path::Path::new(name);
+    if name.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(bad("is not a plain file name inside the model folder"));
+    }
+    let path = dir.join(rel);
+    let real = path.canonicalize().map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
+    let root = dir.canonicalize().map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.display())))?;
+    if !real.starts_with(&root) {
+        return Err(bad("lies outside the model folder"));
+    }
+    let meta = std::fs::metadata(&real).map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(bad("is not a regular file"));
+    }
+    Ok(meta.len())
+}
+
+/// Refuses a model whose attention maps for its longest input (every layer and head kept, as
+/// the viewer does: `layers × heads × queries × keys` f32) would not fit in the memory budget.
+/// `what` names the sizes in the message.
+pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize, usize)]) -> Result<()> {
+    let bytes = blocks.iter().try_fold(0u64, |total, &(layers, heads, queries, keys)| {
+        [layers, heads, queries, keys].iter().try_fold(4u64, |a, &n| a.checked_mul(n as u64)).and_then(|b| total.checked_add(b))
+    });
+    match bytes {
+        Some(b) if b <= MEMORY_BUDGET_BYTES => Ok(()),
+        Some(b) => Err(invalid_model(format!("{what}: its attention maps at full length need {}, more than {}", human_bytes(b), budget()))),
+        None => Err(invalid_model(format!("{what}: its attention maps at full length are too large to count, far more than {}", budget()))),
+    }
+}
+
 /// Architectures this build runs.
 pub const SUPPORTED: &[&str] = &["bert", "marian"];
 
@@ -173,6 +212,8 @@ impl Model {
             let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
             Manifest::infer(&id, &names, config.as_deref())?
         };
+        let sizes = manifest.files.iter().map(|name| Ok((name.as_str(), plain_file_in(dir, name)?))).collect::<Result<Vec<_>>>()?;
+        crate::limits::check_file_sizes(sizes)?;
         let mut files = HashMap::new();
         for name in &manifest.files {
             files.insert(name.clone(), read(name)?);

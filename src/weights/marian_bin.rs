@@ -10,6 +10,7 @@
 
 use super::{Tensor, TensorData, TensorStore};
 use crate::error::{invalid_model, Result};
+use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
 
 const TYPE_F32: u64 = 0x404;
 const TYPE_INT8: u64 = 0x4101;
@@ -80,6 +81,24 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
     let pad = c.len("padding")?;
     c.take(pad, "padding")?;
 
+    // What the tensors will take in memory besides the file (f32 as 4 bytes, int8 as 1), summed
+    // from the headers and checked against the budget before any tensor is decoded. A
+    // declared size beyond its blob is caught below, also before decoding.
+    let mut decoded: u64 = bytes.len() as u64;
+    for ((&(_, kind, _, data_len), name), shape) in headers.iter().zip(&names).zip(&shapes) {
+        let numel = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64));
+        let size = match kind {
+            TYPE_F32 => numel.and_then(|n| n.checked_mul(4)),
+            TYPE_INT8 => numel,
+            _ => Some(0),
+        };
+        let size = size.filter(|&s| s <= data_len as u64).ok_or_else(|| invalid_model(format!("`{name}` declares shape {shape:?}, more than its {data_len} bytes of data")))?;
+        decoded = decoded.saturating_add(size);
+    }
+    if decoded > MEMORY_BUDGET_BYTES {
+        return Err(invalid_model(format!("Marian .bin needs {} in memory, more than {}", human_bytes(decoded), budget())));
+    }
+
     let mut store = TensorStore::default();
     let mut model_yml = None;
     for (((_, kind, _, data_len), name), shape) in headers.into_iter().zip(names).zip(shapes) {
@@ -88,23 +107,25 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
             continue;
         }
         let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| invalid_model(format!("`{name}` is too large")))?;
+        let short = || invalid_model(format!("`{name}` has fewer bytes than its shape"));
         match kind {
             TYPE_CHAR if name == "special:model.yml" => {
                 let text = blob.split(|&b| b == 0).next().unwrap_or_default();
                 model_yml = Some(String::from_utf8_lossy(text).into_owned());
             }
             TYPE_F32 => {
-                let raw = blob.get(..numel * 4).ok_or_else(|| invalid_model(format!("`{name}` has fewer bytes than its shape")))?;
+                let raw = blob.get(..numel.checked_mul(4).ok_or_else(short)?).ok_or_else(short)?;
                 let data = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
                 store.insert(name, Tensor { shape, data: TensorData::F32(data) });
             }
             TYPE_INT8 => {
-                let raw = blob.get(..numel + 4).ok_or_else(|| invalid_model(format!("`{name}` has fewer bytes than its shape")))?;
-                let alpha = f32::from_le_bytes(raw[numel..numel + 4].try_into().expect("4 bytes"));
+                let raw = blob.get(..numel.checked_add(4).ok_or_else(short)?).ok_or_else(short)?;
+                let (values, alpha) = raw.split_at(numel);
+                let alpha = f32::from_le_bytes(alpha.try_into().map_err(|_| short())?);
                 if !(alpha.is_finite() && alpha != 0.0) {
                     return Err(invalid_model(format!("`{name}` has an invalid quantisation factor {alpha}")));
                 }
-                let values = raw[..numel].iter().map(|&b| b as i8).collect();
+                let values = values.iter().map(|&b| b as i8).collect();
                 // Stored [out, in] although the header says [in, out]; Wemb is stored as declared.
                 let shape = if name == "Wemb" || shape.len() != 2 { shape } else { vec![shape[1], shape[0]] };
                 store.insert(name, Tensor { shape, data: TensorData::Int8 { values, scale: 1.0 / alpha } });

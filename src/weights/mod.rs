@@ -63,15 +63,18 @@ impl TensorStore {
         self.tensors.get(name).map(|t| t.shape.as_slice())
     }
 
-    fn take_checked(&mut self, name: &str, numel: usize, want: &str) -> Result<TensorData> {
+    fn take_checked(&mut self, name: &str, numel: Option<usize>, want: &str) -> Result<TensorData> {
+        // `numel` is None when the expected size itself overflows usize (32-bit in wasm): no
+        // tensor can have it, and a wrapped product must never pass for a small one.
         let t = self.tensors.remove(name).ok_or_else(|| invalid_model(format!("{}tensor `{name}` is missing", self.file)))?;
-        if t.data.len() != numel || t.shape.iter().product::<usize>() != numel {
+        let has = t.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if numel.is_none() || has != numel || Some(t.data.len()) != numel {
             return Err(invalid_model(format!("{}tensor `{name}` has shape {:?}, expected {want}", self.file, t.shape)));
         }
         Ok(t.data)
     }
 
-    fn take_f32(&mut self, name: &str, numel: usize, want: &str) -> Result<Vec<f32>> {
+    fn take_f32(&mut self, name: &str, numel: Option<usize>, want: &str) -> Result<Vec<f32>> {
         Ok(match self.take_checked(name, numel, want)? {
             TensorData::F32(v) => v,
             TensorData::Int8 { values, scale } => values.into_iter().map(|q| q as f32 * scale).collect(),
@@ -80,7 +83,7 @@ impl TensorStore {
 
     /// An int8 matrix kept quantised (see [`QuantizedMat`]); an f32 tensor is an error.
     pub fn quantized_matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QuantizedMat> {
-        match self.take_checked(name, rows * cols, &format!("[{rows}, {cols}]"))? {
+        match self.take_checked(name, rows.checked_mul(cols), &format!("[{rows}, {cols}]"))? {
             TensorData::Int8 { values, scale } => Ok(QuantizedMat { rows, cols, data: values, scale }),
             TensorData::F32(_) => Err(invalid_model(format!("{}tensor `{name}` is float, expected int8", self.file))),
         }
@@ -89,11 +92,11 @@ impl TensorStore {
     /// A matrix `[rows, cols]` (a leading 1 in the file's shape is accepted: Marian stores
     /// vectors as `[1, n]`).
     pub fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<Mat> {
-        let data = self.take_f32(name, rows * cols, &format!("[{rows}, {cols}]"))?;
+        let data = self.take_f32(name, rows.checked_mul(cols), &format!("[{rows}, {cols}]"))?;
         Ok(Mat::from_vec(rows, cols, data))
     }
 
     pub fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>> {
-        self.take_f32(name, len, &format!("[{len}]"))
+        self.take_f32(name, Some(len), &format!("[{len}]"))
     }
 }
