@@ -1,6 +1,8 @@
 // Pure array maths on attention results (no DOM, no wasm): used by the views, the page and the
 // widget alike. Every matrix is a row-major Float32Array [query][key].
 
+import { drain } from './slices.js';
+
 /** Kinds present in a result, in a stable teaching order. */
 function resultKinds(result) {
   const order = ['encoder_self', 'decoder_self', 'cross'];
@@ -63,22 +65,27 @@ function headMatrix(block, h) {
 }
 
 /** Mean over the given heads (all heads by default). */
-export function headMean(block, heads) {
+export const headMean = (block, heads) => drain(headMeanSteps(block, heads));
+
+/** headMean as steps (slices.js): a pause after each head. */
+function* headMeanSteps(block, heads) {
   const n = block.query_len * block.key_len;
   const out = new Float32Array(n);
   const list = heads && heads.length ? heads : [...Array(block.heads).keys()];
   for (const h of list) {
     const off = h * n;
     for (let i = 0; i < n; i++) out[i] += block.data[off + i];
+    yield;
   }
   const inv = 1 / list.length;
   for (let i = 0; i < n; i++) out[i] *= inv;
   return out;
 }
 
-/** Multiply square matrices a·b (n×n). */
-function matmulSquare(a, b, n) {
+/** out = a·b for square n×n matrices, in bands of rows: yields between bands (rollout at 512 tokens is 134M multiply-adds per layer). */
+function* matmulSquareSteps(a, b, n) {
   const out = new Float32Array(n * n);
+  const band = Math.max(1, Math.floor(4_000_000 / (n * n))); // ~4M multiply-adds between yields
   for (let i = 0; i < n; i++) {
     for (let k = 0; k < n; k++) {
       const aik = a[i * n + k];
@@ -87,6 +94,7 @@ function matmulSquare(a, b, n) {
       const oo = i * n;
       for (let j = 0; j < n; j++) out[oo + j] += aik * b[bo + j];
     }
+    if ((i + 1) % band === 0) yield;
   }
   return out;
 }
@@ -94,13 +102,14 @@ function matmulSquare(a, b, n) {
 /**
  * Attention rollout (Abnar & Zuidema 2020) through layers 0..upTo of square self-attention
  * blocks: A' = 0.5·mean_heads(A) + 0.5·I, rows renormalised, R = A'_upTo · … · A'_0.
+ * As steps (see slices.js); rollout() runs them at once.
  */
-export function rollout(blocks, upTo = blocks.length - 1) {
+export function* rolloutSteps(blocks, upTo = blocks.length - 1) {
   if (!blocks.length) return null;
   const n = blocks[0].query_len;
   let r = null;
   for (let l = 0; l <= upTo && l < blocks.length; l++) {
-    const a = headMean(blocks[l]);
+    const a = yield* headMeanSteps(blocks[l]);
     for (let i = 0; i < n; i++) {
       let s = 0;
       for (let j = 0; j < n; j++) {
@@ -110,10 +119,13 @@ export function rollout(blocks, upTo = blocks.length - 1) {
       }
       if (s > 0) for (let j = 0; j < n; j++) a[i * n + j] /= s;
     }
-    r = r ? matmulSquare(a, r, n) : a;
+    yield;
+    r = r ? yield* matmulSquareSteps(a, r, n) : a;
   }
   return r;
 }
+
+export const rollout = (blocks, upTo) => drain(rolloutSteps(blocks, upTo));
 
 const entropyMemo = new WeakMap(); // matrix → { rows, cols, value }: views redraw the same maps often
 
@@ -248,7 +260,10 @@ export function applyTransform(tr, mat, tq, tk) {
  * agg: 'head' | 'mean' | 'rollout'. For rollout `mean` holds the rollout through `layer`.
  */
 const prepCache = new WeakMap();
-export function prepareLayer(result, state, specials) {
+export const prepareLayer = (result, state, specials) => drain(prepareLayerSteps(result, state, specials));
+
+/** prepareLayer as steps (see slices.js): a pause after each head, and inside rollout. */
+export function* prepareLayerSteps(result, state, specials) {
   const kind = state.kind;
   const key = [kind, state.layer, !!state.hideSpecial, !!state.merge, state.agg].join('|');
   let per = prepCache.get(result);
@@ -261,15 +276,18 @@ export function prepareLayer(result, state, specials) {
   const tq = block.query_len;
   const tk = block.key_len;
   const heads = [];
-  for (let h = 0; h < block.heads; h++) heads.push(applyTransform(tr, headMatrix(block, h), tq, tk));
-  let mean;
+  for (let h = 0; h < block.heads; h++) {
+    heads.push(applyTransform(tr, headMatrix(block, h), tq, tk));
+    if (!tr.identity) yield;
+  }
   const notes = tr.notes.slice();
+  let mean = null;
   if (state.agg === 'rollout' && kind !== 'cross' && tq === tk) {
-    const ro = rollout(blocksOf(result, kind), state.layer);
+    const ro = yield* rolloutSteps(blocksOf(result, kind), state.layer);
     mean = applyTransform(tr, ro, tq, tk);
     notes.push(`Attention rollout through layers 1–${state.layer + 1} (Abnar & Zuidema 2020): 0.5·mean(heads) + 0.5·I per layer, rows renormalised, multiplied through the layers.`);
-  } else {
-    mean = applyTransform(tr, headMean(block), tq, tk);
+  } else if (state.agg === 'mean') {
+    mean = applyTransform(tr, yield* headMeanSteps(block), tq, tk);
   }
   const prep = {
     kind,
@@ -281,7 +299,16 @@ export function prepareLayer(result, state, specials) {
     rowGroups: tr.rowGroups,
     colGroups: tr.colGroups,
     heads,
-    mean,
+    // The mean over heads, made when first read: the model view and one-head views never need it.
+    get mean() {
+      if (!mean) mean = applyTransform(tr, headMean(block), tq, tk);
+      return mean;
+    },
+    /** The mean as steps (slices.js). */
+    *meanSteps() {
+      if (!mean) mean = applyTransform(tr, yield* headMeanSteps(block), tq, tk);
+      return mean;
+    },
     notes,
     nHeads: block.heads,
   };

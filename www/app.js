@@ -4,9 +4,9 @@
 // Token strings and user text go into the DOM with textContent only.
 
 import { Session } from './session.js';
-import { bindCanvas, download, exportName, pngBlob, render, toSvg } from './render.js';
+import { bindCanvas, bindTextBox, download, exportName, pngBlob, slicedPainter, toSvg } from './render.js';
 import { decodeState, defaultState, encodeState, permalinkNotice } from './state.js';
-import { readTheme } from './views/common.js';
+import { themeOf } from './views/common.js';
 import { bindControls, syncControls } from './page/controls.js';
 import { renderSide } from './page/side.js';
 import { renderProgress, renderStatus } from './page/status.js';
@@ -53,6 +53,8 @@ function main() {
   let geom = null; // where the last drawing put things, for hit tests
   let lastHash = '';
   let drawQueued = false;
+  const painter = slicedPainter(el.canvas);
+  const theme = themeOf(document.documentElement, () => scheduleDraw());
 
   // Read by the end-to-end tests (never by the page itself).
   const debug = { build: null, modelId: null, tokens: [], targetTokens: [], outputText: null, lastForwardMs: null, drawCount: 0, lastDrawMs: null, lastLatencyMs: null, view: null, step: null, state: null };
@@ -61,6 +63,8 @@ function main() {
     if (session.state.view !== 'head' || !geom || !geom.rowH) return null;
     return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
   };
+  // true while a drawing is still being made (at 512 tokens it takes several tasks)
+  Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;
 
   const session = new Session({
@@ -102,23 +106,25 @@ function main() {
     const r = session.result;
     if (!r) return;
     const s = session.state;
+    const width = canvasWidth(el); // read before syncControls changes the DOM (no forced layout)
     syncControls(el, session);
-    try {
-      geom = render(el.canvas, s.view, session.input(), session.drawState(), readTheme(document.documentElement), canvasWidth(el));
-    } catch (e) {
+    const input = session.input();
+    painter.draw(s.view, input, session.drawState(), theme(), width, (g) => drawn(g, r, s, input), (e) => {
       console.error(e);
       el.status.textContent = `Error drawing: ${e.message}`;
-      return;
-    }
-    writeHash();
+    });
+  }
+
+  // After a drawing has finished (at 512 tokens, some tasks after it began).
+  function drawn(g, r, s, input) {
+    geom = g;
     // The side panel's chart in a task of its own, so no single task holds both drawings.
     setTimeout(chart.draw, 0);
     renderSide(el, session);
     renderStatus(el, session);
     session.drawn();
-    const sd = session.input().step;
-    Object.assign(debug, {
-      drawCount: debug.drawCount + 1,
+    const sd = input.step;
+    const seen = {
       lastDrawMs: geom.drawMs,
       linesFrom: geom.linesFrom || 0, // head view: weights under this are not drawn (line budget)
       modelId: session.resultFor.model,
@@ -130,12 +136,16 @@ function main() {
       view: s.view,
       state: { ...s },
       step: sd ? { kind: sd.kind, layer: sd.layer, head: sd.head, d_k: sd.d_k, queryTokens: sd.query_tokens, keyTokens: sd.key_tokens, probs: Array.from(sd.probs) } : null,
-    });
-    if (session.latency) {
-      debug.lastLatencyMs = session.latency.total;
-      debug.lastTimings = { toPost: session.latency.toPost, roundTrip: session.latency.roundTrip, forward: session.latency.forward, toDrawn: session.latency.total - session.latency.toPost - session.latency.roundTrip };
-    }
+    };
+    const l = session.latency;
+    if (l) Object.assign(seen, { lastLatencyMs: l.total, lastTimings: { toPost: l.toPost, roundTrip: l.roundTrip, forward: l.forward, toDrawn: l.total - l.toPost - l.roundTrip } });
     if (document.body.dataset.state !== 'ready') document.body.dataset.state = 'ready';
+    // The permalink in a task of its own (replaceState of a long one took 10–20 ms), and the
+    // test hooks with it, so a test that sees this drawing also sees its permalink.
+    setTimeout(() => {
+      writeHash();
+      Object.assign(debug, seen, { drawCount: debug.drawCount + 1 });
+    }, 0);
   }
 
 
@@ -155,7 +165,7 @@ function main() {
 
   // No debounce on typing: the session keeps at most one forward in flight and collapses the texts
   // typed meanwhile into the newest, so fast typing never builds a backlog.
-  el.text.addEventListener('input', () => session.setText(el.text.value));
+  bindTextBox(el.text, session);
   el.model.addEventListener('change', () => session.pickModel(el.model.value));
   bindControls(el, session);
   const chart = bindEntropyChart(el, session);
@@ -184,7 +194,7 @@ function main() {
   el.svg.addEventListener('click', () => {
     try {
       const st = { ...session.state, focus: session.state.pin };
-      const svg = toSvg(session.state.view, session.input(), st, readTheme(document.documentElement), canvasWidth(el));
+      const svg = toSvg(session.state.view, session.input(), st, theme(), canvasWidth(el));
       download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg'));
       el.msg.textContent = 'SVG saved.';
     } catch (e) {

@@ -15,10 +15,10 @@
 
 import { tokensFor } from './analysis.js';
 import { configure } from './worker-client.js';
-import { bindCanvas, render } from './render.js';
+import { bindCanvas, bindTextBox, slicedPainter } from './render.js';
 import { Session } from './session.js';
-import { KINDS } from './state.js';
-import { readTheme } from './views/common.js';
+import { KINDS, textLimitNotice } from './state.js';
+import { themeOf } from './views/common.js';
 import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
 import { stepLabels } from './views/cross.js';
 
@@ -128,6 +128,8 @@ class AttentionViz extends HTMLElement {
 
     this.session = new Session({ name: 'widget', unknownModel: 'error', onUpdate: (reason) => this.onUpdate(reason) });
     this.geom = null;
+    this.painter = slicedPainter(this.$.canvas);
+    this.theme = themeOf(this, () => this.scheduleDraw());
     this.drawCount = 0;
     this.started = false;
     this.drawQueued = false;
@@ -141,7 +143,7 @@ class AttentionViz extends HTMLElement {
     });
     this.$.query.addEventListener('change', () => this.session.patch({ query: Number(this.$.query.value) }));
     this.$.step.addEventListener('input', () => this.session.patch({ step: Number(this.$.step.value) }));
-    this.$.text.addEventListener('input', () => this.session.setText(this.$.text.value));
+    bindTextBox(this.$.text, this.session);
     bindCanvas(this.$.canvas, this.session, () => this.geom);
     this.$.canvas.addEventListener('keydown', (e) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -174,6 +176,7 @@ class AttentionViz extends HTMLElement {
 
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.started || oldValue === newValue) return;
+    this.theme.forget(); // a host page restyling the widget usually changes an attribute too
     const session = this.session;
     const prev = session.state;
     const next = this.readAttributes(name, { ...prev });
@@ -277,19 +280,21 @@ class AttentionViz extends HTMLElement {
     const s = session.state;
     this.syncControls();
     const width = Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600);
-    try {
-      this.geom = render(this.$.canvas, s.view, session.input(), session.drawState(), readTheme(this), width);
-    } catch (e) {
-      this.showError(e.message);
-      return;
-    }
+    this.painter.draw(s.view, session.input(), session.drawState(), this.theme(), width, (g) => this.drawn(g, r, s), (e) => this.showError(e.message));
+  }
+
+  // After a drawing has finished (at 512 tokens, some tasks after it began).
+  drawn(geom, r, s) {
+    const session = this.session;
+    this.geom = geom;
     session.drawn();
     this.$.msg.hidden = true;
     const sum = session.summary();
     const n = r.tokens.source.length;
     this.$.status.textContent = `${n} tokens${session.forwardMs != null ? ` · ${session.forwardMs.toFixed(0)} ms` : ''}`;
-    this.$.warn.hidden = !sum.truncation;
-    this.$.warn.textContent = sum.truncation || '';
+    const warn = [sum.truncation, textLimitNotice(s)].filter(Boolean).join(' ');
+    this.$.warn.hidden = !warn;
+    this.$.warn.textContent = warn;
     this.$.out.hidden = sum.output == null;
     this.$.outText.textContent = sum.output ?? '';
     this.showReadout();

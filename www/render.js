@@ -1,17 +1,45 @@
 // Glue shared by the page and the widget: pick a view, size the canvas for it, draw, label it;
 // and export the same view as PNG or SVG.
 
-import { prepareCanvas } from './views/common.js';
+import { canvasScale, context2d, prepareCanvas } from './views/common.js';
 import { viewFor } from './views/index.js';
 import { SvgContext } from './svg.js';
+import { drain, isSteps, NEW_TASK, runSliced } from './slices.js';
+import { capText, TEXT_MAX } from './state.js';
 
-/** Draw view `name` into a canvas `width` CSS pixels wide; returns geometry for hit tests. */
-export function render(canvas, name, input, state, theme, width) {
+const LARGE_CANVAS_PX = 1_000_000;
+
+/**
+ * Draw view `name` into a canvas `width` CSS pixels wide, as steps (slices.js): first the view's
+ * preparation (the canvas keeps its last drawing meanwhile), then the drawing. Returns geometry
+ * for hit tests. A view's `prepare` and `draw` may each be a generator (paused between units of
+ * work) or a plain function.
+ */
+export function* renderSteps(canvas, name, input, state, theme, width, { buffered = false } = {}) {
   const v = viewFor(name).module;
   const t0 = performance.now();
-  const sz = v.size(canvas.getContext('2d'), input, state, width);
-  const ctx = prepareCanvas(canvas, sz.width, sz.height);
-  const geom = v.draw(ctx, input, state, theme, sz.width, sz.height) || {};
+  if (v.prepare) yield* v.prepare(input, state, width);
+  const sz = v.size(context2d(canvas), input, state, width);
+  // A canvas's first operation after a resize allocates its pixels (~10–20 ns each), so on a
+  // large canvas that starts a task of its own, and so does the copy of the finished drawing.
+  const large = sz.width * sz.height * canvasScale() ** 2 > LARGE_CANVAS_PX;
+  // Off screen only when the size stays (typing, hovering): a new size clears the canvas anyway,
+  // and a second large canvas would double the allocation.
+  buffered = buffered && canvas.style.width === `${Math.round(sz.width)}px` && canvas.style.height === `${Math.round(sz.height)}px`;
+  if (large) yield NEW_TASK;
+  const ctx = buffered ? backBuffer(canvas, sz.width, sz.height) : prepareCanvas(canvas, sz.width, sz.height);
+  if (large) yield NEW_TASK;
+  const drawn = v.draw(ctx, input, state, theme, sz.width, sz.height);
+  const geom = (isSteps(drawn) ? yield* drawn : drawn) || {};
+  if (buffered) {
+    if (large) yield NEW_TASK;
+    const shown = prepareCanvas(canvas, sz.width, sz.height);
+    shown.setTransform(1, 0, 0, 1, 0, 0);
+    const w = canvas.width;
+    const h = canvas.height;
+    shown.clearRect(0, 0, w, h); // a theme's background may be transparent
+    shown.drawImage(ctx.canvas, 0, 0, w, h, 0, 0, w, h);
+  }
   geom.drawMs = performance.now() - t0;
   canvas.setAttribute('aria-label', v.describe(input, state));
   canvas.dataset.view = name;
@@ -21,13 +49,71 @@ export function render(canvas, name, input, state, theme, width) {
   return geom;
 }
 
+const backBuffers = new WeakMap();
+
+/** The off-screen twin of a canvas, at least width×height CSS px (it only grows: no new
+ *  allocation per drawing), as a ctx scaled to CSS px. */
+function backBuffer(canvas, width, height) {
+  let b = backBuffers.get(canvas);
+  if (!b) backBuffers.set(canvas, (b = document.createElement('canvas')));
+  const dpr = canvasScale();
+  const w = Math.round(Math.max(1, width) * dpr);
+  const h = Math.round(Math.max(1, height) * dpr);
+  if (b.width < w || b.height < h) {
+    b.width = Math.max(b.width, w);
+    b.height = Math.max(b.height, h);
+  }
+  const ctx = context2d(b);
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  return ctx;
+}
+
+/**
+ * The drawings of one canvas, each run in slices (slices.js): a new draw() stops one still
+ * running, so only the newest state is ever drawn. `busy` while one runs. Once a drawing has
+ * taken more than one slice, the next ones are made off screen and shown whole, so hovering or
+ * typing at 512 tokens never shows a half-made frame.
+ */
+export function slicedPainter(canvas) {
+  let running = null; // { cancel } of the drawing still running
+  let slow = false; // the last drawing took several slices
+  return {
+    get busy() {
+      return running !== null;
+    },
+    draw(name, input, state, theme, width, done, failed) {
+      if (running) running.cancel();
+      // The first slice runs inside runSliced(), and may finish there: `run` is cleared at the end.
+      const run = { cancel: () => {} };
+      const end = () => {
+        if (running === run) running = null;
+      };
+      running = run;
+      run.cancel = runSliced(
+        renderSteps(canvas, name, input, state, theme, width, { buffered: slow }),
+        (geom, slices) => {
+          end();
+          slow = slices > 1;
+          done(geom);
+        },
+        (e) => {
+          end();
+          failed(e);
+        },
+      );
+    },
+  };
+}
+
 /** The same view as an SVG document string. */
 export function toSvg(name, input, state, theme, width) {
   const v = viewFor(name).module;
   const probe = new SvgContext(1, 1);
   const sz = v.size(probe, input, state, width);
   const ctx = new SvgContext(sz.width, sz.height);
-  v.draw(ctx, input, state, theme, sz.width, sz.height);
+  const drawn = v.draw(ctx, input, state, theme, sz.width, sz.height);
+  if (isSteps(drawn)) drain(drawn);
   return ctx.toString();
 }
 
@@ -49,6 +135,16 @@ export function bindCanvas(canvas, session, geomOf) {
   });
   canvas.addEventListener('pointerleave', () => session.hover(null));
   canvas.addEventListener('click', (e) => session.click(hitAt(e)));
+}
+
+/** A text box that types into the session, holding at most TEXT_MAX characters (a longer
+ *  paste, or a script setting the value, is cut; textLimitNotice says so). */
+export function bindTextBox(box, session) {
+  box.maxLength = TEXT_MAX;
+  box.addEventListener('input', () => {
+    if (box.value.length > TEXT_MAX) box.value = capText(box.value, TEXT_MAX);
+    session.setText(box.value);
+  });
 }
 
 /** Trigger a download of a Blob (no request leaves the page: it is an object URL). */

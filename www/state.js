@@ -22,6 +22,9 @@ export function capText(text, max = PERMALINK_TEXT_MAX) {
   return t.slice(0, units);
 }
 
+// 20000 → "20,000" (toLocaleString loads the locale data: 30 ms the first time)
+const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
 /** Whether a permalink of state `s` holds only the start of its text. */
 export function permalinkTruncated(s) {
   return capText(s.text) !== String(s.text ?? '');
@@ -30,8 +33,17 @@ export function permalinkTruncated(s) {
 /** null, or the sentence a page shows while the permalink holds only the start of the text. */
 export function permalinkNotice(s) {
   if (!permalinkTruncated(s)) return null;
-  const n = PERMALINK_TEXT_MAX.toLocaleString('en-US');
-  return `The permalink holds only the first ${n} characters of the text.`;
+  return `The permalink holds only the first ${thousands(PERMALINK_TEXT_MAX)} characters of the text.`;
+}
+
+/** Characters the text box holds: far past what any model reads (512 tokens ≈ 2,500
+ *  characters), and laying out a 100,000-character paste held the page for 100–300 ms. */
+export const TEXT_MAX = 20000;
+
+/** null, or the sentence a page shows while the text is as long as the text box allows. */
+export function textLimitNotice(s) {
+  if (String(s.text ?? '').length < TEXT_MAX) return null;
+  return `The text box holds at most ${thousands(TEXT_MAX)} characters; the rest of a longer paste was left out.`;
 }
 
 export function defaultState() {

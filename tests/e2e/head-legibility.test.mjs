@@ -50,6 +50,7 @@ test('one diffuse head alone: its strongest line is drawn nearly opaque, and the
     const head = await import('./views/head.js');
     const common = await import('./views/common.js');
     const { SvgContext } = await import('./svg.js');
+    const { drain } = await import('./slices.js'); // a view's draw() runs as steps
     const { result, specials } = window.__real[t];
     const input = { result, specials };
     const state = { kind: 'encoder_self', layer: dd.layer, head: dd.head, heads: [dd.head], agg: 'head', threshold: 0, hideSpecial: false, merge: false, focus: null };
@@ -59,7 +60,7 @@ test('one diffuse head alone: its strongest line is drawn nearly opaque, and the
     const probe = canvas.getContext('2d');
     const sz = head.size(probe, input, state, 900);
     const ctx = common.prepareCanvas(canvas, sz.width, sz.height);
-    const g = head.draw(ctx, input, state, theme, sz.width, sz.height);
+    const g = drain(head.draw(ctx, input, state, theme, sz.width, sz.height));
     const dpr = canvas.width / sz.width;
     const img = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
     const px = (x, y) => {
@@ -85,7 +86,7 @@ test('one diffuse head alone: its strongest line is drawn nearly opaque, and the
     }
     canvas.remove();
     const svg = new SvgContext(sz.width, sz.height);
-    head.draw(svg, input, state, theme, sz.width, sz.height);
+    drain(head.draw(svg, input, state, theme, sz.width, sz.height));
     const texts = [...svg.root.querySelectorAll('text')].map((e) => e.textContent);
     return { weakest, texts };
   }, [TEXT, d]);

@@ -4,6 +4,7 @@
 import { readTheme } from '../views/common.js';
 import * as entropyChart from '../views/entropy-chart.js';
 import { kindShown } from '../views/index.js';
+import { runSliced } from '../slices.js';
 
 const HINT = 'Mean entropy of each head’s rows (low = focused). Hover a bar for its value; click it to show that head.';
 
@@ -13,6 +14,7 @@ export function bindEntropyChart(el, session) {
   let loading = false;
   let geom = null;
   let hover = null; // the head under the pointer
+  let cancel = null; // stops a chart still being prepared
   const chartState = () => ({ ...session.state, kind: kindShown(session.state), focusHead: hover });
 
   // Loaded after the first drawing: the worker has fetched the wasm by then, so the HTTP cache
@@ -32,8 +34,18 @@ export function bindEntropyChart(el, session) {
     if (!session.result) return;
     if (!wasm && !loading) load();
     el.chartBox.hidden = false;
-    geom = entropyChart.drawChart(el.chart, wasm, session.input(), chartState(), readTheme(document.documentElement), Math.max(160, el.chartBox.clientWidth));
-    if (hover === null) el.chartReadout.textContent = HINT;
+    if (cancel) cancel();
+    const input = session.input();
+    const state = chartState();
+    const paint = () => {
+      cancel = null;
+      geom = entropyChart.drawChart(el.chart, wasm, input, state, readTheme(document.documentElement), Math.max(160, el.chartBox.clientWidth));
+      if (hover === null) el.chartReadout.textContent = HINT;
+    };
+    cancel = runSliced(entropyChart.prepare(input, state), paint, (e) => {
+      cancel = null;
+      console.warn('entropy chart:', e.message);
+    });
   }
 
   const hitAt = (e) => {

@@ -31,16 +31,44 @@ export function readTheme(el) {
   return t;
 }
 
+/**
+ * The 2D context of a view canvas. Drawn on the CPU: our drawings are images, text and lines
+ * that the CPU rasterises quickly, while a GPU canvas (software GPU on many machines) spent
+ * 50–150 ms per resize of a 512-token drawing allocating and uploading its texture.
+ */
+export function context2d(canvas) {
+  return canvas.getContext('2d', { willReadFrequently: true });
+}
+
+/**
+ * readTheme(el), read again only after the colour scheme changes or forget() is called:
+ * reading CSS custom properties forces a style recalculation (10–30 ms on a large page).
+ */
+export function themeOf(el, onChange) {
+  let theme = null;
+  if (typeof matchMedia === 'function') {
+    matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+      theme = null;
+      if (onChange) onChange();
+    });
+  }
+  const get = () => theme || (theme = readTheme(el));
+  get.forget = () => {
+    theme = null;
+  };
+  return get;
+}
+
 /** Size a canvas for CSS pixels × devicePixelRatio; returns a ctx scaled to CSS pixels. */
 export function prepareCanvas(canvas, width, height) {
-  const dpr = Math.max(1, Math.min(3, (typeof devicePixelRatio === 'number' && devicePixelRatio) || 1));
+  const dpr = canvasScale();
   const w = Math.max(1, Math.round(width));
   const h = Math.max(1, Math.round(height));
   if (canvas.width !== Math.round(w * dpr)) canvas.width = Math.round(w * dpr);
   if (canvas.height !== Math.round(h * dpr)) canvas.height = Math.round(h * dpr);
   canvas.style.width = `${w}px`;
   canvas.style.height = `${h}px`;
-  const ctx = canvas.getContext('2d');
+  const ctx = context2d(canvas);
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   return ctx;
 }
@@ -64,10 +92,17 @@ export function fitText(ctx, text, maxWidth) {
   return `${chars.slice(0, lo).join('')}…`;
 }
 
+const widthMemo = new WeakMap(); // labels array → Map(font → px): 512 labels are measured per layout pass
+
 /** Widest label, in px, with the ctx's current font. */
 export function maxTextWidth(ctx, labels) {
+  const key = `${ctx.isSvg ? 'svg' : 'canvas'} ${ctx.font}`; // SVG export estimates widths its own way
+  let per = widthMemo.get(labels);
+  if (per && per.has(key)) return per.get(key);
   let m = 0;
   for (const l of labels) m = Math.max(m, ctx.measureText(String(l)).width);
+  if (!per) widthMemo.set(labels, (per = new Map()));
+  per.set(key, m);
   return m;
 }
 
@@ -77,12 +112,13 @@ const VIRIDIS = [
   [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37],
 ];
 export function viridis(t) {
+  // Called per cell (262,144 times for a 512-token map): no intermediate arrays.
   const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (VIRIDIS.length - 1);
   const i = Math.min(VIRIDIS.length - 2, Math.floor(x));
   const f = x - i;
   const a = VIRIDIS[i];
   const b = VIRIDIS[i + 1];
-  return [a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f, a[2] + (b[2] - a[2]) * f].map(Math.round);
+  return [Math.round(a[0] + (b[0] - a[0]) * f), Math.round(a[1] + (b[1] - a[1]) * f), Math.round(a[2] + (b[2] - a[2]) * f)];
 }
 
 /** Diverging blue–neutral–red for signed values in [-1, 1]. */
@@ -113,6 +149,47 @@ export function poolAbsMax(data, rows, cols, tr, tc) {
   return out;
 }
 
+/** Device pixels per CSS pixel of the canvases (what prepareCanvas scales by). */
+export function canvasScale() {
+  return Math.max(1, Math.min(3, (typeof devicePixelRatio === 'number' && devicePixelRatio) || 1));
+}
+
+const pooledMemo = new WeakMap(); // matrix → Map("tr×tc" → pooled): redraws and hovers reuse it
+
+/**
+ * The matrix as drawn into w×h CSS px at `scale` device px per CSS px: pooled to at most one
+ * cell per device pixel (memoised; a view's prepare step calls it so drawing finds it made).
+ */
+export function pooledFor(data, rows, cols, w, h, scale) {
+  const tr = Math.max(1, Math.min(rows, Math.ceil(h * scale)));
+  const tc = Math.max(1, Math.min(cols, Math.ceil(w * scale)));
+  if (tr >= rows && tc >= cols) return { data, rows, cols };
+  let per = pooledMemo.get(data);
+  if (!per) pooledMemo.set(data, (per = new Map()));
+  const key = `${tr}x${tc}`;
+  if (!per.has(key)) per.set(key, { data: poolAbsMax(data, rows, cols, tr, tc), rows: tr, cols: tc });
+  return per.get(key);
+}
+
+const LUT_FROM_CELLS = 16384;
+const LUT_SIZE = 1024;
+
+/** colorOf sampled at LUT_SIZE points over the range of `data` (within one unit of colorOf for
+ *  a continuous scale): a 512-token map has 262,144 cells to colour. */
+function colourTable(data, colorOf) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i];
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (!(hi > lo)) return colorOf;
+  const table = Array.from({ length: LUT_SIZE }, (_, k) => colorOf(lo + ((hi - lo) * k) / (LUT_SIZE - 1)));
+  const step = (LUT_SIZE - 1) / (hi - lo);
+  return (v) => table[Math.round((v - lo) * step)] || colorOf(v);
+}
+
 /**
  * Draw a rows×cols matrix into the rectangle (x, y, w, h). colorOf(v) → [r,g,b].
  * On a canvas: one ImageData blitted without smoothing. In SVG: one rect per cell.
@@ -122,14 +199,7 @@ export function drawMatrix(ctx, data, rows, cols, x, y, w, h, colorOf) {
   // More cells than pixels (a 512-token map in a 110 px thumbnail): pool first, keeping in each
   // pixel the value of largest magnitude, so a sharp weight stays visible and the work is per pixel.
   const t = !ctx.isSvg && typeof ctx.getTransform === 'function' ? ctx.getTransform() : null;
-  const scale = t ? Math.hypot(t.a, t.b) || 1 : 1;
-  const tr = Math.max(1, Math.min(rows, Math.ceil(h * scale)));
-  const tc = Math.max(1, Math.min(cols, Math.ceil(w * scale)));
-  if (tr < rows || tc < cols) {
-    data = poolAbsMax(data, rows, cols, tr, tc);
-    rows = tr;
-    cols = tc;
-  }
+  ({ data, rows, cols } = pooledFor(data, rows, cols, w, h, t ? Math.hypot(t.a, t.b) || 1 : 1));
   if (ctx.isSvg || typeof OffscreenCanvas === 'undefined' && typeof document === 'undefined') {
     const cw = w / cols;
     const ch = h / rows;
@@ -144,8 +214,9 @@ export function drawMatrix(ctx, data, rows, cols, x, y, w, h, colorOf) {
   const off = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(cols, rows) : Object.assign(document.createElement('canvas'), { width: cols, height: rows });
   const octx = off.getContext('2d');
   const img = octx.createImageData(cols, rows);
+  const colour = rows * cols > LUT_FROM_CELLS ? colourTable(data, colorOf) : colorOf;
   for (let i = 0, n = rows * cols; i < n; i++) {
-    const c = colorOf(data[i]);
+    const c = colour(data[i]);
     img.data[i * 4] = c[0];
     img.data[i * 4 + 1] = c[1];
     img.data[i * 4 + 2] = c[2];
@@ -158,10 +229,58 @@ export function drawMatrix(ctx, data, rows, cols, x, y, w, h, colorOf) {
   ctx.imageSmoothingEnabled = smooth;
 }
 
+const maxMemo = new WeakMap(); // large matrices are re-scanned on every redraw otherwise
+
+/**
+ * Each row of a rows×cols matrix as a strip of cells `cell` px wide: row i fills
+ * (x, y0 + i·pitch + inset) … height pitch − 2·inset, with opacity alphaOf(i) (default 1).
+ * colorOf(v) → [r,g,b]. On a canvas: one image for all rows (a 512-row table drew 33,000 rects).
+ */
+export function drawStrips(ctx, data, rows, cols, x, y0, pitch, inset, cell, colorOf, alphaOf = () => 1) {
+  if (!rows || !cols) return;
+  if (ctx.isSvg || (typeof OffscreenCanvas === 'undefined' && typeof document === 'undefined')) {
+    const alpha = ctx.globalAlpha;
+    for (let i = 0; i < rows; i++) {
+      ctx.globalAlpha = alpha * alphaOf(i);
+      for (let j = 0; j < cols; j++) {
+        ctx.fillStyle = rgb(colorOf(data[i * cols + j]));
+        ctx.fillRect(x + j * cell, y0 + i * pitch + inset, cell, pitch - 2 * inset);
+      }
+    }
+    ctx.globalAlpha = alpha;
+    return;
+  }
+  const pitchPx = Math.max(1, Math.round(pitch));
+  const off = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(cols, rows * pitchPx) : Object.assign(document.createElement('canvas'), { width: cols, height: rows * pitchPx });
+  const octx = off.getContext('2d');
+  const img = octx.createImageData(cols, rows * pitchPx);
+  const px = img.data;
+  for (let i = 0; i < rows; i++) {
+    const a = Math.round(255 * Math.min(1, Math.max(0, alphaOf(i))));
+    for (let j = 0; j < cols; j++) {
+      const c = colorOf(data[i * cols + j]);
+      for (let r = inset; r < pitchPx - inset; r++) {
+        const o = ((i * pitchPx + r) * cols + j) * 4;
+        px[o] = c[0];
+        px[o + 1] = c[1];
+        px[o + 2] = c[2];
+        px[o + 3] = a;
+      }
+    }
+  }
+  octx.putImageData(img, 0, 0);
+  const smooth = ctx.imageSmoothingEnabled;
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(off, x, y0, cols * cell, rows * pitchPx);
+  ctx.imageSmoothingEnabled = smooth;
+}
+
 /** Max of an array (0 for empty). */
 export function maxOf(a) {
+  if (a.length >= 4096 && maxMemo.has(a)) return maxMemo.get(a);
   let m = 0;
   for (let i = 0; i < a.length; i++) if (a[i] > m) m = a[i];
+  if (a.length >= 4096) maxMemo.set(a, m);
   return m;
 }
 

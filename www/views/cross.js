@@ -3,7 +3,7 @@
 // source tokens light up by how much that step attended to them; below, the whole
 // target × source matrix with row t outlined.
 
-import { prepareLayer } from '../analysis.js';
+import { prepareLayer, prepareLayerSteps } from '../analysis.js';
 import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
 
 const CHIP_H = 26;
@@ -114,6 +114,11 @@ function targetBox(g, i) {
 function sourceBox(g, j) {
   const c = g.bottom.chips[j];
   return g.mode === 'rows' ? { x: g.offBottom + c.x, y: g.rowBottom, w: c.w } : { x: g.colX, y: g.rowBottom + j * STACK_PITCH, w: g.bottom.maxW };
+}
+
+/** The layer's matrices made ahead, in steps (slices.js). */
+export function* prepare(input, state) {
+  yield* prepareLayerSteps(input.result, cstate(state), input.specials);
 }
 
 export function size(ctx, input, state, width) {

@@ -11,24 +11,45 @@
 // (hidden special tokens, merged sub-words). The dashed line is the same for a uniform row over
 // the keys each query can see (its largest possible value).
 
-import { entropy, prepareLayer } from '../analysis.js';
+import { entropy, prepareLayer, prepareLayerSteps } from '../analysis.js';
 import { font, headColor, prepareCanvas } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const CHART_HEIGHT = 180;
+
+/** The chart's numbers made ahead, a head per step (slices.js), so drawChart finds them made. */
+export function* prepare(input, state) {
+  if (!input || !input.result) return;
+  const prep = yield* prepareLayerSteps(input.result, { ...state, agg: 'head' }, input.specials);
+  if (!prep || !prep.rows || !prep.cols) return;
+  for (let h = 0; h < prep.nHeads; h++) {
+    entropy(prep.heads[h], prep.rows, prep.cols);
+    yield;
+  }
+  yield* prep.meanSteps();
+  entropyData(input, state);
+}
+
+const dataMemo = new WeakMap(); // prepared layer → its entropy data (drawn, described, hovered)
 
 /** Per-head entropies of the current layer and kind → { values, uniform, layer, kind, … } or null. */
 function entropyData(input, state) {
   if (!input || !input.result) return null;
   const prep = prepareLayer(input.result, { ...state, agg: 'head' }, input.specials);
   if (!prep || !prep.rows || !prep.cols) return null;
+  if (!dataMemo.has(prep)) dataMemo.set(prep, entropyDataOf(prep));
+  return dataMemo.get(prep);
+}
+
+function entropyDataOf(prep) {
   const values = new Float32Array(prep.nHeads);
   for (let h = 0; h < prep.nHeads; h++) values[h] = entropy(prep.heads[h], prep.rows, prep.cols).nats;
   // Uniform over the keys a row can see (a causal row i sees i + 1 keys): the mean of ln(support).
   let uniform = 0;
+  const mean = prep.mean;
   for (let i = 0; i < prep.rows; i++) {
     let support = 0;
-    for (let j = 0; j < prep.cols; j++) if (prep.mean[i * prep.cols + j] > 0) support++;
+    for (let j = 0; j < prep.cols; j++) if (mean[i * prep.cols + j] > 0) support++;
     uniform += Math.log(Math.max(1, support));
   }
   uniform /= prep.rows;

@@ -1,8 +1,8 @@
 // Model view: every layer × head of one attention kind as a small map, with each head's mean
 // row entropy (normalised: 0 = every query looks at one key, 1 = uniform). Click opens a head.
 
-import { entropy, numHeads, numLayers, prepareLayer } from '../analysis.js';
-import { clear, drawTitle, drawMatrix, fitText, font, headColor, maxOf, textLines, viridis, wrapWords } from './common.js';
+import { entropy, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../analysis.js';
+import { canvasScale, clear, drawTitle, drawMatrix, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const MIN_CELL = 28;
@@ -15,7 +15,7 @@ const SUBTITLE = 'Each map: queries down, keys across, scaled to its own maximum
  * (phones) each layer's heads reflow into several rows of `cols` maps, so the grid always fits
  * `width` instead of running off the right edge.
  */
-function geometry(ctx, input, state, width) {
+function cells(input, state, width) {
   const L = numLayers(input.result, state.kind);
   const H = Math.max(1, numHeads(input.result, state.kind));
   const left = 34;
@@ -31,6 +31,11 @@ function geometry(ctx, input, state, width) {
   const pitchX = cell + 6;
   const pitchY = cell + 22;
   const layerPitch = rowsPerLayer * pitchY + (rowsPerLayer > 1 ? LAYER_GAP : 0);
+  return { L, H, cols, rowsPerLayer, left, cell, pitchX, pitchY, layerPitch };
+}
+
+function geometry(ctx, input, state, width) {
+  const { L, H, cols, rowsPerLayer, left, cell, pitchX, pitchY, layerPitch } = cells(input, state, width);
   ctx.font = font(11);
   const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
   const top = 34 + subtitle.length * 15;
@@ -75,7 +80,22 @@ export function entropies(input, state) {
   return out;
 }
 
-export function draw(ctx, input, state, theme, width) {
+/** Every map's numbers made ahead, a head per step (slices.js): drawing then only paints. */
+export function* prepare(input, state, width) {
+  const { L, cell } = cells(input, state, width);
+  const scale = canvasScale();
+  for (let l = 0; l < L; l++) {
+    const prep = yield* prepareLayerSteps(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
+    for (const m of prep.heads) {
+      entropy(m, prep.rows, prep.cols);
+      maxOf(m);
+      pooledFor(m, prep.rows, prep.cols, cell, cell, scale);
+      yield;
+    }
+  }
+}
+
+export function* draw(ctx, input, state, theme, width) {
   const g = geometry(ctx, input, state, width);
   clear(ctx, g.width, g.height, theme);
   ctx.font = font(14, 600);
@@ -120,6 +140,7 @@ export function draw(ctx, input, state, theme, width) {
       if (!fits) ctx.font = font(11);
       ctx.fillText(fits ? label : ent[l][h].toFixed(2), x + g.cell / 2, y + g.cell + 3);
     }
+    yield;
   }
   return g;
 }

@@ -4,7 +4,7 @@
 // batched by opacity level so that 128 tokens × 12 heads (≈200k candidate lines) stay within
 // one frame.
 
-import { prepareLayer } from '../analysis.js';
+import { prepareLayer, prepareLayerSteps } from '../analysis.js';
 import { clear, drawTitle, fitText, fmt, font, headColor, maxTextWidth, textLines } from './common.js';
 
 const LEVELS = 24; // opacity buckets
@@ -12,7 +12,7 @@ const LINE_BUDGET = 1000; // lines drawn at most while no token is hovered (see 
 const MIN_OPACITY = 1 / LEVELS; // lines under the first opacity step (weight ÷ scale) are left out
 
 /** The opacity scale of a drawing: the largest weight among the lines it may draw. */
-function opacityScale(mats, cols, rows, focus, threshold = 0) {
+function* opacityScale(mats, cols, rows, focus, threshold = 0) {
   let mx = 0;
   const iFrom = focus && focus.side === 'q' ? focus.index : 0;
   const iTo = focus && focus.side === 'q' ? Math.min(rows, focus.index + 1) : rows;
@@ -26,6 +26,7 @@ function opacityScale(mats, cols, rows, focus, threshold = 0) {
         if (w > mx && w >= threshold) mx = w;
       }
     }
+    yield; // a head per step: 12 heads × 512² weights
   }
   return mx;
 }
@@ -69,6 +70,11 @@ function geometry(ctx, prep, state, width) {
     width: Math.max(width, total + 16),
     height: headerH + n * rowH + 16,
   };
+}
+
+/** The layer's matrices made ahead, in steps (slices.js). */
+export function* prepare(input, state) {
+  yield* prepareLayerSteps(input.result, state, input.specials);
 }
 
 export function size(ctx, input, state, width) {
@@ -125,7 +131,7 @@ export function topWeights(input, state, focus, k = 8) {
  * lines read no better than the strongest few thousand, and rasterising them blocked the main
  * thread for 50–100 ms per keystroke in software rendering.
  */
-function budgetLevel(ls, threshold, toLevel) {
+function* budgetLevel(ls, threshold, toLevel) {
   const perLevel = new Uint32Array(LEVELS);
   for (const l of ls) {
     const m = l.mat;
@@ -133,6 +139,7 @@ function budgetLevel(ls, threshold, toLevel) {
       const w = m[k];
       if (w >= threshold) perLevel[Math.min(LEVELS - 1, Math.floor(w * toLevel))]++;
     }
+    yield;
   }
   let total = 0;
   for (let lvl = LEVELS - 1; lvl >= 0; lvl--) {
@@ -146,7 +153,7 @@ function budgetLevel(ls, threshold, toLevel) {
  * Draw the head view. input: { result, specials }, state: view state (+ transient `focus`),
  * returns the geometry for hitTest.
  */
-export function draw(ctx, input, state, theme, width) {
+export function* draw(ctx, input, state, theme, width) {
   const prep = prepareLayer(input.result, state, input.specials);
   const g0 = { width, height: 80 };
   if (!prep) {
@@ -175,11 +182,11 @@ export function draw(ctx, input, state, theme, width) {
   const ls = layers(prep, state);
   const C = prep.cols;
   // Opacity = weight ÷ scale, the largest weight among the lines this drawing may show.
-  const scale = opacityScale(ls.map((l) => l.mat), C, prep.rows, focus, state.threshold || 0);
+  const scale = yield* opacityScale(ls.map((l) => l.mat), C, prep.rows, focus, state.threshold || 0);
   const threshold = Math.max(MIN_OPACITY * scale, state.threshold || 0, 1e-9);
   const toLevel = scale > 0 ? LEVELS / scale : 0;
   g.alphaScale = scale;
-  const minLevel = focus ? 0 : budgetLevel(ls, threshold, toLevel);
+  const minLevel = focus ? 0 : yield* budgetLevel(ls, threshold, toLevel);
   g.linesFrom = minLevel ? minLevel / toLevel : 0;
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
@@ -225,14 +232,16 @@ export function draw(ctx, input, state, theme, width) {
         ctx.stroke();
       }
     }
+    yield;
   }
   ctx.globalAlpha = 1;
 
   // Labels (text only; token strings are never parsed as markup)
   ctx.font = font(g.px);
   ctx.textBaseline = 'middle';
-  const drawLabels = (labels, side) => {
+  function* drawLabels(labels, side) {
     for (let i = 0; i < labels.length; i++) {
+      if (i % 128 === 127) yield;
       const isFocus = focus && focus.side === side && focus.index === i;
       const xText = side === 'q' ? g.leftX - 4 : g.rightX + 4;
       const text = fitText(ctx, labels[i], g.labelW - 8);
@@ -245,9 +254,9 @@ export function draw(ctx, input, state, theme, width) {
       ctx.textAlign = side === 'q' ? 'right' : 'left';
       ctx.fillText(text, xText, y(i));
     }
-  };
-  drawLabels(prep.rowLabels, 'q');
-  drawLabels(prep.colLabels, 'k');
+  }
+  yield* drawLabels(prep.rowLabels, 'q');
+  yield* drawLabels(prep.colLabels, 'k');
   return g;
 }
 

@@ -8,13 +8,15 @@
 // state.focusCell = { row, col } (transient, the hovered cell; a { row, col } in state.focus is
 // taken too) is outlined and its labels stressed.
 
-import { prepareLayer } from '../analysis.js';
+import { prepareLayer, prepareLayerSteps } from '../analysis.js';
 import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const BAR_W = 64; // colour bar + its tick labels
 const MAX_CELL = 44;
-const MIN_CELL = 6;
+// Long inputs fit the width (a 512-token map at 6 px was a 3,300 px square canvas that took
+// 40 ms per frame to show); hovering a cell reads out its query, key and weight.
+const MIN_CELL = 2;
 const MAX_LABEL = 110; // longest label, px (longer ones are shortened with …)
 
 function matrixFor(input, state) {
@@ -80,6 +82,11 @@ function geometry(ctx, m, width) {
   };
 }
 
+/** The layer's matrices made ahead, in steps (slices.js). */
+export function* prepare(input, state) {
+  yield* prepareLayerSteps(input.result, state, input.specials);
+}
+
 export function size(ctx, input, state, width) {
   const m = matrixFor(input, state);
   if (!m) return { width, height: 80 };
@@ -111,7 +118,7 @@ function valuePx(ctx, cell) {
 
 const cellValue = (v) => (v >= 0.995 ? v.toFixed(2) : v.toFixed(2).replace(/^0/, ''));
 
-export function draw(ctx, input, state, theme, width) {
+export function* draw(ctx, input, state, theme, width) {
   const m = matrixFor(input, state);
   if (!m) {
     clear(ctx, width, 80, theme);
@@ -128,6 +135,7 @@ export function draw(ctx, input, state, theme, width) {
   textLines(ctx, prep.notes, 8, 28, theme, 11, g.width - 16);
 
   drawMatrix(ctx, mat, prep.rows, prep.cols, left, top, cell * prep.cols, cell * prep.rows, (v) => cellColor(v, max));
+  yield;
 
   // The weights, in the cells, when they fit.
   const vpx = valuePx(ctx, cell);
@@ -150,6 +158,7 @@ export function draw(ctx, input, state, theme, width) {
   ctx.textAlign = 'right';
   const rowPx = Math.min(12, Math.max(8, g.labelPx));
   for (let i = 0; i < prep.rows; i += g.every) {
+    if (i % 128 === 127) yield; // 512 labels a side take several slices
     const on = focus && focus.row === i;
     ctx.font = font(rowPx, on ? 700 : 400);
     ctx.fillStyle = focus && !on ? theme.muted : theme.fg;
@@ -158,6 +167,7 @@ export function draw(ctx, input, state, theme, width) {
   // Key labels, vertical (reading upwards) above their columns.
   ctx.textAlign = 'left';
   for (let j = 0; j < prep.cols; j += g.every) {
+    if (j % 128 === 127) yield;
     const on = focus && focus.col === j;
     ctx.font = font(g.labelPx, on ? 700 : 400);
     ctx.fillStyle = focus && !on ? theme.muted : theme.fg;

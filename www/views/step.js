@@ -2,18 +2,35 @@
 // q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
-import { clear, drawTitle, diverging, fitText, fmt, font, maxAbs, rgb, textLines } from './common.js';
+import { clear, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, rgb, textLines } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
+// Keys listed at most: past this, the keys with the largest p (in text order) and one line for
+// the rest. 512 rows made a 11,000 px canvas that no one reads and that took 60 ms to allocate.
+export const MAX_KEY_ROWS = 64;
 
-function geometry(ctx, s, width) {
+/** Indices of the keys listed for query row `qi`, in text order. */
+function listedKeys(s, qi) {
+  const tk = s.key_tokens.length;
+  const all = [...Array(tk).keys()];
+  if (tk <= MAX_KEY_ROWS) return all;
+  const p = s.probs.subarray(qi * tk, (qi + 1) * tk);
+  return all
+    .sort((a, b) => p[b] - p[a] || a - b)
+    .slice(0, MAX_KEY_ROWS)
+    .sort((a, b) => a - b);
+}
+
+function geometry(ctx, s, state, width) {
   const dk = s.d_k;
   const cell = Math.max(1, Math.min(6, Math.floor(192 / dk)));
   const stripW = cell * dk;
+  const keys = listedKeys(s, queryIndex(s, state));
+  const omitted = s.key_tokens.length - keys.length;
   ctx.font = font(12);
   let lw = 60;
-  for (const t of s.key_tokens) lw = Math.max(lw, ctx.measureText(t).width + 12);
+  for (const j of keys) lw = Math.max(lw, ctx.measureText(s.key_tokens[j]).width + 12);
   const labelW = Math.min(140, Math.ceil(lw));
   const cols = [
     ['token', labelW],
@@ -31,12 +48,13 @@ function geometry(ctx, s, width) {
     x += w + 12;
   }
   const top = 142;
-  return { cell, stripW, labelW, xs, top, width: Math.max(width, x), height: top + ROW_H * (s.key_tokens.length + 1) + 70 };
+  const rows = keys.length + (omitted ? 1 : 0);
+  return { cell, stripW, labelW, xs, top, keys, omitted, width: Math.max(width, x), height: top + ROW_H * (rows + 1) + 70 };
 }
 
 export function size(ctx, input, state, width) {
   if (!input.step) return { width, height: 80 };
-  const g = geometry(ctx, input.step, width);
+  const g = geometry(ctx, input.step, state, width);
   return { width: g.width, height: g.height };
 }
 
@@ -56,14 +74,14 @@ function queryIndex(s, state) {
   return Math.min(Math.max(0, state.query | 0), Math.max(0, tq - 1));
 }
 
-export function draw(ctx, input, state, theme, width) {
+export function* draw(ctx, input, state, theme, width) {
   const s = input.step;
   if (!s) {
     clear(ctx, width, 80, theme);
     textLines(ctx, ['Computing…'], 12, 12, theme);
     return { width, height: 80 };
   }
-  const g = geometry(ctx, s, width);
+  const g = geometry(ctx, s, state, width);
   clear(ctx, g.width, g.height, theme);
   const dk = s.d_k;
   const tq = s.query_tokens.length;
@@ -122,16 +140,26 @@ export function draw(ctx, input, state, theme, width) {
   ];
   for (const [k, label] of heads) ctx.fillText(label, g.xs[k], hy);
 
+  // Every key's k_j and v_j (v fades with the weight p_j that takes it into the output).
+  const signed = (scale) => (v) => diverging(v / scale, theme.dark);
+  const listedRows = (m) => {
+    const out = new Float32Array(g.keys.length * dk);
+    g.keys.forEach((j, r) => out.set(m.subarray(j * dk, (j + 1) * dk), r * dk));
+    return out;
+  };
+  drawStrips(ctx, listedRows(s.k), g.keys.length, dk, g.xs.k, g.top, ROW_H, 3, g.cell, signed(qkScale));
+  drawStrips(ctx, listedRows(s.v), g.keys.length, dk, g.xs.v, g.top, ROW_H, 3, g.cell, signed(vScale), (r) => 0.25 + 0.75 * Math.min(1, probs[g.keys[r]] * 2));
+  yield;
   ctx.font = font(12);
-  for (let j = 0; j < tk; j++) {
-    const y = g.top + j * ROW_H;
+  for (let r = 0; r < g.keys.length; r++) {
+    const j = g.keys[r];
+    const y = g.top + r * ROW_H;
     const cy = y + ROW_H / 2;
     const visible = mask[j] > 0.5;
     ctx.fillStyle = visible ? theme.fg : theme.muted;
     ctx.textAlign = 'left';
     ctx.font = font(12);
     ctx.fillText(fitText(ctx, s.key_tokens[j], g.labelW - 6), g.xs.token, cy);
-    strip(ctx, s.k.subarray(j * dk, (j + 1) * dk), g.xs.k, y + 3, g.cell, ROW_H - 6, qkScale, theme.dark);
     ctx.font = font(12, 400, true);
     ctx.textAlign = 'right';
     ctx.fillStyle = visible ? theme.fg : theme.muted;
@@ -148,14 +176,20 @@ export function draw(ctx, input, state, theme, width) {
     ctx.fillStyle = theme.fg;
     ctx.textAlign = 'right';
     ctx.fillText(p.toFixed(4), g.xs.p + 118, cy);
-    ctx.globalAlpha = 0.25 + 0.75 * Math.min(1, p * 2);
-    strip(ctx, s.v.subarray(j * dk, (j + 1) * dk), g.xs.v, y + 3, g.cell, ROW_H - 6, vScale, theme.dark);
-    ctx.globalAlpha = 1;
   }
-  // Sum line and output
-  const sy = g.top + tk * ROW_H + 6;
   let psum = 0;
   for (let j = 0; j < tk; j++) psum += probs[j];
+  if (g.omitted) {
+    let rest = psum;
+    for (const j of g.keys) rest -= probs[j];
+    ctx.font = font(12);
+    ctx.textAlign = 'left';
+    ctx.fillStyle = theme.muted;
+    const text = `… ${g.omitted} more keys hold p = ${Math.max(0, rest).toFixed(4)} in all (listed: the ${g.keys.length} with the largest p, in text order)`;
+    ctx.fillText(fitText(ctx, text, g.width - 16), g.xs.token, g.top + g.keys.length * ROW_H + ROW_H / 2);
+  }
+  // Sum line and output
+  const sy = g.top + (g.keys.length + (g.omitted ? 1 : 0)) * ROW_H + 6;
   ctx.strokeStyle = theme.faint;
   ctx.lineWidth = 1;
   ctx.beginPath();
