@@ -213,3 +213,20 @@ fn attend_and_step_objects_satisfy_the_schema() {
         assert_eq!(typed, ["/k", "/mask", "/output", "/probs", "/q", "/scaled", "/scores", "/v"]);
     }
 }
+
+#[wasm_bindgen_test]
+fn files_past_the_memory_budget_are_refused_before_they_are_copied() {
+    // 3 × 1.5 GiB of (lazily allocated, untouched) JS memory: copying them into wasm32 memory
+    // (at most 4 GiB) aborted the module; their sizes alone must refuse them, naming the budget.
+    let big = || Uint8Array::new_with_length(3 << 29);
+    let f = Object::new();
+    for name in ["config.json", "model.safetensors", "tokenizer.json"] {
+        Reflect::set(&f, &JsValue::from_str(name), &big()).unwrap();
+    }
+    let e = match AttnModel::load(MINILM_MANIFEST, &f) {
+        Ok(_) => panic!("4.5 GiB of model files loaded"),
+        Err(e) => JsValue::from(e),
+    };
+    let message = get(&e, "message").as_string().unwrap_or_default();
+    assert!(message.contains("1 GiB memory budget"), "{message}");
+}

@@ -104,7 +104,7 @@ impl AttnModel {
     /// `manifest_json` may be empty for a user's own folder: the architecture is then inferred
     /// from the files (config.json, a Marian .bin).
     pub fn load(manifest_json: &str, files: &Object) -> Result<AttnModel, JsError> {
-        let mut bytes = HashMap::new();
+        let mut arrays = Vec::new();
         for entry in Object::entries(files).iter() {
             let pair: Array = entry.unchecked_into();
             let name = pair.get(0).as_string().ok_or_else(|| JsError::new("file names must be strings"))?;
@@ -112,8 +112,11 @@ impl AttnModel {
             if !data.is_instance_of::<Uint8Array>() {
                 return Err(JsError::new(&format!("file `{name}` must be a Uint8Array")));
             }
-            bytes.insert(name, data.unchecked_into::<Uint8Array>().to_vec());
+            arrays.push((name, data.unchecked_into::<Uint8Array>()));
         }
+        // Sizes first: copying a file past the budget into wasm memory would abort the module.
+        crate::limits::check_file_sizes(arrays.iter().map(|(name, a)| (name.as_str(), u64::from(a.length())))).map_err(err)?;
+        let bytes: HashMap<String, Vec<u8>> = arrays.into_iter().map(|(name, a)| (name, a.to_vec())).collect();
         let manifest = if manifest_json.trim().is_empty() {
             let names: Vec<String> = bytes.keys().cloned().collect();
             Manifest::infer("custom", &names, bytes.get("config.json").map(|v| v.as_slice())).map_err(err)?
