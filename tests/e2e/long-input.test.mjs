@@ -3,7 +3,7 @@
 // while the view still ends up fully drawn.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, useServerAndBrowser } from './harness.mjs';
+import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
@@ -111,5 +111,45 @@ test('pasting 100,000 characters keeps every main-thread task under 50 ms, and t
     assert.match(await page.locator('#notice').innerText(), /text box holds at most 20,000 characters/);
   } finally {
     await app.close();
+  }
+});
+
+test('the widget at 512 tokens: switching views, typing and hovering hold no task over 50 ms', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await page.goto(`${server.url}examples.html`);
+    await mountWidget(page, { model: 'minilm', text: LONG, view: 'model', editable: '' });
+    const drawCount = () => page.evaluate(() => Number(document.getElementById('w').dataset.drawCount || 0));
+    const idle = async (after) => {
+      await page.waitForFunction((n) => Number(document.getElementById('w').dataset.drawCount || 0) > n && !document.getElementById('w').painter.busy, after, { timeout: 180_000 });
+    };
+    await idle(0);
+    await watchLongTasks(page);
+    const report = [];
+    for (const view of ['heatmap', 'step', 'head', 'model']) {
+      let n = await drawCount();
+      await page.evaluate((v) => document.getElementById('w').setAttribute('view', v), view);
+      await idle(n);
+      // step view: the step data arrives after the first drawing ("Computing…")
+      if (view === 'step') await page.waitForFunction(() => /^Step view, layer/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label') || ''), null, { timeout: 60_000 });
+      n = await drawCount();
+      const box = page.locator('#w >> textarea');
+      await box.focus();
+      await page.keyboard.press('End');
+      await page.keyboard.type('x');
+      await idle(n);
+      const c = await page.locator('#w >> canvas').boundingBox();
+      await page.mouse.move(c.x + c.width / 2, c.y + Math.min(c.height / 2, 300));
+      await page.mouse.move(c.x + c.width / 2 + 5, c.y + Math.min(c.height / 2, 300) + 4);
+      await new Promise((r) => setTimeout(r, 300));
+      await page.waitForFunction(() => !document.getElementById('w').painter.busy);
+      const long = await takeLongTasks(page);
+      report.push(`${view}: ${long.length ? long.join(', ') + ' ms' : 'none'}`);
+    }
+    console.log(`widget long tasks at 512 tokens — ${report.join('; ')}`);
+    assert.ok(report.every((r) => r.endsWith('none')), `widget long tasks at 512 tokens: ${report.join('; ')}`);
+  } finally {
+    await context.close();
   }
 });
