@@ -352,7 +352,7 @@ export class Session {
     const r = viewFor(this.state.view).hover(hit, this.state, this.input());
     if ('focus' in r) {
       const f = r.focus || null;
-      const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col);
+      const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col && f.panel === this.focus.panel);
       if (!same) {
         this.focus = f;
         this.emit('state');

@@ -326,12 +326,12 @@ export function fmt(v, digits = 2) {
 
 /** Fill the background (so PNG/SVG exports are not transparent). */
 /** The bold title line every view draws at its top left. */
-export function drawTitle(ctx, text, theme) {
+export function drawTitle(ctx, text, theme, y = 6) {
   ctx.fillStyle = theme.fg;
   ctx.font = font(14, 600);
   ctx.textAlign = 'left';
   ctx.textBaseline = 'top';
-  ctx.fillText(text, 8, 6);
+  ctx.fillText(text, 8, y);
 }
 
 export function clear(ctx, width, height, theme) {

@@ -79,8 +79,8 @@ export const VIEWS = [
     kinds: null,
     needsStep: true,
     controls: { layer: true, heads: 'one', query: true },
-    hover: () => ({}),
-    click: () => null,
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? step.hoverText(input, s, hit) : null }),
+    click: (hit) => (hit && hit.queryRow !== null ? { query: hit.queryRow } : null),
   },
 ];
 

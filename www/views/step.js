@@ -2,7 +2,7 @@
 // q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
-import { clear, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, rgb, textLines } from './common.js';
+import { clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, rgb, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
@@ -49,17 +49,132 @@ function geometry(ctx, s, state, width) {
   }
   const top = 142;
   const rows = keys.length + (omitted ? 1 : 0);
-  return { cell, stripW, labelW, xs, top, keys, omitted, width: Math.max(width, x), height: top + ROW_H * (rows + 1) + 70 };
+  const tableEnd = top + ROW_H * (rows + 1) + 70;
+  const w = Math.max(width, x);
+  const { panels, height } = panelLayout(s, w, tableEnd + PANELS_HEAD);
+  return { cell, stripW, labelW, xs, top, keys, omitted, panels, panelsTop: tableEnd, width: w, height };
+}
+
+// ------------------------------------------------------------------ all queries at once
+// The head's whole computation as matrices, each labelled, the followed query's row outlined
+// through all of those whose rows are queries. Hover reads a cell out; a click on a query row
+// follows that query.
+
+const PANEL = 168; // px: a panel's longer side at most (more cells than pixels are pooled)
+const PANEL_CELL = 14; // px: a cell at most
+const PANELS_HEAD = 40; // the section's title line
+const PANEL_TITLE = 30; // above each panel: its name and shape
+
+/** The matrices of a step() answer: { id, title, data, rows, cols, rowSide, colSide, scale }. */
+function matrices(s) {
+  const dk = s.d_k;
+  const tq = s.query_tokens.length;
+  const tk = s.key_tokens.length;
+  const masked = new Float32Array(s.scaled.length);
+  for (let i = 0; i < masked.length; i++) masked[i] = s.mask[i] > 0.5 ? s.scaled[i] : -Infinity;
+  const m = (id, title, note, data, rows, rowSide, cols, colSide, scale) => ({ id, title, note, data, rows, cols, rowSide, colSide, scale });
+  return [
+    m('q', 'Q', 'queries × d_k', s.q, tq, 'q', dk, 'dim', 'signed'),
+    m('k', 'K', 'keys × d_k', s.k, tk, 'k', dk, 'dim', 'signed'),
+    m('v', 'V', 'keys × d_k', s.v, tk, 'k', dk, 'dim', 'signed'),
+    m('scores', 'QKᵀ', 'scores', s.scores, tq, 'q', tk, 'k', 'signed'),
+    m('scaled', '÷√d_k', `÷ ${Math.sqrt(dk).toFixed(2)}`, s.scaled, tq, 'q', tk, 'k', 'signed'),
+    m('masked', 'mask', 'grey = −∞', masked, tq, 'q', tk, 'k', 'signed'),
+    m('probs', 'softmax', 'rows sum to 1', s.probs, tq, 'q', tk, 'k', 'positive'),
+    m('output', 'softmax · V', 'output', s.output, tq, 'q', dk, 'dim', 'signed'),
+  ];
+}
+
+function panelLayout(s, width, top) {
+  const panels = [];
+  let x = 8;
+  let y = top;
+  let rowH = 0;
+  for (const mat of matrices(s)) {
+    const cell = Math.min(PANEL_CELL, PANEL / Math.max(mat.rows, mat.cols));
+    const w = mat.cols * cell;
+    const h = mat.rows * cell;
+    const pw = Math.max(w, 120);
+    if (x > 8 && x + pw > width - 8) {
+      x = 8;
+      y += rowH + 16;
+      rowH = 0;
+    }
+    panels.push({ ...mat, x, y: y + PANEL_TITLE, w, h, cell });
+    x += pw + 18;
+    rowH = Math.max(rowH, PANEL_TITLE + h);
+  }
+  return { panels, height: y + rowH + 24 };
+}
+
+const colLabel = (s, side, j) => (side === 'dim' ? `dim ${j + 1}` : side === 'k' ? s.key_tokens[j] : s.query_tokens[j]);
+
+function* drawPanels(ctx, s, g, qi, focus, theme) {
+  drawTitle(ctx, 'All queries at once: every matrix of this head', theme, g.panelsTop + 6);
+  textLines(ctx, ['Hover a cell for its number; click a query row to follow that query through all of them.'], 8, g.panelsTop + 24, theme, 11, g.width - 16);
+  for (const p of g.panels) {
+    ctx.font = font(11, 600);
+    ctx.fillStyle = theme.fg;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
+    ctx.fillText(fitText(ctx, p.title, Math.max(p.w, 120)), p.x, p.y - 16);
+    ctx.font = font(10);
+    ctx.fillStyle = theme.muted;
+    ctx.fillText(fitText(ctx, `[${p.rows} × ${p.cols}] ${p.note}`, Math.max(p.w, 120)), p.x, p.y - 4);
+    const scale = finiteMaxAbs(p.data) || 1;
+    const colour = p.scale === 'positive' ? (v) => viridis(v / scale) : (v) => (Number.isFinite(v) ? diverging(v / scale, theme.dark) : MASKED);
+    drawMatrix(ctx, p.data, p.rows, p.cols, p.x, p.y, p.w, p.h, colour);
+    ctx.strokeStyle = theme.faint;
+    ctx.lineWidth = 1;
+    ctx.strokeRect(p.x - 0.5, p.y - 0.5, p.w + 1, p.h + 1);
+    if (p.rowSide === 'q') {
+      ctx.strokeStyle = theme.accent;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(p.x - 1, p.y + qi * p.cell - 1, p.w + 2, Math.max(2, p.cell) + 2);
+    }
+    if (focus && focus.panel === p.id) {
+      ctx.strokeStyle = theme.fg;
+      ctx.lineWidth = 1.5;
+      ctx.strokeRect(p.x + focus.col * p.cell - 1.5, p.y + focus.row * p.cell - 1.5, Math.max(2, p.cell) + 3, Math.max(2, p.cell) + 3);
+    }
+    yield;
+  }
+}
+
+const MASKED = [110, 110, 110]; // −∞: not a colour of the scale
+
+function finiteMaxAbs(a) {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) if (Number.isFinite(a[i]) && Math.abs(a[i]) > m) m = Math.abs(a[i]);
+  return m;
+}
+
+export function hitTest(geom, x, y) {
+  if (!geom || !geom.panels) return null;
+  for (const p of geom.panels) {
+    if (x < p.x || y < p.y || x >= p.x + p.w || y >= p.y + p.h) continue;
+    const row = Math.min(p.rows - 1, Math.floor((y - p.y) / p.cell));
+    const col = Math.min(p.cols - 1, Math.floor((x - p.x) / p.cell));
+    return { panel: p.id, row, col, queryRow: p.rowSide === 'q' ? row : null };
+  }
+  return null;
+}
+
+/** What a hovered matrix cell reads: its matrix, row token, column and the number. */
+export function hoverText(input, state, hit) {
+  const s = input.step;
+  if (!s || !hit) return null;
+  const p = matrices(s).find((m) => m.id === hit.panel);
+  if (!p) return null;
+  const v = p.data[hit.row * p.cols + hit.col];
+  const rowTok = p.rowSide === 'q' ? s.query_tokens[hit.row] : s.key_tokens[hit.row];
+  return `${p.title} (${p.note}): row ${hit.row + 1} “${rowTok}”, ${p.colSide === 'dim' ? '' : 'key '}${colLabel(s, p.colSide, hit.col)} = ${Number.isFinite(v) ? v.toPrecision(6) : '−∞'}`;
 }
 
 export function size(ctx, input, state, width) {
   if (!input.step) return { width, height: 80 };
   const g = geometry(ctx, input.step, state, width);
   return { width: g.width, height: g.height };
-}
-
-export function hitTest() {
-  return null;
 }
 
 function strip(ctx, vals, x, y, cell, h, scale, dark) {
@@ -204,6 +319,7 @@ export function* draw(ctx, input, state, theme, width) {
   ctx.font = font(11);
   ctx.fillText('output = Σ p_j v_j =', g.xs.v - 6, sy + ROW_H * 1.5 + 4);
   strip(ctx, out, g.xs.v, sy + ROW_H + 8, g.cell, 16, vScale, theme.dark);
+  yield* drawPanels(ctx, s, g, qi, state.focus && 'panel' in state.focus ? state.focus : null, theme);
   return g;
 }
 

@@ -1,0 +1,102 @@
+// The step view's "all queries at once" panels (issue 11): Q, K, V, QKᵀ, ÷√d_k, the mask, the
+// softmax and softmax·V of one head, each drawn as its own matrix. Hovering a cell reads out
+// the CLI's number for it; clicking a query row follows that query; exports and the widget
+// show the panels too.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+let server;
+let browser;
+useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
+  server = s;
+  browser = b;
+});
+
+const TEXT = 'The cat sat on the mat.';
+const LAYER = 1;
+const HEAD = 2;
+const PANELS = ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'probs', 'output'];
+// The CLI array each panel draws (the masked panel shows the scaled scores where the mask is 1).
+const CLI_ARRAY = { q: 'q', k: 'k', v: 'v', scores: 'scores', scaled: 'scaled', masked: 'scaled', probs: 'probs', output: 'output' };
+
+function cliStep() {
+  const cli = path.join(ROOT, 'target', 'release', 'attnviz');
+  if (!existsSync(cli)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
+  const args = ['step', '--model', path.join(ROOT, 'models', 'minilm'), '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(HEAD)];
+  return JSON.parse(execFileSync(cli, args, { maxBuffer: 1 << 26 }).toString());
+}
+
+const numberIn = (text) => Number(/= (−?-?[\d.e+−-]+)\s*$/.exec(text)[1].replace(/−/g, '-'));
+
+test('step view: every matrix panel reads out the CLI numbers, and a click follows a query row', async () => {
+  const want = cliStep();
+  const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, v: 'step', l: String(LAYER), h: String(HEAD), q: '2' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await page.setViewportSize({ width: 1280, height: 1200 });
+    await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels(), null, { timeout: 120_000 });
+    const panels = await page.evaluate(() => window.attnvizDebug.stepPanels());
+    assert.deepEqual(panels.map((p) => p.id), PANELS);
+    const box = await page.locator('canvas#view').boundingBox();
+    let before = '';
+    for (const p of panels) {
+      const row = Math.min(3, p.rows - 1);
+      const col = Math.min(4, p.cols - 1);
+      await page.mouse.move(box.x + p.x + (col + 0.5) * p.cell, box.y + p.y + (row + 0.5) * p.cell);
+      await page.waitForFunction(([prev, r]) => {
+        const t = document.getElementById('side-hint').textContent;
+        return t !== prev && t.includes(`row ${r} “`);
+      }, [before, row + 1]);
+      const text = await page.locator('#side-hint').textContent();
+      before = text;
+      const cols = p.cols;
+      const expected = want[CLI_ARRAY[p.id]][row * cols + col];
+      const got = numberIn(text);
+      assert.ok(Math.abs(got - expected) <= 1e-5 * Math.max(1, Math.abs(expected)), `${p.id}[${row}, ${col}]: page says "${text}", CLI ${expected}`);
+      const tok = p.id === 'k' || p.id === 'v' ? want.key_tokens[row] : want.query_tokens[row];
+      assert.ok(text.includes(`“${tok}”`), `${p.id}: the read-out names the row's token ${tok}: ${text}`);
+    }
+    // Click query row 5 in the softmax panel: the whole view follows that query.
+    const probs = panels.find((p) => p.id === 'probs');
+    await page.mouse.click(box.x + probs.x + 0.5 * probs.cell, box.y + probs.y + 5.5 * probs.cell);
+    await page.waitForFunction(() => window.attnvizDebug.state.query === 5);
+    await page.waitForFunction(() => /query "the"/.test(document.querySelector('canvas#view').getAttribute('aria-label')));
+    assert.equal(await page.$eval('#query', (e) => e.value), '5');
+    // The SVG export holds the panels.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
+    const svg = readFileSync(await download.path(), 'utf8');
+    for (const title of ['All queries at once', 'QKᵀ', '÷√d_k', 'softmax · V']) assert.ok(svg.includes(title), `the SVG lacks "${title}"`);
+  } finally {
+    await app.close();
+  }
+});
+
+test('the widget shows the same panels, and hovering one reads its number out', async () => {
+  const want = cliStep();
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await page.goto(`${server.url}examples.html`);
+    await mountWidget(page, { model: 'minilm', text: TEXT, view: 'step', layer: String(LAYER + 1), head: String(HEAD + 1) }); // 1-based attributes
+    await page.waitForFunction(() => document.getElementById('w').geom && document.getElementById('w').geom.panels, null, { timeout: 180_000 });
+    const p = await page.evaluate(() => {
+      const q = document.getElementById('w').geom.panels.find((x) => x.id === 'scores');
+      return { x: q.x, y: q.y, cell: q.cell, cols: q.cols };
+    });
+    const c = await page.locator('#w >> canvas').boundingBox();
+    await page.mouse.move(c.x + p.x + 2.5 * p.cell, c.y + p.y + 1.5 * p.cell);
+    await page.waitForFunction(() => /QKᵀ/.test(document.getElementById('w').shadowRoot.querySelector('.readout').textContent));
+    const text = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent);
+    const expected = want.scores[1 * p.cols + 2];
+    assert.ok(Math.abs(numberIn(text) - expected) <= 1e-5 * Math.max(1, Math.abs(expected)), `widget read-out "${text}" vs CLI ${expected}`);
+  } finally {
+    await context.close();
+  }
+});
