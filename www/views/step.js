@@ -2,7 +2,8 @@
 // q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
-import { clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, rgb, textLines, viridis } from './common.js';
+import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, viridis } from './common.js';
+import { drain } from '../slices.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
@@ -65,15 +66,33 @@ const PANEL_CELL = 14; // px: a cell at most
 const PANELS_HEAD = 40; // the section's title line
 const PANEL_TITLE = 30; // above each panel: its name and shape
 
-/** The matrices of a step() answer: { id, title, data, rows, cols, rowSide, colSide, scale }. */
+const matricesMemo = new WeakMap(); // step answer → its matrices (sized, drawn and hovered often)
+
+/** The matrices of a step() answer: { id, title, note, data, rows, cols, rowSide, colSide, scale, maxAbs }. */
 function matrices(s) {
+  if (!matricesMemo.has(s)) matricesMemo.set(s, drain(matricesSteps(s)));
+  return matricesMemo.get(s);
+}
+
+/** The panels' numbers made ahead in steps (slices.js): 8 matrices of 512² at 512 tokens. */
+export function* prepare(input, state, width) {
+  const s = input.step;
+  if (!s) return;
+  if (!matricesMemo.has(s)) matricesMemo.set(s, yield* matricesSteps(s));
+  for (const p of panelLayout(s, width, 0).panels) {
+    pooledFor(p.data, p.rows, p.cols, p.w, p.h, canvasScale());
+    yield;
+  }
+}
+
+function* matricesSteps(s) {
   const dk = s.d_k;
   const tq = s.query_tokens.length;
   const tk = s.key_tokens.length;
   const masked = new Float32Array(s.scaled.length);
   for (let i = 0; i < masked.length; i++) masked[i] = s.mask[i] > 0.5 ? s.scaled[i] : -Infinity;
   const m = (id, title, note, data, rows, rowSide, cols, colSide, scale) => ({ id, title, note, data, rows, cols, rowSide, colSide, scale });
-  return [
+  const list = [
     m('q', 'Q', 'queries × d_k', s.q, tq, 'q', dk, 'dim', 'signed'),
     m('k', 'K', 'keys × d_k', s.k, tk, 'k', dk, 'dim', 'signed'),
     m('v', 'V', 'keys × d_k', s.v, tk, 'k', dk, 'dim', 'signed'),
@@ -83,6 +102,11 @@ function matrices(s) {
     m('probs', 'softmax', 'rows sum to 1', s.probs, tq, 'q', tk, 'k', 'positive'),
     m('output', 'softmax · V', 'output', s.output, tq, 'q', dk, 'dim', 'signed'),
   ];
+  for (const mat of list) {
+    yield;
+    mat.maxAbs = finiteMaxAbs(mat.data);
+  }
+  return list;
 }
 
 function panelLayout(s, width, top) {
@@ -121,7 +145,7 @@ function* drawPanels(ctx, s, g, qi, focus, theme) {
     ctx.font = font(10);
     ctx.fillStyle = theme.muted;
     ctx.fillText(fitText(ctx, `[${p.rows} × ${p.cols}] ${p.note}`, Math.max(p.w, 120)), p.x, p.y - 4);
-    const scale = finiteMaxAbs(p.data) || 1;
+    const scale = p.maxAbs || 1;
     const colour = p.scale === 'positive' ? (v) => viridis(v / scale) : (v) => (Number.isFinite(v) ? diverging(v / scale, theme.dark) : MASKED);
     drawMatrix(ctx, p.data, p.rows, p.cols, p.x, p.y, p.w, p.h, colour);
     ctx.strokeStyle = theme.faint;
