@@ -137,13 +137,44 @@ pub struct HeadRequest {
     pub head: usize,
 }
 
-/// The step view of one head: Q, K, V, QKᵀ, ÷√d_k, mask, softmax, ×V, with provenance.
+/// The step view of one head: Q, K, V, QKᵀ, ÷√d_k, mask, softmax, ×V, with provenance; and
+/// the end of its attention block, where all heads meet: concatenation, ×Wᴼ, + x, LayerNorm.
 #[derive(Clone, Debug)]
 pub struct HeadInternals {
     pub request: HeadRequest,
     pub query_tokens: Vec<String>,
     pub key_tokens: Vec<String>,
     pub trace: HeadTrace,
+    pub block: OutputTrace,
+}
+
+/// The end of a post-norm attention block (BERT, Marian): every head's output concatenated,
+/// projected by Wᴼ, added to the block's input, normalised. Each `# [query_len, d_model]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OutputTrace {
+    pub d_model: usize,
+    pub query_len: usize,
+    /// The heads' outputs side by side: head h is columns h·d_k .. (h+1)·d_k.
+    pub concat: Vec<f32>,
+    /// concat · Wᴼᵀ + bᴼ
+    pub projected: Vec<f32>,
+    /// The block's input x (the residual stream).
+    pub input: Vec<f32>,
+    /// x + projected
+    pub residual: Vec<f32>,
+    /// LayerNorm(residual): the block's output.
+    pub normed: Vec<f32>,
+}
+
+impl OutputTrace {
+    fn append_queries(&mut self, later: OutputTrace) {
+        self.query_len += later.query_len;
+        self.concat.extend(later.concat);
+        self.projected.extend(later.projected);
+        self.input.extend(later.input);
+        self.residual.extend(later.residual);
+        self.normed.extend(later.normed);
+    }
 }
 
 /// What a forward records, passed down to every attention call. Each attention layer asks
@@ -158,6 +189,7 @@ pub struct Probe {
     /// `# [heads, q_i, key_len]`.
     recorded: Vec<(Site, usize, usize, Vec<Vec<f32>>)>,
     trace: Option<HeadTrace>,
+    block: Option<OutputTrace>,
 }
 
 impl Probe {
@@ -195,6 +227,19 @@ impl Probe {
         context
     }
 
+    /// Takes the end of the attention block at `site` when its head is traced (`make` runs only
+    /// then); successive calls (decode steps) add query rows.
+    pub fn record_block(&mut self, site: Site, make: impl FnOnce() -> OutputTrace) {
+        if self.traced_head(site).is_none() {
+            return;
+        }
+        let t = make();
+        match &mut self.block {
+            Some(prev) => prev.append_queries(t),
+            None => self.block = Some(t),
+        }
+    }
+
     /// The recorded maps, one block per site, queries of successive calls concatenated.
     pub fn into_attentions(self) -> Vec<AttentionBlock> {
         self.recorded
@@ -220,9 +265,9 @@ impl Probe {
             .collect()
     }
 
-    /// The traced head's intermediates, all calls' queries concatenated.
-    pub fn into_trace(self) -> Option<HeadTrace> {
-        self.trace
+    /// The traced head's intermediates and its block's end, all calls' queries concatenated.
+    pub fn into_trace(self) -> Option<(HeadTrace, OutputTrace)> {
+        Some((self.trace?, self.block.unwrap_or_default()))
     }
 }
 
@@ -282,7 +327,7 @@ mod tests {
         assert_eq!(a.len(), 1);
         assert_eq!((b[0].heads, b[0].query_len, b[0].key_len), (2, 3, 5));
         assert_eq!(a[0].probs, b[0].probs);
-        let (x, y) = (whole_head.into_trace().unwrap(), steps_head.into_trace().unwrap());
+        let (x, y) = (whole_head.into_trace().unwrap().0, steps_head.into_trace().unwrap().0);
         assert_eq!((y.query_len, y.key_len), (3, 5));
         assert_eq!((x.q, x.scores, x.probs, x.output), (y.q, y.scores, y.probs, y.output));
     }

@@ -107,6 +107,18 @@ pub struct StepResult<'a, F> {
     pub probs: F,
     /// `# [query_len, d_k]` probs · v
     pub output: F,
+    /// Width of the residual stream (all heads side by side).
+    pub d_model: usize,
+    /// `# [query_len, d_model]` every head's output side by side: head h is columns h·d_k…
+    pub concat: F,
+    /// `# [query_len, d_model]` concat · Wᴼᵀ + bᴼ
+    pub projected: F,
+    /// `# [query_len, d_model]` the block's input x (the residual stream)
+    pub block_input: F,
+    /// `# [query_len, d_model]` x + projected
+    pub residual: F,
+    /// `# [query_len, d_model]` LayerNorm(residual): the block's output
+    pub normed: F,
 }
 
 impl<'a, F> StepResult<'a, F> {
@@ -133,6 +145,12 @@ impl<'a, F> StepResult<'a, F> {
             mask: floats(&t.mask),
             probs: floats(&t.probs),
             output: floats(&t.output),
+            d_model: hi.block.d_model,
+            concat: floats(&hi.block.concat),
+            projected: floats(&hi.block.projected),
+            block_input: floats(&hi.block.input),
+            residual: floats(&hi.block.residual),
+            normed: floats(&hi.block.normed),
         }
     }
 }

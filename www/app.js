@@ -64,7 +64,7 @@ function main() {
     return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
   };
   // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
-  debug.stepPanels = () => (session.state.view === 'step' && geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cell }) => ({ id, x, y, w, h, rows, cols, cell })) : null);
+  debug.stepPanels = () => (session.state.view === 'step' && geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;

@@ -278,8 +278,9 @@ class AttentionViz extends HTMLElement {
     const r = session.result;
     if (!r) return;
     const s = session.state;
-    this.syncControls();
+    // Read before syncControls changes the DOM: reading a size after it forces a layout.
     const width = Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600);
+    this.syncControls();
     this.painter.draw(s.view, session.input(), session.drawState(), this.theme(), width, (g) => this.drawn(g, r, s), (e) => this.showError(e.message));
   }
 

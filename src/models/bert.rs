@@ -4,7 +4,7 @@
 //! as sentence-transformers does, the mean-pooled L2-normalised sentence embedding. Each struct
 //! mirrors one PyTorch module (named like its weights) and has its own `forward`.
 
-use super::{LayerNorm, Linear};
+use super::{post_norm_output, LayerNorm, Linear};
 use crate::attention::{AttentionKind, ForwardOutput, Probe, Site};
 use crate::error::{invalid_model, Result};
 use crate::tensor::{gelu, multi_head_attention, Mask, Mat};
@@ -125,15 +125,13 @@ impl BertSelfAttention {
 struct BertSelfOutput {
     dense: Linear, // [d, d]
     layer_norm: LayerNorm,
+    site: Site,
 }
 
 impl BertSelfOutput {
     /// LN(context · Wᵀ + b + x)                                                  # [T, d]
-    fn forward(&self, context: &Mat, x: &Mat) -> Mat {
-        let mut h = self.dense.forward(context);
-        h.add_assign(x);
-        self.layer_norm.apply(&mut h);
-        h
+    fn forward(&self, context: &Mat, x: &Mat, probe: &mut Probe) -> Mat {
+        post_norm_output(context, x, &self.dense, &self.layer_norm, self.site, probe)
     }
 }
 
@@ -146,7 +144,7 @@ struct BertAttention {
 impl BertAttention {
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
         let context = self.self_attention.forward(x, probe); // [T, d]
-        self.output.forward(&context, x)
+        self.output.forward(&context, x, probe)
     }
 }
 
@@ -202,6 +200,7 @@ impl BertLayer {
                 output: BertSelfOutput {
                     dense: Linear::load(w, &format!("{p}.attention.output.dense"), d, d)?,
                     layer_norm: LayerNorm::load(w, &format!("{p}.attention.output.LayerNorm"), d, eps)?,
+                    site: Site { kind: AttentionKind::EncoderSelf, layer },
                 },
             },
             intermediate: BertIntermediate { dense: Linear::load(w, &format!("{p}.intermediate.dense"), c.intermediate_size, d)? },

@@ -7,7 +7,7 @@
 //! Sizes come from the tensor shapes and the embedded `model.yml`. Each struct is one group of
 //! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
-use super::{LayerNorm, Linear};
+use super::{post_norm_output, LayerNorm, Linear};
 use crate::attention::{AttentionKind, ForwardOutput, Probe, Site, StopReason};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{linear_quantized, multi_head_attention, relu, sigmoid, Mask, Mat, QuantizedMat};
@@ -107,10 +107,7 @@ impl MarianAttention {
         let q = self.wq.forward(x); // [Tq, d]
         let att = multi_head_attention(&q, k, v, self.heads, Mask::None, probe.traced_head(self.site));
         let context = probe.record(self.site, self.heads, att); // [Tq, d]
-        let mut h = self.wo.forward(&context);
-        h.add_assign(x);
-        self.wo_ln.apply(&mut h);
-        h
+        post_norm_output(&context, x, &self.wo, &self.wo_ln, self.site, probe)
     }
 }
 

@@ -4,7 +4,7 @@
 pub mod bert;
 pub mod marian;
 
-use crate::attention::{Attended, AttentionKind, ForwardOutput, HeadInternals, HeadRequest, Probe};
+use crate::attention::{Attended, AttentionKind, ForwardOutput, HeadInternals, HeadRequest, OutputTrace, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
 use crate::tensor::{layer_norm, linear, Mat};
@@ -52,6 +52,30 @@ impl LayerNorm {
     pub fn apply(&self, x: &mut Mat) {
         layer_norm(x, &self.weight, &self.bias, self.eps);
     }
+}
+
+/// The end of a post-norm attention block, LN(x + context · Wᴼᵀ + bᴼ)          # [Tq, d]
+/// (BERT's `attention.output`, Marian's `Wo` + `Wo_ln`). When `site`'s head is traced, the
+/// probe keeps every stage for the step view.
+pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, site: Site, probe: &mut Probe) -> Mat {
+    let traced = probe.traced_head(site).is_some();
+    let mut h = wo.forward(context); // [Tq, d]
+    let projected = traced.then(|| h.clone());
+    h.add_assign(x);
+    let residual = traced.then(|| h.clone());
+    ln.apply(&mut h);
+    if let (Some(projected), Some(residual)) = (projected, residual) {
+        probe.record_block(site, || OutputTrace {
+            d_model: x.cols(),
+            query_len: x.rows(),
+            concat: context.as_slice().to_vec(),
+            projected: projected.into_vec(),
+            input: x.as_slice().to_vec(),
+            residual: residual.into_vec(),
+            normed: h.as_slice().to_vec(),
+        });
+    }
+    h
 }
 
 /// `models/<dir>/manifest.json`, written by the setup script (or inferred for a user's folder).
@@ -304,8 +328,8 @@ impl Model {
         }
         let mut probe = Probe::head(request);
         let out = self.forward(text, &mut probe)?;
-        let trace = probe.into_trace().ok_or_else(bad)?;
+        let (trace, block) = probe.into_trace().ok_or_else(bad)?;
         let (queries, keys) = out.tokens_of(request.kind);
-        Ok(HeadInternals { request, query_tokens: queries.to_vec(), key_tokens: keys.to_vec(), trace })
+        Ok(HeadInternals { request, query_tokens: queries.to_vec(), key_tokens: keys.to_vec(), trace, block })
     }
 }

@@ -21,9 +21,9 @@ useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
 const TEXT = 'The cat sat on the mat.';
 const LAYER = 1;
 const HEAD = 2;
-const PANELS = ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'probs', 'output'];
+const PANELS = ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'probs', 'output', 'concat', 'projected', 'block_input', 'residual', 'normed'];
 // The CLI array each panel draws (the masked panel shows the scaled scores where the mask is 1).
-const CLI_ARRAY = { q: 'q', k: 'k', v: 'v', scores: 'scores', scaled: 'scaled', masked: 'scaled', probs: 'probs', output: 'output' };
+const CLI_ARRAY = { q: 'q', k: 'k', v: 'v', scores: 'scores', scaled: 'scaled', masked: 'scaled', probs: 'probs', output: 'output', concat: 'concat', projected: 'projected', block_input: 'block_input', residual: 'residual', normed: 'normed' };
 
 function cliStep() {
   const cli = path.join(ROOT, 'target', 'release', 'attnviz');
@@ -44,12 +44,21 @@ test('step view: every matrix panel reads out the CLI numbers, and a click follo
     await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels(), null, { timeout: 120_000 });
     const panels = await page.evaluate(() => window.attnvizDebug.stepPanels());
     assert.deepEqual(panels.map((p) => p.id), PANELS);
-    const box = await page.locator('canvas#view').boundingBox();
     let before = '';
+    // The canvas' top left in the viewport, after scrolling its wrapper (78vh high) so that
+    // canvas-y `y` is in view, as a user scrolls to a panel.
+    const canvasAt = async (y) => {
+      await page.evaluate((yy) => {
+        document.getElementById('canvas-wrap').scrollTop = Math.max(0, yy - 150);
+      }, y);
+      return page.locator('canvas#view').boundingBox();
+    };
     for (const p of panels) {
       const row = Math.min(3, p.rows - 1);
-      const col = Math.min(4, p.cols - 1);
-      await page.mouse.move(box.x + p.x + (col + 0.5) * p.cell, box.y + p.y + (row + 0.5) * p.cell);
+      // A column of this head's band in the concat (head 3: dims 65–96), else the 5th.
+      const col = p.id === 'concat' ? HEAD * 32 + 4 : Math.min(4, p.cols - 1);
+      const box = await canvasAt(p.y);
+      await page.mouse.move(box.x + p.x + (col + 0.5) * p.cw, box.y + p.y + (row + 0.5) * p.ch);
       await page.waitForFunction(([prev, r]) => {
         const t = document.getElementById('side-hint').textContent;
         return t !== prev && t.includes(`row ${r} “`);
@@ -65,14 +74,15 @@ test('step view: every matrix panel reads out the CLI numbers, and a click follo
     }
     // Click query row 5 in the softmax panel: the whole view follows that query.
     const probs = panels.find((p) => p.id === 'probs');
-    await page.mouse.click(box.x + probs.x + 0.5 * probs.cell, box.y + probs.y + 5.5 * probs.cell);
+    const box = await canvasAt(probs.y);
+    await page.mouse.click(box.x + probs.x + 0.5 * probs.cw, box.y + probs.y + 5.5 * probs.ch);
     await page.waitForFunction(() => window.attnvizDebug.state.query === 5);
     await page.waitForFunction(() => /query "the"/.test(document.querySelector('canvas#view').getAttribute('aria-label')));
     assert.equal(await page.$eval('#query', (e) => e.value), '5');
     // The SVG export holds the panels.
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
     const svg = readFileSync(await download.path(), 'utf8');
-    for (const title of ['All queries at once', 'QKᵀ', '÷√d_k', 'softmax · V']) assert.ok(svg.includes(title), `the SVG lacks "${title}"`);
+    for (const title of ['All queries at once', 'QKᵀ', '÷√d_k', 'softmax · V', 'Concat(heads)', 'LayerNorm']) assert.ok(svg.includes(title), `the SVG lacks "${title}"`);
   } finally {
     await app.close();
   }
@@ -88,10 +98,10 @@ test('the widget shows the same panels, and hovering one reads its number out', 
     await page.waitForFunction(() => document.getElementById('w').geom && document.getElementById('w').geom.panels, null, { timeout: 180_000 });
     const p = await page.evaluate(() => {
       const q = document.getElementById('w').geom.panels.find((x) => x.id === 'scores');
-      return { x: q.x, y: q.y, cell: q.cell, cols: q.cols };
+      return { x: q.x, y: q.y, cw: q.cw, ch: q.ch, cols: q.cols };
     });
     const c = await page.locator('#w >> canvas').boundingBox();
-    await page.mouse.move(c.x + p.x + 2.5 * p.cell, c.y + p.y + 1.5 * p.cell);
+    await page.mouse.move(c.x + p.x + 2.5 * p.cw, c.y + p.y + 1.5 * p.ch);
     await page.waitForFunction(() => /QKᵀ/.test(document.getElementById('w').shadowRoot.querySelector('.readout').textContent));
     const text = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent);
     const expected = want.scores[1 * p.cols + 2];

@@ -60,7 +60,7 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 def multi_head_attention(q_in, kv_in, wq, bq, wk, bk, wv, bv, wo, bo, heads):
     """q_in [Tq, D], kv_in [Tk, D]; weights as [in, out] for x @ W. No mask (all visible).
 
-    Returns (output [Tq, D], probabilities [H, Tq, Tk])."""
+    Returns (output [Tq, D], probabilities [H, Tq, Tk], heads' outputs side by side [Tq, D])."""
     tq, d = q_in.shape
     tk = kv_in.shape[0]
     dk = d // heads
@@ -70,7 +70,7 @@ def multi_head_attention(q_in, kv_in, wq, bq, wk, bk, wv, bv, wo, bo, heads):
     scores = q @ k.transpose(0, 2, 1) / math.sqrt(dk)  # [H, Tq, Tk]
     probs = softmax(scores)
     ctx = (probs @ v).transpose(1, 0, 2).reshape(tq, d)  # [Tq, D]
-    return ctx @ wo + bo, probs
+    return ctx @ wo + bo, probs, ctx
 
 
 def attention_block(kind: str, layer: int, probs: np.ndarray) -> dict:
@@ -200,7 +200,8 @@ class Bert:
         # torch Linear stores weight [out, in]
         return self.w[name + ".weight"].T, self.w[name + ".bias"]
 
-    def forward(self, text: str) -> dict:
+    def forward(self, text: str, trace_layer: int | None = None) -> dict:
+        """trace_layer: also return that layer's attention block stages under "block"."""
         enc = self.tok.encode(text)
         ids = np.array(enc.ids, dtype=np.int64)
         truncated = len(enc.overflowing) > 0
@@ -217,9 +218,12 @@ class Bert:
             wk, bk = self.lin(p + "attention.self.key")
             wv, bv = self.lin(p + "attention.self.value")
             wo, bo = self.lin(p + "attention.output.dense")
-            a, probs = multi_head_attention(x, x, wq, bq, wk, bk, wv, bv, wo, bo, self.heads)
+            a, probs, ctx = multi_head_attention(x, x, wq, bq, wk, bk, wv, bv, wo, bo, self.heads)
+            x_in = x
             x = layer_norm(x + a, w[p + "attention.output.LayerNorm.weight"],
                            w[p + "attention.output.LayerNorm.bias"], self.eps)
+            if i == trace_layer:
+                block = {"concat": ctx, "projected": a, "block_input": x_in, "residual": x_in + a, "normed": x}
             w1, b1 = self.lin(p + "intermediate.dense")
             w2, b2 = self.lin(p + "output.dense")
             f = gelu_erf(x @ w1 + b1) @ w2 + b2
@@ -228,7 +232,7 @@ class Bert:
             attentions.append(probs)
         pooled = x.mean(axis=0)
         emb = pooled / max(np.linalg.norm(pooled), 1e-12)
-        return {
+        out = {
             "ids": enc.ids,
             "tokens": list(enc.tokens),
             "truncated": truncated,
@@ -236,6 +240,9 @@ class Bert:
             "last_hidden_state": x,
             "sentence_embedding": emb,
         }
+        if trace_layer is not None:
+            out["block"] = block
+        return out
 
 
 # ----------------------------------------------------------------------------- Marian
@@ -285,7 +292,7 @@ class Marian:
 
     def _attn(self, prefix, q_in, kv_in):
         w = self.w
-        out, probs = multi_head_attention(
+        out, probs, _ = multi_head_attention(
             q_in, kv_in,
             w[prefix + "_Wq"], w[prefix + "_bq"][0], w[prefix + "_Wk"], w[prefix + "_bk"][0],
             w[prefix + "_Wv"], w[prefix + "_bv"][0], w[prefix + "_Wo"], w[prefix + "_bo"][0],

@@ -206,3 +206,29 @@ def test_parity_sentence_embedding(text):
     assert got.shape == ref.shape
     d = float(np.abs(got - ref).max())
     assert d <= EMB_TOL, f"sentence_embedding max |diff| {d:.3e}"
+
+
+# ----------------------------------------------------------------------------- the step view's block end
+
+@pytest.mark.parametrize("layer,head", [(0, 0), (3, 7), (5, 11)])
+def test_parity_attention_block_stages(layer, head):
+    """`attnviz step` gives the end of the attention block where all heads meet: the heads'
+    outputs side by side, ×Wᴼ + bᴼ, the residual input, the sum, the LayerNorm. Each must equal
+    the float64 reference; the traced head's own output must be its columns of the concat."""
+    _need_binary()
+    _need_model(MINILM)
+    text = "The animal didn't cross the street because it was too tired."
+    proc = subprocess.run([BIN, "step", "--model", MINILM, "--text", text, "--kind", "encoder_self",
+                           "--layer", str(layer), "--head", str(head)], cwd=ROOT, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    got = json.loads(proc.stdout)
+    ref = reference.load(MINILM).forward(text, trace_layer=layer)["block"]
+    t, d, dk = got["query_len"], got["d_model"], got["d_k"]
+    assert d == ref["concat"].shape[1]
+    for name in ["concat", "projected", "block_input", "residual", "normed"]:
+        a = np.asarray(got[name], dtype=np.float64).reshape(t, d)
+        diff = np.abs(a - ref[name]).max()
+        assert diff <= ATTN_TOL * max(1.0, np.abs(ref[name]).max()), f"{name}: max abs diff {diff}"
+    own = np.asarray(got["output"]).reshape(t, dk)
+    concat = np.asarray(got["concat"]).reshape(t, d)
+    assert np.abs(concat[:, head * dk:(head + 1) * dk] - own).max() <= 1e-6

@@ -69,7 +69,10 @@ impl Checker {
         self.validate(v, self.step)?;
         let (q, k, d) = (num(v, "query_len"), num(v, "key_len"), num(v, "d_k"));
         expect(len(v, "query_tokens") == q && len(v, "key_tokens") == k, || "query/key tokens differ from query_len/key_len".into())?;
-        for (name, want) in [("q", q * d), ("k", k * d), ("v", k * d), ("scores", q * k), ("scaled", q * k), ("mask", q * k), ("probs", q * k), ("output", q * d)] {
+        let m = num(v, "d_model");
+        let head = [("q", q * d), ("k", k * d), ("v", k * d), ("scores", q * k), ("scaled", q * k), ("mask", q * k), ("probs", q * k), ("output", q * d)];
+        let block = [("concat", q * m), ("projected", q * m), ("block_input", q * m), ("residual", q * m), ("normed", q * m)];
+        for (name, want) in head.into_iter().chain(block) {
             expect(len(v, name) == want, || format!("{name} holds {} values, not {want}", len(v, name)))?;
         }
         Ok(())

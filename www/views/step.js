@@ -102,6 +102,18 @@ function* matricesSteps(s) {
     m('probs', 'softmax', 'rows sum to 1', s.probs, tq, 'q', tk, 'k', 'positive'),
     m('output', 'softmax · V', 'output', s.output, tq, 'q', dk, 'dim', 'signed'),
   ];
+  // Where the heads meet (post-norm): all heads' outputs side by side, ×Wᴼ + bᴼ, + x, LayerNorm.
+  const D = s.d_model;
+  if (D && s.concat) {
+    const wide = (id, title, note, data) => ({ ...m(id, title, note, data, tq, 'q', D, 'dim', 'signed'), wide: true });
+    list.push(
+      { ...wide('concat', 'Concat(heads)', `${D / dk} heads side by side; this one outlined`, s.concat), band: [s.head * dk, dk] },
+      wide('projected', '× Wᴼ + bᴼ', 'output projection', s.projected),
+      wide('block_input', 'x', 'the block’s input (residual stream)', s.block_input),
+      wide('residual', 'x + (× Wᴼ + bᴼ)', 'residual add', s.residual),
+      wide('normed', 'LayerNorm', 'the block’s output', s.normed),
+    );
+  }
   for (const mat of list) {
     yield;
     mat.maxAbs = finiteMaxAbs(mat.data);
@@ -115,16 +127,18 @@ function panelLayout(s, width, top) {
   let y = top;
   let rowH = 0;
   for (const mat of matrices(s)) {
-    const cell = Math.min(PANEL_CELL, PANEL / Math.max(mat.rows, mat.cols));
-    const w = mat.cols * cell;
-    const h = mat.rows * cell;
+    // Square cells; a [tokens × d_model] matrix gets twice the width and cells as tall as fit.
+    const cw = mat.wide ? Math.min(PANEL_CELL, (2 * PANEL) / mat.cols) : Math.min(PANEL_CELL, PANEL / Math.max(mat.rows, mat.cols));
+    const ch = mat.wide ? Math.min(PANEL_CELL, PANEL / mat.rows) : cw;
+    const w = mat.cols * cw;
+    const h = mat.rows * ch;
     const pw = Math.max(w, 120);
     if (x > 8 && x + pw > width - 8) {
       x = 8;
       y += rowH + 16;
       rowH = 0;
     }
-    panels.push({ ...mat, x, y: y + PANEL_TITLE, w, h, cell });
+    panels.push({ ...mat, x, y: y + PANEL_TITLE, w, h, cw, ch });
     x += pw + 18;
     rowH = Math.max(rowH, PANEL_TITLE + h);
   }
@@ -151,15 +165,20 @@ function* drawPanels(ctx, s, g, qi, focus, theme) {
     ctx.strokeStyle = theme.faint;
     ctx.lineWidth = 1;
     ctx.strokeRect(p.x - 0.5, p.y - 0.5, p.w + 1, p.h + 1);
+    if (p.band) {
+      ctx.strokeStyle = theme.fg;
+      ctx.lineWidth = 1.5;
+      ctx.strokeRect(p.x + p.band[0] * p.cw - 1, p.y - 3, p.band[1] * p.cw + 2, p.h + 6);
+    }
     if (p.rowSide === 'q') {
       ctx.strokeStyle = theme.accent;
       ctx.lineWidth = 2;
-      ctx.strokeRect(p.x - 1, p.y + qi * p.cell - 1, p.w + 2, Math.max(2, p.cell) + 2);
+      ctx.strokeRect(p.x - 1, p.y + qi * p.ch - 1, p.w + 2, Math.max(2, p.ch) + 2);
     }
     if (focus && focus.panel === p.id) {
       ctx.strokeStyle = theme.fg;
       ctx.lineWidth = 1.5;
-      ctx.strokeRect(p.x + focus.col * p.cell - 1.5, p.y + focus.row * p.cell - 1.5, Math.max(2, p.cell) + 3, Math.max(2, p.cell) + 3);
+      ctx.strokeRect(p.x + focus.col * p.cw - 1.5, p.y + focus.row * p.ch - 1.5, Math.max(2, p.cw) + 3, Math.max(2, p.ch) + 3);
     }
     yield;
   }
@@ -177,8 +196,8 @@ export function hitTest(geom, x, y) {
   if (!geom || !geom.panels) return null;
   for (const p of geom.panels) {
     if (x < p.x || y < p.y || x >= p.x + p.w || y >= p.y + p.h) continue;
-    const row = Math.min(p.rows - 1, Math.floor((y - p.y) / p.cell));
-    const col = Math.min(p.cols - 1, Math.floor((x - p.x) / p.cell));
+    const row = Math.min(p.rows - 1, Math.floor((y - p.y) / p.ch));
+    const col = Math.min(p.cols - 1, Math.floor((x - p.x) / p.cw));
     return { panel: p.id, row, col, queryRow: p.rowSide === 'q' ? row : null };
   }
   return null;
