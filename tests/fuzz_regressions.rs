@@ -89,3 +89,19 @@ fn template_post_processors_that_the_tokenizers_crate_would_index_past_are_refus
         }
     }
 }
+
+#[test]
+fn a_decoder_section_the_tokenizers_crate_cannot_lex_is_refused() {
+    // Found by fuzz/ (tokenizer_json): the crate `expect`s its decoder section to lex, so bytes
+    // that are not UTF-8 there (skipped unchecked by everything before it) panicked at load.
+    let base = String::from_utf8(fuzz_models::marian_tokenizer()).unwrap();
+    let cases: [(&str, &[u8]); 3] =
+        [("\"type\": \"Meta\u{fffd}ace\"", b"\"type\": \"Meta\xff\xfface\""), ("\"split\": 1e400", b"\"split\": 1e400"), ("\"type\": \"\\ud800\"", b"\"type\": \"\\ud800\"")];
+    for (what, bytes) in cases {
+        let decoder = base.find("\"decoder\"").unwrap();
+        let at = decoder + base[decoder..].find("\"split\": true").unwrap();
+        let json = [base[..at].as_bytes(), bytes, b",", base[at..].as_bytes()].concat();
+        let outcome = no_panic(what, || run(Target::TokenizerJson, &json));
+        assert!(matches!(&outcome, Outcome::Refused(m) if m.contains("tokenizer.json")), "{what}: {outcome:?}");
+    }
+}

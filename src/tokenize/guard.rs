@@ -9,7 +9,9 @@
 //! - a `TemplateProcessing` post-processor whose template names a special token it does not
 //!   define, puts the second sequence (`B`) in the single-sequence template, or defines a special
 //!   token with a different number of `ids` and `tokens` (the crate checks these only when a template is built in
-//!   code, and indexes without checking when it encodes a text: found by fuzz/).
+//!   code, and indexes without checking when it encodes a text: found by fuzz/);
+//! - a `decoder` section the crate cannot lex (bytes that are not UTF-8, a number out of range, a
+//!   lone surrogate escape): it `expect`s that section to parse (found by fuzz/).
 //!
 //! Everything here is one pass over the bytes plus a parse of the `normalizer` section alone.
 
@@ -30,6 +32,8 @@ pub fn check(json: &[u8]) -> Result<()> {
         return Err(invalid_model(format!("tokenizer.json is {}, more than the {} accepted", human_bytes(json.len() as u64), human_bytes(MAX_TOKENIZER_JSON_BYTES as u64))));
     }
     scan(json)?;
+    // Skipped sections are not checked for UTF-8 by serde; the crate reads all of them as text.
+    std::str::from_utf8(json).map_err(|e| invalid_model(format!("tokenizer.json is not UTF-8 text ({e})")))?;
     #[derive(Deserialize)]
     struct Sections {
         #[serde(default)]
@@ -38,6 +42,9 @@ pub fn check(json: &[u8]) -> Result<()> {
         added_tokens: Option<Vec<IgnoredAny>>,
         #[serde(default)]
         post_processor: Option<Value>,
+        // Parsed (not just skipped) so that what the crate would `expect` to lex is an error here.
+        #[serde(default, rename = "decoder")]
+        _decoder: Option<Value>,
     }
     let sections: Sections = serde_json::from_slice(json).map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
     let added = sections.added_tokens.map_or(0, |a| a.len());
