@@ -100,7 +100,7 @@ fn a_decoder_section_the_tokenizers_crate_cannot_lex_is_refused() {
     for (what, bytes) in cases {
         let decoder = base.find("\"decoder\"").unwrap();
         let at = decoder + base[decoder..].find("\"split\": true").unwrap();
-        let json = [base[..at].as_bytes(), bytes, b",", base[at..].as_bytes()].concat();
+        let json = [&base.as_bytes()[..at], bytes, b",", &base.as_bytes()[at..]].concat();
         let outcome = no_panic(what, || run(Target::TokenizerJson, &json));
         assert!(matches!(&outcome, Outcome::Refused(m) if m.contains("tokenizer.json")), "{what}: {outcome:?}");
     }
