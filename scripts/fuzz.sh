@@ -7,6 +7,8 @@
 #   and the inputs that once crashed it (fuzz/regressions/<target>, also replayed by cargo test).
 # Prints per target the inputs run, exec/s, coverage and corpus size; exits 1 if any target
 # crashed (a panic, a timeout or running out of memory): the input is in fuzz/artifacts/<target>/.
+# Reproduce with fuzz/target/<host>/release/<target> <that file>; once fixed, copy the file into
+# fuzz/regressions/<target>/, which cargo test (tests/fuzz_regressions.rs) replays.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 runs=${1:?RUNS}; secs=${2:?SECONDS}; shift 2
