@@ -32,7 +32,7 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
 .PHONY: help setup models build serve test lint test-rust test-wasm test-py test-e2e bench screenshots \
-	check-simd clean distclean
+	check-simd clean distclean fuzz fuzz-smoke
 
 help:
 	@echo "attnviz make targets:"
@@ -43,6 +43,8 @@ help:
 	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
 	@echo "  make build       release wasm (+simd128) -> wasm-bindgen --target web -> wasm-opt, into pkg/"
 	@echo "  make test-rust   cargo test --release (native)"
+	@echo "  make fuzz-smoke  each fuzz target (fuzz/) for FUZZ_SMOKE_SECONDS (20); part of make test"
+	@echo "  make fuzz        each fuzz target for FUZZ_RUNS inputs (1000000) or FUZZ_SECONDS (0: no limit)"
 	@echo "  make test-wasm   #[wasm_bindgen_test] tests (tests/wasm.rs) in headless Chromium"
 	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
 	@echo "  make test-e2e    end-to-end page tests (node --test tests/e2e/) in headless Chromium"
@@ -87,7 +89,7 @@ build: | .toolchain/env node_modules/.bin/wasm-opt
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
 
-test: setup models build lint test-rust test-wasm test-py test-e2e
+test: setup models build lint test-rust fuzz-smoke test-wasm test-py test-e2e
 	@echo "[test] all suites passed"
 
 # Formatting, clippy (warnings are errors) and eslint (eslint.config.js). setup.sh installs rustfmt
@@ -109,6 +111,18 @@ lint: | node_modules/.bin/eslint
 
 test-rust:
 	cargo test $(TEST_PROFILE)
+
+# Coverage-guided fuzzing (libFuzzer, stable toolchain) of every parser a user's file reaches, through
+# the page's load path: scripts/fuzz.sh, fuzz/. Fails on a crash, whose input lands in fuzz/artifacts/.
+FUZZ_RUNS ?= 1000000
+FUZZ_SECONDS ?= 0
+FUZZ_SMOKE_SECONDS ?= 20
+
+fuzz:
+	bash scripts/fuzz.sh $(FUZZ_RUNS) $(FUZZ_SECONDS)
+
+fuzz-smoke:
+	bash scripts/fuzz.sh $(FUZZ_RUNS) $(FUZZ_SMOKE_SECONDS)
 
 # tests/wasm.rs compiles in the models and the native outputs of scripts/wasm-fixtures.sh.
 test-wasm: | .toolchain/env

@@ -69,6 +69,7 @@ apt_install() {  # apt_install pkg... ; returns non-zero if apt is unavailable o
 missing=()
 have make || missing+=(make)
 have cc   || missing+=(gcc libc6-dev)
+have c++  || missing+=(g++)   # make fuzz / fuzz-smoke: libfuzzer-sys compiles libFuzzer (C++)
 have python3 || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}" || die "missing ${missing[*]} and cannot apt-get install them; install them yourself"

@@ -5,7 +5,13 @@
 //!   buffers every section in memory several times over);
 //! - a `Precompiled` normaliser whose `precompiled_charsmap` is not base64, does not parse (the
 //!   crate `expect`s it to), or whose trie points outside itself or into the middle of a UTF-8
-//!   character (the crate indexes it unchecked while normalising text).
+//!   character (the crate indexes it unchecked while normalising text);
+//! - a `TemplateProcessing` post-processor whose template names a special token it does not
+//!   define, puts the second sequence (`B`) in the single-sequence template, or defines a special
+//!   token with a different number of `ids` and `tokens` (the crate checks these only when a template is built in
+//!   code, and indexes without checking when it encodes a text: found by fuzz/);
+//! - a `decoder` section the crate cannot lex (bytes that are not UTF-8, a number out of range, a
+//!   lone surrogate escape): it `expect`s that section to parse (found by fuzz/).
 //!
 //! Everything here is one pass over the bytes plus a parse of the `normalizer` section alone.
 
@@ -26,12 +32,19 @@ pub fn check(json: &[u8]) -> Result<()> {
         return Err(invalid_model(format!("tokenizer.json is {}, more than the {} accepted", human_bytes(json.len() as u64), human_bytes(MAX_TOKENIZER_JSON_BYTES as u64))));
     }
     scan(json)?;
+    // Skipped sections are not checked for UTF-8 by serde; the crate reads all of them as text.
+    std::str::from_utf8(json).map_err(|e| invalid_model(format!("tokenizer.json is not UTF-8 text ({e})")))?;
     #[derive(Deserialize)]
     struct Sections {
         #[serde(default)]
         normalizer: Option<Value>,
         #[serde(default)]
         added_tokens: Option<Vec<IgnoredAny>>,
+        #[serde(default)]
+        post_processor: Option<Value>,
+        // Parsed (not just skipped) so that what the crate would `expect` to lex is an error here.
+        #[serde(default, rename = "decoder")]
+        _decoder: Option<Value>,
     }
     let sections: Sections = serde_json::from_slice(json).map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
     let added = sections.added_tokens.map_or(0, |a| a.len());
@@ -40,6 +53,59 @@ pub fn check(json: &[u8]) -> Result<()> {
     }
     if let Some(n) = &sections.normalizer {
         check_normalizer(n)?;
+    }
+    if let Some(p) = &sections.post_processor {
+        check_post_processor(p)?;
+    }
+    Ok(())
+}
+
+/// Every template post-processor in the (possibly nested `Sequence`) post-processor. The crate
+/// does not check a post-processor's `type` tag, so any object with a template's fields is one.
+fn check_post_processor(v: &Value) -> Result<()> {
+    match v {
+        Value::Array(items) => items.iter().try_for_each(check_post_processor),
+        Value::Object(map) => {
+            if ["single", "pair", "special_tokens"].iter().any(|k| map.contains_key(*k)) {
+                check_template(map)?;
+            }
+            map.values().try_for_each(check_post_processor)
+        }
+        _ => Ok(()),
+    }
+}
+
+fn bad_template(why: String) -> crate::Error {
+    invalid_model(format!("tokenizer.json: the TemplateProcessing post-processor {why}"))
+}
+
+/// What `TemplateProcessing::apply_template` indexes without checking: the special tokens the
+/// templates name, the sequences they use (one in `single`), and each token's `ids` beside its
+/// `tokens`. (Shapes the crate would not deserialize are left for it to refuse.)
+fn check_template(map: &serde_json::Map<String, Value>) -> Result<()> {
+    let defined = map.get("special_tokens").and_then(Value::as_object);
+    if let Some(tokens) = defined {
+        for (key, token) in tokens {
+            let len = |k: &str| token.get(k).and_then(Value::as_array).map(Vec::len);
+            if len("ids") != len("tokens") {
+                return Err(bad_template(format!("defines special token `{key}` with {:?} ids but {:?} tokens", len("ids"), len("tokens"))));
+            }
+        }
+    }
+    for (name, sequences) in [("single", &["A"][..]), ("pair", &["A", "B"][..])] {
+        let Some(pieces) = map.get(name).and_then(Value::as_array) else { continue };
+        for piece in pieces {
+            if let Some(id) = piece.get("SpecialToken").and_then(|t| t.get("id")).and_then(Value::as_str) {
+                if !defined.is_some_and(|d| d.contains_key(id)) {
+                    return Err(bad_template(format!("uses special token `{id}` in its `{name}` template without defining it in special_tokens")));
+                }
+            }
+            if let Some(id) = piece.get("Sequence").and_then(|t| t.get("id")).and_then(Value::as_str) {
+                if !sequences.contains(&id) {
+                    return Err(bad_template(format!("uses sequence `{id}` in its `{name}` template, which has only {}", sequences.join(" and "))));
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the parsers a user's file reaches (fuzz/, libFuzzer via the
+# libfuzzer-sys crate, built with stable rustc's SanitizerCoverage flags: cargo-fuzz needs nightly).
+# usage: scripts/fuzz.sh RUNS SECONDS [TARGET...]
+#   each target runs until RUNS inputs or SECONDS (0 = no time limit), whichever comes first,
+#   starting from fuzz/corpus/<target> (seeds from the tiny models, plus what earlier runs kept)
+#   and the inputs that once crashed it (fuzz/regressions/<target>, also replayed by cargo test).
+# Prints per target the inputs run, exec/s, coverage and corpus size; exits 1 if any target
+# crashed (a panic, a timeout or running out of memory): the input is in fuzz/artifacts/<target>/.
+# Reproduce with fuzz/target/<host>/release/<target> <that file>; once fixed, copy the file into
+# fuzz/regressions/<target>/, which cargo test (tests/fuzz_regressions.rs) replays.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+runs=${1:?RUNS}; secs=${2:?SECONDS}; shift 2
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors marian_bin config_json manifest_json tokenizer_json)
+host=$(rustc -vV | sed -n 's/^host: //p')
+# What cargo-fuzz passes, minus its nightly-only flags; debug assertions and overflow checks make
+# a wrapped size a crash here (in the release wasm it would silently wrap).
+export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares -Cdebug-assertions -Coverflow-checks"
+echo "[fuzz] cargo build --release (fuzz/, instrumented, target $host)"
+# --target keeps build scripts and proc macros uninstrumented.
+nice cargo build --release --locked --target "$host" --bins
+bin=target/$host/release
+
+failed=0
+printf '[fuzz] %-15s %10s %8s %7s %6s %8s  %s\n' target inputs exec/s seconds cov corpus result
+for t in "${targets[@]}"; do
+  mkdir -p "artifacts/$t" "corpus/$t" logs
+  log=logs/$t.log
+  start=$(date +%s)
+  status=0
+  nice "$bin/$t" -runs="$runs" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2560 -print_final_stats=1 \
+    -artifact_prefix="artifacts/$t/" "corpus/$t" $([ -d "regressions/$t" ] && echo "regressions/$t") >"$log" 2>&1 </dev/null || status=$?
+  took=$(( $(date +%s) - start ))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+  corp=$(grep -oE 'corp: [0-9]+/[0-9]+[a-zA-Z]*' "$log" | tail -1 | cut -d' ' -f2)
+  if [ "$status" -eq 0 ]; then result="no crash"; else
+    result="CRASH (exit $status): $(ls -t "artifacts/$t" | head -1 | sed "s|^|fuzz/artifacts/$t/|"), log fuzz/$log"
+    grep -m1 -E "panicked at|ERROR: libFuzzer" "$log" | sed 's/^/    /' || true
+    failed=1
+  fi
+  printf '[fuzz] %-15s %10s %8s %7s %6s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$took" "${cov:-?}" "${corp:-?}" "$result"
+done
+exit $failed

@@ -1,0 +1,107 @@
+//! Replays, through the page's load path (`Manifest`, `Model::load`, `attend`), the seeds of the
+//! coverage-guided fuzzers in fuzz/ and every input they found a panic with
+//! (fuzz/regressions/<target>/). A panic fails the test even where the library catches it
+//! natively (around the `tokenizers` crate): in wasm a panic aborts the module. Needs no
+//! downloaded model: the folders are the tiny ones of tests/support/fuzz_models.rs.
+
+#[path = "support/fuzz_models.rs"]
+mod fuzz_models;
+
+use fuzz_models::{run, Outcome, Target};
+use std::cell::RefCell;
+use std::path::Path;
+use std::sync::Once;
+
+thread_local! {
+    static PANICKED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, failing with the message of any panic inside it, caught or not.
+fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICKED.with(|p| *p.borrow_mut() = Some(info.to_string()));
+            default(info);
+        }));
+    });
+    PANICKED.with(|p| p.borrow_mut().take());
+    let out = f();
+    if let Some(message) = PANICKED.with(|p| p.borrow_mut().take()) {
+        panic!("{what}: panicked (in wasm this kills the module): {message}");
+    }
+    out
+}
+
+#[test]
+fn the_fuzzers_seeds_load_and_attend() {
+    // Each target's first seed is a valid file of its folder: if it stopped loading, the
+    // fuzzers would only explore error paths.
+    for target in Target::ALL {
+        for (i, seed) in target.seeds().iter().enumerate() {
+            let outcome = no_panic(&format!("{} seed {i}", target.name()), || run(target, seed));
+            if i == 0 {
+                assert_eq!(outcome, Outcome::Attended, "{} seed 0", target.name());
+            }
+        }
+    }
+    let marian = no_panic("marian manifest", || run(Target::ManifestJson, &fuzz_models::marian_manifest()));
+    assert_eq!(marian, Outcome::Attended);
+    let unigram = no_panic("marian tokenizer", || run(Target::TokenizerJson, &fuzz_models::marian_tokenizer()));
+    assert_eq!(unigram, Outcome::Attended);
+}
+
+#[test]
+fn inputs_the_fuzzers_found_panics_with_are_errors_now() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join("regressions");
+    let mut replayed = 0;
+    for target in Target::ALL {
+        let Ok(dir) = std::fs::read_dir(root.join(target.name())) else { continue };
+        let mut paths: Vec<_> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        paths.sort();
+        for path in paths {
+            let data = std::fs::read(&path).unwrap();
+            no_panic(&path.display().to_string(), || run(target, &data));
+            replayed += 1;
+        }
+    }
+    eprintln!("replayed {replayed} regression inputs");
+}
+
+#[test]
+fn template_post_processors_that_the_tokenizers_crate_would_index_past_are_refused() {
+    // Found by fuzz/ (tokenizer_json): the crate checks a template only when it is built in
+    // code, and panicked encoding the first text with one read from tokenizer.json.
+    let base: serde_json::Value = serde_json::from_slice(&fuzz_models::bert_tokenizer()).unwrap();
+    let cases: [(&str, serde_json::Value, &str); 3] = [
+        ("/post_processor/single/0/SpecialToken/id", "[SLS]".into(), "special token `[SLS]` in its `single` template without defining it"),
+        ("/post_processor/single/1/Sequence/id", "B".into(), "sequence `B` in its `single` template"),
+        ("/post_processor/special_tokens/[CLS]/ids", serde_json::json!([2, 2]), "special token `[CLS]` with Some(2) ids but Some(1) tokens"),
+    ];
+    for (pointer, value, needle) in cases {
+        let mut t = base.clone();
+        *t.pointer_mut(pointer).unwrap() = value;
+        let outcome = no_panic(pointer, || run(Target::TokenizerJson, &serde_json::to_vec(&t).unwrap()));
+        match outcome {
+            Outcome::Refused(msg) => assert!(msg.contains("TemplateProcessing") && msg.contains(needle), "{pointer}: `{msg}` does not say `{needle}`"),
+            other => panic!("{pointer}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_decoder_section_the_tokenizers_crate_cannot_lex_is_refused() {
+    // Found by fuzz/ (tokenizer_json): the crate `expect`s its decoder section to lex, so bytes
+    // that are not UTF-8 there (skipped unchecked by everything before it) panicked at load.
+    let base = String::from_utf8(fuzz_models::marian_tokenizer()).unwrap();
+    let cases: [(&str, &[u8]); 3] =
+        [("\"type\": \"Meta\u{fffd}ace\"", b"\"type\": \"Meta\xff\xfface\""), ("\"split\": 1e400", b"\"split\": 1e400"), ("\"type\": \"\\ud800\"", b"\"type\": \"\\ud800\"")];
+    for (what, bytes) in cases {
+        let decoder = base.find("\"decoder\"").unwrap();
+        let at = decoder + base[decoder..].find("\"split\": true").unwrap();
+        let json = [&base.as_bytes()[..at], bytes, b",", &base.as_bytes()[at..]].concat();
+        let outcome = no_panic(what, || run(Target::TokenizerJson, &json));
+        assert!(matches!(&outcome, Outcome::Refused(m) if m.contains("tokenizer.json")), "{what}: {outcome:?}");
+    }
+}

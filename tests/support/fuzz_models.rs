@@ -1,0 +1,406 @@
+//! Tiny valid model folders (a BERT and a Marian translator, a few KB each) and the page's load
+//! path over them, for the coverage-guided fuzzers in fuzz/ and for the replay of their seeds
+//! and regression inputs in tests/fuzz_regressions.rs. One fuzz input replaces one file of a
+//! folder; everything else stays valid, so the fuzzer spends its time in the parser it targets
+//! and a file that parses goes on through `Model::load` and a forward, as in the page.
+
+use attnviz::models::{Manifest, Model};
+use attnviz::output::AttendResult;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// The parsers a user's file reaches, one fuzz target each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `model.safetensors` of the tiny BERT.
+    Safetensors,
+    /// The tiny Marian `.bin`.
+    MarianBin,
+    /// `config.json` of the tiny BERT (folder without a manifest: the page infers one from it).
+    ConfigJson,
+    /// `manifest.json` text, tried on the BERT folder and on the Marian folder.
+    ManifestJson,
+    /// `tokenizer.json`: of the Marian folder when it mentions `Unigram`, else of the BERT one.
+    TokenizerJson,
+}
+
+impl Target {
+    pub const ALL: [Target; 5] = [Target::Safetensors, Target::MarianBin, Target::ConfigJson, Target::ManifestJson, Target::TokenizerJson];
+
+    /// Directory name under fuzz/corpus, fuzz/regressions and fuzz/artifacts, and binary name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Safetensors => "safetensors",
+            Target::MarianBin => "marian_bin",
+            Target::ConfigJson => "config_json",
+            Target::ManifestJson => "manifest_json",
+            Target::TokenizerJson => "tokenizer_json",
+        }
+    }
+
+    /// Valid starting inputs for this target (the files of the tiny folders, and variants).
+    pub fn seeds(self) -> Vec<Vec<u8>> {
+        match self {
+            Target::Safetensors => vec![bert_safetensors(&BertShape::DEFAULT), bert_safetensors(&BertShape { layers: 1, ..BertShape::DEFAULT })],
+            Target::MarianBin => vec![marian_bin(true), marian_bin(false)],
+            Target::ConfigJson => vec![bert_config(&BertShape::DEFAULT), bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT })],
+            Target::ManifestJson => vec![bert_manifest(), marian_manifest(), Vec::new(), br#"{"id":"x","architecture":"gpt2","files":["config.json"]}"#.to_vec()],
+            Target::TokenizerJson => vec![bert_tokenizer(), marian_tokenizer()],
+        }
+    }
+}
+
+/// What happened to one input; a panic is the only failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Refused with an error (the message the page would show).
+    Refused(String),
+    /// Loaded, and the forward returned an error.
+    ForwardFailed(String),
+    /// Loaded and attended.
+    Attended,
+}
+
+/// The text attended when a model loads: known words, unknown ones, and characters a
+/// normaliser changes.
+pub const TEXT: &str = "The cat sat on the mat, A ﬁ é 𝔘!";
+
+/// Runs one fuzz input through the page's path (see `run_page`); for `ManifestJson` on both
+/// folders, giving the first outcome that got furthest.
+pub fn run(target: Target, data: &[u8]) -> Outcome {
+    // Built once per process: the fuzzers run this millions of times.
+    static BERT: OnceLock<HashMap<String, Vec<u8>>> = OnceLock::new();
+    static MARIAN: OnceLock<HashMap<String, Vec<u8>>> = OnceLock::new();
+    let bert = || BERT.get_or_init(bert_files);
+    let marian = || MARIAN.get_or_init(marian_files);
+    let replace = |folder: &HashMap<String, Vec<u8>>, name: &str| {
+        let mut files = folder.clone();
+        files.insert(name.to_string(), data.to_vec());
+        files
+    };
+    match target {
+        Target::Safetensors => run_page("", &replace(bert(), "model.safetensors")),
+        Target::ConfigJson => run_page("", &replace(bert(), "config.json")),
+        Target::MarianBin => run_page("", &replace(marian(), MARIAN_BIN)),
+        Target::TokenizerJson => {
+            let folder = if data.windows(7).any(|w| w == b"Unigram") { marian() } else { bert() };
+            run_page("", &replace(folder, "tokenizer.json"))
+        }
+        Target::ManifestJson => {
+            // The page gets the manifest as a JS string: invalid UTF-8 arrives as U+FFFD.
+            let text = String::from_utf8_lossy(data);
+            let a = run_page(&text, bert());
+            let b = run_page(&text, marian());
+            if matches!(a, Outcome::Refused(_)) {
+                b
+            } else {
+                a
+            }
+        }
+    }
+}
+
+/// What `AttnModel::load`, `info` and `attend` in src/wasm/mod.rs do, natively: the manifest
+/// (inferred from the files when `manifest_json` is blank), `Model::load`, then the model's info
+/// and a forward over [`TEXT`] turned into the page's result.
+pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcome {
+    let manifest = if manifest_json.trim().is_empty() {
+        let names: Vec<String> = files.keys().cloned().collect();
+        Manifest::infer("custom", &names, files.get("config.json").map(|v| v.as_slice()))
+    } else {
+        Manifest::from_json(manifest_json.as_bytes())
+    };
+    let model = match manifest.and_then(|m| Model::load(m, files)) {
+        Ok(m) => m,
+        Err(e) => return Outcome::Refused(e.to_string()),
+    };
+    let info = model.info();
+    std::hint::black_box(&info);
+    match model.attend(TEXT) {
+        Ok(a) => {
+            let result = AttendResult::new(&model.manifest.id, TEXT, &a, 0.0, |v| v);
+            serde_json::to_writer(std::io::sink(), &result).expect("an attend result serialises");
+            Outcome::Attended
+        }
+        Err(e) => Outcome::ForwardFailed(e.to_string()),
+    }
+}
+
+// ---- deterministic small weights -------------------------------------------------------------
+
+/// `n` values in [-0.5, 0.5) from a xorshift seeded by `seed`.
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
+// ---- the tiny BERT ---------------------------------------------------------------------------
+
+pub struct BertShape {
+    pub hidden: usize,
+    pub heads: usize,
+    pub layers: usize,
+    pub ffn: usize,
+    pub positions: usize,
+}
+
+impl BertShape {
+    pub const DEFAULT: BertShape = BertShape { hidden: 8, heads: 2, layers: 2, ffn: 16, positions: 16 };
+}
+
+const BERT_SPECIAL: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+const BERT_WORDS: [&str; 24] = ["the", "cat", "sat", "on", "mat", "a", ",", ".", "!", "fi", "e", "s", "t", "c", "m", "##s", "##t", "##e", "##a", "##at", "##i", "##h", "h", "o"];
+
+fn bert_vocab() -> Vec<&'static str> {
+    BERT_SPECIAL.iter().chain(BERT_WORDS.iter()).copied().collect()
+}
+
+pub fn bert_config(s: &BertShape) -> Vec<u8> {
+    let c = json!({
+        "architectures": ["BertModel"], "model_type": "bert", "vocab_size": bert_vocab().len(), "hidden_size": s.hidden,
+        "num_hidden_layers": s.layers, "num_attention_heads": s.heads, "intermediate_size": s.ffn,
+        "max_position_embeddings": s.positions, "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_act": "gelu"
+    });
+    serde_json::to_vec_pretty(&c).unwrap()
+}
+
+/// F32 tensors, with the layer norms in F16 and the FFN input weights in BF16 (so every float
+/// type the reader converts is present), and the integer `position_ids` buffer it skips.
+pub fn bert_safetensors(s: &BertShape) -> Vec<u8> {
+    let (d, v) = (s.hidden, bert_vocab().len());
+    let mut tensors: Vec<(String, &str, Vec<usize>, Vec<u8>)> = Vec::new();
+    let f32s = |seed: u64, shape: &[usize]| values(seed, shape.iter().product()).iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut seed = 0;
+    let mut f32_tensor = |t: &mut Vec<(String, &str, Vec<usize>, Vec<u8>)>, name: String, shape: Vec<usize>| {
+        seed += 1;
+        let data = f32s(seed, &shape);
+        t.push((name, "F32", shape, data));
+    };
+    let layer_norm = |t: &mut Vec<(String, &str, Vec<usize>, Vec<u8>)>, prefix: &str| {
+        // F16 1.0 and 0.0.
+        t.push((format!("{prefix}.weight"), "F16", vec![d], 0x3c00u16.to_le_bytes().repeat(d)));
+        t.push((format!("{prefix}.bias"), "F16", vec![d], vec![0; 2 * d]));
+    };
+    f32_tensor(&mut tensors, "embeddings.word_embeddings.weight".into(), vec![v, d]);
+    f32_tensor(&mut tensors, "embeddings.position_embeddings.weight".into(), vec![s.positions, d]);
+    f32_tensor(&mut tensors, "embeddings.token_type_embeddings.weight".into(), vec![2, d]);
+    layer_norm(&mut tensors, "embeddings.LayerNorm");
+    tensors.push(("embeddings.position_ids".into(), "I64", vec![1, s.positions], (0..s.positions as i64).flat_map(|i| i.to_le_bytes()).collect()));
+    for l in 0..s.layers {
+        let p = format!("encoder.layer.{l}");
+        for m in ["query", "key", "value"] {
+            f32_tensor(&mut tensors, format!("{p}.attention.self.{m}.weight"), vec![d, d]);
+            f32_tensor(&mut tensors, format!("{p}.attention.self.{m}.bias"), vec![d]);
+        }
+        f32_tensor(&mut tensors, format!("{p}.attention.output.dense.weight"), vec![d, d]);
+        f32_tensor(&mut tensors, format!("{p}.attention.output.dense.bias"), vec![d]);
+        layer_norm(&mut tensors, &format!("{p}.attention.output.LayerNorm"));
+        let bf16: Vec<u8> = values(100 + l as u64, s.ffn * d).iter().flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes()).collect();
+        tensors.push((format!("{p}.intermediate.dense.weight"), "BF16", vec![s.ffn, d], bf16));
+        f32_tensor(&mut tensors, format!("{p}.intermediate.dense.bias"), vec![s.ffn]);
+        f32_tensor(&mut tensors, format!("{p}.output.dense.weight"), vec![d, s.ffn]);
+        f32_tensor(&mut tensors, format!("{p}.output.dense.bias"), vec![d]);
+        layer_norm(&mut tensors, &format!("{p}.output.LayerNorm"));
+    }
+    let mut header = serde_json::Map::new();
+    header.insert("__metadata__".into(), json!({"format": "pt"}));
+    let mut data = Vec::new();
+    for (name, dtype, shape, bytes) in tensors {
+        let start = data.len();
+        data.extend_from_slice(&bytes);
+        header.insert(name, json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}));
+    }
+    let header = serde_json::to_vec(&Value::Object(header)).unwrap();
+    [&(header.len() as u64).to_le_bytes()[..], &header, &data].concat()
+}
+
+fn added_token(id: usize, content: &str) -> Value {
+    json!({"id": id, "content": content, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})
+}
+
+/// WordPiece with the BERT normaliser, pre-tokeniser, `[CLS] … [SEP]` template and decoder.
+pub fn bert_tokenizer() -> Vec<u8> {
+    let vocab: serde_json::Map<String, Value> = bert_vocab().iter().enumerate().map(|(i, t)| (t.to_string(), json!(i))).collect();
+    let special = |t: &str, id: usize| json!({"id": t, "ids": [id], "tokens": [t]});
+    let t = json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": BERT_SPECIAL.iter().enumerate().map(|(i, t)| added_token(i, t)).collect::<Vec<_>>(),
+        "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                     {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+            "special_tokens": {"[CLS]": special("[CLS]", 2), "[SEP]": special("[SEP]", 3)}
+        },
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100, "vocab": vocab}
+    });
+    serde_json::to_vec_pretty(&t).unwrap()
+}
+
+pub fn bert_manifest() -> Vec<u8> {
+    let m = json!({"id": "tiny-bert", "name": "Tiny BERT", "architecture": "bert", "files": ["config.json", "model.safetensors", "tokenizer.json"], "license": "MIT", "credit": "", "example": "The cat sat."});
+    serde_json::to_vec_pretty(&m).unwrap()
+}
+
+/// The tiny BERT folder as the page hands it over (no manifest: inferred from config.json).
+pub fn bert_files() -> HashMap<String, Vec<u8>> {
+    let s = BertShape::DEFAULT;
+    [("config.json", bert_config(&s)), ("model.safetensors", bert_safetensors(&s)), ("tokenizer.json", bert_tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+// ---- the tiny Marian translator ---------------------------------------------------------------
+
+pub const MARIAN_BIN: &str = "model.tiny.bin";
+const MARIAN_DIM: usize = 8;
+const MARIAN_FFN: usize = 8;
+const MARIAN_VOCAB: [&str; 16] = ["</s>", "<unk>", "▁", "▁the", "▁cat", "▁sat", "▁on", "▁mat", "a", "e", "t", "s", ".", ",", "c", "m"];
+const MARIAN_YML: &str = "type: transformer\ntransformer-heads: 2\ntransformer-decoder-autoreg: rnn\ndec-cell: ssru\n\
+transformer-postprocess: dan\ntransformer-preprocess: \"\"\ntransformer-ffn-activation: relu\n";
+
+const TYPE_F32: u64 = 0x404;
+const TYPE_INT8: u64 = 0x4101;
+const TYPE_CHAR: u64 = 0x101;
+
+/// A Marian `.bin` (see src/weights/marian_bin.rs) of `(name, type, shape, data)`.
+fn marian_file(tensors: &[(String, u64, Vec<i32>, Vec<u8>)]) -> Vec<u8> {
+    let mut f = Vec::new();
+    let put = |f: &mut Vec<u8>, v: u64| f.extend_from_slice(&v.to_le_bytes());
+    put(&mut f, 1);
+    put(&mut f, tensors.len() as u64);
+    for (name, kind, shape, data) in tensors {
+        for v in [name.len() as u64 + 1, *kind, shape.len() as u64, data.len() as u64] {
+            put(&mut f, v);
+        }
+    }
+    for (name, ..) in tensors {
+        f.extend_from_slice(name.as_bytes());
+        f.push(0);
+    }
+    for (_, _, shape, _) in tensors {
+        shape.iter().for_each(|d| f.extend_from_slice(&d.to_le_bytes()));
+    }
+    put(&mut f, 0);
+    for (.., data) in tensors {
+        f.extend_from_slice(data);
+    }
+    f
+}
+
+/// One encoder and one decoder layer, `Wemb` int8, the other matrices int8 (`quantized`) or
+/// f32, vectors f32, with the embedded model.yml and a `_QuantMultA` the reader skips.
+pub fn marian_bin(quantized: bool) -> Vec<u8> {
+    let (d, ffn, vocab) = (MARIAN_DIM as i32, MARIAN_FFN as i32, MARIAN_VOCAB.len() as i32);
+    let mut seed = 0u64;
+    let mut t: Vec<(String, u64, Vec<i32>, Vec<u8>)> = Vec::new();
+    let mut int8 = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, shape: Vec<i32>| {
+        seed += 1;
+        let n: i32 = shape.iter().product();
+        let mut data: Vec<u8> = values(seed, n as usize).iter().map(|x| (x * 254.0) as i8 as u8).collect();
+        data.extend_from_slice(&127f32.to_le_bytes());
+        t.push((name, TYPE_INT8, shape, data));
+    };
+    let f32s = |seed: u64, shape: &[i32]| values(seed, shape.iter().product::<i32>() as usize).iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ones = |n: i32| 1f32.to_le_bytes().repeat(n as usize);
+    let mut yml = MARIAN_YML.as_bytes().to_vec();
+    yml.push(0);
+    t.push(("special:model.yml".into(), TYPE_CHAR, vec![yml.len() as i32], yml));
+    int8(&mut t, "Wemb".into(), vec![vocab, d]);
+    let mut matrix = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, shape: Vec<i32>, s: u64| {
+        if quantized {
+            int8(t, name, shape);
+        } else {
+            t.push((name, TYPE_F32, shape.clone(), f32s(s, &shape)));
+        }
+    };
+    let vector = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, n: i32, s: u64| t.push((name, TYPE_F32, vec![1, n], f32s(s, &[n])));
+    let layer_norm = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, scale: String, bias: String| {
+        t.push((scale, TYPE_F32, vec![1, d], ones(d)));
+        t.push((bias, TYPE_F32, vec![1, d], vec![0; 4 * d as usize]));
+    };
+    let mut s = 1000;
+    for p in ["encoder_l1_self", "decoder_l1_context"] {
+        for m in ["q", "k", "v", "o"] {
+            s += 2;
+            matrix(&mut t, format!("{p}_W{m}"), vec![d, d], s);
+            vector(&mut t, format!("{p}_b{m}"), d, s + 1);
+        }
+        layer_norm(&mut t, format!("{p}_Wo_ln_scale"), format!("{p}_Wo_ln_bias"));
+    }
+    for p in ["encoder_l1", "decoder_l1"] {
+        // Int8 matrices are stored [out, in] under a header that says [in, out].
+        matrix(&mut t, format!("{p}_ffn_W1"), if quantized { vec![d, ffn] } else { vec![ffn, d] }, s + 10);
+        vector(&mut t, format!("{p}_ffn_b1"), ffn, s + 11);
+        matrix(&mut t, format!("{p}_ffn_W2"), if quantized { vec![ffn, d] } else { vec![d, ffn] }, s + 12);
+        vector(&mut t, format!("{p}_ffn_b2"), d, s + 13);
+        layer_norm(&mut t, format!("{p}_ffn_ffn_ln_scale"), format!("{p}_ffn_ffn_ln_bias"));
+        s += 20;
+    }
+    matrix(&mut t, "decoder_l1_rnn_W".into(), vec![d, d], 2000);
+    matrix(&mut t, "decoder_l1_rnn_Wf".into(), vec![d, d], 2001);
+    vector(&mut t, "decoder_l1_rnn_bf".into(), d, 2002);
+    layer_norm(&mut t, "decoder_l1_rnn_ffn_ln_scale".into(), "decoder_l1_rnn_ffn_ln_bias".into());
+    vector(&mut t, "decoder_ff_logit_out_b".into(), vocab, 2003);
+    t.push(("encoder_l1_self_Wq_QuantMultA".into(), TYPE_F32, vec![1], 1f32.to_le_bytes().to_vec()));
+    marian_file(&t)
+}
+
+/// A `Precompiled` charsmap (the SentencePiece normaliser of Marian vocabularies) that maps `A`
+/// to `a`: a 256-unit double-array trie whose root (unit 0, offset 0) has at unit 65 the label
+/// `A` with a leaf and offset 3, whose leaf at 65 ^ 3 = 66 holds replacement offset 0, `a\0`.
+fn tiny_charsmap() -> String {
+    let mut trie = [0u32; 256];
+    trie[65] = (3 << 10) | (1 << 8) | 65;
+    trie[66] = 0;
+    let mut bytes = ((trie.len() * 4) as u32).to_le_bytes().to_vec();
+    trie.iter().for_each(|u| bytes.extend_from_slice(&u.to_le_bytes()));
+    bytes.extend_from_slice(b"a\0");
+    const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = (chunk[0] as u32) << 16 | (*chunk.get(1).unwrap_or(&0) as u32) << 8 | *chunk.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            out.push(if i <= chunk.len() { B64[(n >> (18 - 6 * i)) as usize & 63] as char } else { '=' });
+        }
+    }
+    out
+}
+
+/// Unigram over [`MARIAN_VOCAB`] with the normaliser, pre-tokeniser and decoder of the
+/// Bergamot vocabularies (`</s>` is id 0).
+pub fn marian_tokenizer() -> Vec<u8> {
+    let vocab: Vec<Value> = MARIAN_VOCAB.iter().enumerate().map(|(i, p)| json!([p, if i < 2 { 0.0 } else { -1.0 - i as f64 / 4.0 }])).collect();
+    let t = json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [added_token(0, "</s>"), added_token(1, "<unk>")],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Precompiled", "precompiled_charsmap": tiny_charsmap()},
+            {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}
+        ]},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+        "post_processor": null,
+        "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+        "model": {"type": "Unigram", "unk_id": 1, "vocab": vocab, "byte_fallback": false}
+    });
+    serde_json::to_vec_pretty(&t).unwrap()
+}
+
+pub fn marian_manifest() -> Vec<u8> {
+    let m = json!({"id": "tiny-marian", "name": "Tiny Marian", "architecture": "marian", "files": [MARIAN_BIN, "tokenizer.json"], "license": "MIT", "credit": "", "example": "The cat sat."});
+    serde_json::to_vec_pretty(&m).unwrap()
+}
+
+/// The tiny Marian folder as the page hands it over (no manifest: inferred from the `.bin`).
+pub fn marian_files() -> HashMap<String, Vec<u8>> {
+    [(MARIAN_BIN, marian_bin(true)), ("tokenizer.json", marian_tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
