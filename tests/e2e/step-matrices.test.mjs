@@ -79,6 +79,24 @@ test('step view: every matrix panel reads out the CLI numbers, and a click follo
     await page.waitForFunction(() => window.attnvizDebug.state.query === 5);
     await page.waitForFunction(() => /query "the"/.test(document.querySelector('canvas#view').getAttribute('aria-label')));
     assert.equal(await page.$eval('#query', (e) => e.value), '5');
+    // The followed row is outlined (accent colour, #0b6bcb) in every panel whose rows are
+    // queries, at row 5 — and no longer at row 2.
+    const after = await page.evaluate(() => window.attnvizDebug.stepPanels());
+    const outline = await page.evaluate((ps) => {
+      const c = document.querySelector('canvas#view');
+      const dpr = c.width / c.getBoundingClientRect().width;
+      const ctx = c.getContext('2d');
+      const accent = (x, y) => {
+        const d = ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data;
+        return Math.abs(d[0] - 11) + Math.abs(d[1] - 107) + Math.abs(d[2] - 203) < 60;
+      };
+      // the outline's top edge runs 1 px above the row, across the panel
+      return ps.map((p) => ({ id: p.id, at5: accent(p.x + p.w * 0.5, p.y + 5 * p.ch - 1), at2: accent(p.x + p.w * 0.5, p.y + 2 * p.ch - 1) }));
+    }, after.filter((p) => !['k', 'v'].includes(p.id)));
+    for (const o of outline) {
+      assert.ok(o.at5, `${o.id}: row 5 is not outlined`);
+      assert.ok(!o.at2, `${o.id}: row 2 is still outlined`);
+    }
     // The SVG export holds the panels.
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
     const svg = readFileSync(await download.path(), 'utf8');
