@@ -11,6 +11,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+// The tiny models of the fuzzers; here for their base64 helpers.
+#[allow(dead_code)]
+#[path = "support/fuzz_models.rs"]
+mod fuzz_models;
+use fuzz_models::{b64_decode, b64_encode};
+
 fn models_dir(dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(dir)
 }
@@ -31,32 +37,6 @@ impl XorShift {
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
-}
-
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn b64_encode(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = (chunk[0] as u32) << 16 | (*chunk.get(1).unwrap_or(&0) as u32) << 8 | *chunk.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            out.push(if i <= chunk.len() { B64[(n >> (18 - 6 * i)) as usize & 63] as char } else { '=' });
-        }
-    }
-    out
-}
-
-fn b64_decode(s: &str) -> Vec<u8> {
-    let (mut out, mut acc, mut bits) = (Vec::new(), 0u32, 0);
-    for c in s.bytes().take_while(|&c| c != b'=') {
-        acc = acc << 6 | B64.iter().position(|&b| b == c).unwrap() as u32;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    out
 }
 
 /// Texts that walk many paths of a normaliser's trie (NFKC-affected characters among them).

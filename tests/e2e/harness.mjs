@@ -206,6 +206,21 @@ export function mountWidget(page, attrs) {
   }, attrs);
 }
 
+/** A browser context of its own on the examples page, holding one <attention-viz id="w"> with
+ *  `attrs`: { page, close }. */
+export async function openWidget(browser, url, attrs) {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${url}examples.html`);
+    await mountWidget(page, attrs);
+    return { page, close: () => context.close() };
+  } catch (e) {
+    await context.close();
+    throw e;
+  }
+}
+
 /** Define window.rightInkColumn(canvas) in the page: its rightmost device-pixel column that is not
  *  the background colour (the top-left pixel), or -1. */
 export function installInkProbe(page) {

@@ -3,7 +3,7 @@
 // while the view still ends up fully drawn.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
@@ -115,11 +115,8 @@ test('pasting 100,000 characters keeps every main-thread task under 50 ms, and t
 });
 
 test('the widget at 512 tokens: switching views, typing and hovering hold no task over 50 ms', async () => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: LONG, view: 'model', editable: '' });
   try {
-    await page.goto(`${server.url}examples.html`);
-    await mountWidget(page, { model: 'minilm', text: LONG, view: 'model', editable: '' });
     const drawCount = () => page.evaluate(() => Number(document.getElementById('w').dataset.drawCount || 0));
     const idle = async (after) => {
       await page.waitForFunction((n) => Number(document.getElementById('w').dataset.drawCount || 0) > n && !document.getElementById('w').painter.busy, after, { timeout: 180_000 });
@@ -150,6 +147,6 @@ test('the widget at 512 tokens: switching views, typing and hovering hold no tas
     console.log(`widget long tasks at 512 tokens — ${report.join('; ')}`);
     assert.ok(report.every((r) => r.endsWith('none')), `widget long tasks at 512 tokens: ${report.join('; ')}`);
   } finally {
-    await context.close();
+    await close();
   }
 });

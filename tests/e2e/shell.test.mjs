@@ -2,7 +2,7 @@
 // Every test opens its own page state (a permalink) so any one of them runs alone.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
@@ -255,17 +255,14 @@ test('view tabs and kind tabs control a tab panel labelled by the selected tab (
 });
 
 test('a step-view widget whose model changes draws the new model\'s numbers', async () => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: 'The cat sat on the mat.', view: 'step' });
   try {
-    await page.goto(`${server.url}examples.html`);
-    await mountWidget(page, { model: 'minilm', text: 'The cat sat on the mat.', view: 'step' });
     const label = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));
     await page.waitForFunction(() => /query "\[CLS\]"/.test(document.getElementById('w')?.shadowRoot.querySelector('canvas').getAttribute('aria-label') || ''), null, { timeout: 180_000 });
     await page.evaluate(() => document.getElementById('w').setAttribute('model', 'en-pt'));
     await page.waitForFunction(() => /query "▁The"/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label') || ''), null, { timeout: 180_000 });
     assert.match(await label(), /^Step view, layer 1, head 1, query "▁The"/);
   } finally {
-    await context.close();
+    await close();
   }
 });

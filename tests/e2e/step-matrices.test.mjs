@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 let server;
@@ -108,11 +108,8 @@ test('step view: every matrix panel reads out the CLI numbers, and a click follo
 
 test('the widget shows the same panels, and hovering one reads its number out', async () => {
   const want = cliStep();
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: TEXT, view: 'step', layer: String(LAYER + 1), head: String(HEAD + 1) }); // 1-based attributes
   try {
-    await page.goto(`${server.url}examples.html`);
-    await mountWidget(page, { model: 'minilm', text: TEXT, view: 'step', layer: String(LAYER + 1), head: String(HEAD + 1) }); // 1-based attributes
     await page.waitForFunction(() => document.getElementById('w').geom && document.getElementById('w').geom.panels, null, { timeout: 180_000 });
     const p = await page.evaluate(() => {
       const q = document.getElementById('w').geom.panels.find((x) => x.id === 'scores');
@@ -125,6 +122,6 @@ test('the widget shows the same panels, and hovering one reads its number out', 
     const expected = want.scores[1 * p.cols + 2];
     assert.ok(Math.abs(numberIn(text) - expected) <= 1e-5 * Math.max(1, Math.abs(expected)), `widget read-out "${text}" vs CLI ${expected}`);
   } finally {
-    await context.close();
+    await close();
   }
 });

@@ -4,7 +4,7 @@
 // element; neither may happen, and every exported SVG is free of scripts and event handlers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
@@ -120,11 +120,8 @@ test('payloads in a permalink and in the Save SVG download stay text', async () 
 });
 
 test('payloads as widget attributes (text, model, view, layer, head) stay text', async () => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: 'start', editable: '' });
   try {
-    await page.goto(`${server.url}examples.html`);
-    await mountWidget(page, { model: 'minilm', text: 'start', editable: '' });
     await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready', null, { timeout: 120_000 });
     const base = await injected(page);
     for (const p of PAYLOADS.filter((_, i) => i % 3 === 0)) {
@@ -148,6 +145,6 @@ test('payloads as widget attributes (text, model, view, layer, head) stay text',
     assert.equal(after.xss, 0, 'a payload ran');
     assert.equal(after.n, base.n, 'a payload added elements');
   } finally {
-    await context.close();
+    await close();
   }
 });

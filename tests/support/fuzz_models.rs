@@ -365,12 +365,33 @@ fn tiny_charsmap() -> String {
     let mut bytes = ((trie.len() * 4) as u32).to_le_bytes().to_vec();
     trie.iter().for_each(|u| bytes.extend_from_slice(&u.to_le_bytes()));
     bytes.extend_from_slice(b"a\0");
-    const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    b64_encode(&bytes)
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding (a `precompiled_charsmap` is stored so).
+pub fn b64_encode(bytes: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
         let n = (chunk[0] as u32) << 16 | (*chunk.get(1).unwrap_or(&0) as u32) << 8 | *chunk.get(2).unwrap_or(&0) as u32;
         for i in 0..4 {
             out.push(if i <= chunk.len() { B64[(n >> (18 - 6 * i)) as usize & 63] as char } else { '=' });
+        }
+    }
+    out
+}
+
+/// The inverse of [`b64_encode`] (padding ignored); for tests/hardening.rs.
+#[allow(dead_code)]
+pub fn b64_decode(s: &str) -> Vec<u8> {
+    let (mut out, mut acc, mut bits) = (Vec::new(), 0u32, 0);
+    for c in s.bytes().take_while(|&c| c != b'=') {
+        acc = acc << 6 | B64.iter().position(|&b| b == c).unwrap() as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
         }
     }
     out
