@@ -210,7 +210,8 @@ fn attend_and_step_objects_satisfy_the_schema() {
         let v = to_json(&s, "", &mut typed);
         checker.step(&v).unwrap_or_else(|e| panic!("{kind}: {e}"));
         typed.sort();
-        assert_eq!(typed, ["/k", "/mask", "/output", "/probs", "/q", "/scaled", "/scores", "/v"]);
+        let want = ["/block_input", "/concat", "/k", "/mask", "/normed", "/output", "/probs", "/projected", "/q", "/residual", "/scaled", "/scores", "/v"];
+        assert_eq!(typed, want);
     }
 }
 
