@@ -363,7 +363,8 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
             }
         }
     }
-    if !(hi > lo) {
+    // No line, or flat lines: a unit range around their value.
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         let c = if lo.is_finite() { lo } else { 0.0 };
         (lo, hi) = (c - 1.0, c + 1.0);
     }
@@ -413,14 +414,6 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
         w: (x.end - x.start) as f64 / scale,
         h: (y.end - y.start) as f64 / scale,
     };
-    let geom = PositionsGeometry {
-        width: width_px as f64 / scale,
-        height: height_px as f64 / scale,
-        heat: rect(&hx, &hy),
-        lines: rect(&lx, &ly),
-        lo,
-        hi,
-        max_abs,
-    };
+    let geom = PositionsGeometry { width: width_px as f64 / scale, height: height_px as f64 / scale, heat: rect(&hx, &hy), lines: rect(&lx, &ly), lo, hi, max_abs };
     geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
 }
