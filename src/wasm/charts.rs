@@ -233,6 +233,9 @@ struct PositionsOptions {
     line_colors: Vec<String>,
     /// Height of the heatmap's part of the canvas, in CSS px (the lines get the rest).
     heat_height: f64,
+    /// The colour scale's end (values beyond it are drawn at full colour); 0 or absent: the
+    /// largest magnitude. A learned table has a few outliers that would wash the rest out.
+    color_max: f32,
     /// The position under the pointer (a vertical rule in both charts); none when absent.
     hovered: Option<usize>,
     bg: String,
@@ -252,7 +255,8 @@ struct PositionsGeometry {
     lines: Rect,
     lo: f64,
     hi: f64,
-    /// The colour scale's end: values are drawn from −max_abs (blue) to +max_abs (red).
+    /// The colour scale's end: values are drawn from −max_abs (blue) to +max_abs (red), beyond
+    /// it at full colour.
     max_abs: f32,
 }
 
@@ -269,7 +273,8 @@ fn diverging(t: f32, dark: bool) -> RGBColor {
 /// lo, hi, max_abs }` (CSS px): the position table `data` `[positions, dims]` as a heatmap
 /// (position × dimension, at most one cell per device pixel: larger tables keep each pixel's
 /// value of largest magnitude) above a line chart of `options.line_dims` over position.
-/// Options: `{ scale, line_dims, line_colors, heat_height, hovered, bg, fg, muted, faint, dark }`.
+/// Options: `{ scale, line_dims, line_colors, heat_height, color_max, hovered, bg, fg, muted, faint,
+/// dark }`.
 #[wasm_bindgen(js_name = drawPositionsChart)]
 pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, positions: usize, dims: usize, options: JsValue) -> Result<JsValue, JsError> {
     let data = data.to_vec();
@@ -290,7 +295,8 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
     };
     let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
     let (bg, fg, muted, faint) = (pick(&opts.bg, bg0), pick(&opts.fg, fg0), pick(&opts.muted, muted0), pick(&opts.faint, faint0));
-    let max_abs = data.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, |m, v| m.max(v.abs())).max(1e-12);
+    let largest = data.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, |m, v| m.max(v.abs()));
+    let max_abs = if opts.color_max > 0.0 && opts.color_max.is_finite() { opts.color_max } else { largest }.max(1e-12);
 
     let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("positions chart: the canvas has no 2D context"))?;
     let root: DrawingArea<CanvasBackend, Shift> = backend.into_drawing_area();

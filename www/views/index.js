@@ -18,6 +18,7 @@ const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.ind
  *   module             — the drawing module (size, draw, hitTest, describe)
  *   kinds              — attention kinds it can show (null = any the model has)
  *   forceKind          — the kind it always shows (cross view)
+ *   kindless           — it shows no attention, so no kind tabs (positions view)
  *   controls           — which shared controls are visible: layer, heads ('multi' | 'one'), agg,
  *                        query, step, threshold
  *   needsStep          — it draws the step() internals of one head
@@ -90,6 +91,7 @@ export const VIEWS = [
     module: positions,
     kinds: null,
     needsPositions: true,
+    kindless: true,
     controls: {},
     hover: (hit, s, input) => ({ focus: hit, text: hit ? positions.hoverText(input, s, hit) : null }),
     click: () => null,

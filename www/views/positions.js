@@ -27,16 +27,19 @@ function lineDimsOf(t) {
     const half = Math.floor(t.dims / 2);
     return [...new Set([0, Math.floor(half / 8), Math.floor(half / 4), half])].filter((d) => d < t.dims);
   }
+  // Position 0 (BERT's [CLS]) has outliers of its own: the variance is over the others.
   const variance = new Float64Array(t.dims);
+  const from = t.positions > 2 ? 1 : 0;
+  const n = t.positions - from;
   for (let d = 0; d < t.dims; d++) {
     let s = 0;
     let s2 = 0;
-    for (let p = 0; p < t.positions; p++) {
+    for (let p = from; p < t.positions; p++) {
       const v = t.data[p * t.dims + d];
       s += v;
       s2 += v * v;
     }
-    variance[d] = s2 / t.positions - (s / t.positions) ** 2;
+    variance[d] = s2 / n - (s / n) ** 2;
   }
   return [...variance.keys()]
     .sort((a, b) => variance[b] - variance[a] || a - b)
@@ -73,6 +76,18 @@ export function size(ctx, input, state, width) {
   return { width, height: layout(ctx, input, width).height };
 }
 
+const scaleMemo = new WeakMap(); // table → its colour scale's end
+
+/** The colour scale's end: the 99th percentile of |value| (a learned table's few outliers,
+ *  e.g. at position 0, would otherwise leave the rest white); values beyond are full colour. */
+export function colorMax(t) {
+  if (!scaleMemo.has(t)) {
+    const a = Float32Array.from(t.data, Math.abs).sort();
+    scaleMemo.set(t, a[Math.min(a.length - 1, Math.floor(0.99 * a.length))] || 1);
+  }
+  return scaleMemo.get(t);
+}
+
 const chartMemo = new WeakMap(); // table → Map(key → { canvas, geom })
 
 /** The plotters drawing of a table at this width and theme (memoised: hovering only redraws JS). */
@@ -90,6 +105,7 @@ function chart(mod, t, width, theme, dims) {
       line_dims: dims,
       line_colors: dims.map((_, i) => headColor(i)),
       heat_height: HEAT_H,
+      color_max: colorMax(t),
       bg: theme.bg,
       fg: theme.fg,
       muted: theme.muted,
@@ -144,7 +160,8 @@ export function draw(ctx, input, state, theme, width, height) {
   let x = 8;
   const y = g.top + CHART_H + 14;
   ctx.fillStyle = theme.muted;
-  const scaleText = `heatmap: blue −${c.geom.max_abs.toFixed(3)} · white 0 · red +${c.geom.max_abs.toFixed(3)}   lines:`;
+  const m = c.geom.max_abs.toFixed(3);
+  const scaleText = `heatmap: blue ≤ −${m} · white 0 · red ≥ +${m}   lines:`;
   ctx.fillText(scaleText, x, y);
   x += ctx.measureText(scaleText).width + 10;
   const half = Math.floor(t.dims / 2);
