@@ -238,6 +238,12 @@ struct PositionsOptions {
     color_max: f32,
     /// The position under the pointer (a vertical rule in both charts); none when absent.
     hovered: Option<usize>,
+    /// Draw everything but the heatmap's cells (they are then drawn in bands, `heat_dims`).
+    no_heat: bool,
+    /// Draw only the heatmap's cells of dims `[start, end)`, onto a chart drawn before with the
+    /// same canvas, table and options: a 128 × 384 table is ~150 ms of canvas calls, so the page
+    /// draws it in bands, each in a task of its own.
+    heat_dims: Option<[usize; 2]>,
     bg: String,
     fg: String,
     muted: String,
@@ -273,8 +279,8 @@ fn diverging(t: f32, dark: bool) -> RGBColor {
 /// lo, hi, max_abs }` (CSS px): the position table `data` `[positions, dims]` as a heatmap
 /// (position × dimension, at most one cell per device pixel: larger tables keep each pixel's
 /// value of largest magnitude) above a line chart of `options.line_dims` over position.
-/// Options: `{ scale, line_dims, line_colors, heat_height, color_max, hovered, bg, fg, muted, faint,
-/// dark }`.
+/// Options: `{ scale, line_dims, line_colors, heat_height, color_max, hovered, no_heat, heat_dims,
+/// bg, fg, muted, faint, dark }`.
 #[wasm_bindgen(js_name = drawPositionsChart)]
 pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, positions: usize, dims: usize, options: JsValue) -> Result<JsValue, JsError> {
     let data = data.to_vec();
@@ -300,7 +306,11 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
 
     let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("positions chart: the canvas has no 2D context"))?;
     let root: DrawingArea<CanvasBackend, Shift> = backend.into_drawing_area();
-    root.fill(&bg).map_err(draw_error)?;
+    let band = opts.heat_dims;
+    let frame = band.is_none();
+    if frame {
+        root.fill(&bg).map_err(draw_error)?;
+    }
     let (width_px, height_px) = root.dim_in_pixel();
     let heat_px = if opts.heat_height > 0.0 { px(opts.heat_height).min(height_px) } else { height_px * 3 / 5 };
     let (top, bottom) = root.split_vertically(heat_px);
@@ -317,28 +327,41 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
         .y_label_area_size(px(44.0))
         .build_cartesian_2d(x_range.clone(), -0.5..(dims as f64 - 0.5))
         .map_err(draw_error)?;
-    heat.configure_mesh()
-        .disable_mesh()
-        .x_labels(9)
-        .y_labels(6)
-        .x_label_formatter(&|v| format!("{}", v.round() as i64))
-        .y_label_formatter(&|v| format!("{}", v.round() as i64))
-        .x_label_style(text.clone())
-        .y_label_style(text.clone())
-        .x_desc("position")
-        .y_desc("dimension")
-        .axis_desc_style(text.clone())
-        .axis_style(muted)
-        .set_all_tick_mark_size(px(3.0))
-        .draw()
-        .map_err(draw_error)?;
+    if frame {
+        heat.configure_mesh()
+            .disable_mesh()
+            .x_labels(9)
+            .y_labels(6)
+            .x_label_formatter(&|v| format!("{}", v.round() as i64))
+            .y_label_formatter(&|v| format!("{}", v.round() as i64))
+            .x_label_style(text.clone())
+            .y_label_style(text.clone())
+            .x_desc("position")
+            .y_desc("dimension")
+            .axis_desc_style(text.clone())
+            .axis_style(muted)
+            .set_all_tick_mark_size(px(3.0))
+            .draw()
+            .map_err(draw_error)?;
+    }
     let (hx, hy) = heat.plotting_area().get_pixel_range();
     // At most one cell per device pixel: pool positions and dims, keeping the largest magnitude.
     let cols = positions.min(((hx.end - hx.start).max(1)) as usize);
     let rows = dims.min(((hy.end - hy.start).max(1)) as usize);
-    let mut cells = Vec::with_capacity(rows * cols);
+    let (first, end) = match band {
+        Some([a, b]) => (a, b.min(dims)),
+        None if opts.no_heat => (0, 0),
+        None => (0, dims),
+    };
+    let mut cells = Vec::new();
     for r in 0..rows {
         let (d0, d1) = (r * dims / rows, ((r + 1) * dims / rows).max(r * dims / rows + 1));
+        if d0 < first || d0 >= end {
+            continue;
+        }
+        // One rectangle per run of cells of the same colour along the row.
+        let mut run: Option<(f64, f64, RGBColor)> = None;
+        let (y0, y1) = (d0 as f64 - 0.5, d1 as f64 - 0.5);
         for c in 0..cols {
             let (p0, p1) = (c * positions / cols, ((c + 1) * positions / cols).max(c * positions / cols + 1));
             let mut v = 0.0f32;
@@ -350,9 +373,18 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
                     }
                 }
             }
-            let (x0, x1) = (p0 as f64 - 0.5, p1 as f64 - 0.5);
-            let (y0, y1) = (d0 as f64 - 0.5, d1 as f64 - 0.5);
-            cells.push(Rectangle::new([(x0, y0), (x1, y1)], diverging(v / max_abs, opts.dark).filled()));
+            let (x0, x1, color) = (p0 as f64 - 0.5, p1 as f64 - 0.5, diverging(v / max_abs, opts.dark));
+            run = match run {
+                Some((start, _, c)) if c == color => Some((start, x1, c)),
+                Some((start, stop, c)) => {
+                    cells.push(Rectangle::new([(start, y0), (stop, y1)], c.filled()));
+                    Some((x0, x1, color))
+                }
+                None => Some((x0, x1, color)),
+            };
+        }
+        if let Some((start, stop, c)) = run {
+            cells.push(Rectangle::new([(start, y0), (stop, y1)], c.filled()));
         }
     }
     heat.draw_series(cells).map_err(draw_error)?;
@@ -383,31 +415,33 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
         .y_label_area_size(px(44.0))
         .build_cartesian_2d(x_range, lo..hi)
         .map_err(draw_error)?;
-    lines
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(9)
-        .y_labels(5)
-        .x_label_formatter(&|v| format!("{}", v.round() as i64))
-        .y_label_formatter(&|v| format!("{v:.2}"))
-        .x_label_style(text.clone())
-        .y_label_style(text.clone())
-        .x_desc("position")
-        .y_desc("value added")
-        .axis_desc_style(text.clone())
-        .axis_style(muted)
-        .bold_line_style(faint)
-        .light_line_style(TRANSPARENT)
-        .set_all_tick_mark_size(px(3.0))
-        .draw()
-        .map_err(draw_error)?;
-    for (i, &d) in chosen.iter().enumerate() {
-        let color = opts.line_colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
-        let style = ShapeStyle { color: color.to_rgba(), filled: false, stroke_width: px(1.5).max(1) };
-        lines.draw_series(std::iter::once(PathElement::new((0..positions).map(|p| (p as f64, data[p * dims + d] as f64)).collect::<Vec<_>>(), style))).map_err(draw_error)?;
+    if frame {
+        lines
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(9)
+            .y_labels(5)
+            .x_label_formatter(&|v| format!("{}", v.round() as i64))
+            .y_label_formatter(&|v| format!("{v:.2}"))
+            .x_label_style(text.clone())
+            .y_label_style(text.clone())
+            .x_desc("position")
+            .y_desc("value added")
+            .axis_desc_style(text.clone())
+            .axis_style(muted)
+            .bold_line_style(faint)
+            .light_line_style(TRANSPARENT)
+            .set_all_tick_mark_size(px(3.0))
+            .draw()
+            .map_err(draw_error)?;
+        for (i, &d) in chosen.iter().enumerate() {
+            let color = opts.line_colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
+            let style = ShapeStyle { color: color.to_rgba(), filled: false, stroke_width: px(1.5).max(1) };
+            lines.draw_series(std::iter::once(PathElement::new((0..positions).map(|p| (p as f64, data[p * dims + d] as f64)).collect::<Vec<_>>(), style))).map_err(draw_error)?;
+        }
     }
     let (lx, ly) = lines.plotting_area().get_pixel_range();
-    if let Some(p) = opts.hovered.filter(|&p| p < positions) {
+    if let Some(p) = opts.hovered.filter(|&p| frame && p < positions) {
         let rule = ShapeStyle { color: fg.to_rgba(), filled: false, stroke_width: px(1.0).max(1) };
         heat.draw_series(std::iter::once(PathElement::new(vec![(p as f64, -0.5), (p as f64, dims as f64 - 0.5)], rule))).map_err(draw_error)?;
         lines.draw_series(std::iter::once(PathElement::new(vec![(p as f64, lo), (p as f64, hi)], rule))).map_err(draw_error)?;

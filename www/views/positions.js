@@ -5,7 +5,9 @@
 // input.charts = the main-thread wasm module) as a heatmap of position × dimension above a line
 // chart of a few dimensions over position. The chart is drawn into an off-screen canvas once per
 // table, width and theme, then copied into the view: the page's canvas, a PNG, and the SVG export
-// (an embedded image) all hold the same chart. Hover reads one value out: position, dim, value.
+// (an embedded image) all hold the same chart. It is made in steps (the frame, then the heatmap in
+// bands of dims, ~20 ms each), so no task holds the page. Hover reads one value out: position,
+// dim, value.
 
 import { canvasScale, clear, drawTitle, font, headColor, textLines, wrapWords } from './common.js';
 
@@ -89,9 +91,14 @@ export function colorMax(t) {
 }
 
 const chartMemo = new WeakMap(); // table → Map(key → { canvas, geom })
+const BAND_DIMS = 48; // heatmap rows per plotters call: ~20 ms each for a 128-position table
 
-/** The plotters drawing of a table at this width and theme (memoised: hovering only redraws JS). */
-function chart(mod, t, width, theme, dims) {
+/**
+ * The plotters drawing of a table at this width and theme, made in steps (slices.js): the frame
+ * (axes, lines) first, then the heatmap's cells in bands of dims, each call its own unit of work.
+ * Memoised: hovering only redraws the JS overlay.
+ */
+function* chartSteps(mod, t, width, theme, dims) {
   const scale = canvasScale();
   const key = JSON.stringify([width, scale, theme.bg, theme.fg, theme.muted, theme.faint, !!theme.dark]);
   let per = chartMemo.get(t);
@@ -100,7 +107,7 @@ function chart(mod, t, width, theme, dims) {
     const canvas = document.createElement('canvas');
     canvas.width = Math.round(width * scale);
     canvas.height = Math.round(CHART_H * scale);
-    const geom = mod.drawPositionsChart(canvas, t.data, t.positions, t.dims, {
+    const opts = {
       scale,
       line_dims: dims,
       line_colors: dims.map((_, i) => headColor(i)),
@@ -111,15 +118,23 @@ function chart(mod, t, width, theme, dims) {
       muted: theme.muted,
       faint: theme.faint,
       dark: !!theme.dark,
-    });
+    };
+    const geom = mod.drawPositionsChart(canvas, t.data, t.positions, t.dims, { ...opts, no_heat: true });
+    for (let d = 0; d < t.dims; d += BAND_DIMS) {
+      yield;
+      mod.drawPositionsChart(canvas, t.data, t.positions, t.dims, { ...opts, heat_dims: [d, d + BAND_DIMS] });
+    }
     per.clear(); // one size at a time per table
     per.set(key, { canvas, geom });
   }
   return per.get(key);
 }
 
-export function draw(ctx, input, state, theme, width, height) {
+export function* draw(ctx, input, state, theme, width, height) {
   const t = input.positions;
+  const charts = input.charts && typeof document !== 'undefined' ? input.charts : null;
+  // The chart first (in steps), so the canvas is cleared only once it is made.
+  const c = t && charts ? yield* chartSteps(charts, t, width, theme, lineDims(t)) : null;
   clear(ctx, width, height, theme);
   if (!t) {
     drawTitle(ctx, 'Positions', theme);
@@ -131,11 +146,10 @@ export function draw(ctx, input, state, theme, width, height) {
   drawTitle(ctx, `Positions · ${kindTitle(t)} · ${t.positions} positions × ${t.dims} dims`, theme);
   textLines(ctx, g.note, 8, 30, theme, 12, width - 16);
   const dims = lineDims(t);
-  if (!input.charts || typeof document === 'undefined') {
+  if (!c) {
     textLines(ctx, ['Loading the charts…'], 8, g.top, theme);
     return { width, height, table: t };
   }
-  const c = chart(input.charts, t, width, theme, dims);
   ctx.drawImage(c.canvas, 0, g.top, width, CHART_H);
   const off = (r) => ({ x: r.x, y: r.y + g.top, w: r.w, h: r.h });
   const heat = off(c.geom.heat);
