@@ -6,7 +6,7 @@
 // chart of a few dimensions over position. The chart is drawn into an off-screen canvas once per
 // table, width and theme, then copied into the view: the page's canvas, a PNG, and the SVG export
 // (an embedded image) all hold the same chart. It is made in steps (the frame, then the heatmap in
-// bands of dims, ~20 ms each), so no task holds the page. Hover reads one value out: position,
+// bands of 24 dims, ~10 ms each), so no task holds the page. Hover reads one value out: position,
 // dim, value.
 
 import { canvasScale, clear, drawTitle, font, headColor, textLines, wrapWords } from './common.js';
@@ -91,7 +91,7 @@ export function colorMax(t) {
 }
 
 const chartMemo = new WeakMap(); // table → Map(key → { canvas, geom })
-const BAND_DIMS = 48; // heatmap rows per plotters call: ~20 ms each for a 128-position table
+const BAND_DIMS = 24; // heatmap rows per plotters call: ~10 ms each for a 128-position table
 
 /**
  * The plotters drawing of a table at this width and theme, made in steps (slices.js): the frame
