@@ -1,9 +1,10 @@
-//! The one result of `attend` and of `step`, as the CLI prints it (JSON) and the wasm facade
+//! The one result of `attend`, of `step` and of `positions`, as the CLI prints it (JSON) and the wasm facade
 //! returns it (a JS object). Its schema is `schema/attend.schema.json`, checked against both
 //! by the tests. `F` is how an array of floats goes out: a slice (a JSON array) from the CLI,
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
 use crate::attention::{Attended, AttentionKind, HeadInternals, StopReason};
+use crate::models::{PositionKind, PositionTable};
 use serde::Serialize;
 
 /// A value for the source and one for the target side.
@@ -152,5 +153,25 @@ impl<'a, F> StepResult<'a, F> {
             residual: floats(&hi.block.residual),
             normed: floats(&hi.block.normed),
         }
+    }
+}
+
+/// What `positions` returns: the vectors the model adds to its token embeddings, per position.
+#[derive(Serialize)]
+pub struct PositionsResult<'a, F> {
+    pub model: &'a str,
+    /// `sinusoidal` (computed, Marian) or `learned` (a weight table, BERT).
+    pub kind: PositionKind,
+    pub positions: usize,
+    pub dims: usize,
+    /// `[positions, dims]`: the layout of `data`.
+    pub shape: [usize; 2],
+    /// `# [positions, dims]` row-major: row `p` is what is added to the token at position `p`.
+    pub data: F,
+}
+
+impl<'a, F> PositionsResult<'a, F> {
+    pub fn new(model: &'a str, t: &'a PositionTable, floats: impl Fn(&'a [f32]) -> F) -> PositionsResult<'a, F> {
+        PositionsResult { model, kind: t.kind, positions: t.positions, dims: t.dims, shape: [t.positions, t.dims], data: floats(&t.data) }
     }
 }

@@ -221,3 +221,33 @@ fn other_bert_checkpoints_load_with_sizes_from_their_files() {
     assert_eq!(out.output.sentence_embedding.as_ref().map(Vec::len), Some(d));
     assert_well_formed(&out);
 }
+
+#[test]
+fn position_tables_are_what_the_models_add() {
+    use attnviz::models::PositionKind;
+    // BERT: the rows of the safetensors tensor itself, read here with the safetensors crate.
+    let t = model("minilm").positions(40);
+    assert_eq!((t.kind, t.positions, t.dims, t.data.len()), (PositionKind::Learned, 40, 384, 40 * 384));
+    let bytes = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm/model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let name = ["embeddings.position_embeddings.weight", "bert.embeddings.position_embeddings.weight"].into_iter().find(|n| st.tensor(n).is_ok()).unwrap();
+    let tensor = st.tensor(name).unwrap();
+    assert_eq!(tensor.dtype(), safetensors::Dtype::F32);
+    let want: Vec<f32> = tensor.data().chunks_exact(4).take(40 * 384).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    assert_eq!(t.data, want);
+    // At most max_position_embeddings rows.
+    assert_eq!(model("minilm").positions(100_000).positions, 512);
+
+    // The translator: Marian's sinusoid (sin half, then cos half; freq 10000^(−i/(d/2−1))), the
+    // formula computed here in f64.
+    let t = model("en-pt").positions(128);
+    assert_eq!((t.kind, t.positions, t.dims), (PositionKind::Sinusoidal, 128, 256));
+    let half = t.dims / 2;
+    for pos in 0..t.positions {
+        for i in 0..half {
+            let angle = pos as f64 * 10000f64.powf(-(i as f64) / (half as f64 - 1.0));
+            assert!((t.data[pos * t.dims + i] as f64 - angle.sin()).abs() <= 1e-6, "pos {pos} dim {i}");
+            assert!((t.data[pos * t.dims + half + i] as f64 - angle.cos()).abs() <= 1e-6, "pos {pos} dim {}", half + i);
+        }
+    }
+}

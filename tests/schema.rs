@@ -1,4 +1,4 @@
-//! The CLI's JSON (`attnviz attend`, `attnviz step`) satisfies the checked-in
+//! The CLI's JSON (`attnviz attend`, `attnviz step`, `attnviz positions`) satisfies the checked-in
 //! schema/attend.schema.json — the same schema tests/wasm.rs checks the wasm facade's objects
 //! against — and reports why decoding stopped.
 #![cfg(not(target_arch = "wasm32"))]
@@ -49,6 +49,25 @@ fn cli_step_json_satisfies_the_schema() {
         let n = v["probs"].as_array().unwrap().len();
         assert_eq!(v["probs"].as_array().unwrap()[..], block["data"].as_array().unwrap()[head * n..(head + 1) * n]);
     }
+}
+
+#[test]
+fn cli_positions_json_satisfies_the_schema() {
+    let checker = Checker::new();
+    for (dir, count, kind, positions, dims) in [("minilm", None, "learned", 128, 384), ("minilm", Some("9999"), "learned", 512, 384), ("en-pt", Some("7"), "sinusoidal", 7, 256)] {
+        let mut args = vec!["positions", "--model"];
+        let m = format!("models/{dir}");
+        args.push(&m);
+        if let Some(c) = count {
+            args.extend(["--count", c]);
+        }
+        let v = cli(&args);
+        checker.positions(&v).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        assert_eq!((v["kind"].as_str(), v["positions"].as_u64(), v["dims"].as_u64()), (Some(kind), Some(positions), Some(dims)));
+    }
+    let mut broken = cli(&["positions", "--model", "models/en-pt", "--count", "3"]);
+    broken["data"].as_array_mut().unwrap().pop();
+    assert!(checker.positions(&broken).is_err(), "a short table passed the check");
 }
 
 /// A named change to a valid result.

@@ -213,6 +213,14 @@ fn attend_and_step_objects_satisfy_the_schema() {
         let want = ["/block_input", "/concat", "/k", "/mask", "/normed", "/output", "/probs", "/projected", "/q", "/residual", "/scaled", "/scores", "/v"];
         assert_eq!(typed, want);
     }
+    for (m, kind) in [(&minilm, "learned"), (&en_pt, "sinusoidal")] {
+        let p = m.positions(16).unwrap_or_else(|_| panic!("positions failed"));
+        let mut typed = Vec::new();
+        let v = to_json(&p, "", &mut typed);
+        checker.positions(&v).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert_eq!((v["kind"].as_str(), v["positions"].as_u64()), (Some(kind), Some(16)));
+        assert_eq!(typed, ["/data"]);
+    }
 }
 
 #[wasm_bindgen_test]

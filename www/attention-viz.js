@@ -5,7 +5,7 @@
 //                  view="head" layer="4" editable></attention-viz>
 //
 // Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
-// step), kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
+// step | positions), kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
 // editable (present: the reader can type), height (max height of the map in px).
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
@@ -32,7 +32,7 @@ try {
   // configure() throws once the worker runs: a later configure call wins only before first use.
 }
 
-const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step' };
+const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step', positions: 'positions' };
 const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny' };
 
 const STYLE = `

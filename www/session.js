@@ -10,8 +10,12 @@ import { prepareLayer, resultShape } from './analysis.js';
 import { Channel, init, loadModel } from './worker-client.js';
 import { clampToResult, defaultState } from './state.js';
 import { kindShown, viewAvailable, viewFor, VIEWS } from './views/index.js';
+import { chartWasm, loadChartWasm } from './chart-wasm.js';
 
 const STEP_CACHE_SIZE = 32;
+// Positions the positions view plots (clamped by the model to its maximum): enough for the slow
+// dimensions of the sinusoid to turn, more than most typed texts use.
+const POSITIONS_SHOWN = 128;
 const BUSY_AFTER_MS = 200;
 
 /** State fields that a new model resets (its layers and heads differ). */
@@ -55,6 +59,7 @@ export class Session {
     this.focus = null; // transient: the token under the pointer (head view)
     this.hoverText = null; // transient: the read-out under the pointer (heatmap)
     this.steps = new Map(); // stepKey → step() internals, least recently used first
+    this.positionTables = new Map(); // model id → its positions() table (the positions view)
     this.loadSeq = 0;
     this.attendInFlight = false;
     this.attendQueued = false;
@@ -212,6 +217,7 @@ export class Session {
     this.pendingLatency = t0 === undefined ? null : { t0, toPost: tPost - t0, roundTrip: tAnswer - tPost, forward: this.forwardMs };
     this.inputTimes.clear();
     if (viewFor(this.state.view).needsStep) await this.ensureStep();
+    if (viewFor(this.state.view).needsPositions) await this.ensurePositions();
     this.emit('result');
   }
 
@@ -258,12 +264,45 @@ export class Session {
     if (key === this.stepKey()) this.emit('state');
   }
 
+  /**
+   * The positions view's data: the model's position table (from the worker, once per model) and
+   * the main-thread wasm its charts are drawn with (plotters-canvas). Emits 'state' as each arrives.
+   */
+  async ensurePositions() {
+    if (!this.resultFor) return;
+    if (!chartWasm()) {
+      loadChartWasm().then(
+        () => this.emit('state'),
+        (e) => {
+          this.error = `positions view: the chart module did not load (${e.message})`;
+          this.emit('status');
+        },
+      );
+    }
+    const model = this.resultFor.model;
+    if (this.positionTables.has(model)) return;
+    let ans;
+    try {
+      ans = await this.channel.positions(model, POSITIONS_SHOWN);
+    } catch (e) {
+      this.error = `positions view: ${e.message}`;
+      this.emit('status');
+      return;
+    }
+    if (ans.superseded) return;
+    this.positionTables.set(model, ans.positions);
+    if (this.resultFor && this.resultFor.model === model) this.emit('state');
+  }
+
   /** What the views draw from. */
   input() {
+    const needsPositions = viewFor(this.state.view).needsPositions;
     return {
       result: this.result,
       specials: (this.info && this.info.special_tokens) || [],
       step: viewFor(this.state.view).needsStep ? this.stepData() : null,
+      positions: needsPositions && this.resultFor ? this.positionTables.get(this.resultFor.model) || null : null,
+      charts: needsPositions ? chartWasm() : null,
     };
   }
 
@@ -279,6 +318,7 @@ export class Session {
     if (this.shape) this.state = clampToResult(this.state, this.shape);
     this.hoverText = null;
     if (viewFor(this.state.view).needsStep) this.ensureStep();
+    if (viewFor(this.state.view).needsPositions) this.ensurePositions();
     this.emit('state');
   }
 

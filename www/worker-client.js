@@ -124,6 +124,11 @@ export class Channel {
   step(model, text, kind, layer, head) {
     return request({ type: 'step', channel: this.name, model, text, kind, layer, head });
   }
+
+  /** → { positions } (the model's position table, positions 0..count) or { superseded: true } */
+  positions(model, count) {
+    return request({ type: 'positions', channel: this.name, model, count });
+  }
 }
 
 /**

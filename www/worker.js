@@ -6,6 +6,7 @@
 //                                                       ← { id, type: 'loaded', info }
 //   → { id, channel, type: 'attend', model, text }     ← { id, type: 'result', result, ms }
 //   → { id, channel, type: 'step', model, text, kind, layer, head } ← { id, type: 'step', step }
+//   → { id, channel, type: 'positions', model, count } ← { id, type: 'positions', positions }
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
 //   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
@@ -107,6 +108,12 @@ async function handle(msg) {
         const m = await ensureModel(msg.model, msg.id);
         const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0));
         self.postMessage({ id: msg.id, type: 'step', step }, floatBuffers(step));
+        break;
+      }
+      case 'positions': {
+        const m = await ensureModel(msg.model, msg.id);
+        const positions = guarded(() => m.model.positions(msg.count | 0));
+        self.postMessage({ id: msg.id, type: 'positions', positions }, floatBuffers(positions));
         break;
       }
       case '__panicForTest': {

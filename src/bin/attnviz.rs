@@ -1,14 +1,16 @@
 //! `attnviz attend --model <dir> --text <TEXT> [--format json|table]`
 //! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
+//! `attnviz positions --model <dir> [--count N]`
 //!
 //! Runs one forward natively and prints the attention (JSON for machines, a per-head summary
-//! for people), or every intermediate of one head (JSON). Both JSON documents are the types of
+//! for people), or every intermediate of one head (JSON), or the position vectors the model adds
+//! to its token embeddings (JSON, positions 0..N, 128 by default). Both JSON documents are the types of
 //! `attnviz::output`, described by `schema/attend.schema.json`. Bad input (including arguments
 //! that are not UTF-8) → one line on stderr and exit status 2; `--help` → usage on stdout, 0.
 
 use attnviz::attention::{row_entropies, top_keys, Attended, AttentionKind, HeadRequest};
-use attnviz::models::Model;
-use attnviz::output::{AttendResult, StepResult};
+use attnviz::models::{Model, DEFAULT_POSITIONS};
+use attnviz::output::{AttendResult, PositionsResult, StepResult};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,11 +18,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table]
-       attnviz step --model <dir> --text <TEXT> --kind encoder_self|cross --layer N --head N";
+       attnviz step --model <dir> --text <TEXT> --kind encoder_self|cross --layer N --head N
+       attnviz positions --model <dir> [--count N]";
 
 enum Command {
     Attend { table: bool },
     Step(HeadRequest),
+    Positions(usize),
 }
 
 struct Args {
@@ -32,21 +36,23 @@ struct Args {
 /// `Ok(None)`: help was asked for.
 fn parse(args: &[String]) -> Result<Option<Args>, String> {
     let mut it = args.iter();
-    let step = match it.next().map(String::as_str) {
-        Some("attend") => false,
-        Some("step") => true,
+    let (step, positions) = match it.next().map(String::as_str) {
+        Some("attend") => (false, false),
+        Some("step") => (true, false),
+        Some("positions") => (false, true),
         Some("--help") | Some("-h") => return Ok(None),
         None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
     };
-    let (mut model, mut text, mut table, mut kind, mut layer, mut head) = (None, None, false, None, None, None);
+    let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, DEFAULT_POSITIONS);
     let number = |flag: &str, v: String| v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"));
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
         match flag.as_str() {
             "--model" => model = Some(PathBuf::from(value()?)),
-            "--text" => text = Some(value()?),
-            "--format" if !step => match value()?.as_str() {
+            "--text" if !positions => text = Some(value()?),
+            "--count" if positions => count = number(flag, value()?)?,
+            "--format" if !step && !positions => match value()?.as_str() {
                 "json" => table = false,
                 "table" => table = true,
                 f => return Err(format!("unknown format `{f}` (json or table)")),
@@ -62,7 +68,9 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         }
     }
     let required = |name: &str| format!("{name} is required\n{USAGE}");
-    let command = if step {
+    let command = if positions {
+        Command::Positions(count)
+    } else if step {
         Command::Step(HeadRequest {
             kind: kind.ok_or_else(|| required("--kind"))?,
             layer: layer.ok_or_else(|| required("--layer"))?,
@@ -71,7 +79,12 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
     } else {
         Command::Attend { table }
     };
-    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, text: text.ok_or_else(|| required("--text"))?, command }))
+    let text = match text {
+        Some(t) => t,
+        None if positions => String::new(),
+        None => return Err(required("--text")),
+    };
+    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, text, command }))
 }
 
 fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::Result<()> {
@@ -121,6 +134,10 @@ fn run(args: Args) -> Result<(), String> {
         Command::Step(request) => {
             let hi = model.head_internals(&args.text, request).map_err(|e| e.to_string())?;
             json_line(&mut out, &StepResult::new(id, &args.text, &hi, std::convert::identity))
+        }
+        Command::Positions(count) => {
+            let table = model.positions(count);
+            json_line(&mut out, &PositionsResult::new(id, &table, std::convert::identity))
         }
     };
     written.and_then(|_| out.flush()).map_err(|e| format!("cannot write output: {e}"))

@@ -71,6 +71,11 @@ struct BertEmbeddings {
 }
 
 impl BertEmbeddings {
+    /// The learned position embeddings of positions `0..n`: `# [n, d]` row-major.
+    fn position_rows(&self, n: usize) -> Vec<f32> {
+        (0..n.min(self.position_embeddings.rows())).flat_map(|i| self.position_embeddings.row(i).iter().copied()).collect()
+    }
+
     fn load(w: &mut TensorStore, p: &str, c: &BertConfig) -> Result<BertEmbeddings> {
         let d = c.hidden_size;
         Ok(BertEmbeddings {
@@ -252,6 +257,12 @@ impl BertModel {
         let layer = (0..c.num_hidden_layers).map(|i| BertLayer::load(w, &format!("{prefix}encoder.layer.{i}"), &c, i)).collect::<Result<_>>()?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_position_embeddings)?;
         Ok(BertModel { config: c, embeddings, encoder: BertEncoder { layer }, tokenizer })
+    }
+
+    /// The learned position embeddings of positions `0..n` (at most `max_position_embeddings`):
+    /// `# [n, hidden_size]` row-major.
+    pub fn position_table(&self, n: usize) -> Vec<f32> {
+        self.embeddings.position_rows(n)
     }
 
     pub fn tokenizer(&self) -> &TextTokenizer {

@@ -205,14 +205,25 @@ pub struct MarianModel {
 }
 
 /// Marian's sinusoidal position: sin half first, then cos; inv freq = exp(−ln 10000/(d/2−1)·i).
+/// The angle is computed in f64: in f32, `pos · freq` at position 100 is already 4e-6 off, so
+/// the values added (and the positions view's table) would drift from the formula.
 fn add_position(row: &mut [f32], pos: usize) {
     let half = row.len() / 2;
-    let step = (10000f32).ln() / (half as f32 - 1.0).max(1.0);
+    let step = (10000f64).ln() / (half as f64 - 1.0).max(1.0);
     for i in 0..half {
-        let angle = pos as f32 * (-step * i as f32).exp();
-        row[i] += angle.sin();
-        row[half + i] += angle.cos();
+        let angle = pos as f64 * (-step * i as f64).exp();
+        row[i] += angle.sin() as f32;
+        row[half + i] += angle.cos() as f32;
     }
+}
+
+/// The sinusoid `add_position` adds, for positions `0..n` of width `d`: `# [n, d]` row-major.
+pub fn position_table(n: usize, d: usize) -> Vec<f32> {
+    let mut data = vec![0.0f32; n * d];
+    for (pos, row) in data.chunks_exact_mut(d.max(1)).enumerate() {
+        add_position(row, pos);
+    }
+    data
 }
 
 impl MarianModel {
@@ -368,6 +379,23 @@ mod tests {
         assert!((row[0] - 1f32.sin()).abs() < 1e-6 && (row[4] - 1f32.cos()).abs() < 1e-6);
         // Last frequency is 1/10000.
         assert!((row[3] - (1e-4f32).sin()).abs() < 1e-7);
+    }
+
+    #[test]
+    fn position_table_is_the_sinusoid_formula() {
+        // Computed here independently (f64, Marian's layout: sin of every frequency, then cos).
+        let (n, d) = (300, 256);
+        let table = position_table(n, d);
+        assert_eq!(table.len(), n * d);
+        let half = d / 2;
+        for pos in 0..n {
+            for i in 0..half {
+                let freq = 10000f64.powf(-(i as f64) / (half as f64 - 1.0));
+                let (s, c) = ((pos as f64 * freq).sin(), (pos as f64 * freq).cos());
+                let (ts, tc) = (table[pos * d + i] as f64, table[pos * d + half + i] as f64);
+                assert!((ts - s).abs() <= 1e-6 && (tc - c).abs() <= 1e-6, "pos {pos} i {i}: {ts} {tc} vs {s} {c}");
+            }
+        }
     }
 
     #[test]

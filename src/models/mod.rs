@@ -181,6 +181,26 @@ pub struct Model {
     pub family: Family,
 }
 
+/// How a model tells positions apart: a fixed sinusoid (Marian) or a learned table (BERT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PositionKind {
+    Sinusoidal,
+    Learned,
+}
+
+/// The vectors a model adds to the token embeddings for positions `0..positions`.
+pub struct PositionTable {
+    pub kind: PositionKind,
+    pub positions: usize,
+    pub dims: usize,
+    /// `# [positions, dims]` row-major.
+    pub data: Vec<f32>,
+}
+
+/// Positions a table holds when none are asked for: enough to see the slow dimensions turn.
+pub const DEFAULT_POSITIONS: usize = 128;
+
 /// What a viewer needs to know about a loaded model before the first forward.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelInfo {
@@ -305,6 +325,24 @@ impl Model {
             credit: m.credit.clone(),
             license: m.license.clone(),
             example: m.example.clone(),
+        }
+    }
+
+    /// The position vectors this model adds to its token embeddings, for positions
+    /// `0..count` (`count` is clamped to 1..=`max_positions`): Marian's sinusoid (the one its
+    /// forward adds, sin half then cos half) or BERT's learned `position_embeddings` rows.
+    pub fn positions(&self, count: usize) -> PositionTable {
+        let n = count.clamp(1, self.info().max_positions.max(1));
+        match &self.family {
+            Family::Bert(b) => {
+                let dims = b.config.hidden_size;
+                let data = b.position_table(n);
+                PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data }
+            }
+            Family::Marian(m) => {
+                let dims = m.config.dim_emb;
+                PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: marian::position_table(n, dims) }
+            }
         }
     }
 

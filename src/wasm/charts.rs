@@ -222,3 +222,238 @@ pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: 
     };
     geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
 }
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PositionsOptions {
+    /// Device pixels per CSS pixel.
+    scale: f64,
+    /// Dimensions drawn as lines over position in the lower chart, with one colour each.
+    line_dims: Vec<usize>,
+    line_colors: Vec<String>,
+    /// Height of the heatmap's part of the canvas, in CSS px (the lines get the rest).
+    heat_height: f64,
+    /// The colour scale's end (values beyond it are drawn at full colour); 0 or absent: the
+    /// largest magnitude. A learned table has a few outliers that would wash the rest out.
+    color_max: f32,
+    /// The position under the pointer (a vertical rule in both charts); none when absent.
+    hovered: Option<usize>,
+    /// Draw everything but the heatmap's cells (they are then drawn in bands, `heat_dims`).
+    no_heat: bool,
+    /// Draw only the heatmap's cells of dims `[start, end)`, onto a chart drawn before with the
+    /// same canvas, table and options: a 128 × 384 table is ~150 ms of canvas calls, so the page
+    /// draws it in bands, each in a task of its own.
+    heat_dims: Option<[usize; 2]>,
+    bg: String,
+    fg: String,
+    muted: String,
+    faint: String,
+    dark: bool,
+}
+
+#[derive(Serialize)]
+struct PositionsGeometry {
+    width: f64,
+    height: f64,
+    /// The heatmap's plotting area: position along x, dimension along y (dim 0 at the bottom).
+    heat: Rect,
+    /// The line chart's plotting area: position along x, value along y from `hi` (top) to `lo`.
+    lines: Rect,
+    lo: f64,
+    hi: f64,
+    /// The colour scale's end: values are drawn from −max_abs (blue) to +max_abs (red), beyond
+    /// it at full colour.
+    max_abs: f32,
+}
+
+/// Blue → white → red for t in [−1, 1] (the views' diverging scale, light or dark).
+fn diverging(t: f32, dark: bool) -> RGBColor {
+    let t = if t.is_finite() { t.clamp(-1.0, 1.0) } else { 0.0 };
+    let (mid, lo, hi) = if dark { ((24.0, 27.0, 33.0), (90.0, 160.0, 255.0), (255.0, 110.0, 90.0)) } else { ((255.0, 255.0, 255.0), (33.0, 102.0, 172.0), (178.0, 24.0, 43.0)) };
+    let (end, a) = if t < 0.0 { (lo, -t) } else { (hi, t) };
+    let mix = |m: f32, e: f32| (m + (e - m) * a).round() as u8;
+    RGBColor(mix(mid.0, end.0), mix(mid.1, end.1), mix(mid.2, end.2))
+}
+
+/// `drawPositionsChart(canvas, data, positions, dims, options) → { width, height, heat, lines,
+/// lo, hi, max_abs }` (CSS px): the position table `data` `[positions, dims]` as a heatmap
+/// (position × dimension, at most one cell per device pixel: larger tables keep each pixel's
+/// value of largest magnitude) above a line chart of `options.line_dims` over position.
+/// Options: `{ scale, line_dims, line_colors, heat_height, color_max, hovered, no_heat, heat_dims,
+/// bg, fg, muted, faint, dark }`.
+#[wasm_bindgen(js_name = drawPositionsChart)]
+pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, positions: usize, dims: usize, options: JsValue) -> Result<JsValue, JsError> {
+    let data = data.to_vec();
+    if positions == 0 || dims == 0 || data.len() != positions * dims {
+        return Err(JsError::new(&format!("positions chart: {} values are not {positions} positions × {dims} dims", data.len())));
+    }
+    let opts: PositionsOptions = if options.is_undefined() || options.is_null() {
+        PositionsOptions::default()
+    } else {
+        serde_wasm_bindgen::from_value(options).map_err(|e| JsError::new(&format!("positions chart options: {e}")))?
+    };
+    let scale = if opts.scale > 0.0 { opts.scale } else { 1.0 };
+    let px = |v: f64| (v * scale).round() as u32;
+    let (bg0, fg0, muted0, faint0) = if opts.dark {
+        (RGBColor(20, 23, 28), RGBColor(230, 233, 238), RGBColor(154, 165, 180), RGBColor(47, 53, 64))
+    } else {
+        (WHITE, RGBColor(29, 35, 48), RGBColor(95, 107, 122), RGBColor(216, 221, 228))
+    };
+    let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
+    let (bg, fg, muted, faint) = (pick(&opts.bg, bg0), pick(&opts.fg, fg0), pick(&opts.muted, muted0), pick(&opts.faint, faint0));
+    let largest = data.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, |m, v| m.max(v.abs()));
+    let max_abs = if opts.color_max > 0.0 && opts.color_max.is_finite() { opts.color_max } else { largest }.max(1e-12);
+
+    let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("positions chart: the canvas has no 2D context"))?;
+    let root: DrawingArea<CanvasBackend, Shift> = backend.into_drawing_area();
+    let band = opts.heat_dims;
+    let frame = band.is_none();
+    if frame {
+        root.fill(&bg).map_err(draw_error)?;
+    }
+    let (width_px, height_px) = root.dim_in_pixel();
+    let heat_px = if opts.heat_height > 0.0 { px(opts.heat_height).min(height_px) } else { height_px * 3 / 5 };
+    let (top, bottom) = root.split_vertically(heat_px);
+    let font_px = 11.0 * scale;
+    let text = (FONT, font_px).into_font().color(&muted);
+    let last = (positions - 1) as f64;
+    let x_range = -0.5..(last + 0.5);
+
+    // Heatmap: x = position, y = dimension (0 at the bottom).
+    let mut heat = ChartBuilder::on(&top)
+        .margin(px(6.0))
+        .margin_right(px(12.0))
+        .x_label_area_size(px(30.0))
+        .y_label_area_size(px(44.0))
+        .build_cartesian_2d(x_range.clone(), -0.5..(dims as f64 - 0.5))
+        .map_err(draw_error)?;
+    if frame {
+        heat.configure_mesh()
+            .disable_mesh()
+            .x_labels(9)
+            .y_labels(6)
+            .x_label_formatter(&|v| format!("{}", v.round() as i64))
+            .y_label_formatter(&|v| format!("{}", v.round() as i64))
+            .x_label_style(text.clone())
+            .y_label_style(text.clone())
+            .x_desc("position")
+            .y_desc("dimension")
+            .axis_desc_style(text.clone())
+            .axis_style(muted)
+            .set_all_tick_mark_size(px(3.0))
+            .draw()
+            .map_err(draw_error)?;
+    }
+    let (hx, hy) = heat.plotting_area().get_pixel_range();
+    // At most one cell per device pixel: pool positions and dims, keeping the largest magnitude.
+    let cols = positions.min(((hx.end - hx.start).max(1)) as usize);
+    let rows = dims.min(((hy.end - hy.start).max(1)) as usize);
+    let (first, end) = match band {
+        Some([a, b]) => (a, b.min(dims)),
+        None if opts.no_heat => (0, 0),
+        None => (0, dims),
+    };
+    let mut cells = Vec::new();
+    for r in 0..rows {
+        let (d0, d1) = (r * dims / rows, ((r + 1) * dims / rows).max(r * dims / rows + 1));
+        if d0 < first || d0 >= end {
+            continue;
+        }
+        // One rectangle per run of cells of the same colour along the row.
+        let mut run: Option<(f64, f64, RGBColor)> = None;
+        let (y0, y1) = (d0 as f64 - 0.5, d1 as f64 - 0.5);
+        for c in 0..cols {
+            let (p0, p1) = (c * positions / cols, ((c + 1) * positions / cols).max(c * positions / cols + 1));
+            let mut v = 0.0f32;
+            for p in p0..p1 {
+                for d in d0..d1 {
+                    let x = data[p * dims + d];
+                    if x.abs() > v.abs() {
+                        v = x;
+                    }
+                }
+            }
+            let (x0, x1, color) = (p0 as f64 - 0.5, p1 as f64 - 0.5, diverging(v / max_abs, opts.dark));
+            run = match run {
+                Some((start, _, c)) if c == color => Some((start, x1, c)),
+                Some((start, stop, c)) => {
+                    cells.push(Rectangle::new([(start, y0), (stop, y1)], c.filled()));
+                    Some((x0, x1, color))
+                }
+                None => Some((x0, x1, color)),
+            };
+        }
+        if let Some((start, stop, c)) = run {
+            cells.push(Rectangle::new([(start, y0), (stop, y1)], c.filled()));
+        }
+    }
+    heat.draw_series(cells).map_err(draw_error)?;
+
+    // Lines: the chosen dimensions over position.
+    let chosen: Vec<usize> = opts.line_dims.iter().copied().filter(|&d| d < dims).collect();
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for &d in &chosen {
+        for p in 0..positions {
+            let v = data[p * dims + d] as f64;
+            if v.is_finite() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+    }
+    // No line, or flat lines: a unit range around their value.
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+        let c = if lo.is_finite() { lo } else { 0.0 };
+        (lo, hi) = (c - 1.0, c + 1.0);
+    }
+    let pad = (hi - lo) * 0.06;
+    let (lo, hi) = (lo - pad, hi + pad);
+    let mut lines = ChartBuilder::on(&bottom)
+        .margin(px(6.0))
+        .margin_right(px(12.0))
+        .x_label_area_size(px(30.0))
+        .y_label_area_size(px(44.0))
+        .build_cartesian_2d(x_range, lo..hi)
+        .map_err(draw_error)?;
+    if frame {
+        lines
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(9)
+            .y_labels(5)
+            .x_label_formatter(&|v| format!("{}", v.round() as i64))
+            .y_label_formatter(&|v| format!("{v:.2}"))
+            .x_label_style(text.clone())
+            .y_label_style(text.clone())
+            .x_desc("position")
+            .y_desc("value added")
+            .axis_desc_style(text.clone())
+            .axis_style(muted)
+            .bold_line_style(faint)
+            .light_line_style(TRANSPARENT)
+            .set_all_tick_mark_size(px(3.0))
+            .draw()
+            .map_err(draw_error)?;
+        for (i, &d) in chosen.iter().enumerate() {
+            let color = opts.line_colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
+            let style = ShapeStyle { color: color.to_rgba(), filled: false, stroke_width: px(1.5).max(1) };
+            lines.draw_series(std::iter::once(PathElement::new((0..positions).map(|p| (p as f64, data[p * dims + d] as f64)).collect::<Vec<_>>(), style))).map_err(draw_error)?;
+        }
+    }
+    let (lx, ly) = lines.plotting_area().get_pixel_range();
+    if let Some(p) = opts.hovered.filter(|&p| frame && p < positions) {
+        let rule = ShapeStyle { color: fg.to_rgba(), filled: false, stroke_width: px(1.0).max(1) };
+        heat.draw_series(std::iter::once(PathElement::new(vec![(p as f64, -0.5), (p as f64, dims as f64 - 0.5)], rule))).map_err(draw_error)?;
+        lines.draw_series(std::iter::once(PathElement::new(vec![(p as f64, lo), (p as f64, hi)], rule))).map_err(draw_error)?;
+    }
+    root.present().map_err(draw_error)?;
+
+    let rect = |x: &std::ops::Range<i32>, y: &std::ops::Range<i32>| Rect {
+        x: x.start as f64 / scale,
+        y: y.start as f64 / scale,
+        w: (x.end - x.start) as f64 / scale,
+        h: (y.end - y.start) as f64 / scale,
+    };
+    let geom = PositionsGeometry { width: width_px as f64 / scale, height: height_px as f64 / scale, heat: rect(&hx, &hy), lines: rect(&lx, &ly), lo, hi, max_abs };
+    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
+}

@@ -5,7 +5,7 @@
 
 use crate::attention::{AttentionKind, HeadRequest};
 use crate::models::{Manifest, Model, SUPPORTED};
-use crate::output::{AttendResult, StepResult};
+use crate::output::{AttendResult, PositionsResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
@@ -147,7 +147,15 @@ impl AttnModel {
         let hi = self.model.head_internals(text, HeadRequest { kind, layer, head }).map_err(err)?;
         to_js(&StepResult::new(&self.model.manifest.id, text, &hi, f32s))
     }
+
+    /// The position vectors the model adds to its token embeddings, positions `0..count`
+    /// (clamped to 1..=max_positions): [`PositionsResult`] (`#/$defs/positions` in
+    /// `schema/attend.schema.json`), `data` a `Float32Array` `[positions, dims]`.
+    pub fn positions(&self, count: usize) -> Result<JsValue, JsError> {
+        let table = self.model.positions(count);
+        to_js(&PositionsResult::new(&self.model.manifest.id, &table, f32s))
+    }
 }
 
 mod charts;
-pub use charts::draw_bar_chart;
+pub use charts::{draw_bar_chart, draw_positions_chart};

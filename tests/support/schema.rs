@@ -12,6 +12,7 @@ pub struct Checker {
     schemas: boon::Schemas,
     attend: boon::SchemaIndex,
     step: boon::SchemaIndex,
+    positions: boon::SchemaIndex,
 }
 
 fn len(v: &Value, key: &str) -> usize {
@@ -37,7 +38,8 @@ impl Checker {
         compiler.add_resource(URL, serde_json::from_str(SCHEMA).expect("schema/attend.schema.json is JSON")).expect("schema resource");
         let attend = compiler.compile(URL, &mut schemas).unwrap_or_else(|e| panic!("schema does not compile: {e:#}"));
         let step = compiler.compile(&format!("{URL}#/$defs/step"), &mut schemas).unwrap_or_else(|e| panic!("step schema does not compile: {e:#}"));
-        Checker { schemas, attend, step }
+        let positions = compiler.compile(&format!("{URL}#/$defs/positions"), &mut schemas).unwrap_or_else(|e| panic!("positions schema does not compile: {e:#}"));
+        Checker { schemas, attend, step, positions }
     }
 
     fn validate(&self, v: &Value, index: boon::SchemaIndex) -> Result<(), String> {
@@ -76,5 +78,13 @@ impl Checker {
             expect(len(v, name) == want, || format!("{name} holds {} values, not {want}", len(v, name)))?;
         }
         Ok(())
+    }
+
+    /// A `positions` result: the schema, then the data's length.
+    pub fn positions(&self, v: &Value) -> Result<(), String> {
+        self.validate(v, self.positions)?;
+        let (p, d) = (num(v, "positions"), num(v, "dims"));
+        expect(v["shape"] == serde_json::json!([p, d]), || format!("shape {} is not [positions, dims]", v["shape"]))?;
+        expect(len(v, "data") == p * d, || format!("data holds {} values, not {p}×{d}", len(v, "data")))
     }
 }

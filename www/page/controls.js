@@ -61,7 +61,7 @@ export function syncControls(el, session) {
   fillTabs(el.views, VIEWS, 'view', el.panel.id);
   for (const b of el.views.querySelectorAll('[role=tab]')) b.hidden = !available.has(b.dataset.view);
   const viewTab = selectTab(el.views, 'view', s.view);
-  const kinds = view.forceKind ? [] : sh.kinds;
+  const kinds = view.forceKind || view.kindless ? [] : sh.kinds; // the positions view shows no attention
   fillTabs(el.kinds, kinds.map((k) => ({ id: k, label: KIND_LABEL[k] || k })), 'kind', el.panel.id);
   el.kinds.hidden = kinds.length < 2;
   const kindTab = selectTab(el.kinds, 'kind', s.kind);

@@ -7,6 +7,7 @@ import * as cross from './cross.js';
 import * as grid from './grid.js';
 import * as head from './head.js';
 import * as heatmap from './heatmap.js';
+import * as positions from './positions.js';
 import * as step from './step.js';
 
 const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.index;
@@ -17,9 +18,11 @@ const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.ind
  *   module             — the drawing module (size, draw, hitTest, describe)
  *   kinds              — attention kinds it can show (null = any the model has)
  *   forceKind          — the kind it always shows (cross view)
+ *   kindless           — it shows no attention, so no kind tabs (positions view)
  *   controls           — which shared controls are visible: layer, heads ('multi' | 'one'), agg,
  *                        query, step, threshold
  *   needsStep          — it draws the step() internals of one head
+ *   needsPositions     — it draws the model's position table (positions()) with the wasm charts
  *   hover(hit, s)      → { focus } (a transient highlight) or { text } (a side-panel read-out)
  *   click(hit, s)      → a state patch, or null
  *   side(input, s, focus) → { title, hint, items: [{ label, weight }] }
@@ -81,6 +84,25 @@ export const VIEWS = [
     controls: { layer: true, heads: 'one', query: true },
     hover: (hit, s, input) => ({ focus: hit, text: hit ? step.hoverText(input, s, hit) : null }),
     click: (hit) => (hit && hit.queryRow !== null ? { query: hit.queryRow } : null),
+  },
+  {
+    id: 'positions',
+    label: 'Positions',
+    module: positions,
+    kinds: null,
+    needsPositions: true,
+    kindless: true,
+    controls: {},
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? positions.hoverText(input, s, hit) : null }),
+    click: () => null,
+    side(input) {
+      const t = input.positions;
+      return {
+        title: 'Positional encodings',
+        hint: t ? `${positions.paperNote(t)} Hover the heatmap or a line for the value added at one position and dim.` : 'Loading the position table…',
+        items: [],
+      };
+    },
   },
 ];
 
