@@ -266,6 +266,9 @@ impl OutputTrace {
     }
 }
 
+/// One attention call's maps: `(key_len, # [heads, q, key_len])`.
+type Chunk = (usize, Vec<f32>);
+
 /// What a forward records, passed down to every attention call. Each attention layer asks
 /// [`Probe::traced_head`] which of its heads to trace, runs the one attention kernel, and hands
 /// the result to [`Probe::record`]; several calls at one site (one per decode step) add query
@@ -276,7 +279,7 @@ pub struct Probe {
     head: Option<HeadRequest>,
     /// Per site in first-call order: `(site, heads, chunks)`, each chunk `(key_len_i,
     /// # [heads, q_i, key_len_i])`; keys grow from call to call with a KV cache.
-    recorded: Vec<(Site, usize, Vec<(usize, Vec<f32>)>)>,
+    recorded: Vec<(Site, usize, Vec<Chunk>)>,
     trace: Option<HeadTrace>,
     block: Option<OutputTrace>,
 }

@@ -158,7 +158,17 @@ impl AttnModel {
     /// The generation arguments are those of [`AttnModel::attend`]: the step view of a
     /// decoder-only model covers the text and its continuation.
     #[allow(clippy::too_many_arguments)]
-    pub fn step(&self, text: &str, kind: &str, layer: usize, head: usize, generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+    pub fn step(
+        &self,
+        text: &str,
+        kind: &str,
+        layer: usize,
+        head: usize,
+        generate: Option<u32>,
+        temperature: Option<f32>,
+        top_k: Option<u32>,
+        seed: Option<u32>,
+    ) -> Result<JsValue, JsError> {
         let kind = AttentionKind::parse(kind).ok_or_else(|| JsError::new(&format!("unknown attention kind `{kind}` (encoder_self, decoder_self or cross)")))?;
         let options = generate_options(generate, temperature, top_k, seed)?;
         let hi = self.model.head_internals_generating(text, &options, HeadRequest { kind, layer, head }).map_err(err)?;
