@@ -37,7 +37,8 @@ PROMPTS = [
     "Ich möchte café crème — naïve façade.",
     "Emoji 🎉 and CJK 日本語",
     "Roses are red,\nviolets are",
-    "<|im_start|>user\nWhat is the capital of Germany?<|im_end|>\n<|im_start|>assistant\n",
+    # the instruct model answers "No." and stops with <|im_end|> (EOS) after 3 of the 8 tokens
+    "<|im_start|>user\nIs the sky blue? Answer yes or no.<|im_end|>\n<|im_start|>assistant\n",
 ]
 PROMPT_IDS = ["france", "digits", "accents", "emoji-cjk", "newline", "chat-specials"]
 
