@@ -140,7 +140,7 @@ pub struct GenerationStep {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Sampling {
     pub method: SamplingMethod,
-    pub temperature: f32,
+    pub temperature: f64,
     pub top_k: usize,
     pub seed: u32,
 }
@@ -157,7 +157,7 @@ pub enum SamplingMethod {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GenerateOptions {
     pub max_new_tokens: usize,
-    pub temperature: f32,
+    pub temperature: f64,
     pub top_k: usize,
     pub seed: u32,
 }

@@ -533,7 +533,7 @@ impl LlamaModel {
             return candidates[0].0 as u32;
         }
         let max = candidates[0].1;
-        let weights: Vec<f64> = candidates.iter().map(|&(_, l)| (((l - max) / sampling.temperature) as f64).exp()).collect();
+        let weights: Vec<f64> = candidates.iter().map(|&(_, l)| ((l - max) as f64 / sampling.temperature).exp()).collect();
         let mut u = rng.next_f64() * weights.iter().sum::<f64>();
         for (&(id, _), w) in candidates.iter().zip(&weights) {
             if u < *w {
