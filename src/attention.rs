@@ -382,9 +382,16 @@ pub fn row_entropies(block: &AttentionBlock, head: usize) -> Vec<f32> {
 
 /// The `n` largest weights of one row as `(key index, weight)`, largest first.
 pub fn top_keys(row: &[f32], n: usize) -> Vec<(usize, f32)> {
+    // A selection first, then a sort of the n chosen: a 49,152-token vocabulary is read once.
+    let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     let mut idx: Vec<(usize, f32)> = row.iter().copied().enumerate().collect();
-    idx.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    idx.truncate(n);
+    if n < idx.len() {
+        if n > 0 {
+            idx.select_nth_unstable_by(n - 1, order);
+        }
+        idx.truncate(n);
+    }
+    idx.sort_by(order);
     idx
 }
 
