@@ -47,6 +47,29 @@ fn cli_attend_json_satisfies_the_schema() {
 }
 
 #[test]
+fn cli_value_norms_mirror_the_attention_blocks() {
+    let checker = Checker::new();
+    for dir in ["minilm", "en-pt", "smollm2"] {
+        let v = cli(&["attend", "--model", &format!("models/{dir}"), "--text", "The cat sat on the mat.", "--measure", "value-norm"]);
+        checker.attend(&v).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        let (norms, maps) = (v["value_norms"].as_array().unwrap(), v["attentions"].as_array().unwrap());
+        assert_eq!(norms.len(), maps.len());
+        // Zero weight gives zero norm; some norm differs from its weight (it is not a copy).
+        let pairs: Vec<(f64, f64)> = norms
+            .iter()
+            .zip(maps)
+            .flat_map(|(n, a)| n["data"].as_array().unwrap().iter().zip(a["data"].as_array().unwrap()).map(|(x, y)| (x.as_f64().unwrap(), y.as_f64().unwrap())))
+            .collect();
+        assert!(pairs.iter().all(|&(n, a)| a > 0.0 || n == 0.0), "{dir}: a norm without weight");
+        assert!(pairs.iter().any(|&(n, a)| (n - a).abs() > 1e-3), "{dir}: the norms equal the weights");
+        assert!(attend(dir, "The cat sat on the mat.").get("value_norms").is_none(), "{dir}: value norms without being asked");
+    }
+    let mut broken = cli(&["attend", "--model", "models/minilm", "--text", "Hi", "--measure", "value-norm"]);
+    broken["value_norms"].as_array_mut().unwrap().pop();
+    assert!(checker.attend(&broken).is_err(), "a missing value-norm block passed the check");
+}
+
+#[test]
 fn the_schema_check_rejects_a_generation_that_does_not_add_up() {
     let checker = Checker::new();
     let good = cli(&["attend", "--model", "models/smollm2", "--text", "Hello", "--generate", "2"]);

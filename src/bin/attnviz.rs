@@ -17,13 +17,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table] [GENERATE]
+const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table] [--measure raw|value-norm] [GENERATE]
        attnviz step --model <dir> --text <TEXT> --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
        attnviz positions --model <dir> [--count N]
 GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--top-k K] [--seed S]";
 
 enum Command {
-    Attend { table: bool },
+    Attend { table: bool, value_norms: bool },
     Step(HeadRequest),
     Positions(usize),
 }
@@ -47,6 +47,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
     };
     let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, DEFAULT_POSITIONS);
+    let mut value_norms = false;
     let mut generate = GenerateOptions::default();
     let number = |flag: &str, v: String| v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"));
     while let Some(flag) = it.next() {
@@ -59,6 +60,11 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                 "json" => table = false,
                 "table" => table = true,
                 f => return Err(format!("unknown format `{f}` (json or table)")),
+            },
+            "--measure" if !step && !positions => match value()?.as_str() {
+                "raw" => value_norms = false,
+                "value-norm" => value_norms = true,
+                m => return Err(format!("unknown measure `{m}` (raw or value-norm)")),
             },
             "--kind" if step => {
                 let v = value()?;
@@ -87,7 +93,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             head: head.ok_or_else(|| required("--head"))?,
         })
     } else {
-        Command::Attend { table }
+        Command::Attend { table, value_norms }
     };
     let text = match text {
         Some(t) => t,
@@ -131,9 +137,9 @@ fn run(args: Args) -> Result<(), String> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let id = model.manifest.id.as_str();
     let written = match args.command {
-        Command::Attend { table } => {
+        Command::Attend { table, value_norms } => {
             let start = Instant::now();
-            let a = model.attend_generating(&args.text, &args.generate).map_err(|e| e.to_string())?;
+            let a = model.attend_with(&args.text, &args.generate, value_norms).map_err(|e| e.to_string())?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             if table {
                 print_table(&mut out, id, &a)

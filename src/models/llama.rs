@@ -331,6 +331,9 @@ impl LlamaAttention {
         cache.v.extend_from_slice(v.as_slice());
         let keys = start + h.rows();
         let (k_all, v_all) = (self.expand(&cache.k, keys), self.expand(&cache.v, keys)); // [Tk, heads·d_k]
+        if probe.wants_value_norms() {
+            probe.record_value_norms(self.site, super::value_output_norms(&v_all, &self.o_proj.to_mat(), self.num_heads));
+        }
         let att = multi_head_attention(&q, &k_all, &v_all, self.num_heads, Mask::Causal { first_query_position: start }, probe.traced_head(self.site));
         probe.record(self.site, self.num_heads, att)
     }

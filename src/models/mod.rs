@@ -8,7 +8,7 @@ pub mod marian;
 use crate::attention::{Attended, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest, OutputTrace, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
-use crate::tensor::{layer_norm, linear, Mat};
+use crate::tensor::{layer_norm, linear, matmul_bt, Mat, View};
 use crate::weights::TensorStore;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -78,6 +78,21 @@ pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, sit
         });
     }
     h
+}
+
+/// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias
+/// included), `v` `# [Tk, heads·d_k]`, sent through the head's columns of the output projection
+/// `wo` `# [d, heads·d_k]`: ‖v_h(x_j) · W_O[:, h]ᵀ‖ (Kobayashi et al., EMNLP 2020). The output
+/// bias is shared by all keys and left out.
+pub(crate) fn value_output_norms(v: &Mat, wo: &Mat, heads: usize) -> Vec<f32> {
+    let (tk, d, d_k) = (v.rows(), wo.rows(), v.cols() / heads);
+    let mut f = vec![0.0f32; tk * d]; // [Tk, d] for one head
+    let mut norms = Vec::with_capacity(heads * tk);
+    for h in 0..heads {
+        matmul_bt(View::cols_of(v, h * d_k, d_k), View::cols_of(wo, h * d_k, d_k), &mut f, 0, d);
+        norms.extend(f.chunks_exact(d).map(|row| row.iter().map(|x| x * x).sum::<f32>().sqrt()));
+    }
+    norms
 }
 
 /// `models/<dir>/manifest.json`, written by the setup script (or inferred for a user's folder).
@@ -332,9 +347,16 @@ impl Model {
     /// One forward with every attention map, generating after the text as `generate` says
     /// (decoder-only models).
     pub fn attend_generating(&self, text: &str, generate: &GenerateOptions) -> Result<Attended> {
-        let mut probe = Probe::attention_maps();
+        self.attend_with(text, generate, false)
+    }
+
+    /// One forward with every attention map, generating after the text as `generate` says
+    /// (decoder-only models), and, when `value_norms`, the value-weighted norms of every map.
+    pub fn attend_with(&self, text: &str, generate: &GenerateOptions, value_norms: bool) -> Result<Attended> {
+        let mut probe = if value_norms { Probe::attention_maps_and_value_norms() } else { Probe::attention_maps() };
         let output = self.forward(text, generate, &mut probe)?;
-        Ok(Attended { output, attentions: probe.into_attentions() })
+        let (attentions, value_norms) = probe.into_maps_and_norms();
+        Ok(Attended { output, attentions, value_norms })
     }
 
     /// Tokenisation alone (what the forward does first), for benchmarks and token previews.

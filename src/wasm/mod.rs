@@ -145,10 +145,21 @@ impl AttnModel {
     /// `Float32Array`s `[heads, Tq, Tk]`. A decoder-only model (`info().generates`) then
     /// generates `generate` tokens (greedy, or sampled at `temperature` > 0 from the `top_k`
     /// most probable with `seed`); other models ignore those arguments.
-    pub fn attend(&self, text: &str, generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+    ///
+    /// `value_norms`: also return `value_norms`, ‖α_ij f_h(x_j)‖ per block (the "value-weighted"
+    /// measure), laid out like `attentions`.
+    pub fn attend(
+        &self,
+        text: &str,
+        generate: Option<u32>,
+        temperature: Option<f64>,
+        top_k: Option<u32>,
+        seed: Option<u32>,
+        value_norms: Option<bool>,
+    ) -> Result<JsValue, JsError> {
         let options = generate_options(generate, temperature, top_k, seed)?;
         let start = now_ms();
-        let a = self.model.attend_generating(text, &options).map_err(err)?;
+        let a = self.model.attend_with(text, &options, value_norms.unwrap_or(false)).map_err(err)?;
         let ms = now_ms() - start;
         to_js(&AttendResult::new(&self.model.manifest.id, text, &a, ms, f32s))
     }

@@ -76,6 +76,16 @@ impl Checker {
             };
             expect((q, k) == (want_q, want_k), || format!("{at}: {q}×{k} attention for {ts} source and {tt} target tokens"))?;
         }
+        // Value norms, when present, mirror the attention blocks one for one.
+        if let Some(norms) = v["value_norms"].as_array() {
+            let maps = v["attentions"].as_array().map_or(&[][..], Vec::as_slice);
+            expect(norms.len() == maps.len(), || format!("{} value-norm blocks for {} attention blocks", norms.len(), maps.len()))?;
+            for (n, a) in norms.iter().zip(maps) {
+                let same = ["kind", "layer", "heads", "query_len", "key_len", "shape"].iter().all(|k| n[k] == a[k]) && len(n, "data") == len(a, "data");
+                expect(same, || format!("value norms of {} layer {} are not laid out like its attention", a["kind"], a["layer"]))?;
+                expect(n["data"].as_array().is_some_and(|d| d.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0))), || "a value norm is negative".into())?;
+            }
+        }
         Ok(())
     }
 
