@@ -13,6 +13,7 @@
 //! - `induction` (causal models): on a random token sequence repeated twice, the weight a
 //!   token of the second copy puts on the token that followed its first occurrence (Olsson et
 //!   al. 2022, "In-context Learning and Induction Heads").
+//!
 //! The label is `induction` when that score reaches [`PATTERN_MIN`]; else the largest of sink
 //! (max of first, special), previous, next (not in causal heads), self and delimiter when it
 //! reaches [`PATTERN_MIN`]; otherwise `broad` when the normalised entropy reaches [`BROAD_MIN`],

@@ -520,7 +520,7 @@ impl LlamaModel {
     /// `n` again: what induction heads are found on.
     pub fn repeated_random_maps(&self, n: usize) -> Result<Vec<crate::attention::AttentionBlock>> {
         let n = n.clamp(1, self.config.max_positions() / 2);
-        let mut rng = SplitMix(0x1d0c_71_0a);
+        let mut rng = SplitMix(0x1d0c_710a);
         // Skip the first ids (control and byte tokens) and anything the model treats as special.
         let low = (self.config.vocab_size / 64).min(1000) as f64;
         let span = self.config.vocab_size as f64 - low;
