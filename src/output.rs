@@ -4,6 +4,7 @@
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
 use crate::attention::{Attended, AttentionBlock, AttentionKind, BlockNorm, Generation, HeadInternals, StopReason};
+use crate::heads::HeadScores;
 use crate::models::{PositionKind, PositionTable};
 use serde::Serialize;
 
@@ -170,6 +171,23 @@ impl<'a, F> StepResult<'a, F> {
             residual: floats(&hi.block.residual),
             normed: floats(&hi.block.normed),
         }
+    }
+}
+
+/// What `heads` returns: every head's scores and label on the text (see `attnviz::heads`).
+#[derive(Serialize)]
+pub struct HeadsResult<'a> {
+    pub model: &'a str,
+    pub text: &'a str,
+    pub tokens: Sides<&'a [String]>,
+    /// Length of the random sequence repeated for the induction scores (causal models), else null.
+    pub induction_tokens: Option<usize>,
+    pub heads: &'a [HeadScores],
+}
+
+impl<'a> HeadsResult<'a> {
+    pub fn new(model: &'a str, text: &'a str, a: &'a Attended, heads: &'a [HeadScores], induction_tokens: Option<usize>) -> HeadsResult<'a> {
+        HeadsResult { model, text, tokens: Sides { source: &a.output.source_tokens, target: &a.output.target_tokens }, induction_tokens, heads }
     }
 }
 

@@ -70,6 +70,32 @@ fn cli_value_norms_mirror_the_attention_blocks() {
 }
 
 #[test]
+fn cli_heads_json_satisfies_the_schema_and_finds_known_heads() {
+    let checker = Checker::new();
+    let head = |v: &Value, layer: u64, h: u64| v["heads"].as_array().unwrap().iter().find(|s| s["layer"] == layer && s["head"] == h).unwrap().clone();
+    // MiniLM layer 0 head 2 attends to the previous token (Clark et al. found such heads in BERT).
+    let v = cli(&["heads", "--model", "models/minilm", "--text", "The cat sat on the mat, and the dog slept."]);
+    checker.heads(&v).unwrap_or_else(|e| panic!("minilm: {e}"));
+    assert_eq!(v["heads"].as_array().unwrap().len(), 72);
+    assert_eq!(v["induction_tokens"], Value::Null);
+    let prev = head(&v, 0, 2);
+    assert_eq!(prev["label"], "previous");
+    assert!(prev["previous"].as_f64().unwrap() > 0.9, "{prev}");
+    // The translator's cross-attention has no previous/next/self.
+    let v = cli(&["heads", "--model", "models/en-pt", "--text", "The cat sat on the mat."]);
+    checker.heads(&v).unwrap_or_else(|e| panic!("en-pt: {e}"));
+    assert!(v["heads"].as_array().unwrap().iter().filter(|s| s["kind"] == "cross").all(|s| s["previous"].is_null() && s["self"].is_null()));
+    // SmolLM2: most heads are sinks on the first token; some are induction heads.
+    let v = cli(&["heads", "--model", "models/smollm2", "--text", "The capital of France is Paris."]);
+    checker.heads(&v).unwrap_or_else(|e| panic!("smollm2: {e}"));
+    let labels: Vec<&str> = v["heads"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels.len(), 270);
+    assert!(labels.iter().filter(|&&l| l == "sink").count() > 135, "{labels:?}");
+    assert!(labels.contains(&"induction"), "{labels:?}");
+    assert_eq!(v["induction_tokens"], 20);
+}
+
+#[test]
 fn the_schema_check_rejects_a_generation_that_does_not_add_up() {
     let checker = Checker::new();
     let good = cli(&["attend", "--model", "models/smollm2", "--text", "Hello", "--generate", "2"]);

@@ -516,6 +516,25 @@ impl LlamaModel {
         Ok(probe.into_attentions())
     }
 
+    /// The maps of a random sequence of `n` ordinary tokens (fixed seed) followed by the same
+    /// `n` again: what induction heads are found on.
+    pub fn repeated_random_maps(&self, n: usize) -> Result<Vec<crate::attention::AttentionBlock>> {
+        let n = n.clamp(1, self.config.max_positions() / 2);
+        let mut rng = SplitMix(0x1d0c_710a);
+        // Skip the first ids (control and byte tokens) and anything the model treats as special.
+        let low = (self.config.vocab_size / 64).min(1000) as f64;
+        let span = self.config.vocab_size as f64 - low;
+        let mut ids: Vec<u32> = Vec::with_capacity(2 * n);
+        while ids.len() < n {
+            let id = (low + rng.next_f64() * span) as u32;
+            if !self.config.eos_token_ids.contains(&id) && Some(id) != self.config.bos_token_id && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids.extend_from_within(..);
+        self.attend_ids(&ids)
+    }
+
     /// The `TOP_N` most probable next tokens (softmax at temperature 1).
     fn top(&self, logits: &[f32]) -> Vec<TopToken> {
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);

@@ -7,6 +7,7 @@ pub mod marian;
 
 use crate::attention::{Attended, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest, OutputTrace, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
+use crate::heads::{induction_scores, score_block, HeadScores};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
 use crate::tensor::{layer_norm, linear, matmul_bt, Mat, View};
 use crate::weights::TensorStore;
@@ -198,6 +199,9 @@ pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize,
     }
 }
 
+/// Length of the random sequence that is repeated to find induction heads.
+pub const INDUCTION_TOKENS: usize = 20;
+
 /// Architectures this build runs.
 pub const SUPPORTED: &[&str] = &["bert", "marian", "llama"];
 
@@ -357,6 +361,27 @@ impl Model {
         let output = self.forward(text, generate, &mut probe)?;
         let (attentions, value_norms) = probe.into_maps_and_norms();
         Ok(Attended { output, attentions, value_norms })
+    }
+
+    /// Every head's scores and label on `text` (see [`crate::heads`]); causal models also get
+    /// their induction score from a repeated random sequence of [`INDUCTION_TOKENS`] tokens.
+    pub fn heads(&self, text: &str, generate: &GenerateOptions) -> Result<(Attended, Vec<HeadScores>)> {
+        let a = self.attend_generating(text, generate)?;
+        let special = self.info().special_tokens;
+        let induction = match &self.family {
+            Family::Llama(l) => Some(l.repeated_random_maps(INDUCTION_TOKENS)?),
+            _ => None,
+        };
+        let mut scores = Vec::new();
+        for b in &a.attentions {
+            let (_, keys) = a.output.tokens_of(b.kind);
+            let ind = induction
+                .as_ref()
+                .and_then(|maps| maps.iter().find(|m| m.kind == b.kind && m.layer == b.layer))
+                .map(|m| induction_scores(m, INDUCTION_TOKENS.min(m.query_len / 2)));
+            scores.extend(score_block(b, &keys, &special, ind.as_deref()));
+        }
+        Ok((a, scores))
     }
 
     /// Tokenisation alone (what the forward does first), for benchmarks and token previews.

@@ -5,7 +5,7 @@
 
 use crate::attention::{AttentionKind, GenerateOptions, HeadRequest};
 use crate::models::{Manifest, Model, SUPPORTED};
-use crate::output::{AttendResult, PositionsResult, StepResult};
+use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
@@ -184,6 +184,15 @@ impl AttnModel {
         let options = generate_options(generate, temperature, top_k, seed)?;
         let hi = self.model.head_internals_generating(text, &options, HeadRequest { kind, layer, head }).map_err(err)?;
         to_js(&StepResult::new(&self.model.manifest.id, text, &hi, f32s))
+    }
+
+    /// Every head's scores and label on the text (and its continuation): [`HeadsResult`]
+    /// (`#/$defs/heads` in `schema/attend.schema.json`).
+    pub fn heads(&self, text: &str, generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+        let options = generate_options(generate, temperature, top_k, seed)?;
+        let (a, scores) = self.model.heads(text, &options).map_err(err)?;
+        let induction = scores.iter().any(|s| s.induction.is_some()).then_some(crate::models::INDUCTION_TOKENS);
+        to_js(&HeadsResult::new(&self.model.manifest.id, text, &a, &scores, induction))
     }
 
     /// The position vectors the model adds to its token embeddings, positions `0..count`

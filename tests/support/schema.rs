@@ -13,6 +13,7 @@ pub struct Checker {
     attend: boon::SchemaIndex,
     step: boon::SchemaIndex,
     positions: boon::SchemaIndex,
+    heads: boon::SchemaIndex,
 }
 
 fn len(v: &Value, key: &str) -> usize {
@@ -39,7 +40,8 @@ impl Checker {
         let attend = compiler.compile(URL, &mut schemas).unwrap_or_else(|e| panic!("schema does not compile: {e:#}"));
         let step = compiler.compile(&format!("{URL}#/$defs/step"), &mut schemas).unwrap_or_else(|e| panic!("step schema does not compile: {e:#}"));
         let positions = compiler.compile(&format!("{URL}#/$defs/positions"), &mut schemas).unwrap_or_else(|e| panic!("positions schema does not compile: {e:#}"));
-        Checker { schemas, attend, step, positions }
+        let heads = compiler.compile(&format!("{URL}#/$defs/heads"), &mut schemas).unwrap_or_else(|e| panic!("heads schema does not compile: {e:#}"));
+        Checker { schemas, attend, step, positions, heads }
     }
 
     fn validate(&self, v: &Value, index: boon::SchemaIndex) -> Result<(), String> {
@@ -87,6 +89,12 @@ impl Checker {
             }
         }
         Ok(())
+    }
+
+    /// A `heads` result: the schema.
+    #[allow(dead_code)] // used by tests/schema.rs, not by tests/wasm.rs
+    pub fn heads(&self, v: &Value) -> Result<(), String> {
+        self.validate(v, self.heads)
     }
 
     /// A `step` result: the schema, then every array's length.
