@@ -31,5 +31,6 @@ export function renderStatus(el, session) {
   el.notice.hidden = !notice;
   if (el.notice.textContent !== notice) el.notice.textContent = notice;
   el.translation.hidden = sum.output == null;
+  el.outputLabel.textContent = sum.outputLabel || 'Translation';
   el.output.textContent = sum.output ?? '';
 }
