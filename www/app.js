@@ -67,6 +67,8 @@ function main() {
   };
   // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
   debug.stepPanels = () => (session.state.view === 'step' && geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null);
+  // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
+  debug.heatmapGrid = () => (session.state.view === 'heatmap' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null);
   // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
   debug.positionsChart = () => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)

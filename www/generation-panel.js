@@ -28,7 +28,7 @@ const CSS = `
 .gen-top-list { list-style: none; margin: 2px 0 0; padding: 0; display: grid; grid-template-columns: minmax(4em, max-content) 120px 4.5em auto; gap: 2px 8px; align-items: center; font-size: 13px; }
 .gen-top-list li { display: contents; }
 .gen-top-list .tok { font-family: ui-monospace, Menlo, Consolas, "DejaVu Sans Mono", monospace; white-space: pre; overflow: hidden; text-overflow: ellipsis; max-width: 14em; }
-.gen-top-list .bar { height: 10px; border-radius: 2px; background: var(--av-accent); width: calc(var(--w) * 100%); min-width: 1px; }
+.gen-top-list .gen-bar { height: 10px; border-radius: 2px; background: var(--av-accent); width: calc(var(--w) * 100%); min-width: 1px; }
 .gen-top-list .p { font-variant-numeric: tabular-nums; text-align: right; }
 .gen-top-list .mark { color: var(--av-accent); font-weight: 600; font-size: 12px; }
 .gen-note { margin: 0; font-size: 13px; color: var(--av-muted); }
@@ -105,10 +105,11 @@ export function mountGenerationPanel(container, session) {
 
   const sampling = () => {
     const sample = el.method.value === 'sample';
+    // Greedy decoding reads none of the three (the fields keep their values for a later sample).
     return {
       temperature: sample ? clampNum(el.temperature.value, 0.05, TEMPERATURE_MAX, 0.8) : 0,
-      topK: Math.round(clampNum(el.topK.value, 0, 100000, 0)),
-      seed: Math.round(clampNum(el.seed.value, 0, 0xffffffff, 0)),
+      topK: sample ? Math.round(clampNum(el.topK.value, 0, 100000, 0)) : 0,
+      seed: sample ? Math.round(clampNum(el.seed.value, 0, 0xffffffff, 0)) : 0,
     };
   };
   const count = () => Math.round(clampNum(el.n.value, 0, GEN_MAX, 8));
@@ -179,7 +180,7 @@ export function mountGenerationPanel(container, session) {
       tok.className = 'tok';
       tok.textContent = t.label;
       const bar = document.createElement('span');
-      bar.className = 'bar';
+      bar.className = 'gen-bar';
       bar.style.setProperty('--w', String(Math.min(1, Math.max(0, t.p))));
       const p = document.createElement('span');
       p.className = 'p';
