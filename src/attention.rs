@@ -112,12 +112,89 @@ pub struct ForwardOutput {
     pub stop_reason: Option<StopReason>,
     /// Mean-pooled, L2-normalised sentence embedding (sentence-transformers encoders).
     pub sentence_embedding: Option<Vec<f32>>,
+    /// What a decoder-only model predicted and generated (its prompt is `source_tokens`, its
+    /// continuation `target_tokens`); `None` for encoders and translators.
+    pub generation: Option<Generation>,
+}
+
+/// One candidate for the next token, with the model's probability (softmax at temperature 1).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopToken {
+    pub token: String,
+    pub id: u32,
+    pub p: f32,
+}
+
+/// One generated token: chosen from the distribution at query `position`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GenerationStep {
+    pub position: usize,
+    pub token: String,
+    pub id: u32,
+    /// The five most probable next tokens at that position, most probable first.
+    pub top: Vec<TopToken>,
+}
+
+/// How the next token is chosen: greedy (`temperature` 0) or sampled from the softmax of
+/// logits ÷ temperature over the `top_k` most probable (0: all), with a seeded generator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Sampling {
+    pub method: SamplingMethod,
+    pub temperature: f32,
+    pub top_k: usize,
+    pub seed: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplingMethod {
+    #[default]
+    Greedy,
+    Sample,
+}
+
+/// What to generate after the text (decoder-only models; others ignore it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GenerateOptions {
+    pub max_new_tokens: usize,
+    pub temperature: f32,
+    pub top_k: usize,
+    pub seed: u32,
+}
+
+impl GenerateOptions {
+    pub fn sampling(&self) -> Sampling {
+        let sample = self.temperature > 0.0 && self.temperature.is_finite();
+        Sampling {
+            method: if sample { SamplingMethod::Sample } else { SamplingMethod::Greedy },
+            temperature: if sample { self.temperature } else { 0.0 },
+            top_k: self.top_k,
+            seed: self.seed,
+        }
+    }
+}
+
+/// A decoder-only model's prompt, continuation and predictions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Generation {
+    pub prompt_len: usize,
+    /// Every position fed through the model: the prompt's ids, then the generated ones.
+    pub token_ids: Vec<u32>,
+    pub steps: Vec<GenerationStep>,
+    /// The five most probable tokens after the last position fed.
+    pub next: Vec<TopToken>,
+    pub sampling: Sampling,
 }
 
 impl ForwardOutput {
-    /// The query tokens and the key tokens of attention of `kind`.
-    pub fn tokens_of(&self, kind: AttentionKind) -> (&[String], &[String]) {
-        let side = |s: &str| if s == "encoder" { &self.source_tokens[..] } else { &self.target_tokens[..] };
+    /// The query tokens and the key tokens of attention of `kind`. A decoder-only model's
+    /// self-attention runs over the prompt and then its continuation.
+    pub fn tokens_of(&self, kind: AttentionKind) -> (Vec<String>, Vec<String>) {
+        if kind == AttentionKind::DecoderSelf && self.generation.is_some() {
+            let all: Vec<String> = self.source_tokens.iter().chain(&self.target_tokens).cloned().collect();
+            return (all.clone(), all);
+        }
+        let side = |s: &str| if s == "encoder" { self.source_tokens.clone() } else { self.target_tokens.clone() };
         (side(kind.query_side()), side(kind.key_side()))
     }
 }
@@ -148,12 +225,24 @@ pub struct HeadInternals {
     pub block: OutputTrace,
 }
 
+/// Where the block's normalisation sits, which says what `normed` is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockNorm {
+    /// LayerNorm(x + attention) is the block's output (BERT, Marian: the paper's Add & Norm).
+    #[default]
+    PostLayerNorm,
+    /// x + attention is the block's output; RMSNorm of it is the feed-forward's input (Llama).
+    PreRmsNorm,
+}
+
 /// The end of a post-norm attention block (BERT, Marian): every head's output concatenated,
 /// projected by Wᴼ, added to the block's input, normalised. Each `# [query_len, d_model]`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OutputTrace {
     pub d_model: usize,
     pub query_len: usize,
+    pub norm: BlockNorm,
     /// The heads' outputs side by side: head h is columns h·d_k .. (h+1)·d_k.
     pub concat: Vec<f32>,
     /// concat · Wᴼᵀ + bᴼ
@@ -185,9 +274,9 @@ impl OutputTrace {
 pub struct Probe {
     maps: bool,
     head: Option<HeadRequest>,
-    /// Per site in first-call order: `(site, heads, key_len, chunks)`, each chunk
-    /// `# [heads, q_i, key_len]`.
-    recorded: Vec<(Site, usize, usize, Vec<Vec<f32>>)>,
+    /// Per site in first-call order: `(site, heads, chunks)`, each chunk `(key_len_i,
+    /// # [heads, q_i, key_len_i])`; keys grow from call to call with a KV cache.
+    recorded: Vec<(Site, usize, Vec<(usize, Vec<f32>)>)>,
     trace: Option<HeadTrace>,
     block: Option<OutputTrace>,
 }
@@ -203,6 +292,11 @@ impl Probe {
         Probe { head: Some(request), ..Probe::default() }
     }
 
+    /// Whether one head's intermediates are being traced (the step view).
+    pub fn is_tracing(&self) -> bool {
+        self.head.is_some()
+    }
+
     /// The head whose intermediates the attention call at `site` should keep, if any.
     pub fn traced_head(&self, site: Site) -> Option<usize> {
         self.head.filter(|r| r.kind == site.kind && r.layer == site.layer).map(|r| r.head)
@@ -214,8 +308,8 @@ impl Probe {
         if self.maps {
             let key_len = probs.len() / (heads * context.rows()).max(1);
             match self.recorded.iter_mut().find(|r| r.0 == site) {
-                Some(r) => r.3.push(probs),
-                None => self.recorded.push((site, heads, key_len, vec![probs])),
+                Some(r) => r.2.push((key_len, probs)),
+                None => self.recorded.push((site, heads, vec![(key_len, probs)])),
             }
         }
         if let Some(t) = trace {
@@ -240,22 +334,29 @@ impl Probe {
         }
     }
 
-    /// The recorded maps, one block per site, queries of successive calls concatenated.
+    /// The recorded maps, one block per site, queries of successive calls concatenated. Rows
+    /// of earlier calls, which saw fewer keys (a KV cache), end in zeros: keys that did not
+    /// exist yet get no attention, as under a causal mask.
     pub fn into_attentions(self) -> Vec<AttentionBlock> {
         self.recorded
             .into_iter()
-            .map(|(site, heads, key_len, mut chunks)| {
-                let rows = |c: &Vec<f32>| c.len() / (heads * key_len).max(1);
+            .map(|(site, heads, mut chunks)| {
+                let rows = |(tk, c): &(usize, Vec<f32>)| c.len() / (heads * tk).max(1);
                 let query_len: usize = chunks.iter().map(rows).sum();
+                let key_len = chunks.iter().map(|c| c.0).max().unwrap_or(0);
                 let probs = if chunks.len() == 1 {
-                    chunks.pop().unwrap_or_default()
+                    chunks.pop().map(|c| c.1).unwrap_or_default()
                 } else {
-                    // [call][heads, q_i, Tk] → [heads, Σq_i, Tk]
+                    // [call][heads, q_i, Tk_i] → [heads, Σq_i, Tk]
                     let mut probs = Vec::with_capacity(heads * query_len * key_len);
                     for h in 0..heads {
-                        for c in &chunks {
-                            let q = rows(c);
-                            probs.extend_from_slice(&c[h * q * key_len..(h + 1) * q * key_len]);
+                        for chunk in &chunks {
+                            let (tk, c) = chunk;
+                            let q = rows(chunk);
+                            for row in c[h * q * tk..(h + 1) * q * tk].chunks_exact((*tk).max(1)) {
+                                probs.extend_from_slice(row);
+                                probs.resize(probs.len() + key_len - tk, 0.0);
+                            }
                         }
                     }
                     probs

@@ -3,7 +3,7 @@
 //! by the tests. `F` is how an array of floats goes out: a slice (a JSON array) from the CLI,
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
-use crate::attention::{Attended, AttentionKind, HeadInternals, StopReason};
+use crate::attention::{Attended, AttentionKind, BlockNorm, Generation, HeadInternals, StopReason};
 use crate::models::{PositionKind, PositionTable};
 use serde::Serialize;
 
@@ -41,6 +41,9 @@ pub struct AttendResult<'a, F> {
     pub stop_reason: Option<StopReason>,
     pub attentions: Vec<AttentionResult<F>>,
     pub sentence_embedding: Option<F>,
+    /// A decoder-only model's prompt length, fed ids, generated steps with their top-5
+    /// candidates, and its next-token prediction; `null` for encoders and translators.
+    pub generation: Option<&'a Generation>,
     /// Time of the forward alone (tokenisation included), in milliseconds.
     pub forward_ms: f64,
 }
@@ -71,6 +74,7 @@ impl<'a, F> AttendResult<'a, F> {
                 })
                 .collect(),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
+            generation: out.generation.as_ref(),
             forward_ms,
         }
     }
@@ -110,6 +114,10 @@ pub struct StepResult<'a, F> {
     pub output: F,
     /// Width of the residual stream (all heads side by side).
     pub d_model: usize,
+    /// `post_layer_norm`: `normed` = LayerNorm(residual) is the block's output (BERT, Marian);
+    /// `pre_rms_norm`: `residual` is the block's output and `normed` = RMSNorm(residual) the
+    /// feed-forward's input (Llama).
+    pub block_norm: BlockNorm,
     /// `# [query_len, d_model]` every head's output side by side: head h is columns h·d_k…
     pub concat: F,
     /// `# [query_len, d_model]` concat · Wᴼᵀ + bᴼ
@@ -147,6 +155,7 @@ impl<'a, F> StepResult<'a, F> {
             probs: floats(&t.probs),
             output: floats(&t.output),
             d_model: hi.block.d_model,
+            block_norm: hi.block.norm,
             concat: floats(&hi.block.concat),
             projected: floats(&hi.block.projected),
             block_input: floats(&hi.block.input),
@@ -160,7 +169,8 @@ impl<'a, F> StepResult<'a, F> {
 #[derive(Serialize)]
 pub struct PositionsResult<'a, F> {
     pub model: &'a str,
-    /// `sinusoidal` (computed, Marian) or `learned` (a weight table, BERT).
+    /// `sinusoidal` (computed, Marian), `learned` (a weight table, BERT) or `rotary` (cos and sin
+    /// of the rotation angles, Llama).
     pub kind: PositionKind,
     pub positions: usize,
     pub dims: usize,

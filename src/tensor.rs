@@ -421,6 +421,204 @@ pub fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
+/// IEEE half → single, including subnormals, infinities and NaN.
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h >> 15) as u32) << 31;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let frac = (h & 0x3ff) as u32;
+    let bits = match (exp, frac) {
+        (0, 0) => sign,
+        (0, _) => {
+            // Subnormal: value = frac · 2^-24.
+            let v = frac as f32 * (1.0 / 16_777_216.0);
+            return if sign != 0 { -v } else { v };
+        }
+        (0x1f, _) => sign | 0x7f80_0000 | (frac << 13),
+        _ => sign | ((exp + 112) << 23) | (frac << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// How a row of a [`BlockMat`] is stored: GGML's formats, `block_len` values in `block_bytes`.
+/// Q4_0: f16 d, 16 bytes of nibbles, value = d·(q − 8). Q4_1: f16 d, f16 m, 16 bytes of
+/// nibbles, value = d·q + m. Q8_0: f16 d, 32 int8, value = d·q. In the nibble formats value j
+/// of a block is the low nibble of byte j, value j + 16 the high nibble of byte j.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockFormat {
+    F32,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q8_0,
+}
+
+impl BlockFormat {
+    pub fn block_len(self) -> usize {
+        match self {
+            BlockFormat::F32 | BlockFormat::F16 => 1,
+            BlockFormat::Q4_0 | BlockFormat::Q4_1 | BlockFormat::Q8_0 => 32,
+        }
+    }
+
+    pub fn block_bytes(self) -> usize {
+        match self {
+            BlockFormat::F32 => 4,
+            BlockFormat::F16 => 2,
+            BlockFormat::Q4_0 => 18,
+            BlockFormat::Q4_1 => 20,
+            BlockFormat::Q8_0 => 34,
+        }
+    }
+
+    /// Bytes of a row of `cols` values; `None` when `cols` is not a whole number of blocks or
+    /// the size overflows.
+    pub fn row_bytes(self, cols: usize) -> Option<usize> {
+        (cols % self.block_len() == 0).then(|| (cols / self.block_len()).checked_mul(self.block_bytes())).flatten()
+    }
+
+    /// Decodes one row (`bytes.len() == row_bytes(out.len())`) into `out`.
+    pub fn dequantize(self, bytes: &[u8], out: &mut [f32]) {
+        let half = |b: &[u8]| f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        match self {
+            BlockFormat::F32 => out.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(o, b)| *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            BlockFormat::F16 => out.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(o, b)| *o = half(b)),
+            BlockFormat::Q4_0 | BlockFormat::Q4_1 => {
+                let (q_at, offset_of): (usize, fn(f32, &[u8]) -> f32) = match self {
+                    BlockFormat::Q4_0 => (2, |d, _| -8.0 * d),
+                    _ => (4, |_, b| f16_to_f32(u16::from_le_bytes([b[2], b[3]]))),
+                };
+                for (o, b) in out.chunks_exact_mut(32).zip(bytes.chunks_exact(self.block_bytes())) {
+                    let d = half(b);
+                    let m = offset_of(d, b);
+                    let (lo, hi) = o.split_at_mut(16);
+                    for ((l, h), &q) in lo.iter_mut().zip(hi.iter_mut()).zip(&b[q_at..q_at + 16]) {
+                        *l = (q & 0x0f) as f32 * d + m;
+                        *h = (q >> 4) as f32 * d + m;
+                    }
+                }
+            }
+            BlockFormat::Q8_0 => {
+                for (o, b) in out.chunks_exact_mut(32).zip(bytes.chunks_exact(34)) {
+                    let d = half(b);
+                    for (v, &q) in o.iter_mut().zip(&b[2..34]) {
+                        *v = q as i8 as f32 * d;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A `[rows, cols]` weight kept in its file's block format (GGUF), inside the file's bytes
+/// (shared, not copied: SmolLM2's 98 MB of Q4_1 stay 98 MB instead of 540 MB as f32). The GEMM
+/// decodes a panel of rows at a time next to the kernel ([`linear_blocks`]).
+#[derive(Clone, Debug)]
+pub struct BlockMat {
+    pub rows: usize,
+    pub cols: usize,
+    pub format: BlockFormat,
+    bytes: std::sync::Arc<Vec<u8>>,
+    offset: usize,
+    row_bytes: usize,
+}
+
+impl BlockMat {
+    /// `None` when the rows do not fit in `bytes` from `offset` or `cols` is not whole blocks.
+    pub fn new(rows: usize, cols: usize, format: BlockFormat, bytes: std::sync::Arc<Vec<u8>>, offset: usize) -> Option<BlockMat> {
+        let row_bytes = format.row_bytes(cols)?;
+        let end = row_bytes.checked_mul(rows)?.checked_add(offset)?;
+        (end <= bytes.len()).then_some(BlockMat { rows, cols, format, bytes, offset, row_bytes })
+    }
+
+    /// Row `r` decoded into `out` (`cols` values): an embedding lookup.
+    pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        let s = self.offset + r * self.row_bytes;
+        self.format.dequantize(&self.bytes[s..s + self.row_bytes], &mut out[..self.cols]);
+    }
+}
+
+/// Rows of a block-format weight decoded per call of the kernel: 16 rows × up to 1,536 values
+/// is 96 KiB, in L2, reused by every row of the activations.
+const BLOCK_PANEL_ROWS: usize = 16;
+
+/// `x · Wᵀ` for a block-format weight `[out, in]`: each panel of weight rows is decoded to f32
+/// and handed to the one GEMM kernel, so a row of `x` sees the same sums whatever the batch
+/// (a KV-cache step equals the full re-run bit for bit).
+pub fn linear_blocks(x: &Mat, w: &BlockMat) -> Mat {
+    assert_eq!(x.cols(), w.cols, "linear_blocks: inner dimensions differ");
+    let mut y = Mat::zeros(x.rows(), w.rows);
+    let stride = y.cols();
+    let mut panel = vec![0.0f32; BLOCK_PANEL_ROWS * w.cols];
+    let mut start = 0;
+    while start < w.rows {
+        let n = (w.rows - start).min(BLOCK_PANEL_ROWS);
+        for (i, row) in panel.chunks_exact_mut(w.cols).take(n).enumerate() {
+            w.dequantize_row(start + i, row);
+        }
+        let b = View { data: &panel, offset: 0, rows: n, cols: w.cols, stride: w.cols };
+        matmul_bt(View::of(x), b, y.as_mut_slice(), start, stride);
+        start += n;
+    }
+    y
+}
+
+/// A weight matrix as a model holds it: f32 (safetensors, any dtype converted at load) or in
+/// its file's block format (GGUF).
+#[derive(Clone, Debug)]
+pub enum WeightMatrix {
+    F32(Mat),
+    Blocks(BlockMat),
+}
+
+impl WeightMatrix {
+    pub fn rows(&self) -> usize {
+        match self {
+            WeightMatrix::F32(m) => m.rows(),
+            WeightMatrix::Blocks(b) => b.rows,
+        }
+    }
+
+    pub fn cols(&self) -> usize {
+        match self {
+            WeightMatrix::F32(m) => m.cols(),
+            WeightMatrix::Blocks(b) => b.cols,
+        }
+    }
+
+    /// `x · Wᵀ`
+    pub fn linear(&self, x: &Mat) -> Mat {
+        match self {
+            WeightMatrix::F32(m) => linear(x, m, None),
+            WeightMatrix::Blocks(b) => linear_blocks(x, b),
+        }
+    }
+
+    /// Row `r` as f32 (an embedding lookup).
+    pub fn row_into(&self, r: usize, out: &mut [f32]) {
+        match self {
+            WeightMatrix::F32(m) => out.copy_from_slice(m.row(r)),
+            WeightMatrix::Blocks(b) => b.dequantize_row(r, out),
+        }
+    }
+}
+
+/// RMSNorm over each row: `x / sqrt(mean(x²) + eps) · gamma` (Llama).
+pub fn rms_norm(x: &mut Mat, gamma: &[f32], eps: f32) {
+    let c = x.cols();
+    for row in x.as_mut_slice().chunks_exact_mut(c) {
+        let ms = row.iter().map(|v| v * v).sum::<f32>() / c as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for (v, g) in row.iter_mut().zip(gamma) {
+            *v = *v * inv * g;
+        }
+    }
+}
+
+/// SiLU (swish), `x · σ(x)`: the gate of Llama's SwiGLU feed-forward.
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
 /// Which keys a query may see.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mask {
@@ -606,6 +804,61 @@ mod tests {
         let mut row = vec![0.0; 13];
         q.dequantize_row(2, &mut row);
         assert_eq!(row, deq.row(2));
+    }
+
+    #[test]
+    fn block_formats_decode_as_ggml_defines_them() {
+        // One Q4_1 block: d = 0.5, m = -1, nibbles 0..15 low, 15..0 high.
+        let mut b = Vec::new();
+        b.extend_from_slice(&0x3800u16.to_le_bytes()); // 0.5
+        b.extend_from_slice(&0xbc00u16.to_le_bytes()); // -1.0
+        b.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
+        let mut out = [0.0f32; 32];
+        BlockFormat::Q4_1.dequantize(&b, &mut out);
+        assert_eq!(out[0], -1.0);
+        assert_eq!(out[15], 6.5);
+        assert_eq!(out[16], 6.5);
+        assert_eq!(out[31], -1.0);
+        // Q8_0: d = 2, q = j - 16.
+        let mut q8 = 0x4000u16.to_le_bytes().to_vec();
+        q8.extend((0..32i32).map(|j| (j - 16) as i8 as u8));
+        BlockFormat::Q8_0.dequantize(&q8, &mut out);
+        assert_eq!((out[0], out[16], out[31]), (-32.0, 0.0, 30.0));
+        // Q4_0: d = 1, value = q - 8.
+        let mut q4 = 0x3c00u16.to_le_bytes().to_vec();
+        q4.extend([0x80u8; 16]);
+        BlockFormat::Q4_0.dequantize(&q4, &mut out);
+        assert_eq!((out[0], out[16]), (-8.0, 0.0));
+        assert_eq!(BlockFormat::Q4_1.row_bytes(64), Some(40));
+        assert_eq!(BlockFormat::Q4_1.row_bytes(33), None);
+    }
+
+    #[test]
+    fn block_gemm_equals_the_f32_gemm_on_decoded_rows() {
+        let (rows, cols) = (37, 64);
+        let bytes: Vec<u8> = (0..rows * 40).map(|i| ((i * 73 + 11) % 251) as u8).collect();
+        // Keep the f16 scales finite and small: byte pairs 0..4 of each block.
+        let mut bytes = bytes;
+        for blk in bytes.chunks_exact_mut(20) {
+            blk[..4].copy_from_slice(&[0x00, 0x30, 0x00, 0xb0]);
+        }
+        let w = BlockMat::new(rows, cols, BlockFormat::Q4_1, std::sync::Arc::new(bytes), 0).unwrap();
+        let mut dense = vec![0.0; rows * cols];
+        for (r, row) in dense.chunks_exact_mut(cols).enumerate() {
+            w.dequantize_row(r, row);
+        }
+        let dense = Mat::from_vec(rows, cols, dense);
+        let x = pseudo_random(5, cols, 21);
+        assert_eq!(linear_blocks(&x, &w), linear(&x, &dense, None));
+        assert!(BlockMat::new(rows + 1, cols, BlockFormat::Q4_1, w.bytes.clone(), 0).is_none());
+    }
+
+    #[test]
+    fn half_precision_decodes() {
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x0001), 5.960_464_5e-8);
+        assert!(f16_to_f32(0x7c00).is_infinite());
     }
 
     #[test]

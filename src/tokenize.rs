@@ -6,6 +6,7 @@ use crate::error::{invalid_model, Error, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use tokenizers::{PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+pub mod gguf_bpe;
 mod guard;
 
 /// Texts longer than this many bytes are cut before tokenisation: no model here sees more than
@@ -38,7 +39,13 @@ impl TextTokenizer {
     pub fn from_bytes(json: &[u8], max_tokens: usize) -> Result<TextTokenizer> {
         guard::check(json)?;
         let loaded = catch_unwind(|| Tokenizer::from_bytes(json)).map_err(|_| invalid_model("tokenizer.json could not be read (the tokenizers library failed on it)"))?;
-        let mut inner = loaded.map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
+        let inner = loaded.map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
+        TextTokenizer::from_tokenizer(inner, max_tokens)
+    }
+
+    /// Wraps a tokenizer built in code (from a GGUF file's metadata): padding off, truncation
+    /// at `max_tokens`.
+    pub fn from_tokenizer(mut inner: Tokenizer, max_tokens: usize) -> Result<TextTokenizer> {
         let special = inner.get_post_processor().map_or(0, |p| p.added_tokens(false));
         if max_tokens <= special {
             return Err(invalid_model(format!("the model takes at most {max_tokens} tokens, leaving no room for text beside the tokenizer's {special} special tokens")));
@@ -71,6 +78,11 @@ impl TextTokenizer {
 
     pub fn id_to_token(&self, id: u32) -> String {
         self.inner.id_to_token(id).unwrap_or_else(|| format!("<{id}>"))
+    }
+
+    /// The token's string, or `None` for an id outside the vocabulary.
+    pub fn id_to_token_opt(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
     }
 
     pub fn token_to_id(&self, token: &str) -> Option<u32> {

@@ -87,13 +87,13 @@ fn this_is_the_simd_build() {
 #[wasm_bindgen_test]
 fn translator_matches_native() {
     let m = en_pt();
-    let r = m.attend("The cat sat on the mat.").unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("The cat sat on the mat.", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_eq!(get(&r, "output_text").as_string().as_deref(), Some("O gato sentou-se no tapete."));
     assert_same_as_native(&r, fixture!("en-pt-cat.json"));
-    let r = m.attend("Ich möchte café crème — naïve façade.").unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("Ich möchte café crème — naïve façade.", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_same_as_native(&r, fixture!("en-pt-accents.json"));
     // Step view of a cross-attention head: Q from the decoder, K and V from the encoder.
-    let s = m.step("The cat sat on the mat.", "cross", 1, 2).unwrap_or_else(|_| panic!("step failed"));
+    let s = m.step("The cat sat on the mat.", "cross", 1, 2, None, None, None, None).unwrap_or_else(|_| panic!("step failed"));
     assert_eq!(get(&s, "q_source").as_string().as_deref(), Some("decoder"));
     assert_eq!(get(&s, "kv_source").as_string().as_deref(), Some("encoder"));
 }
@@ -101,9 +101,9 @@ fn translator_matches_native() {
 #[wasm_bindgen_test]
 fn minilm_matches_native() {
     let m = minilm();
-    let r = m.attend("The cat sat on the mat.").unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("The cat sat on the mat.", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_same_as_native(&r, fixture!("minilm-cat.json"));
-    let r = m.attend("日本語のテキストと emoji 🎉, naïve café").unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("日本語のテキストと emoji 🎉, naïve café", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_same_as_native(&r, fixture!("minilm-cjk.json"));
 }
 
@@ -123,13 +123,13 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(AttnModel::load("{\"id\":\"x\",\"architecture\":\"gpt-j\",\"files\":[]}", &Object::new()).is_err());
 
     let m = en_pt();
-    assert!(m.attend("").is_ok());
+    assert!(m.attend("", None, None, None, None).is_ok());
     let long = "word ".repeat(20_000);
-    let r = m.attend(&long).unwrap_or_else(|_| panic!("long text must truncate, not fail"));
+    let r = m.attend(&long, None, None, None, None).unwrap_or_else(|_| panic!("long text must truncate, not fail"));
     assert_eq!(get(&r, "truncated").as_bool(), Some(true));
-    assert!(m.step("hi", "decoder_self", 0, 0).is_err());
-    assert!(m.step("hi", "cross", 9, 0).is_err());
-    assert!(m.step("hi", "nonsense", 0, 0).is_err());
+    assert!(m.step("hi", "decoder_self", 0, 0, None, None, None, None).is_err());
+    assert!(m.step("hi", "cross", 9, 0, None, None, None, None).is_err());
+    assert!(m.step("hi", "nonsense", 0, 0, None, None, None, None).is_err());
 }
 
 /// Issue 13 in the module itself, where a panic aborts (no unwinding to contain it): sizes that
@@ -191,7 +191,7 @@ fn attend_and_step_objects_satisfy_the_schema() {
     let checker = schema::Checker::new();
     let (minilm, en_pt) = (minilm(), en_pt());
     for (m, text, embedding) in [(&minilm, "The cat sat on the mat.", true), (&en_pt, "The cat sat on the mat.", false), (&en_pt, "o o o o o o o o o o o o o", false)] {
-        let r = m.attend(text).unwrap_or_else(|_| panic!("attend failed"));
+        let r = m.attend(text, None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
         let mut typed = Vec::new();
         let v = to_json(&r, "", &mut typed);
         checker.attend(&v).unwrap_or_else(|e| panic!("{text:?}: {e}"));
@@ -203,9 +203,9 @@ fn attend_and_step_objects_satisfy_the_schema() {
         want.sort();
         assert_eq!(typed, want);
     }
-    assert_eq!(to_json(&en_pt.attend("o o o o o o o o o o o o o").unwrap_or_else(|_| panic!("attend failed")), "", &mut Vec::new())["stop_reason"], "max_length");
+    assert_eq!(to_json(&en_pt.attend("o o o o o o o o o o o o o", None, None, None, None).unwrap_or_else(|_| panic!("attend failed")), "", &mut Vec::new())["stop_reason"], "max_length");
     for (m, kind, layer, head) in [(&minilm, "encoder_self", 2, 5), (&en_pt, "cross", 1, 3)] {
-        let s = m.step("The cat sat on the mat.", kind, layer, head).unwrap_or_else(|_| panic!("step failed"));
+        let s = m.step("The cat sat on the mat.", kind, layer, head, None, None, None, None).unwrap_or_else(|_| panic!("step failed"));
         let mut typed = Vec::new();
         let v = to_json(&s, "", &mut typed);
         checker.step(&v).unwrap_or_else(|e| panic!("{kind}: {e}"));

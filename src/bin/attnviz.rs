@@ -1,4 +1,4 @@
-//! `attnviz attend --model <dir> --text <TEXT> [--format json|table]`
+//! `attnviz attend --model <dir> --text <TEXT> [--format json|table] [--generate N [--temperature T] [--top-k K] [--seed S]]`
 //! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
 //! `attnviz positions --model <dir> [--count N]`
 //!
@@ -8,7 +8,7 @@
 //! `attnviz::output`, described by `schema/attend.schema.json`. Bad input (including arguments
 //! that are not UTF-8) → one line on stderr and exit status 2; `--help` → usage on stdout, 0.
 
-use attnviz::attention::{row_entropies, top_keys, Attended, AttentionKind, HeadRequest};
+use attnviz::attention::{row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest};
 use attnviz::models::{Model, DEFAULT_POSITIONS};
 use attnviz::output::{AttendResult, PositionsResult, StepResult};
 use serde::Serialize;
@@ -17,9 +17,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table]
-       attnviz step --model <dir> --text <TEXT> --kind encoder_self|cross --layer N --head N
-       attnviz positions --model <dir> [--count N]";
+const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table] [GENERATE]
+       attnviz step --model <dir> --text <TEXT> --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
+       attnviz positions --model <dir> [--count N]
+GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--top-k K] [--seed S]";
 
 enum Command {
     Attend { table: bool },
@@ -30,6 +31,7 @@ enum Command {
 struct Args {
     model: PathBuf,
     text: String,
+    generate: GenerateOptions,
     command: Command,
 }
 
@@ -45,6 +47,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
     };
     let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, DEFAULT_POSITIONS);
+    let mut generate = GenerateOptions::default();
     let number = |flag: &str, v: String| v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"));
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
@@ -63,6 +66,13 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             }
             "--layer" if step => layer = Some(number(flag, value()?)?),
             "--head" if step => head = Some(number(flag, value()?)?),
+            "--generate" if !positions => generate.max_new_tokens = number(flag, value()?)?,
+            "--top-k" if !positions => generate.top_k = number(flag, value()?)?,
+            "--seed" if !positions => generate.seed = value()?.parse().map_err(|_| format!("{flag} needs a number from 0 to {}", u32::MAX))?,
+            "--temperature" if !positions => {
+                let v = value()?;
+                generate.temperature = v.parse::<f32>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
+            }
             "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
         }
@@ -84,7 +94,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         None if positions => String::new(),
         None => return Err(required("--text")),
     };
-    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, text, command }))
+    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, text, generate, command }))
 }
 
 fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::Result<()> {
@@ -123,7 +133,7 @@ fn run(args: Args) -> Result<(), String> {
     let written = match args.command {
         Command::Attend { table } => {
             let start = Instant::now();
-            let a = model.attend(&args.text).map_err(|e| e.to_string())?;
+            let a = model.attend_generating(&args.text, &args.generate).map_err(|e| e.to_string())?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             if table {
                 print_table(&mut out, id, &a)
@@ -132,7 +142,7 @@ fn run(args: Args) -> Result<(), String> {
             }
         }
         Command::Step(request) => {
-            let hi = model.head_internals(&args.text, request).map_err(|e| e.to_string())?;
+            let hi = model.head_internals_generating(&args.text, &args.generate, request).map_err(|e| e.to_string())?;
             json_line(&mut out, &StepResult::new(id, &args.text, &hi, std::convert::identity))
         }
         Command::Positions(count) => {

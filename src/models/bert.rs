@@ -276,6 +276,7 @@ impl BertModel {
         let x = self.encoder.forward(x, probe); // [T, d]
         Ok(ForwardOutput {
             sentence_embedding: Some(mean_pool_normalised(&x)),
+            generation: None,
             source_tokens: enc.tokens,
             source_word_ids: enc.word_ids,
             target_tokens: Vec::new(),

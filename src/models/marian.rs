@@ -340,6 +340,7 @@ impl MarianModel {
             truncated: enc.truncated,
             stop_reason: Some(stop),
             sentence_embedding: None,
+            generation: None,
         })
     }
 }

@@ -2,9 +2,10 @@
 //! files themselves. Shared building blocks (`Linear`, `LayerNorm`) live here.
 
 pub mod bert;
+pub mod llama;
 pub mod marian;
 
-use crate::attention::{Attended, AttentionKind, ForwardOutput, HeadInternals, HeadRequest, OutputTrace, Probe, Site};
+use crate::attention::{Attended, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest, OutputTrace, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
 use crate::tensor::{layer_norm, linear, Mat};
@@ -68,6 +69,7 @@ pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, sit
         probe.record_block(site, || OutputTrace {
             d_model: x.cols(),
             query_len: x.rows(),
+            norm: BlockNorm::PostLayerNorm,
             concat: context.as_slice().to_vec(),
             projected: projected.into_vec(),
             input: x.as_slice().to_vec(),
@@ -108,8 +110,19 @@ impl Manifest {
             let model_type = v.get("model_type").and_then(|t| t.as_str()).unwrap_or("");
             match model_type {
                 "bert" => "bert".to_string(),
+                "llama" => "llama".to_string(),
                 other => return Err(Error::UnsupportedArchitecture(format!("model_type `{other}` (supported: {})", SUPPORTED.join(", ")))),
             }
+        } else if let Some(gguf) = names.iter().find(|n| n.ends_with(".gguf")) {
+            return Ok(Manifest {
+                id: id.to_string(),
+                name: id.to_string(),
+                architecture: "llama".into(),
+                files: vec![gguf.clone()],
+                license: String::new(),
+                credit: String::new(),
+                example: String::new(),
+            });
         } else if names.iter().any(|n| n.ends_with(".bin") && n.starts_with("model")) {
             "marian".to_string()
         } else {
@@ -118,6 +131,8 @@ impl Manifest {
         let files = match architecture.as_str() {
             "bert" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
             "bert" => return Err(invalid_model("a BERT folder needs config.json, model.safetensors and tokenizer.json")),
+            "llama" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
+            "llama" => return Err(invalid_model("a llama folder needs config.json, model.safetensors and tokenizer.json (or one .gguf file)")),
             _ => {
                 let bin = names.iter().find(|n| n.ends_with(".bin") && n.starts_with("model")).cloned().unwrap_or_default();
                 if !has("tokenizer.json") {
@@ -169,11 +184,12 @@ pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize,
 }
 
 /// Architectures this build runs.
-pub const SUPPORTED: &[&str] = &["bert", "marian"];
+pub const SUPPORTED: &[&str] = &["bert", "marian", "llama"];
 
 pub enum Family {
     Bert(bert::BertModel),
     Marian(marian::MarianModel),
+    Llama(llama::LlamaModel),
 }
 
 pub struct Model {
@@ -187,6 +203,9 @@ pub struct Model {
 pub enum PositionKind {
     Sinusoidal,
     Learned,
+    /// Nothing is added: queries and keys are rotated by position (Llama). The table holds
+    /// cos(p·θ_i) for the first d_k/2 columns and sin(p·θ_i) for the rest.
+    Rotary,
 }
 
 /// The vectors a model adds to the token embeddings for positions `0..positions`.
@@ -210,6 +229,10 @@ pub struct ModelInfo {
     pub kinds: Vec<AttentionKind>,
     pub layers: HashMap<AttentionKind, usize>,
     pub heads: HashMap<AttentionKind, usize>,
+    /// Key/value heads per kind: fewer than `heads` when query heads share them (GQA).
+    pub kv_heads: HashMap<AttentionKind, usize>,
+    /// Whether the model continues a text (decoder-only): `attend` then takes generation options.
+    pub generates: bool,
     pub head_dim: usize,
     pub max_positions: usize,
     pub special_tokens: Vec<String>,
@@ -221,6 +244,32 @@ pub struct ModelInfo {
 impl Model {
     /// Builds the model from the bytes of the files its manifest lists.
     pub fn load(manifest: Manifest, files: &HashMap<String, Vec<u8>>) -> Result<Model> {
+        if manifest.architecture == "llama" {
+            return Model::load_owned(manifest, files.clone());
+        }
+        Model::load_borrowed(manifest, files)
+    }
+
+    /// As [`Model::load`], taking the bytes: a GGUF model's weights stay in its file's bytes
+    /// instead of a copy.
+    pub fn load_owned(manifest: Manifest, mut files: HashMap<String, Vec<u8>>) -> Result<Model> {
+        if manifest.architecture != "llama" {
+            return Model::load_borrowed(manifest, &files);
+        }
+        let file = |name: &str| files.get(name).map(|v| v.as_slice()).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")));
+        let model = if let Some(name) = manifest.files.iter().find(|f| f.ends_with(".gguf")) {
+            let bytes = files.remove(name).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")))?;
+            llama::LlamaModel::load_gguf(&crate::weights::gguf::read(bytes, name)?)?
+        } else {
+            let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors or .gguf file in the manifest"))?;
+            let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
+            weights.set_file(weights_name);
+            llama::LlamaModel::load_hf(file("config.json")?, weights, file("tokenizer.json")?)?
+        };
+        Ok(Model { manifest, family: Family::Llama(model) })
+    }
+
+    fn load_borrowed(manifest: Manifest, files: &HashMap<String, Vec<u8>>) -> Result<Model> {
         let file = |name: &str| files.get(name).map(|v| v.as_slice()).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")));
         let family = match manifest.architecture.as_str() {
             "bert" => {
@@ -262,21 +311,29 @@ impl Model {
         for name in &manifest.files {
             files.insert(name.clone(), read(name)?);
         }
-        Model::load(manifest, &files)
+        Model::load_owned(manifest, files)
     }
 
     /// One forward; `probe` says what to record besides the outputs, and holds it afterwards.
-    pub fn forward(&self, text: &str, probe: &mut Probe) -> Result<ForwardOutput> {
+    /// `generate` says what a decoder-only model generates after the text (others ignore it).
+    pub fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
         match &self.family {
             Family::Bert(m) => m.forward(text, probe),
             Family::Marian(m) => m.forward(text, probe),
+            Family::Llama(m) => m.forward(text, generate, probe),
         }
     }
 
     /// One forward with every attention map.
     pub fn attend(&self, text: &str) -> Result<Attended> {
+        self.attend_generating(text, &GenerateOptions::default())
+    }
+
+    /// One forward with every attention map, generating after the text as `generate` says
+    /// (decoder-only models).
+    pub fn attend_generating(&self, text: &str, generate: &GenerateOptions) -> Result<Attended> {
         let mut probe = Probe::attention_maps();
-        let output = self.forward(text, &mut probe)?;
+        let output = self.forward(text, generate, &mut probe)?;
         Ok(Attended { output, attentions: probe.into_attentions() })
     }
 
@@ -285,11 +342,13 @@ impl Model {
         match &self.family {
             Family::Bert(m) => m.tokenizer().encode(text),
             Family::Marian(m) => m.tokenizer().encode(text),
+            Family::Llama(m) => m.tokenizer().encode(text),
         }
     }
 
     pub fn info(&self) -> ModelInfo {
         let m = &self.manifest;
+        let (mut kv_heads, mut generates) = (None, false);
         let (kinds, heads, head_dim, max_positions, special) = match &self.family {
             Family::Bert(b) => {
                 let c = &b.config;
@@ -298,7 +357,7 @@ impl Model {
                     c.num_attention_heads,
                     c.hidden_size / c.num_attention_heads,
                     c.max_position_embeddings,
-                    vec!["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"],
+                    ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"].map(String::from).to_vec(),
                 )
             }
             Family::Marian(mm) => {
@@ -308,8 +367,15 @@ impl Model {
                     c.heads,
                     c.dim_emb / c.heads,
                     mm.tokenizer().max_tokens() + 1,
-                    vec!["</s>", "<unk>"],
+                    ["</s>", "<unk>"].map(String::from).to_vec(),
                 )
+            }
+            Family::Llama(l) => {
+                let c = &l.config;
+                kv_heads = Some(c.num_key_value_heads);
+                generates = true;
+                let special: Vec<String> = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| l.tokenizer().id_to_token_opt(id)).collect();
+                (vec![(AttentionKind::DecoderSelf, c.num_hidden_layers)], c.num_attention_heads, c.head_dim(), c.max_positions(), special)
             }
         };
         ModelInfo {
@@ -319,9 +385,11 @@ impl Model {
             kinds: kinds.iter().map(|k| k.0).collect(),
             layers: kinds.iter().copied().collect(),
             heads: kinds.iter().map(|k| (k.0, heads)).collect(),
+            kv_heads: kinds.iter().map(|k| (k.0, kv_heads.unwrap_or(heads))).collect(),
+            generates,
             head_dim,
             max_positions,
-            special_tokens: special.into_iter().map(String::from).collect(),
+            special_tokens: special,
             credit: m.credit.clone(),
             license: m.license.clone(),
             example: m.example.clone(),
@@ -343,11 +411,18 @@ impl Model {
                 let dims = m.config.dim_emb;
                 PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: marian::position_table(n, dims) }
             }
+            Family::Llama(l) => PositionTable { kind: PositionKind::Rotary, positions: n, dims: l.config.head_dim(), data: l.rotary_table(n) },
         }
     }
 
     /// The intermediates of one head (the step view), or an error naming what exists.
     pub fn head_internals(&self, text: &str, request: HeadRequest) -> Result<HeadInternals> {
+        self.head_internals_generating(text, &GenerateOptions::default(), request)
+    }
+
+    /// As [`Model::head_internals`], over the text and what a decoder-only model generates
+    /// after it.
+    pub fn head_internals_generating(&self, text: &str, generate: &GenerateOptions, request: HeadRequest) -> Result<HeadInternals> {
         let info = self.info();
         let layers = info.layers.get(&request.kind).copied().unwrap_or(0);
         let heads = info.heads.get(&request.kind).copied().unwrap_or(0);
@@ -365,9 +440,9 @@ impl Model {
             return Err(bad());
         }
         let mut probe = Probe::head(request);
-        let out = self.forward(text, &mut probe)?;
+        let out = self.forward(text, generate, &mut probe)?;
         let (trace, block) = probe.into_trace().ok_or_else(bad)?;
-        let (queries, keys) = out.tokens_of(request.kind);
-        Ok(HeadInternals { request, query_tokens: queries.to_vec(), key_tokens: keys.to_vec(), trace, block })
+        let (query_tokens, key_tokens) = out.tokens_of(request.kind);
+        Ok(HeadInternals { request, query_tokens, key_tokens, trace, block })
     }
 }

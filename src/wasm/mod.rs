@@ -3,7 +3,7 @@
 //! Attention probabilities cross the boundary as one `Float32Array` per block (no JSON on the
 //! hot path).
 
-use crate::attention::{AttentionKind, HeadRequest};
+use crate::attention::{AttentionKind, GenerateOptions, HeadRequest};
 use crate::models::{Manifest, Model, SUPPORTED};
 use crate::output::{AttendResult, PositionsResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
@@ -98,6 +98,15 @@ fn f32s(values: &[f32]) -> F32s {
     F32s(Float32Array::from(values))
 }
 
+/// Generation options from the optional trailing arguments (absent: no generation, greedy).
+fn generate_options(generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<GenerateOptions, JsError> {
+    let temperature = temperature.unwrap_or(0.0);
+    if !(temperature.is_finite() && temperature >= 0.0) {
+        return Err(JsError::new(&format!("temperature must be a number ≥ 0, not {temperature}")));
+    }
+    Ok(GenerateOptions { max_new_tokens: generate.unwrap_or(0) as usize, temperature, top_k: top_k.unwrap_or(0) as usize, seed: seed.unwrap_or(0) })
+}
+
 #[wasm_bindgen]
 impl AttnModel {
     /// `files`: `{ "<file name>": Uint8Array }` for every name in `manifest.files`.
@@ -117,34 +126,42 @@ impl AttnModel {
         // Sizes first: copying a file past the budget into wasm memory would abort the module.
         crate::limits::check_file_sizes(arrays.iter().map(|(name, a)| (name.as_str(), u64::from(a.length())))).map_err(err)?;
         let bytes: HashMap<String, Vec<u8>> = arrays.into_iter().map(|(name, a)| (name, a.to_vec())).collect();
+        // Owned: a GGUF model's weights stay in the copied bytes (no second copy).
         let manifest = if manifest_json.trim().is_empty() {
             let names: Vec<String> = bytes.keys().cloned().collect();
             Manifest::infer("custom", &names, bytes.get("config.json").map(|v| v.as_slice())).map_err(err)?
         } else {
             Manifest::from_json(manifest_json.as_bytes()).map_err(err)?
         };
-        Ok(AttnModel { model: Model::load(manifest, &bytes).map_err(err)? })
+        Ok(AttnModel { model: Model::load_owned(manifest, bytes).map_err(err)? })
     }
 
-    /// `{ id, name, architecture, kinds, layers, heads, head_dim, max_positions, special_tokens, credit, license, example }`
+    /// `{ id, name, architecture, kinds, layers, heads, kv_heads, generates, head_dim, max_positions, special_tokens, credit, license, example }`
     pub fn info(&self) -> Result<JsValue, JsError> {
         to_js(&self.model.info())
     }
 
     /// One forward: [`AttendResult`] (`schema/attend.schema.json`), attention data as
-    /// `Float32Array`s `[heads, Tq, Tk]`.
-    pub fn attend(&self, text: &str) -> Result<JsValue, JsError> {
+    /// `Float32Array`s `[heads, Tq, Tk]`. A decoder-only model (`info().generates`) then
+    /// generates `generate` tokens (greedy, or sampled at `temperature` > 0 from the `top_k`
+    /// most probable with `seed`); other models ignore those arguments.
+    pub fn attend(&self, text: &str, generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+        let options = generate_options(generate, temperature, top_k, seed)?;
         let start = now_ms();
-        let a = self.model.attend(text).map_err(err)?;
+        let a = self.model.attend_generating(text, &options).map_err(err)?;
         let ms = now_ms() - start;
         to_js(&AttendResult::new(&self.model.manifest.id, text, &a, ms, f32s))
     }
 
     /// Every intermediate of one head: [`StepResult`] (`schema/attend.schema.json`), arrays as
     /// `Float32Array`s.
-    pub fn step(&self, text: &str, kind: &str, layer: usize, head: usize) -> Result<JsValue, JsError> {
+    /// The generation arguments are those of [`AttnModel::attend`]: the step view of a
+    /// decoder-only model covers the text and its continuation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step(&self, text: &str, kind: &str, layer: usize, head: usize, generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
         let kind = AttentionKind::parse(kind).ok_or_else(|| JsError::new(&format!("unknown attention kind `{kind}` (encoder_self, decoder_self or cross)")))?;
-        let hi = self.model.head_internals(text, HeadRequest { kind, layer, head }).map_err(err)?;
+        let options = generate_options(generate, temperature, top_k, seed)?;
+        let hi = self.model.head_internals_generating(text, &options, HeadRequest { kind, layer, head }).map_err(err)?;
         to_js(&StepResult::new(&self.model.manifest.id, text, &hi, f32s))
     }
 

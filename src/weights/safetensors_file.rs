@@ -4,6 +4,7 @@
 use super::{Tensor, TensorData, TensorStore};
 use crate::error::{invalid_model, Result};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
+use crate::tensor::f16_to_f32;
 use safetensors::{Dtype, SafeTensors};
 
 pub fn read(bytes: &[u8]) -> Result<TensorStore> {
@@ -34,35 +35,9 @@ pub fn read(bytes: &[u8]) -> Result<TensorStore> {
     Ok(store)
 }
 
-/// IEEE half → single, including subnormals, infinities and NaN.
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h >> 15) as u32) << 31;
-    let exp = ((h >> 10) & 0x1f) as u32;
-    let frac = (h & 0x3ff) as u32;
-    let bits = match (exp, frac) {
-        (0, 0) => sign,
-        (0, _) => {
-            // Subnormal: value = frac · 2^-24.
-            let v = frac as f32 * (1.0 / 16_777_216.0);
-            return if sign != 0 { -v } else { v };
-        }
-        (0x1f, _) => sign | 0x7f80_0000 | (frac << 13),
-        _ => sign | ((exp + 112) << 23) | (frac << 13),
-    };
-    f32::from_bits(bits)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn half_precision_decodes() {
-        assert_eq!(f16_to_f32(0x3c00), 1.0);
-        assert_eq!(f16_to_f32(0xc000), -2.0);
-        assert_eq!(f16_to_f32(0x0001), 5.960_464_5e-8);
-        assert!(f16_to_f32(0x7c00).is_infinite());
-    }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {

@@ -1,0 +1,605 @@
+//! Llama-family causal decoder (SmolLM2, TinyLlama, Llama 2/3 layouts): pre-RMSNorm blocks,
+//! rotary positions, grouped-query attention (several query heads share one key/value head),
+//! SwiGLU feed-forward, tied or separate output head. Loads from GGUF (weights stay in their
+//! quantised blocks, tokenizer from the metadata) or from a Hugging Face folder (config.json,
+//! model.safetensors, tokenizer.json). Records `decoder_self` attention for every layer; a KV
+//! cache makes each generated token one step, not a re-run of the prefix. Each struct mirrors
+//! one module of Hugging Face's `LlamaForCausalLM` (named like its weights) and has its own
+//! `forward`.
+
+use crate::attention::{AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, Generation, GenerationStep, OutputTrace, Probe, Site, StopReason, TopToken};
+use crate::error::{invalid_model, Error, Result};
+use crate::tensor::{multi_head_attention, rms_norm, silu, Mask, Mat, WeightMatrix};
+use crate::tokenize::TextTokenizer;
+use crate::weights::gguf::Gguf;
+use crate::weights::TensorStore;
+use serde::Deserialize;
+
+/// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
+/// 256 × 256 maps is 70 MB, what a tab can hold beside the model.
+pub const MAX_POSITIONS: usize = 256;
+/// Candidates shown for each next token.
+const TOP_N: usize = 5;
+
+/// How the two halves of each rotated pair sit in a head's vector: llama.cpp's GGUF
+/// converter permutes q/k rows so that pairs are adjacent `(2i, 2i+1)`; Hugging Face
+/// checkpoints pair `(i, i + d/2)` (`rotate_half`). Attention is the same either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RopeLayout {
+    Adjacent,
+    Halves,
+}
+
+#[derive(Clone, Debug)]
+pub struct LlamaConfig {
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub num_key_value_heads: usize,
+    pub vocab_size: usize,
+    pub rms_norm_eps: f32,
+    pub rope_theta: f64,
+    pub rope_layout: RopeLayout,
+    /// The model's own context length (the viewer runs at most [`MAX_POSITIONS`]).
+    pub max_position_embeddings: usize,
+    pub eos_token_ids: Vec<u32>,
+    pub bos_token_id: Option<u32>,
+    pub add_bos: bool,
+}
+
+impl LlamaConfig {
+    pub fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_attention_heads
+    }
+
+    fn check(self) -> Result<LlamaConfig> {
+        let sizes = [
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("num_attention_heads", self.num_attention_heads),
+            ("num_key_value_heads", self.num_key_value_heads),
+            ("vocab_size", self.vocab_size),
+        ];
+        if let Some((key, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            return Err(invalid_model(format!("llama config: {key} is 0 (it must be at least 1)")));
+        }
+        if self.hidden_size % self.num_attention_heads != 0 || self.head_dim() % 2 != 0 {
+            return Err(invalid_model(format!("llama config: hidden_size {} is not an even head size times num_attention_heads {}", self.hidden_size, self.num_attention_heads)));
+        }
+        if self.num_attention_heads % self.num_key_value_heads != 0 {
+            return Err(invalid_model(format!("llama config: {} query heads cannot share {} key/value heads evenly", self.num_attention_heads, self.num_key_value_heads)));
+        }
+        if !(self.rope_theta > 1.0 && self.rope_theta.is_finite()) || !(self.rms_norm_eps >= 0.0 && self.rms_norm_eps.is_finite()) {
+            return Err(invalid_model(format!("llama config: rope base {} or RMSNorm eps {} is out of range", self.rope_theta, self.rms_norm_eps)));
+        }
+        // Every layer's maps for the longest input, as the viewer keeps them.
+        let t = self.max_positions();
+        super::check_attention_budget("this model", &[(self.num_hidden_layers, self.num_attention_heads, t, t)])?;
+        Ok(self)
+    }
+
+    pub fn max_positions(&self) -> usize {
+        self.max_position_embeddings.clamp(1, MAX_POSITIONS)
+    }
+
+    fn from_gguf(g: &Gguf) -> Result<LlamaConfig> {
+        let arch = g.str("general.architecture")?;
+        if arch != "llama" {
+            return Err(Error::UnsupportedArchitecture(format!("GGUF architecture `{arch}` (this build runs llama)")));
+        }
+        let size = |key: &str| -> Result<usize> { usize::try_from(g.u64(&format!("llama.{key}"))?).map_err(|_| invalid_model(format!("{}: llama.{key} is too large", g.file()))) };
+        let heads = size("attention.head_count")?;
+        let hidden = size("embedding_length")?;
+        let head_dim = hidden.checked_div(heads).unwrap_or(0);
+        if let Ok(rot) = g.u64("llama.rope.dimension_count") {
+            if rot != head_dim as u64 {
+                return Err(Error::UnsupportedArchitecture(format!("rotary positions on {rot} of {head_dim} head dimensions (only full rotation)")));
+            }
+        }
+        if g.metadata.contains_key("llama.rope.scaling.type") && g.str("llama.rope.scaling.type").unwrap_or("none") != "none" {
+            return Err(Error::UnsupportedArchitecture("scaled rotary positions (llama.rope.scaling.type)".into()));
+        }
+        let id = |key: &str| g.u64(key).ok().and_then(|v| u32::try_from(v).ok());
+        let eos_token_ids = [id("tokenizer.ggml.eos_token_id"), id("tokenizer.ggml.eot_token_id")].into_iter().flatten().collect();
+        LlamaConfig {
+            hidden_size: hidden,
+            intermediate_size: size("feed_forward_length")?,
+            num_hidden_layers: size("block_count")?,
+            num_attention_heads: heads,
+            num_key_value_heads: size("attention.head_count_kv").unwrap_or(heads),
+            vocab_size: g.array("tokenizer.ggml.tokens")?.len(),
+            rms_norm_eps: g.f64("llama.attention.layer_norm_rms_epsilon")? as f32,
+            rope_theta: g.f64("llama.rope.freq_base").unwrap_or(10_000.0),
+            rope_layout: RopeLayout::Adjacent,
+            max_position_embeddings: size("context_length").unwrap_or(MAX_POSITIONS),
+            eos_token_ids,
+            bos_token_id: id("tokenizer.ggml.bos_token_id"),
+            add_bos: g.metadata.get("tokenizer.ggml.add_bos_token").is_some_and(|v| *v == crate::weights::gguf::Value::Bool(true)),
+        }
+        .check()
+    }
+
+    fn from_hf_json(bytes: &[u8]) -> Result<LlamaConfig> {
+        #[derive(Deserialize)]
+        struct Hf {
+            hidden_size: usize,
+            intermediate_size: usize,
+            num_hidden_layers: usize,
+            num_attention_heads: usize,
+            num_key_value_heads: Option<usize>,
+            vocab_size: usize,
+            #[serde(default = "eps")]
+            rms_norm_eps: f64,
+            #[serde(default = "theta")]
+            rope_theta: f64,
+            #[serde(default = "positions")]
+            max_position_embeddings: usize,
+            #[serde(default)]
+            rope_scaling: Option<serde_json::Value>,
+            #[serde(default)]
+            head_dim: Option<usize>,
+            #[serde(default = "silu_name")]
+            hidden_act: String,
+            #[serde(default)]
+            eos_token_id: Option<serde_json::Value>,
+            #[serde(default)]
+            bos_token_id: Option<u32>,
+        }
+        fn eps() -> f64 {
+            1e-6
+        }
+        fn theta() -> f64 {
+            10_000.0
+        }
+        fn positions() -> usize {
+            2048
+        }
+        fn silu_name() -> String {
+            "silu".into()
+        }
+        let c: Hf = serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("config.json is not a llama config ({e})")))?;
+        if c.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
+            return Err(Error::UnsupportedArchitecture("config.json: scaled rotary positions (rope_scaling)".into()));
+        }
+        if c.hidden_act != "silu" {
+            return Err(Error::UnsupportedArchitecture(format!("config.json: llama hidden_act `{}` (only silu)", c.hidden_act)));
+        }
+        if c.head_dim.is_some_and(|d| d * c.num_attention_heads != c.hidden_size) {
+            return Err(Error::UnsupportedArchitecture("config.json: head_dim × num_attention_heads differs from hidden_size".into()));
+        }
+        let eos_token_ids = match c.eos_token_id {
+            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok())).collect(),
+            Some(v) => v.as_u64().and_then(|v| u32::try_from(v).ok()).into_iter().collect(),
+            None => Vec::new(),
+        };
+        LlamaConfig {
+            hidden_size: c.hidden_size,
+            intermediate_size: c.intermediate_size,
+            num_hidden_layers: c.num_hidden_layers,
+            num_attention_heads: c.num_attention_heads,
+            num_key_value_heads: c.num_key_value_heads.unwrap_or(c.num_attention_heads),
+            vocab_size: c.vocab_size,
+            rms_norm_eps: c.rms_norm_eps as f32,
+            rope_theta: c.rope_theta,
+            rope_layout: RopeLayout::Halves,
+            max_position_embeddings: c.max_position_embeddings,
+            eos_token_ids,
+            bos_token_id: c.bos_token_id,
+            // tokenizer.json's post-processor adds a BOS where the checkpoint wants one.
+            add_bos: false,
+        }
+        .check()
+    }
+}
+
+/// Where the weights come from, named as the file names them.
+enum Source<'a> {
+    Gguf(&'a Gguf),
+    Hf(&'a mut TensorStore, bool),
+}
+
+impl Source<'_> {
+    /// `(gguf name, hf name)` → the matrix `[rows, cols]`.
+    fn matrix(&mut self, names: (&str, &str), rows: usize, cols: usize) -> Result<WeightMatrix> {
+        match self {
+            Source::Gguf(g) => Ok(WeightMatrix::Blocks(g.matrix(names.0, rows, cols)?)),
+            Source::Hf(w, _) => Ok(WeightMatrix::F32(w.matrix(names.1, rows, cols)?)),
+        }
+    }
+
+    fn vector(&mut self, names: (&str, &str), len: usize) -> Result<Vec<f32>> {
+        match self {
+            Source::Gguf(g) => g.vector(names.0, len),
+            Source::Hf(w, _) => w.vector(names.1, len),
+        }
+    }
+
+    /// A separate output head, or `None` when the embedding is tied to it.
+    fn lm_head(&mut self, rows: usize, cols: usize) -> Result<Option<WeightMatrix>> {
+        match self {
+            Source::Gguf(g) if g.tensors.contains_key("output.weight") => Ok(Some(self.matrix(("output.weight", ""), rows, cols)?)),
+            Source::Hf(w, tied) if !*tied || w.contains("lm_head.weight") => Ok(Some(self.matrix(("", "lm_head.weight"), rows, cols)?)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// `*_layernorm`, `model.norm`: RMSNorm with a learned gain.
+struct LlamaRmsNorm {
+    weight: Vec<f32>, // [d]
+    eps: f32,
+}
+
+impl LlamaRmsNorm {
+    fn forward(&self, x: &Mat) -> Mat {
+        let mut y = x.clone();
+        rms_norm(&mut y, &self.weight, self.eps);
+        y
+    }
+}
+
+/// cos and sin of every rotation angle, `# [positions, d_k / 2]`.
+struct RotaryTable {
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    half: usize,
+    layout: RopeLayout,
+}
+
+impl RotaryTable {
+    fn new(c: &LlamaConfig) -> RotaryTable {
+        let half = c.head_dim() / 2;
+        let (mut cos, mut sin) = (Vec::new(), Vec::new());
+        for pos in 0..c.max_positions() {
+            for i in 0..half {
+                // θ_i = base^(−2i/d): computed in f64 as the references do.
+                let angle = pos as f64 * c.rope_theta.powf(-(2.0 * i as f64) / c.head_dim() as f64);
+                cos.push(angle.cos() as f32);
+                sin.push(angle.sin() as f32);
+            }
+        }
+        RotaryTable { cos, sin, half, layout: c.rope_layout }
+    }
+
+    /// Rotates every head of `x` `# [T, heads·d_k]` whose row `r` sits at position `start + r`.
+    fn apply(&self, x: &mut Mat, start: usize) {
+        let d_k = 2 * self.half;
+        for r in 0..x.rows() {
+            let at = (start + r) * self.half;
+            let (cos, sin) = (&self.cos[at..at + self.half], &self.sin[at..at + self.half]);
+            for head in x.row_mut(r).chunks_exact_mut(d_k) {
+                for i in 0..self.half {
+                    let (a, b) = match self.layout {
+                        RopeLayout::Adjacent => (2 * i, 2 * i + 1),
+                        RopeLayout::Halves => (i, i + self.half),
+                    };
+                    let (x0, x1) = (head[a], head[b]);
+                    head[a] = x0 * cos[i] - x1 * sin[i];
+                    head[b] = x0 * sin[i] + x1 * cos[i];
+                }
+            }
+        }
+    }
+}
+
+/// One layer's keys (after rotation) and values of every position fed so far,
+/// `# [T, kv_heads·d_k]` each.
+#[derive(Default)]
+struct LayerCache {
+    k: Vec<f32>,
+    v: Vec<f32>,
+}
+
+/// `model.layers.N.self_attn.*`
+struct LlamaAttention {
+    q_proj: WeightMatrix, // [heads·d_k, d]
+    k_proj: WeightMatrix, // [kv_heads·d_k, d]
+    v_proj: WeightMatrix, // [kv_heads·d_k, d]
+    o_proj: WeightMatrix, // [d, heads·d_k]
+    num_heads: usize,
+    num_key_value_heads: usize,
+    site: Site,
+}
+
+impl LlamaAttention {
+    /// Repeats each key/value head for the query heads that share it: `# [T, kv·d_k]` →
+    /// `# [T, heads·d_k]`, query head h reading KV head h / (heads / kv).
+    fn expand(&self, kv: &[f32], rows: usize) -> Mat {
+        let d_k = self.q_proj.rows() / self.num_heads;
+        let group = self.num_heads / self.num_key_value_heads;
+        let mut out = Vec::with_capacity(rows * self.num_heads * d_k);
+        for row in kv.chunks_exact(self.num_key_value_heads * d_k) {
+            for h in 0..self.num_heads {
+                let g = h / group;
+                out.extend_from_slice(&row[g * d_k..(g + 1) * d_k]);
+            }
+        }
+        Mat::from_vec(rows, self.num_heads * d_k, out)
+    }
+
+    /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
+    /// `[T, heads·d_k]` (before o_proj); keys and values are appended to `cache`.
+    fn forward(&self, h: &Mat, start: usize, rope: &RotaryTable, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
+        let mut q = self.q_proj.linear(h); // [T, heads·d_k]
+        let mut k = self.k_proj.linear(h); // [T, kv·d_k]
+        let v = self.v_proj.linear(h); // [T, kv·d_k]
+        rope.apply(&mut q, start);
+        rope.apply(&mut k, start);
+        cache.k.extend_from_slice(k.as_slice());
+        cache.v.extend_from_slice(v.as_slice());
+        let keys = start + h.rows();
+        let (k_all, v_all) = (self.expand(&cache.k, keys), self.expand(&cache.v, keys)); // [Tk, heads·d_k]
+        let att = multi_head_attention(&q, &k_all, &v_all, self.num_heads, Mask::Causal { first_query_position: start }, probe.traced_head(self.site));
+        probe.record(self.site, self.num_heads, att)
+    }
+}
+
+/// `model.layers.N.mlp.*`: down(silu(gate(x)) ⊙ up(x)).
+struct LlamaMlp {
+    gate_proj: WeightMatrix, // [ffn, d]
+    up_proj: WeightMatrix,   // [ffn, d]
+    down_proj: WeightMatrix, // [d, ffn]
+}
+
+impl LlamaMlp {
+    fn forward(&self, x: &Mat) -> Mat {
+        let mut gate = self.gate_proj.linear(x); // [T, ffn]
+        let up = self.up_proj.linear(x); // [T, ffn]
+        for (g, u) in gate.as_mut_slice().iter_mut().zip(up.as_slice()) {
+            *g = silu(*g) * u;
+        }
+        self.down_proj.linear(&gate) // [T, d]
+    }
+}
+
+/// `model.layers.N`: x + attn(norm(x)), then + mlp(norm(·)).
+struct LlamaDecoderLayer {
+    input_layernorm: LlamaRmsNorm,
+    self_attn: LlamaAttention,
+    post_attention_layernorm: LlamaRmsNorm,
+    mlp: LlamaMlp,
+}
+
+impl LlamaDecoderLayer {
+    fn load(src: &mut Source, i: usize, c: &LlamaConfig) -> Result<LlamaDecoderLayer> {
+        let (d, ffn, dk) = (c.hidden_size, c.intermediate_size, c.head_dim());
+        let kv = c.num_key_value_heads * dk;
+        let (g, h) = (format!("blk.{i}"), format!("model.layers.{i}"));
+        let n = |gg: &str, hh: &str| (format!("{g}.{gg}.weight"), format!("{h}.{hh}.weight"));
+        let mut m = |names: (String, String), rows, cols| src.matrix((&names.0, &names.1), rows, cols);
+        let self_attn = LlamaAttention {
+            q_proj: m(n("attn_q", "self_attn.q_proj"), d, d)?,
+            k_proj: m(n("attn_k", "self_attn.k_proj"), kv, d)?,
+            v_proj: m(n("attn_v", "self_attn.v_proj"), kv, d)?,
+            o_proj: m(n("attn_output", "self_attn.o_proj"), d, d)?,
+            num_heads: c.num_attention_heads,
+            num_key_value_heads: c.num_key_value_heads,
+            site: Site { kind: AttentionKind::DecoderSelf, layer: i },
+        };
+        let mlp = LlamaMlp {
+            gate_proj: m(n("ffn_gate", "mlp.gate_proj"), ffn, d)?,
+            up_proj: m(n("ffn_up", "mlp.up_proj"), ffn, d)?,
+            down_proj: m(n("ffn_down", "mlp.down_proj"), d, ffn)?,
+        };
+        let (a, b) = n("attn_norm", "input_layernorm");
+        let input_layernorm = LlamaRmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
+        let (a, b) = n("ffn_norm", "post_attention_layernorm");
+        let post_attention_layernorm = LlamaRmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
+        Ok(LlamaDecoderLayer { input_layernorm, self_attn, post_attention_layernorm, mlp })
+    }
+
+    /// x `[T, d]` at positions `start..` → `[T, d]`.
+    fn forward(&self, x: &Mat, start: usize, rope: &RotaryTable, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
+        let site = self.self_attn.site;
+        let context = self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
+        let projected = self.self_attn.o_proj.linear(&context); // [T, d]
+        let mut residual = projected.clone();
+        residual.add_assign(x);
+        let normed = self.post_attention_layernorm.forward(&residual); // the FFN's input
+        probe.record_block(site, || OutputTrace {
+            d_model: x.cols(),
+            query_len: x.rows(),
+            norm: BlockNorm::PreRmsNorm,
+            concat: context.as_slice().to_vec(),
+            projected: projected.into_vec(),
+            input: x.as_slice().to_vec(),
+            residual: residual.as_slice().to_vec(),
+            normed: normed.as_slice().to_vec(),
+        });
+        let mut out = self.mlp.forward(&normed);
+        out.add_assign(&residual);
+        out
+    }
+}
+
+/// A splitmix64 generator: the same seed gives the same samples on every platform.
+struct SplitMix(u64);
+
+impl SplitMix {
+    /// Uniform in [0, 1).
+    fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+pub struct LlamaModel {
+    pub config: LlamaConfig,
+    embed_tokens: WeightMatrix, // [vocab, d]
+    layers: Vec<LlamaDecoderLayer>,
+    norm: LlamaRmsNorm,
+    /// `None`: tied to `embed_tokens`.
+    lm_head: Option<WeightMatrix>, // [vocab, d]
+    rope: RotaryTable,
+    tokenizer: TextTokenizer,
+}
+
+impl LlamaModel {
+    /// From a GGUF file (weights, config and tokenizer all inside).
+    pub fn load_gguf(g: &Gguf) -> Result<LlamaModel> {
+        let config = LlamaConfig::from_gguf(g)?;
+        let tokenizer = crate::tokenize::gguf_bpe::from_gguf(g, config.max_positions())?;
+        LlamaModel::load(config, Source::Gguf(g), tokenizer)
+    }
+
+    /// From a Hugging Face folder's config.json, model.safetensors and tokenizer.json.
+    pub fn load_hf(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<LlamaModel> {
+        let config = LlamaConfig::from_hf_json(config_json)?;
+        let tied = serde_json::from_slice::<serde_json::Value>(config_json).ok().and_then(|v| v.get("tie_word_embeddings").and_then(|t| t.as_bool())).unwrap_or(false);
+        let tokenizer = TextTokenizer::from_bytes(tokenizer_json, config.max_positions())?;
+        LlamaModel::load(config, Source::Hf(&mut weights, tied), tokenizer)
+    }
+
+    fn load(config: LlamaConfig, mut src: Source, tokenizer: TextTokenizer) -> Result<LlamaModel> {
+        let (vocab, d) = (config.vocab_size, config.hidden_size);
+        let embed_tokens = src.matrix(("token_embd.weight", "model.embed_tokens.weight"), vocab, d)?;
+        let layers = (0..config.num_hidden_layers).map(|i| LlamaDecoderLayer::load(&mut src, i, &config)).collect::<Result<Vec<_>>>()?;
+        let norm = LlamaRmsNorm { weight: src.vector(("output_norm.weight", "model.norm.weight"), d)?, eps: config.rms_norm_eps };
+        let lm_head = src.lm_head(vocab, d)?;
+        Ok(LlamaModel { rope: RotaryTable::new(&config), config, embed_tokens, layers, norm, lm_head, tokenizer })
+    }
+
+    /// cos(p·θ_i) then sin(p·θ_i), i < d_k/2, for positions `0..n`: the rotations applied to
+    /// queries and keys.                                                       # [n, d_k]
+    pub fn rotary_table(&self, n: usize) -> Vec<f32> {
+        let half = self.rope.half;
+        (0..n.min(self.config.max_positions())).flat_map(|p| self.rope.cos[p * half..(p + 1) * half].iter().chain(&self.rope.sin[p * half..(p + 1) * half]).copied()).collect()
+    }
+
+    pub fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// x = embed_tokens[id]                                                      # [T, d]
+    fn embed(&self, ids: &[u32]) -> Result<Mat> {
+        let d = self.config.hidden_size;
+        let mut x = Mat::zeros(ids.len(), d);
+        for (i, &id) in ids.iter().enumerate() {
+            if id as usize >= self.config.vocab_size {
+                return Err(invalid_model(format!("token id {id} is outside the vocabulary ({})", self.config.vocab_size)));
+            }
+            self.embed_tokens.row_into(id as usize, x.row_mut(i));
+        }
+        Ok(x)
+    }
+
+    /// Feeds `ids` at positions `start..` (the cache holds `start` earlier positions) and
+    /// returns the next-token logits of the last one.                            # [vocab]
+    fn step(&self, ids: &[u32], start: usize, cache: &mut [LayerCache], probe: &mut Probe) -> Result<Vec<f32>> {
+        let mut x = self.embed(ids)?;
+        for (layer, c) in self.layers.iter().zip(cache.iter_mut()) {
+            x = layer.forward(&x, start, &self.rope, c, probe);
+        }
+        let last = Mat::from_vec(1, x.cols(), x.row(x.rows() - 1).to_vec());
+        let h = self.norm.forward(&last);
+        Ok(self.lm_head.as_ref().unwrap_or(&self.embed_tokens).linear(&h).into_vec())
+    }
+
+    /// The `TOP_N` most probable next tokens (softmax at temperature 1).
+    fn top(&self, logits: &[f32]) -> Vec<TopToken> {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
+        crate::attention::top_keys(logits, TOP_N)
+            .into_iter()
+            .map(|(id, l)| TopToken { token: self.tokenizer.id_to_token(id as u32), id: id as u32, p: (((l - max) as f64).exp() / sum) as f32 })
+            .collect()
+    }
+
+    /// Greedy: the most probable id (the lowest on a tie). Sampled: from the softmax of
+    /// logits ÷ temperature over the `top_k` most probable.
+    fn choose(logits: &[f32], options: &GenerateOptions, rng: &mut SplitMix) -> u32 {
+        let sampling = options.sampling();
+        let k = if sampling.top_k == 0 { logits.len() } else { sampling.top_k.min(logits.len()) };
+        let candidates = crate::attention::top_keys(logits, if sampling.temperature > 0.0 { k } else { 1 });
+        if sampling.temperature <= 0.0 {
+            return candidates[0].0 as u32;
+        }
+        let max = candidates[0].1;
+        let weights: Vec<f64> = candidates.iter().map(|&(_, l)| (((l - max) / sampling.temperature) as f64).exp()).collect();
+        let mut u = rng.next_f64() * weights.iter().sum::<f64>();
+        for (&(id, _), w) in candidates.iter().zip(&weights) {
+            if u < *w {
+                return id as u32;
+            }
+            u -= w;
+        }
+        candidates[candidates.len() - 1].0 as u32
+    }
+
+    /// Runs the prompt, then generates up to `options.max_new_tokens` tokens, each one step
+    /// through the KV cache; the probe sees every position fed (the prompt as one call, then
+    /// one query per generated token). A traced head (the step view) is recorded by one full
+    /// run over the final sequence instead, so that its matrices cover every position at once.
+    pub fn forward(&self, text: &str, options: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+        let enc = self.tokenizer.encode(text)?;
+        let mut ids = enc.ids.clone();
+        let mut tokens = enc.tokens.clone();
+        let mut word_ids = enc.word_ids.clone();
+        if self.config.add_bos {
+            if let Some(bos) = self.config.bos_token_id {
+                if ids.first() != Some(&bos) {
+                    ids.insert(0, bos);
+                    tokens.insert(0, self.tokenizer.id_to_token(bos));
+                    word_ids.insert(0, None);
+                }
+            }
+        }
+        let max = self.config.max_positions();
+        let truncated = enc.truncated || ids.len() > max;
+        ids.truncate(max);
+        tokens.truncate(max);
+        word_ids.truncate(max);
+        if ids.is_empty() {
+            return Err(Error::InvalidInput("the text is empty: type something for the model to continue".into()));
+        }
+        let prompt_len = ids.len();
+        let tracing = probe.is_tracing();
+        let mut quiet = Probe::default();
+        let live: &mut Probe = if tracing { &mut quiet } else { probe };
+        let mut cache: Vec<LayerCache> = (0..self.layers.len()).map(|_| LayerCache::default()).collect();
+        let mut logits = self.step(&ids, 0, &mut cache, live)?;
+        let mut rng = SplitMix(u64::from(options.seed));
+        let mut steps = Vec::new();
+        let mut stop_reason = None;
+        for _ in 0..options.max_new_tokens {
+            if ids.len() >= max {
+                stop_reason = Some(StopReason::MaxLength);
+                break;
+            }
+            let id = Self::choose(&logits, options, &mut rng);
+            steps.push(GenerationStep { position: ids.len() - 1, token: self.tokenizer.id_to_token(id), id, top: self.top(&logits) });
+            ids.push(id);
+            logits = self.step(&[id], ids.len() - 1, &mut cache, live)?;
+            if self.config.eos_token_ids.contains(&id) {
+                stop_reason = Some(StopReason::Eos);
+                break;
+            }
+        }
+        if options.max_new_tokens > 0 && stop_reason.is_none() {
+            stop_reason = Some(StopReason::MaxLength);
+        }
+        if tracing {
+            let mut fresh: Vec<LayerCache> = (0..self.layers.len()).map(|_| LayerCache::default()).collect();
+            self.step(&ids, 0, &mut fresh, probe)?;
+        }
+        let generated: Vec<u32> = ids[prompt_len..].to_vec();
+        let output_text = if options.max_new_tokens > 0 { Some(self.tokenizer.decode(&generated)?) } else { None };
+        Ok(ForwardOutput {
+            source_tokens: tokens,
+            source_word_ids: word_ids,
+            target_tokens: generated.iter().map(|&id| self.tokenizer.id_to_token(id)).collect(),
+            target_word_ids: vec![None; generated.len()],
+            output_text,
+            truncated,
+            stop_reason,
+            sentence_embedding: None,
+            generation: Some(Generation { prompt_len, next: self.top(&logits), token_ids: ids, steps, sampling: options.sampling() }),
+        })
+    }
+}
