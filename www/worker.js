@@ -144,7 +144,7 @@ function genArgs(m, gen) {
   const t = Number(gen.temperature) || 0;
   const k = Math.max(0, Math.floor(Number(gen.top_k) || 0));
   const seed = Math.max(0, Math.floor(Number(gen.seed) || 0));
-  return [n, t > 0 ? t : undefined, t > 0 && k ? k : undefined, t > 0 ? BigInt(seed) : undefined];
+  return [n, t > 0 ? t : undefined, t > 0 && k ? k : undefined, t > 0 ? seed >>> 0 : undefined];
 }
 
 function errorText(e) {
