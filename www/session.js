@@ -583,7 +583,7 @@ export class Session {
       case ']': {
         // Head view: pin the previous / next query token (its top weights are read out).
         if (s.view !== 'head') return false;
-        const prep = prepareLayer(this.result, s, this.input().specials);
+        const prep = prepareLayer(this.shownResult(), s, this.input().specials);
         if (!prep || !prep.rows) return false;
         const i = s.pin && s.pin.side === 'q' ? s.pin.index : -1;
         const n = prep.rows;
