@@ -73,8 +73,10 @@ export function tokensFor(result, kind) {
   return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
 }
 
-/** The [query][key] matrix of one head (a view into the block, not a copy). */
+/** The [query][key] matrix of one head (a view into the block, not a copy; a prefix block
+ *  copies it on first use). */
 function headMatrix(block, h) {
+  if (block.headData) return block.headData(h);
   const n = block.query_len * block.key_len;
   return block.data.subarray(h * n, (h + 1) * n);
 }
@@ -88,8 +90,8 @@ function* headMeanSteps(block, heads) {
   const out = new Float32Array(n);
   const list = heads && heads.length ? heads : [...Array(block.heads).keys()];
   for (const h of list) {
-    const off = h * n;
-    for (let i = 0; i < n; i++) out[i] += block.data[off + i];
+    const m = headMatrix(block, h);
+    for (let i = 0; i < n; i++) out[i] += m[i];
     yield;
   }
   const inv = 1 / list.length;
@@ -295,7 +297,7 @@ export function* prepareLayerSteps(result, state, specials) {
   const heads = [];
   for (let h = 0; h < block.heads; h++) {
     heads.push(applyTransform(tr, headMatrix(block, h), tq, tk));
-    if (!tr.identity) yield;
+    if (!tr.identity || block.headData) yield; // a prefix block copies each head
   }
   const notes = tr.notes.slice();
   let mean = null;
@@ -340,23 +342,33 @@ export function fedLength(result) {
   return (result.tokens.source || []).length + (result.tokens.target || []).length;
 }
 
-const prefixMemo = new WeakMap(); // result → Map(n → its first n positions)
+const prefixMemo = new WeakMap(); // result → Map(n → its first n positions), the last PREFIXES_KEPT
+const PREFIXES_KEPT = 2; // a prefix of every block of SmolLM2 at 256 positions is up to 70 MB
 
-/** The first n rows and columns of one attention block; copied on first read of `data`. */
+/**
+ * The first n rows and columns of one attention block. Each head's matrix is copied on first
+ * use (headData(h), read by headMatrix), so a view that reads one layer copies one layer.
+ */
 function prefixBlock(block, n) {
   const T = block.key_len;
-  let data = null;
-  const out = { ...block, query_len: n, key_len: n, shape: [block.heads, n, n] };
+  const heads = new Array(block.heads).fill(null);
+  const headData = (h) => {
+    if (!heads[h]) {
+      const m = new Float32Array(n * n);
+      const off = h * block.query_len * T;
+      for (let i = 0; i < n; i++) m.set(block.data.subarray(off + i * T, off + i * T + n), i * n);
+      heads[h] = m;
+    }
+    return heads[h];
+  };
+  const out = { ...block, query_len: n, key_len: n, shape: [block.heads, n, n], headData };
+  // Every head at once, for any reader of the whole block.
   Object.defineProperty(out, 'data', {
     enumerable: true,
     get() {
-      if (!data) {
-        data = new Float32Array(block.heads * n * n);
-        for (let h = 0; h < block.heads; h++) {
-          for (let i = 0; i < n; i++) data.set(block.data.subarray((h * block.query_len + i) * T, (h * block.query_len + i) * T + n), (h * n + i) * n);
-        }
-      }
-      return data;
+      const all = new Float32Array(block.heads * n * n);
+      for (let h = 0; h < block.heads; h++) all.set(headData(h), h * n * n);
+      return all;
     },
   });
   return out;
@@ -372,7 +384,12 @@ export function prefixResult(result, n) {
   if (!result || !result.generation || n >= fedLength(result)) return result;
   let per = prefixMemo.get(result);
   if (!per) prefixMemo.set(result, (per = new Map()));
-  if (per.has(n)) return per.get(n);
+  if (per.has(n)) {
+    const hit = per.get(n);
+    per.delete(n);
+    per.set(n, hit); // most recently used last
+    return hit;
+  }
   const src = result.tokens.source || [];
   const tgt = result.tokens.target || [];
   const P = src.length;
@@ -384,6 +401,7 @@ export function prefixResult(result, n) {
     attentions: result.attentions.map((b) => (b.query_len === b.key_len && b.key_len > n ? prefixBlock(b, n) : b)),
   };
   per.set(n, out);
+  while (per.size > PREFIXES_KEPT) per.delete(per.keys().next().value);
   return out;
 }
 
@@ -401,8 +419,9 @@ export function sinkHeads(block) {
   let heads = 0;
   let total = 0;
   for (let h = 0; h < block.heads; h++) {
+    const mat = headMatrix(block, h);
     let s = 0;
-    for (let i = 1; i < rows; i++) s += block.data[(h * rows + i) * T];
+    for (let i = 1; i < rows; i++) s += mat[i * T];
     const m = rows > 1 ? s / (rows - 1) : 1;
     if (m > 0.5) heads += 1;
     total += m;

@@ -463,8 +463,9 @@ export class Session {
     const stepText = !G ? '' : step < G ? `step ${step + 1} of ${G}: after “${before}” the model chose “${chosen}”` : `after all ${G} token${G === 1 ? '' : 's'}: what would come next`;
     const topTitle = step < G ? `Top 5 next tokens at step ${step + 1} (after “${before}”)` : `Top 5 next tokens after “${before}”`;
     let stopText = '';
+    const max = (this.info && this.info.max_positions) || fed.length;
     if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
-    else if (G && G < s.gen) stopText = `Stopped after ${G} tokens: the model reads at most ${(this.info && this.info.max_positions) || G} positions.`;
+    else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
     const block = blockAt(this.shownResult(), 'decoder_self', s.layer);
     const sh = block ? sinkHeads(block) : null;
     const sink = sh && block.query_len > 2 ? `${SINK_NOTE} Here, in layer ${s.layer + 1}, ${sh.heads} of ${sh.of} heads put more than half their weight on the first token.` : SINK_NOTE;

@@ -345,3 +345,46 @@ test('the widget: model="smollm2-135m" generate="4" draws, and generate-step scr
     await close();
   }
 });
+
+test('at 256 positions (the model’s maximum) scrubbing and switching views hold no main-thread task over 50 ms', { timeout: LONG }, async () => {
+  // 244 prompt tokens: 12 of the 16 tokens asked for fit in the model's 256 positions.
+  const text = Array.from({ length: 66 }, (_, i) => `word${i % 37} is`).join(' ');
+  const hash = new URLSearchParams({ m: MODEL, t: text, v: 'heatmap', g: '16' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    let d = await drawnWhen(page, (_, x = window.attnvizDebug) => x.modelId === 'smollm2-135m' && x.generation && x.generation.steps > 0);
+    assert.equal(d.generation.promptLen + d.generation.steps, 256, 'prompt and continuation fill the 256 positions');
+    assert.ok(d.generation.steps < 16);
+    assert.equal(await page.locator('#generation .gen-stop').textContent(), `Generated ${d.generation.steps} of 16 tokens: the model reads at most 256 positions, prompt and continuation together.`);
+    // Watched once the side panel's chart module (a main-thread wasm, compiled once) is in.
+    await page.waitForFunction(() => window.attnvizDebug.chartBars > 0, null, { timeout: LONG });
+    await page.evaluate(() => {
+      window.longTasks = [];
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) window.longTasks.push(Math.round(e.duration));
+      }).observe({ type: 'longtask' });
+    });
+    const settle = async (fn, arg) => {
+      d = await drawnWhen(page, fn, arg);
+      await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: LONG });
+
+    };
+    for (const view of ['heatmap', 'head', 'model', 'step']) {
+      await page.click(`#tab-view-${view}`);
+      await settle((v, x = window.attnvizDebug) => x.view === v && (v !== 'step' || x.step), view);
+      for (const s of [1, 0, d.generation.steps]) {
+        await page.click(`#generation .gen-tok[data-step="${s}"]`);
+        await settle((st, x = window.attnvizDebug) => x.generation.step === st, s);
+      }
+      await page.keyboard.press('ArrowLeft');
+      await settle((st, x = window.attnvizDebug) => x.generation.step === st, d.generation.steps - 1);
+      assert.equal(d.generation.shownLen, 256 - 1);
+    }
+    const long = await page.evaluate(() => window.longTasks);
+    assert.deepEqual(long.filter((t) => t > 50), [], `main-thread tasks over 50 ms: ${long}`);
+  } finally {
+    await app.close();
+  }
+});
