@@ -56,6 +56,11 @@ impl TextTokenizer {
         Ok(TextTokenizer { inner, max_tokens })
     }
 
+    /// The tokenizer as a Hugging Face `tokenizer.json` (e.g. one built from GGUF metadata).
+    pub fn to_json(&self) -> Result<String> {
+        self.inner.to_string(false).map_err(|e| invalid_model(format!("the tokenizer could not be written as JSON ({e})")))
+    }
+
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
     }

@@ -31,6 +31,41 @@ fn cli_attend_json_satisfies_the_schema() {
         let v = attend(dir, text);
         checker.attend(&v).unwrap_or_else(|e| panic!("{dir} {text:?}: {e}"));
         assert_eq!(v["text"], text);
+        assert_eq!(v["generation"], Value::Null);
+    }
+    // A decoder-only model, with and without a continuation.
+    for extra in [&[][..], &["--generate", "4"][..], &["--generate", "3", "--temperature", "0.8", "--top-k", "20", "--seed", "5"][..]] {
+        let mut args = vec!["attend", "--model", "models/smollm2", "--text", "The capital of France is"];
+        args.extend(extra);
+        let v = cli(&args);
+        checker.attend(&v).unwrap_or_else(|e| panic!("smollm2 {extra:?}: {e}"));
+        let g = &v["generation"];
+        assert_eq!(g["prompt_len"], 5);
+        assert_eq!(v["tokens"]["target"].as_array().unwrap().len(), g["steps"].as_array().unwrap().len());
+        assert_eq!(g["sampling"]["method"], if extra.contains(&"--temperature") { "sample" } else { "greedy" });
+    }
+}
+
+#[test]
+fn the_schema_check_rejects_a_generation_that_does_not_add_up() {
+    let checker = Checker::new();
+    let good = cli(&["attend", "--model", "models/smollm2", "--text", "Hello", "--generate", "2"]);
+    checker.attend(&good).unwrap();
+    let breakages: [Breakage; 4] = [
+        ("one id short", |v| {
+            v["generation"]["token_ids"].as_array_mut().unwrap().pop();
+        }),
+        ("a step too many", |v| {
+            let s = v["generation"]["steps"][0].clone();
+            v["generation"]["steps"].as_array_mut().unwrap().push(s);
+        }),
+        ("an unknown sampling method", |v| v["generation"]["sampling"]["method"] = "beam".into()),
+        ("a probability above 1", |v| v["generation"]["next"][0]["p"] = 2.into()),
+    ];
+    for (what, breakage) in breakages {
+        let mut v = good.clone();
+        breakage(&mut v);
+        assert!(checker.attend(&v).is_err(), "{what} passed the check");
     }
 }
 
@@ -38,11 +73,14 @@ fn cli_attend_json_satisfies_the_schema() {
 fn cli_step_json_satisfies_the_schema() {
     let checker = Checker::new();
     let text = "The cat sat on the mat.";
-    for (dir, kind, layer, head, q_source) in [("minilm", "encoder_self", 2usize, 5usize, "encoder"), ("en-pt", "cross", 1, 3, "decoder")] {
+    for (dir, kind, layer, head, q_source, kv_source) in
+        [("minilm", "encoder_self", 2usize, 5usize, "encoder", "encoder"), ("en-pt", "cross", 1, 3, "decoder", "encoder"), ("smollm2", "decoder_self", 4, 2, "decoder", "decoder")]
+    {
         let (l, h) = (layer.to_string(), head.to_string());
         let v = cli(&["step", "--model", &format!("models/{dir}"), "--text", text, "--kind", kind, "--layer", &l, "--head", &h]);
         checker.step(&v).unwrap_or_else(|e| panic!("{dir} {kind}: {e}"));
-        assert_eq!((v["kind"].as_str(), v["q_source"].as_str(), v["kv_source"].as_str()), (Some(kind), Some(q_source), Some("encoder")));
+        assert_eq!((v["kind"].as_str(), v["q_source"].as_str(), v["kv_source"].as_str()), (Some(kind), Some(q_source), Some(kv_source)));
+        assert_eq!(v["block_norm"], if dir == "smollm2" { "pre_rms_norm" } else { "post_layer_norm" });
         // The step view's probabilities are that head's rows of the attend() block.
         let a = attend(dir, text);
         let block = a["attentions"].as_array().unwrap().iter().find(|b| b["kind"] == kind && b["layer"] == layer).unwrap();
@@ -54,7 +92,12 @@ fn cli_step_json_satisfies_the_schema() {
 #[test]
 fn cli_positions_json_satisfies_the_schema() {
     let checker = Checker::new();
-    for (dir, count, kind, positions, dims) in [("minilm", None, "learned", 128, 384), ("minilm", Some("9999"), "learned", 512, 384), ("en-pt", Some("7"), "sinusoidal", 7, 256)] {
+    for (dir, count, kind, positions, dims) in [
+        ("minilm", None, "learned", 128, 384),
+        ("minilm", Some("9999"), "learned", 512, 384),
+        ("en-pt", Some("7"), "sinusoidal", 7, 256),
+        ("smollm2", Some("300"), "rotary", 256, 64),
+    ] {
         let mut args = vec!["positions", "--model"];
         let m = format!("models/{dir}");
         args.push(&m);

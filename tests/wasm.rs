@@ -203,7 +203,10 @@ fn attend_and_step_objects_satisfy_the_schema() {
         want.sort();
         assert_eq!(typed, want);
     }
-    assert_eq!(to_json(&en_pt.attend("o o o o o o o o o o o o o", None, None, None, None).unwrap_or_else(|_| panic!("attend failed")), "", &mut Vec::new())["stop_reason"], "max_length");
+    assert_eq!(
+        to_json(&en_pt.attend("o o o o o o o o o o o o o", None, None, None, None).unwrap_or_else(|_| panic!("attend failed")), "", &mut Vec::new())["stop_reason"],
+        "max_length"
+    );
     for (m, kind, layer, head) in [(&minilm, "encoder_self", 2, 5), (&en_pt, "cross", 1, 3)] {
         let s = m.step("The cat sat on the mat.", kind, layer, head, None, None, None, None).unwrap_or_else(|_| panic!("step failed"));
         let mut typed = Vec::new();

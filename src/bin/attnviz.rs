@@ -71,7 +71,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             "--seed" if !positions => generate.seed = value()?.parse().map_err(|_| format!("{flag} needs a number from 0 to {}", u32::MAX))?,
             "--temperature" if !positions => {
                 let v = value()?;
-                generate.temperature = v.parse::<f32>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
+                generate.temperature = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
             }
             "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),

@@ -71,7 +71,7 @@ impl LlamaConfig {
         if self.num_attention_heads % self.num_key_value_heads != 0 {
             return Err(invalid_model(format!("llama config: {} query heads cannot share {} key/value heads evenly", self.num_attention_heads, self.num_key_value_heads)));
         }
-        if !(self.rope_theta > 1.0 && self.rope_theta.is_finite()) || !(self.rms_norm_eps >= 0.0 && self.rms_norm_eps.is_finite()) {
+        if !(self.rope_theta > 1.0 && self.rope_theta.is_finite() && self.rms_norm_eps >= 0.0 && self.rms_norm_eps.is_finite()) {
             return Err(invalid_model(format!("llama config: rope base {} or RMSNorm eps {} is out of range", self.rope_theta, self.rms_norm_eps)));
         }
         // Every layer's maps for the longest input, as the viewer keeps them.
@@ -501,6 +501,18 @@ impl LlamaModel {
         Ok(self.lm_head.as_ref().unwrap_or(&self.embed_tokens).linear(&h).into_vec())
     }
 
+    /// Every attention map of one full run over `ids` (no cache, no generation): what a KV-cache
+    /// generation's maps must equal.
+    pub fn attend_ids(&self, ids: &[u32]) -> Result<Vec<crate::attention::AttentionBlock>> {
+        if ids.is_empty() || ids.len() > self.config.max_positions() {
+            return Err(Error::InvalidInput(format!("1 to {} token ids are needed, not {}", self.config.max_positions(), ids.len())));
+        }
+        let mut probe = Probe::attention_maps();
+        let mut cache: Vec<LayerCache> = (0..self.layers.len()).map(|_| LayerCache::default()).collect();
+        self.step(ids, 0, &mut cache, &mut probe)?;
+        Ok(probe.into_attentions())
+    }
+
     /// The `TOP_N` most probable next tokens (softmax at temperature 1).
     fn top(&self, logits: &[f32]) -> Vec<TopToken> {
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -521,7 +533,7 @@ impl LlamaModel {
             return candidates[0].0 as u32;
         }
         let max = candidates[0].1;
-        let weights: Vec<f64> = candidates.iter().map(|&(_, l)| (((l - max) / sampling.temperature) as f64).exp()).collect();
+        let weights: Vec<f64> = candidates.iter().map(|&(_, l)| ((l - max) as f64 / sampling.temperature).exp()).collect();
         let mut u = rng.next_f64() * weights.iter().sum::<f64>();
         for (&(id, _), w) in candidates.iter().zip(&weights) {
             if u < *w {

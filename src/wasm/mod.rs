@@ -99,7 +99,7 @@ fn f32s(values: &[f32]) -> F32s {
 }
 
 /// Generation options from the optional trailing arguments (absent: no generation, greedy).
-fn generate_options(generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<GenerateOptions, JsError> {
+fn generate_options(generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<GenerateOptions, JsError> {
     let temperature = temperature.unwrap_or(0.0);
     if !(temperature.is_finite() && temperature >= 0.0) {
         return Err(JsError::new(&format!("temperature must be a number ≥ 0, not {temperature}")));
@@ -145,7 +145,7 @@ impl AttnModel {
     /// `Float32Array`s `[heads, Tq, Tk]`. A decoder-only model (`info().generates`) then
     /// generates `generate` tokens (greedy, or sampled at `temperature` > 0 from the `top_k`
     /// most probable with `seed`); other models ignore those arguments.
-    pub fn attend(&self, text: &str, generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+    pub fn attend(&self, text: &str, generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
         let options = generate_options(generate, temperature, top_k, seed)?;
         let start = now_ms();
         let a = self.model.attend_generating(text, &options).map_err(err)?;
@@ -158,7 +158,17 @@ impl AttnModel {
     /// The generation arguments are those of [`AttnModel::attend`]: the step view of a
     /// decoder-only model covers the text and its continuation.
     #[allow(clippy::too_many_arguments)]
-    pub fn step(&self, text: &str, kind: &str, layer: usize, head: usize, generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+    pub fn step(
+        &self,
+        text: &str,
+        kind: &str,
+        layer: usize,
+        head: usize,
+        generate: Option<u32>,
+        temperature: Option<f64>,
+        top_k: Option<u32>,
+        seed: Option<u32>,
+    ) -> Result<JsValue, JsError> {
         let kind = AttentionKind::parse(kind).ok_or_else(|| JsError::new(&format!("unknown attention kind `{kind}` (encoder_self, decoder_self or cross)")))?;
         let options = generate_options(generate, temperature, top_k, seed)?;
         let hi = self.model.head_internals_generating(text, &options, HeadRequest { kind, layer, head }).map_err(err)?;

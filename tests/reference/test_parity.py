@@ -67,12 +67,13 @@ def _need_binary() -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def rust_attend(model_dir: str, text: str) -> dict:
+def rust_attend(model_dir: str, text: str, *extra: str) -> dict:
+    """`extra`: more CLI arguments (e.g. "--generate", "8")."""
     _need_binary()
-    proc = subprocess.run([BIN, "attend", "--model", model_dir, "--text", text, "--format", "json"],
+    proc = subprocess.run([BIN, "attend", "--model", model_dir, "--text", text, "--format", "json", *extra],
                           cwd=ROOT, capture_output=True, timeout=600)
     if proc.returncode != 0:
-        pytest.fail(f"attnviz exited {proc.returncode} for {text!r}: "
+        pytest.fail(f"attnviz exited {proc.returncode} for {text!r} {' '.join(extra)}: "
                     f"{proc.stderr.decode('utf-8', 'replace').strip()}")
     try:
         return json.loads(proc.stdout.decode("utf-8"))

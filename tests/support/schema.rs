@@ -51,6 +51,19 @@ impl Checker {
         self.validate(v, self.attend)?;
         let (ts, tt) = (len(&v["tokens"], "source"), len(&v["tokens"], "target"));
         expect(len(&v["word_ids"], "source") == ts && len(&v["word_ids"], "target") == tt, || "word_ids and tokens differ in length".into())?;
+        // A decoder-only model's self-attention runs over its prompt and then its continuation.
+        let generation = &v["generation"];
+        if !generation.is_null() {
+            expect(num(generation, "prompt_len") == ts && len(generation, "token_ids") == ts + tt && len(generation, "steps") == tt, || {
+                format!(
+                    "generation: prompt_len {}, {} ids and {} steps for {ts} prompt and {tt} generated tokens",
+                    generation["prompt_len"],
+                    len(generation, "token_ids"),
+                    len(generation, "steps")
+                )
+            })?;
+        }
+        let decoder_len = if generation.is_null() { tt } else { ts + tt };
         for b in v["attentions"].as_array().into_iter().flatten() {
             let (h, q, k) = (num(b, "heads"), num(b, "query_len"), num(b, "key_len"));
             let at = format!("{} layer {}", b["kind"], b["layer"]);
@@ -58,7 +71,7 @@ impl Checker {
             expect(len(b, "data") == h * q * k, || format!("{at}: data holds {} values, not {h}×{q}×{k}", len(b, "data")))?;
             let (want_q, want_k) = match b["kind"].as_str() {
                 Some("cross") => (tt, ts),
-                Some("decoder_self") => (tt, tt),
+                Some("decoder_self") => (decoder_len, decoder_len),
                 _ => (ts, ts),
             };
             expect((q, k) == (want_q, want_k), || format!("{at}: {q}×{k} attention for {ts} source and {tt} target tokens"))?;

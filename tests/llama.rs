@@ -1,0 +1,220 @@
+//! The Llama family on the real SmolLM2-135M-Instruct GGUF (fetched by `make models`): causal
+//! structure, KV-cache generation against a full re-run, the step view's mask, GQA, sampling,
+//! and the same model loaded from a Hugging Face folder. Parity with an independent float
+//! reference is in tests/reference/test_llama_parity.py.
+#![cfg(not(target_arch = "wasm32"))]
+
+use attnviz::attention::{AttentionKind, GenerateOptions, HeadRequest, StopReason};
+use attnviz::models::{Family, Manifest, Model};
+use attnviz::weights::gguf;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+fn smollm2() -> &'static Model {
+    static M: OnceLock<Model> = OnceLock::new();
+    M.get_or_init(|| Model::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models/smollm2")).unwrap_or_else(|e| panic!("{e} — run `make models` first")))
+}
+
+fn greedy(n: usize) -> GenerateOptions {
+    GenerateOptions { max_new_tokens: n, ..GenerateOptions::default() }
+}
+
+#[test]
+fn info_describes_a_causal_gqa_decoder() {
+    let info = smollm2().info();
+    assert_eq!(info.architecture, "llama");
+    assert_eq!(info.kinds, vec![AttentionKind::DecoderSelf]);
+    assert_eq!((info.layers[&AttentionKind::DecoderSelf], info.heads[&AttentionKind::DecoderSelf], info.kv_heads[&AttentionKind::DecoderSelf]), (30, 9, 3));
+    assert_eq!((info.head_dim, info.max_positions), (64, 256));
+    assert!(info.generates);
+    assert!(info.special_tokens.contains(&"<|im_end|>".to_string()), "{:?}", info.special_tokens);
+}
+
+#[test]
+fn prompt_maps_are_causal_and_rows_sum_to_one() {
+    let a = smollm2().attend("The capital of France is").unwrap();
+    assert_eq!(a.output.source_tokens, ["The", "Ġcapital", "Ġof", "ĠFrance", "Ġis"]);
+    assert!(a.output.target_tokens.is_empty() && a.output.output_text.is_none() && a.output.stop_reason.is_none());
+    let g = a.output.generation.as_ref().unwrap();
+    assert_eq!((g.prompt_len, g.token_ids.len(), g.steps.len(), g.next.len()), (5, 5, 0, 5));
+    assert_eq!(a.attentions.len(), 30);
+    for b in &a.attentions {
+        assert_eq!((b.kind, b.heads, b.query_len, b.key_len), (AttentionKind::DecoderSelf, 9, 5, 5));
+        for h in 0..9 {
+            for q in 0..5 {
+                let row = b.row(h, q);
+                assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+                assert!(row[q + 1..].iter().all(|&p| p == 0.0), "layer {} head {h}: query {q} sees the future", b.layer);
+            }
+        }
+    }
+    // The first token takes no attention from itself alone but is the sink: averaged over the
+    // later layers and heads, most of the last query's mass lands on it.
+    let sink: f32 = a.attentions[10..].iter().flat_map(|b| (0..9).map(move |h| b.row(h, 4)[0])).sum::<f32>() / (20.0 * 9.0);
+    assert!(sink > 0.5, "mean attention on the first token {sink}");
+}
+
+#[test]
+fn greedy_continuation_names_paris_and_kv_cache_equals_full_rerun() {
+    let m = smollm2();
+    let a = m.attend_generating("The capital of France is", &greedy(8)).unwrap();
+    let g = a.output.generation.as_ref().unwrap();
+    assert_eq!(a.output.target_tokens.first().map(String::as_str), Some("ĠParis"));
+    assert!(a.output.output_text.as_deref().unwrap().starts_with(" Paris"));
+    assert_eq!((g.steps.len(), g.token_ids.len(), a.output.stop_reason), (8, 13, Some(StopReason::MaxLength)));
+    for (i, s) in g.steps.iter().enumerate() {
+        assert_eq!((s.position, s.id), (4 + i, g.token_ids[5 + i]));
+        // Greedy: the chosen token is the most probable one, and probabilities are sorted.
+        assert_eq!(s.top[0].id, s.id);
+        assert!(s.top.windows(2).all(|w| w[0].p >= w[1].p));
+    }
+    let Family::Llama(llama) = &m.family else { panic!("not a llama") };
+    let full = llama.attend_ids(&g.token_ids).unwrap();
+    let mut worst = 0.0f32;
+    for (cached, whole) in a.attentions.iter().zip(&full) {
+        assert_eq!((cached.query_len, cached.key_len), (13, 13));
+        for (x, y) in cached.probs.iter().zip(&whole.probs) {
+            worst = worst.max((x - y).abs());
+        }
+    }
+    assert!(worst <= 1e-5, "KV-cache maps differ from a full re-run by {worst}");
+}
+
+#[test]
+fn generation_stops_at_end_of_text_and_sampling_follows_the_seed() {
+    let m = smollm2();
+    // The instruct model ends its answer with <|im_end|> (EOS).
+    let chat = "<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\n";
+    let a = m.attend_generating(chat, &greedy(40)).unwrap();
+    assert_eq!(a.output.source_tokens[0], "<|im_start|>", "control tokens typed in the text are matched whole");
+    assert_eq!(a.output.stop_reason, Some(StopReason::Eos), "{:?}", a.output.target_tokens);
+    assert_eq!(a.output.target_tokens.last().map(String::as_str), Some("<|im_end|>"));
+    assert!(!a.output.output_text.unwrap().contains("<|im_end|>"), "special tokens are left out of the decoded text");
+    let sample = |seed| GenerateOptions { max_new_tokens: 6, temperature: 1.5, top_k: 50, seed };
+    let ids = |o: &GenerateOptions| m.attend_generating("Once upon a time", o).unwrap().output.generation.unwrap().token_ids;
+    assert_eq!(ids(&sample(7)), ids(&sample(7)));
+    assert!((1..6).any(|s| ids(&sample(s)) != ids(&sample(0))), "different seeds always gave the same sample");
+}
+
+#[test]
+fn step_view_masks_the_future_and_matches_the_maps() {
+    let m = smollm2();
+    let request = HeadRequest { kind: AttentionKind::DecoderSelf, layer: 3, head: 7 };
+    let hi = m.head_internals_generating("The capital of France is", &greedy(3), request).unwrap();
+    let t = &hi.trace;
+    assert_eq!((t.query_len, t.key_len, t.d_k, hi.query_tokens.len()), (8, 8, 64, 8));
+    let a = m.attend_generating("The capital of France is", &greedy(3)).unwrap();
+    let block = &a.attentions[3];
+    for q in 0..8 {
+        for k in 0..8 {
+            assert_eq!(t.mask[q * 8 + k], if k > q { 0.0 } else { 1.0 });
+            assert!((t.probs[q * 8 + k] - block.row(7, q)[k]).abs() <= 1e-5);
+        }
+    }
+    // Heads 6, 7, 8 share KV head 2: the traced head's K is that KV head's rotated keys.
+    let other = m.head_internals_generating("The capital of France is", &greedy(3), HeadRequest { head: 6, ..request }).unwrap();
+    assert_eq!(other.trace.k, t.k);
+    assert_eq!(other.trace.v, t.v);
+    assert_ne!(other.trace.q, t.q);
+    assert_eq!(hi.block.norm, attnviz::attention::BlockNorm::PreRmsNorm);
+}
+
+#[test]
+fn errors_are_values() {
+    let m = smollm2();
+    assert!(m.attend("").is_err());
+    let long = "word ".repeat(2000);
+    let a = m.attend_generating(&long, &greedy(4)).unwrap();
+    assert!(a.output.truncated);
+    assert_eq!((a.output.source_tokens.len(), a.output.stop_reason), (256, Some(StopReason::MaxLength)));
+    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 }).is_err());
+    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::DecoderSelf, layer: 30, head: 0 }).is_err());
+}
+
+/// llama.cpp's converter reorders each head's q/k rows so rotated pairs are adjacent; a
+/// Hugging Face checkpoint pairs dimension i with i + d/2. Row `2i + s` of a GGUF head is row
+/// `s·d/2 + i` of the Hugging Face head.
+fn unpermute(rows: Vec<f32>, heads: usize, d_k: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; rows.len()];
+    for h in 0..heads {
+        for i in 0..d_k / 2 {
+            for s in 0..2 {
+                let (from, to) = (h * d_k + 2 * i + s, h * d_k + s * d_k / 2 + i);
+                out[to * cols..(to + 1) * cols].copy_from_slice(&rows[from * cols..(from + 1) * cols]);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_hugging_face_folder_of_the_same_weights_gives_the_same_attention() {
+    // The first two layers of SmolLM2, written as a Hugging Face llama folder (f32 safetensors,
+    // rotate_half layout, tokenizer.json): its maps equal the GGUF model's first two layers.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/smollm2");
+    let g = gguf::read(std::fs::read(dir.join("SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap(), "smollm2.gguf").unwrap();
+    let dense = |name: &str| {
+        let t = &g.tensors[name];
+        let (cols, rows) = (t.dims[0], t.dims.get(1).copied().unwrap_or(1));
+        if t.dims.len() == 1 {
+            return (g.vector(name, cols).unwrap(), vec![1, cols], 1);
+        }
+        let m = g.matrix(name, rows, cols).unwrap();
+        let mut out = vec![0.0f32; rows * cols];
+        out.chunks_exact_mut(cols).enumerate().for_each(|(r, row)| m.dequantize_row(r, row));
+        (out, vec![rows, cols], t.dims.len())
+    };
+    let mut tensors: Vec<(String, Vec<f32>, Vec<usize>)> = Vec::new();
+    let mut put = |hf: &str, gg: &str, permute: Option<usize>| {
+        let (data, shape, n) = dense(gg);
+        let shape = if n == 1 { vec![shape[1]] } else { shape };
+        let data = match permute {
+            Some(heads) => unpermute(data, heads, 64, 576),
+            None => data,
+        };
+        tensors.push((hf.to_string(), data, shape));
+    };
+    put("model.embed_tokens.weight", "token_embd.weight", None);
+    put("model.norm.weight", "output_norm.weight", None);
+    for l in 0..2 {
+        let (h, b) = (format!("model.layers.{l}"), format!("blk.{l}"));
+        for (hf, gg, permute) in [
+            ("self_attn.q_proj", "attn_q", Some(9)),
+            ("self_attn.k_proj", "attn_k", Some(3)),
+            ("self_attn.v_proj", "attn_v", None),
+            ("self_attn.o_proj", "attn_output", None),
+            ("mlp.gate_proj", "ffn_gate", None),
+            ("mlp.up_proj", "ffn_up", None),
+            ("mlp.down_proj", "ffn_down", None),
+            ("input_layernorm", "attn_norm", None),
+            ("post_attention_layernorm", "ffn_norm", None),
+        ] {
+            put(&format!("{h}.{hf}.weight"), &format!("{b}.{gg}.weight"), permute);
+        }
+    }
+    let bytes: Vec<(String, Vec<u8>, Vec<usize>)> = tensors.into_iter().map(|(n, d, s)| (n, d.iter().flat_map(|v| v.to_le_bytes()).collect(), s)).collect();
+    let views = bytes.iter().map(|(n, d, s)| (n.clone(), safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), d).unwrap()));
+    let weights = safetensors::serialize(views, None).unwrap();
+    let Family::Llama(llama) = &smollm2().family else { panic!("not a llama") };
+    let config = serde_json::json!({
+        "model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 2,
+        "num_attention_heads": 9, "num_key_value_heads": 3, "vocab_size": 49152, "rms_norm_eps": 1e-5,
+        "rope_theta": 100000.0, "max_position_embeddings": 8192, "tie_word_embeddings": true, "hidden_act": "silu",
+        "eos_token_id": 2, "bos_token_id": 1
+    });
+    let mut files = HashMap::new();
+    files.insert("config.json".to_string(), config.to_string().into_bytes());
+    files.insert("model.safetensors".to_string(), weights);
+    files.insert("tokenizer.json".to_string(), llama.tokenizer().to_json().unwrap().into_bytes());
+    let names: Vec<String> = files.keys().cloned().collect();
+    let manifest = Manifest::infer("smollm2-hf", &names, files.get("config.json").map(|v| v.as_slice())).unwrap();
+    assert_eq!(manifest.architecture, "llama");
+    let hf = Model::load_owned(manifest, files).unwrap();
+    let text = "Ich möchte café crème — naïve façade, 2024 🎉";
+    let (a, b) = (hf.attend(text).unwrap(), smollm2().attend(text).unwrap());
+    assert_eq!(a.output.source_tokens, b.output.source_tokens);
+    assert_eq!(a.attentions.len(), 2);
+    let worst = a.attentions.iter().zip(&b.attentions).flat_map(|(x, y)| x.probs.iter().zip(&y.probs).map(|(p, q)| (p - q).abs())).fold(0.0f32, f32::max);
+    assert!(worst <= 1e-5, "HF folder vs GGUF: attention differs by {worst}");
+}
