@@ -226,6 +226,17 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
         assert.ok(dist(c.probs, ZERO) < 12, `softmax panel (${c.i}, ${c.j}) above the diagonal is ${c.probs}, not 0`);
       } else assert.ok(dist(c.masked, MASKED) >= 8, `mask panel (${c.i}, ${c.j}) on or below the diagonal is grey`);
     }
+    // Llama's block: × Wᴼ without a bias, then RMSNorm of the residual stream (the feed-forward's input).
+    const panel = (await page.evaluate(() => window.attnvizDebug.stepPanels())).find((p) => p.id === 'normed');
+    // Scroll the map's box, then the window, until the panel is in view.
+    await page.evaluate((y) => {
+      document.getElementById('canvas-wrap').scrollTop = Math.max(0, y - 150);
+      const top = document.querySelector('canvas#view').getBoundingClientRect().top + y;
+      window.scrollBy(0, top - 300);
+    }, panel.y);
+    const cbox = await page.locator('canvas#view').boundingBox();
+    await page.mouse.move(cbox.x + panel.x + 2.5 * panel.cw, cbox.y + panel.y + 1.5 * panel.ch);
+    await page.waitForFunction(() => /^RMSNorm \(the feed-forward’s input\): row 2/.test(document.getElementById('side-hint').textContent));
     const options = await page.locator('#query option').allTextContents();
     assert.equal(options.length, T);
     assert.ok(options.every((o) => !/[ĠĊ]/.test(o)), `the query picker shows raw byte-level tokens: ${options}`);
@@ -369,6 +380,7 @@ test('at 256 positions (the model’s maximum) scrubbing and switching views hol
     const settle = async (fn, arg) => {
       d = await drawnWhen(page, fn, arg);
       await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: LONG });
+
 
     };
     for (const view of ['heatmap', 'head', 'model', 'step']) {

@@ -3,7 +3,7 @@
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
 import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, tokenLabel, viridis } from './common.js';
-import { drain } from '../slices.js';
+import { drain, NEW_TASK } from '../slices.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
@@ -86,6 +86,8 @@ function matrices(s) {
 export function* prepare(input, state, width) {
   const s = input.step;
   if (!s) return;
+  // Not in the task that wrote the controls (a query picker of 256 tokens and its layout).
+  yield NEW_TASK;
   if (!matricesMemo.has(s)) matricesMemo.set(s, yield* matricesSteps(s));
   for (const p of panelLayout(s, width, 0).panels) {
     pooledFor(p.data, p.rows, p.cols, p.w, p.h, canvasScale());
@@ -110,16 +112,20 @@ function* matricesSteps(s) {
     m('probs', 'softmax', 'rows sum to 1', s.probs, tq, 'q', tk, 'k', 'positive'),
     m('output', 'softmax · V', 'output', s.output, tq, 'q', dk, 'dim', 'signed'),
   ];
-  // Where the heads meet (post-norm): all heads' outputs side by side, ×Wᴼ + bᴼ, + x, LayerNorm.
+  // Where the heads meet: all heads' outputs side by side, ×Wᴼ (+ bᴼ), + x, then the norm —
+  // after the residual add (post-norm: BERT, the translator; the block's output) or, in Llama
+  // (pre-norm, no bias), RMSNorm of the residual stream: the feed-forward's input.
   const D = s.d_model;
   if (D && s.concat) {
     const wide = (id, title, note, data) => ({ ...m(id, title, note, data, tq, 'q', D, 'dim', 'signed'), wide: true });
+    const rms = s.block_norm === 'pre_rms_norm';
+    const proj = rms ? '× Wᴼ' : '× Wᴼ + bᴼ';
     list.push(
       { ...wide('concat', 'Concat(heads)', `${D / dk} heads side by side; this one outlined`, s.concat), band: [s.head * dk, dk] },
-      wide('projected', '× Wᴼ + bᴼ', 'output projection', s.projected),
+      wide('projected', proj, 'output projection', s.projected),
       wide('block_input', 'x', 'the block’s input (residual stream)', s.block_input),
-      wide('residual', 'x + (× Wᴼ + bᴼ)', 'residual add', s.residual),
-      wide('normed', 'LayerNorm', 'the block’s output', s.normed),
+      wide('residual', `x + (${proj})`, rms ? 'residual add: the attention block’s output' : 'residual add', s.residual),
+      wide('normed', rms ? 'RMSNorm' : 'LayerNorm', rms ? 'the feed-forward’s input' : 'the block’s output', s.normed),
     );
   }
   for (const mat of list) {
@@ -313,11 +319,14 @@ export function* draw(ctx, input, state, theme, width) {
     g.keys.forEach((j, r) => out.set(m.subarray(j * dk, (j + 1) * dk), r * dk));
     return out;
   };
+  // In steps: at 64 keys × d_k 64 (SmolLM2) the strips and the rows took 40–70 ms in one task.
   drawStrips(ctx, listedRows(s.k), g.keys.length, dk, g.xs.k, g.top, ROW_H, 3, g.cell, signed(qkScale));
+  yield;
   drawStrips(ctx, listedRows(s.v), g.keys.length, dk, g.xs.v, g.top, ROW_H, 3, g.cell, signed(vScale), (r) => 0.25 + 0.75 * Math.min(1, probs[g.keys[r]] * 2));
   yield;
   ctx.font = font(12);
   for (let r = 0; r < g.keys.length; r++) {
+    if (r % 16 === 15) yield;
     const j = g.keys[r];
     const y = g.top + r * ROW_H;
     const cy = y + ROW_H / 2;
