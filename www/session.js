@@ -25,9 +25,12 @@ const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 
 /** Bytes as the picker and the status line say them. */
 const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
 
+/** What a model's files weigh (its manifest's sizes): the download of its first pick. */
+const downloadBytes = (m) => Object.values(m.sizes || {}).reduce((a, b) => a + b, 0);
+
 /** How a model is named in the picker: its name and what it costs to download the first time. */
 export function modelLabel(m) {
-  const bytes = Object.values(m.sizes || {}).reduce((a, b) => a + b, 0);
+  const bytes = downloadBytes(m);
   return bytes ? `${m.name || m.id} · ${MB(bytes)}` : m.name || m.id;
 }
 
@@ -150,7 +153,7 @@ export class Session {
     const seq = ++this.loadSeq;
     this.phase = 'loading';
     this.error = null;
-    this.progress = { loaded: 0, total: Object.values(m.sizes || {}).reduce((a, b) => a + b, 0) };
+    this.progress = { loaded: 0, total: downloadBytes(m) };
     this.emit('status');
     let info;
     try {
@@ -342,7 +345,7 @@ export class Session {
   loadingText() {
     const m = this.manifest;
     if (!m) return 'Loading…';
-    const bytes = Object.values(m.sizes || {}).reduce((a, b) => a + b, 0);
+    const bytes = downloadBytes(m);
     const big = bytes > 20e6 ? ` (${MB(bytes)}, downloaded on first use, then kept in this browser)` : '';
     return `Loading ${m.name || m.id}${big}…`;
   }

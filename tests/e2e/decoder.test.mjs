@@ -352,6 +352,14 @@ test('the widget: model="smollm2-135m" generate="4" draws, and generate-step scr
     await page.evaluate(() => document.getElementById('w').setAttribute('generate', '2'));
     await page.waitForFunction(() => document.getElementById('w').shadowRoot.querySelectorAll('.gen-tok:not(.next)').length === 2, null, { timeout: LONG });
     assert.equal((await get()).rows, P + 2);
+    // The iframe form passes the same attributes on from its query string.
+    const q = new URLSearchParams({ model: 'smollm2', text: PROMPT, generate: '3', 'generate-step': '2', view: 'heatmap' });
+    await page.goto(`${server.url}embed.html?${q}`);
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: LONG });
+    await page.waitForFunction(() => document.querySelector('attention-viz').shadowRoot.querySelectorAll('.gen-tok:not(.next)').length === 3, null, { timeout: LONG });
+    const framed = await page.evaluate(() => document.querySelector('attention-viz').viewState);
+    assert.equal(framed.gen, 3);
+    assert.equal(framed.gstep, 1);
   } finally {
     await close();
   }
