@@ -2,6 +2,7 @@
 // widget alike. Every matrix is a row-major Float32Array [query][key].
 
 import { drain } from './slices.js';
+import { tokenLabel } from './views/common.js';
 
 /** Kinds present in a result, in a stable teaching order. */
 function resultKinds(result) {
@@ -42,8 +43,12 @@ export function resultShape(result) {
     rows[k] = t.q.length;
     cols[k] = t.k.length;
   }
-  return { kinds, layers, heads, rows, cols, targetLen: (result.tokens.target || []).length };
+  const targetLen = (result.tokens.target || []).length;
+  // generated: tokens a decoder-only model generated (the scrubber's steps run 0 … generated)
+  return { kinds, layers, heads, rows, cols, targetLen, generated: result.generation ? targetLen : 0 };
 }
+
+const fedMemo = new WeakMap(); // result → the tokens of a decoder-only model's every fed position
 
 /** Query and key tokens (and word ids) that a kind's matrices are indexed by. */
 export function tokensFor(result, kind) {
@@ -51,15 +56,27 @@ export function tokensFor(result, kind) {
   const tgt = result.tokens.target || [];
   const ws = (result.word_ids && result.word_ids.source) || src.map(() => null);
   const wt = (result.word_ids && result.word_ids.target) || tgt.map(() => null);
-  // Decoder-only models (no encoder) may put their tokens in `source`.
-  if (kind === 'decoder_self' && !tgt.length) return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
+  // Decoder-only models (no encoder) put the prompt in `source` and what they generated in
+  // `target`; their maps cover every position fed through the model: the prompt, then the
+  // generated tokens.
+  if (kind === 'decoder_self' && (!tgt.length || result.generation)) {
+    if (!tgt.length) return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
+    if (!fedMemo.has(result)) {
+      const fed = src.concat(tgt);
+      const words = ws.concat(wt);
+      fedMemo.set(result, { q: fed, k: fed, qWords: words, kWords: words, qSide: 'fed', kSide: 'fed' });
+    }
+    return fedMemo.get(result);
+  }
   if (kind === 'decoder_self') return { q: tgt, k: tgt, qWords: wt, kWords: wt, qSide: 'target', kSide: 'target' };
   if (kind === 'cross') return { q: tgt, k: src, qWords: wt, kWords: ws, qSide: 'target', kSide: 'source' };
   return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
 }
 
-/** The [query][key] matrix of one head (a view into the block, not a copy). */
+/** The [query][key] matrix of one head (a view into the block, not a copy; a prefix block
+ *  copies it on first use). */
 function headMatrix(block, h) {
+  if (block.headData) return block.headData(h);
   const n = block.query_len * block.key_len;
   return block.data.subarray(h * n, (h + 1) * n);
 }
@@ -73,8 +90,8 @@ function* headMeanSteps(block, heads) {
   const out = new Float32Array(n);
   const list = heads && heads.length ? heads : [...Array(block.heads).keys()];
   for (const h of list) {
-    const off = h * n;
-    for (let i = 0; i < n; i++) out[i] += block.data[off + i];
+    const m = headMatrix(block, h);
+    for (let i = 0; i < n; i++) out[i] += m[i];
     yield;
   }
   const inv = 1 / list.length;
@@ -213,6 +230,8 @@ export function makeTransform(tok, opts = {}) {
   };
   const r = side(tok.q, tok.qWords);
   const c = tok.q === tok.k ? r : side(tok.k, tok.kWords);
+  r.labels = r.labels.map(tokenLabel);
+  if (c !== r) c.labels = c.labels.map(tokenLabel);
   if (opts.hideSpecial && (r.hidden || c.hidden)) notes.push('Special tokens hidden; each row renormalised to sum to 1.');
   if (opts.merge) notes.push('Sub-words merged into words: key weights summed, query rows averaged.');
   return {
@@ -278,7 +297,7 @@ export function* prepareLayerSteps(result, state, specials) {
   const heads = [];
   for (let h = 0; h < block.heads; h++) {
     heads.push(applyTransform(tr, headMatrix(block, h), tq, tk));
-    if (!tr.identity) yield;
+    if (!tr.identity || block.headData) yield; // a prefix block copies each head
   }
   const notes = tr.notes.slice();
   let mean = null;
@@ -314,4 +333,105 @@ export function* prepareLayerSteps(result, state, specials) {
   };
   per.set(key, prep);
   return prep;
+}
+
+// ------------------------------------------------------------------ decoder-only generation
+
+/** Positions a result's maps cover (the prompt, then each generated token). */
+export function fedLength(result) {
+  return (result.tokens.source || []).length + (result.tokens.target || []).length;
+}
+
+const prefixMemo = new WeakMap(); // result → Map(n → its first n positions), the last PREFIXES_KEPT
+const PREFIXES_KEPT = 2; // a prefix of every block of SmolLM2 at 256 positions is up to 70 MB
+
+/**
+ * The first n rows and columns of one attention block. Each head's matrix is copied on first
+ * use (headData(h), read by headMatrix), so a view that reads one layer copies one layer.
+ */
+function prefixBlock(block, n) {
+  const T = block.key_len;
+  const heads = new Array(block.heads).fill(null);
+  const headData = (h) => {
+    if (!heads[h]) {
+      const m = new Float32Array(n * n);
+      const off = h * block.query_len * T;
+      for (let i = 0; i < n; i++) m.set(block.data.subarray(off + i * T, off + i * T + n), i * n);
+      heads[h] = m;
+    }
+    return heads[h];
+  };
+  const out = { ...block, query_len: n, key_len: n, shape: [block.heads, n, n], headData };
+  // Every head at once, for any reader of the whole block.
+  Object.defineProperty(out, 'data', {
+    enumerable: true,
+    get() {
+      const all = new Float32Array(block.heads * n * n);
+      for (let h = 0; h < block.heads; h++) all.set(headData(h), h * n * n);
+      return all;
+    },
+  });
+  return out;
+}
+
+/**
+ * A decoder-only result as it was when its first n positions had been fed: the prompt, then the
+ * first n − prompt_len generated tokens, every self-attention block cut to its first n rows and
+ * columns (causal attention: the rows are what they were then). Memoised per result and n; the
+ * result itself for n ≥ its length.
+ */
+export function prefixResult(result, n) {
+  if (!result || !result.generation || n >= fedLength(result)) return result;
+  let per = prefixMemo.get(result);
+  if (!per) prefixMemo.set(result, (per = new Map()));
+  if (per.has(n)) {
+    const hit = per.get(n);
+    per.delete(n);
+    per.set(n, hit); // most recently used last
+    return hit;
+  }
+  const src = result.tokens.source || [];
+  const tgt = result.tokens.target || [];
+  const P = src.length;
+  const cut = (pair) => (pair ? { source: (pair.source || []).slice(0, Math.min(n, P)), target: (pair.target || []).slice(0, Math.max(0, n - P)) } : pair);
+  const out = {
+    ...result,
+    tokens: cut({ source: src, target: tgt }),
+    word_ids: cut(result.word_ids),
+    attentions: result.attentions.map((b) => (b.query_len === b.key_len && b.key_len > n ? prefixBlock(b, n) : b)),
+  };
+  per.set(n, out);
+  while (per.size > PREFIXES_KEPT) per.delete(per.keys().next().value);
+  return out;
+}
+
+const sinkMemo = new WeakMap(); // block → sinkHeads answer
+
+/**
+ * The attention sink in one self-attention block: how many heads put more than half of their
+ * weight, averaged over the queries past the first, on the first token. → { heads, of, mean }
+ * (mean: the average weight on the first token over those heads and queries).
+ */
+export function sinkHeads(block) {
+  if (sinkMemo.has(block)) return sinkMemo.get(block);
+  const T = block.key_len;
+  const rows = block.query_len;
+  let heads = 0;
+  let total = 0;
+  for (let h = 0; h < block.heads; h++) {
+    const mat = headMatrix(block, h);
+    let s = 0;
+    for (let i = 1; i < rows; i++) s += mat[i * T];
+    const m = rows > 1 ? s / (rows - 1) : 1;
+    if (m > 0.5) heads += 1;
+    total += m;
+  }
+  const out = { heads, of: block.heads, mean: block.heads ? total / block.heads : 0 };
+  sinkMemo.set(block, out);
+  return out;
+}
+
+/** The block of one kind and layer (or null). */
+export function blockAt(result, kind, layer) {
+  return getBlock(result, kind, layer);
 }

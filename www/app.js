@@ -3,7 +3,8 @@
 // render.js; this file only finds elements, forwards events and writes what the session holds.
 // Token strings and user text go into the DOM with textContent only.
 
-import { Session } from './session.js';
+import { modelLabel, Session } from './session.js';
+import { mountGenerationPanel } from './generation-panel.js';
 import { bindCanvas, bindTextBox, download, exportName, pngBlob, slicedPainter, toSvg } from './render.js';
 import { decodeState, defaultState, encodeState, permalinkNotice } from './state.js';
 import { themeOf } from './views/common.js';
@@ -16,7 +17,8 @@ const $ = (id) => document.getElementById(id);
 
 function elements() {
   return {
-    model: $('model'), text: $('text'), status: $('status'), output: $('output'), translation: $('translation'),
+    model: $('model'), text: $('text'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'),
+    generation: $('generation'), gqaNote: $('gqa-note'),
     truncation: $('truncation'), notice: $('notice'),
     progressBox: $('progress-box'), progress: $('progress'), progressText: $('progress-text'),
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
@@ -39,7 +41,7 @@ function fillCatalog(el, catalog) {
   for (const m of catalog.models) {
     const o = document.createElement('option');
     o.value = m.id;
-    o.textContent = m.name || m.id;
+    o.textContent = modelLabel(m);
     el.model.appendChild(o);
     const li = document.createElement('li');
     li.textContent = m.credit || `${m.name || m.id}${m.license ? `, licence ${m.license}` : ''}`;
@@ -65,6 +67,8 @@ function main() {
   };
   // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
   debug.stepPanels = () => (session.state.view === 'step' && geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null);
+  // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
+  debug.heatmapGrid = () => (session.state.view === 'heatmap' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null);
   // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
   debug.positionsChart = () => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
@@ -83,6 +87,7 @@ function main() {
       else if (reason === 'state') scheduleDraw();
       if (reason === 'status') {
         renderStatus(el, session);
+        generation.sync();
         if (session.phase === 'error' && !session.result) document.body.dataset.state = 'error';
         if (session.manifest) el.model.value = session.manifest.id;
       }
@@ -122,6 +127,7 @@ function main() {
   // After a drawing has finished (at 512 tokens, some tasks after it began).
   function drawn(g, r, s, input) {
     geom = g;
+    generation.sync();
     // The side panel's chart in a task of its own, so no single task holds both drawings.
     setTimeout(chart.draw, 0);
     renderSide(el, session);
@@ -139,6 +145,7 @@ function main() {
       lastForwardMs: session.forwardMs,
       view: s.view,
       state: { ...s },
+      generation: generationSeen(),
       step: sd ? { kind: sd.kind, layer: sd.layer, head: sd.head, d_k: sd.d_k, queryTokens: sd.query_tokens, keyTokens: sd.key_tokens, probs: Array.from(sd.probs) } : null,
     };
     const l = session.latency;
@@ -158,7 +165,7 @@ function main() {
     if (h === lastHash) return;
     const next = decodeState(h, defaultState());
     const modelChanged = next.model !== session.state.model;
-    const textChanged = next.text !== session.state.text;
+    const textChanged = next.text !== session.state.text || JSON.stringify(session.genParams(next)) !== JSON.stringify(session.genParams());
     lastHash = h;
     el.text.value = next.text;
     session.state = { ...next };
@@ -170,6 +177,14 @@ function main() {
   // No debounce on typing: the session keeps at most one forward in flight and collapses the texts
   // typed meanwhile into the newest, so fast typing never builds a backlog.
   bindTextBox(el.text, session);
+  const generation = mountGenerationPanel(el.generation, session);
+  // What the generation panel shows (read by the tests with the drawing it belongs to).
+  function generationSeen() {
+    const g = session.generation();
+    const r = session.result;
+    if (!g || !r || !r.generation) return g ? { tokens: [], step: 0, steps: 0, top: [], promptLen: null } : null;
+    return { tokens: g.tokens, rawTokens: (r.tokens.target || []).slice(), step: g.step, steps: g.steps, gstep: session.state.gstep, promptLen: r.generation.prompt_len, top: g.top, chosen: g.chosen, shownLen: session.input().result.tokens.source.length + (session.input().result.tokens.target || []).length, stopReason: r.stop_reason ?? null, sampling: r.generation.sampling || null };
+  }
   el.model.addEventListener('change', () => session.pickModel(el.model.value));
   bindControls(el, session);
   const chart = bindEntropyChart(el, session);

@@ -7,18 +7,21 @@
 // Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
 // step | positions), kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
-// editable (present: the reader can type), height (max height of the map in px).
+// editable (present: the reader can type), height (max height of the map in px); for a model that
+// generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
+// greedy), top-k, seed, generate-step (the scrubbed step, from 1; absent: after the last token).
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
 // after the first draw, `attention-error` (detail: { message }).
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }).
 
 import { tokensFor } from './analysis.js';
+import { mountGenerationPanel } from './generation-panel.js';
 import { configure } from './worker-client.js';
 import { bindCanvas, bindTextBox, slicedPainter } from './render.js';
 import { Session } from './session.js';
-import { KINDS, textLimitNotice } from './state.js';
-import { themeOf } from './views/common.js';
+import { generationOptions, KINDS, textLimitNotice } from './state.js';
+import { themeOf, tokenLabel } from './views/common.js';
 import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
 import { stepLabels } from './views/cross.js';
 
@@ -33,7 +36,9 @@ try {
 }
 
 const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step', positions: 'positions' };
-const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny' };
+const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny', smollm2: 'smollm2-135m' };
+// State field → attribute, for the generation options.
+const GEN_ATTRS = { gen: 'generate', temperature: 'temperature', topK: 'top-k', seed: 'seed', gstep: 'generate-step' };
 
 const STYLE = `
 :host {
@@ -72,13 +77,15 @@ canvas:focus-visible { outline: none; }
 .msg { padding: 16px 8px; color: var(--av-muted); }
 .msg.err { color: #c62828; }
 .warn { padding: 6px 8px; border-bottom: 2px solid #b26a00; background: #fff4e0; color: #5c3700; font-weight: 600; font-size: 13px; }
+.gen { margin: 6px 8px; }
+.gqa { font-size: 12px; color: var(--av-muted); }
 .readout { padding: 3px 8px; font-size: 12px; color: var(--av-muted); border-top: 1px solid var(--av-border); min-height: 1.4em; }
 progress { width: 160px; }
 `;
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'editable', 'height'];
+    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'editable', 'height', ...Object.values(GEN_ATTRS)];
   }
 
   constructor() {
@@ -104,6 +111,7 @@ class AttentionViz extends HTMLElement {
     this.$.layer = mk('select', {}, this.$.layerLabel);
     this.$.headLabel = lab('Head ');
     this.$.head = mk('select', {}, this.$.headLabel);
+    this.$.gqa = mk('span', { className: 'gqa', hidden: true }, this.$.bar);
     this.$.queryLabel = lab('Query ');
     this.$.query = mk('select', {}, this.$.queryLabel);
     this.$.stepLabel = lab('Step ');
@@ -115,6 +123,9 @@ class AttentionViz extends HTMLElement {
     this.$.out = mk('div', { className: 'out', hidden: true });
     this.$.outLabel = mk('b', { textContent: 'Translation' }, this.$.out);
     this.$.outText = mk('span', { dir: 'auto' }, this.$.out);
+    this.$.gen = mk('div');
+    this.$.gen.setAttribute('role', 'group');
+    this.$.gen.setAttribute('aria-label', 'Generation');
     this.$.msg = mk('div', { className: 'msg', textContent: 'Loading…' });
     this.$.progress = mk('progress', { max: 1, value: 0, hidden: true }, this.$.msg);
     this.$.wrap = mk('div', { className: 'wrap' });
@@ -133,6 +144,7 @@ class AttentionViz extends HTMLElement {
     this.drawCount = 0;
     this.started = false;
     this.drawQueued = false;
+    this.generation = mountGenerationPanel(this.$.gen, this.session);
 
     this.$.layer.addEventListener('change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
     this.$.head.addEventListener('change', () => {
@@ -183,6 +195,10 @@ class AttentionViz extends HTMLElement {
     if (next.model !== prev.model) {
       session.state = next;
       if (session.catalog) session.selectModel(next.model, { keepText: true });
+    } else if (JSON.stringify(session.genParams(next)) !== JSON.stringify(session.genParams(prev))) {
+      session.setGeneration({ gen: next.gen, temperature: next.temperature, topK: next.topK, seed: next.seed });
+    } else if (name === GEN_ATTRS.gstep) {
+      session.scrub(next.gstep ?? session.numGenerated());
     } else if (next.text !== prev.text) {
       session.state = next;
       session.setText(next.text);
@@ -217,6 +233,8 @@ class AttentionViz extends HTMLElement {
     }
     if (a('head') === 'mean') s.agg = 'mean';
     if (int('query') !== null) s.query = int('query');
+    const gen = generationOptions(a, GEN_ATTRS, 1);
+    for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
     if (!only || only === 'editable' || only === 'height' || only === 'text') {
       const editable = this.hasAttribute('editable');
       this.$.text.hidden = !editable;
@@ -239,12 +257,13 @@ class AttentionViz extends HTMLElement {
         this.$.progress.max = p.total || 1;
         this.$.progress.value = p.loaded;
       }
+      this.generation.sync();
       if (session.manifest) this.$.credit.textContent = session.manifest.credit || session.manifest.name || session.manifest.id;
       if (session.phase === 'error' && !session.result) this.showError(session.error);
       else if (session.phase === 'loading' && !session.result) {
         this.$.msg.hidden = false;
         this.$.msg.classList.remove('err');
-        this.$.msg.firstChild.textContent = 'Loading the model…';
+        this.$.msg.firstChild.textContent = session.loadingText();
       } else if (session.error) this.showError(session.error);
     }
   }
@@ -297,8 +316,10 @@ class AttentionViz extends HTMLElement {
     this.$.warn.hidden = !warn;
     this.$.warn.textContent = warn;
     this.$.out.hidden = sum.output == null;
+    this.$.outLabel.textContent = sum.outputLabel || 'Translation';
     this.$.outText.textContent = sum.output ?? '';
     this.showReadout();
+    this.generation.sync();
     this.drawCount += 1;
     this.dataset.drawCount = String(this.drawCount);
     const first = this.dataset.state !== 'ready';
@@ -337,9 +358,12 @@ class AttentionViz extends HTMLElement {
     fill(this.$.head, heads);
     this.$.head.value = ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : String(s.head);
     this.$.headLabel.hidden = !ctl.heads;
+    const gqa = ctl.heads ? session.headNote() : null;
+    this.$.gqa.hidden = !gqa;
+    this.$.gqa.textContent = gqa || '';
     this.$.queryLabel.hidden = !ctl.query;
     if (ctl.query) {
-      fill(this.$.query, tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${t}`]));
+      fill(this.$.query, tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]));
       this.$.query.value = String(s.query);
     }
     this.$.stepLabel.hidden = !ctl.step;

@@ -1,11 +1,13 @@
 // The iframe form of the widget: embed.html?model=minilm&text=…&view=head&layer=3&head=2&editable
+// (or ?model=smollm2&text=…&generate=8&generate-step=3: the widget's attributes, by name)
 // Builds one <attention-viz> from the query string (attributes set as data, never as markup) and
 // reports its height to the parent page: postMessage({ type: 'attnviz:height', height, id }).
-import './attention-viz.js';
+import { AttentionViz } from './attention-viz.js';
 
 const params = new URLSearchParams(location.search);
 const el = document.createElement('attention-viz');
-for (const name of ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'height']) {
+// Every attribute the widget reads (generate, top-k, generate-step, … too), editable aside.
+for (const name of AttentionViz.observedAttributes.filter((n) => n !== 'editable')) {
   const v = params.get(name);
   if (v !== null) el.setAttribute(name, v);
 }

@@ -6,9 +6,10 @@
 // busy, errors), 'result' (a new forward to draw), 'state' (view state or step data changed),
 // 'hover' (a read-out under the pointer changed).
 
-import { prepareLayer, resultShape } from './analysis.js';
+import { blockAt, prefixResult, prepareLayer, resultShape, sinkHeads } from './analysis.js';
 import { Channel, init, loadModel } from './worker-client.js';
-import { clampToResult, defaultState } from './state.js';
+import { clampToResult, defaultState, GEN_MAX } from './state.js';
+import { tokenLabel } from './views/common.js';
 import { kindShown, viewAvailable, viewFor, VIEWS } from './views/index.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
 
@@ -19,7 +20,21 @@ const POSITIONS_SHOWN = 128;
 const BUSY_AFTER_MS = 200;
 
 /** State fields that a new model resets (its layers and heads differ). */
-const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 0, step: 0, pin: null, agg: 'head' };
+const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 0, step: 0, pin: null, agg: 'head', gstep: null };
+
+/** Bytes as the picker and the status line say them. */
+const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
+
+/** What a model's files weigh (its manifest's sizes): the download of its first pick. */
+const downloadBytes = (m) => Object.values(m.sizes || {}).reduce((a, b) => a + b, 0);
+
+/** How a model is named in the picker: its name and what it costs to download the first time. */
+export function modelLabel(m) {
+  const bytes = downloadBytes(m);
+  return bytes ? `${m.name || m.id} · ${MB(bytes)}` : m.name || m.id;
+}
+
+const SINK_NOTE = 'Most heads of a causal model put most of their weight on the first token, whatever it is: it acts as a no-op “attention sink” where a head parks the weight it does not need (Xiao et al. 2023, “Efficient Streaming Language Models with Attention Sinks”).';
 
 /** Sentences on the filters in use, for the side panel. */
 function filterNotes(s) {
@@ -138,7 +153,7 @@ export class Session {
     const seq = ++this.loadSeq;
     this.phase = 'loading';
     this.error = null;
-    this.progress = { loaded: 0, total: Object.values(m.sizes || {}).reduce((a, b) => a + b, 0) };
+    this.progress = { loaded: 0, total: downloadBytes(m) };
     this.emit('status');
     let info;
     try {
@@ -161,7 +176,7 @@ export class Session {
   /** The text changed (typing): recompute; hover and pin refer to the old tokens. */
   setText(text) {
     if (!this.inputTimes.has(text)) this.inputTimes.set(text, performance.now());
-    this.state = { ...this.state, text, pin: null };
+    this.state = { ...this.state, text, pin: null, gstep: null };
     this.focus = null;
     return this.compute();
   }
@@ -179,6 +194,7 @@ export class Session {
     this.attendInFlight = true;
     this.attendQueued = false;
     const { model, text } = this.state;
+    const gen = this.genParams();
     const busyTimer = setTimeout(() => {
       this.busy = true;
       this.emit('status');
@@ -187,13 +203,13 @@ export class Session {
     let ans = null;
     let err = null;
     try {
-      ans = await this.channel.attend(model, text);
+      ans = await this.channel.attend(model, text, gen);
     } catch (e) {
       err = e;
     }
     clearTimeout(busyTimer);
     this.attendInFlight = false;
-    if (this.attendQueued || model !== this.state.model || text !== this.state.text) {
+    if (this.attendQueued || model !== this.state.model || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams())) {
       this.compute();
       return;
     }
@@ -209,10 +225,12 @@ export class Session {
     this.error = null;
     this.phase = 'ready';
     this.result = ans.result;
-    this.resultFor = { model, text };
+    this.resultFor = { model, text, gen };
     this.shape = resultShape(this.result);
     this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;
     this.state = clampToResult(this.state, this.shape);
+    // A scrubbed step given without a followed query (a widget's generate-step): follow its query.
+    if (this.state.gstep !== null && this.state.gstep !== undefined && !this.state.pin) this.state = { ...this.state, ...this.follow(this.state.gstep) };
     const t0 = this.inputTimes.get(text);
     this.pendingLatency = t0 === undefined ? null : { t0, toPost: tPost - t0, roundTrip: tAnswer - tPost, forward: this.forwardMs };
     this.inputTimes.clear();
@@ -231,7 +249,8 @@ export class Session {
 
   /** The step cache key: everything the step internals depend on. */
   stepKey(s = this.state) {
-    return JSON.stringify([this.resultFor && this.resultFor.model, this.resultFor && this.resultFor.text, kindShown(s), s.layer, s.head]);
+    const r = this.resultFor;
+    return JSON.stringify([r && r.model, r && r.text, r && r.gen, kindShown(s), s.layer, s.head]);
   }
 
   /** The step internals for the current state, if fetched. */
@@ -252,7 +271,7 @@ export class Session {
     const s = this.state;
     let ans;
     try {
-      ans = await this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head);
+      ans = await this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head, this.resultFor.gen);
     } catch (e) {
       this.error = `step view: ${e.message}`;
       this.emit('status');
@@ -298,7 +317,7 @@ export class Session {
   input() {
     const needsPositions = viewFor(this.state.view).needsPositions;
     return {
-      result: this.result,
+      result: this.shownResult(),
       specials: (this.info && this.info.special_tokens) || [],
       step: viewFor(this.state.view).needsStep ? this.stepData() : null,
       positions: needsPositions && this.resultFor ? this.positionTables.get(this.resultFor.model) || null : null,
@@ -322,22 +341,34 @@ export class Session {
     this.emit('state');
   }
 
-  /** What the status line says: { text, truncation (a warning or null), output (translation or null) }. */
+  /** The status line while a model loads: its download size the first time (then it is kept). */
+  loadingText() {
+    const m = this.manifest;
+    if (!m) return 'Loading…';
+    const bytes = downloadBytes(m);
+    const big = bytes > 20e6 ? ` (${MB(bytes)}, downloaded on first use, then kept in this browser)` : '';
+    return `Loading ${m.name || m.id}${big}…`;
+  }
+
+  /**
+   * What the status line says: { text, truncation (a warning or null), output (translation or
+   * continuation, or null), outputLabel }.
+   */
   summary() {
     const r = this.result;
     const m = this.manifest;
     const name = m ? m.name || m.id : this.state.model;
-    if (!r) return { text: this.phase === 'loading' ? `Loading ${name}…` : '', truncation: null, output: null };
+    if (!r) return { text: this.phase === 'loading' ? this.loadingText() : '', truncation: null, output: null, outputLabel: null };
     const n = r.tokens.source.length;
     const tgt = (r.tokens.target || []).length;
     const parts = [name, `${n} token${n === 1 ? '' : 's'}`];
-    if (tgt) parts.push(`${tgt} output token${tgt === 1 ? '' : 's'}`);
+    if (tgt) parts.push(`${tgt} ${r.generation ? 'generated' : 'output'} token${tgt === 1 ? '' : 's'}`);
     if (this.forwardMs != null) parts.push(`${this.forwardMs.toFixed(1)} ms per forward`);
     const max = this.info && this.info.max_positions;
     const truncation = r.truncated
       ? `Your text is longer than this model reads: only its first ${n} tokens${max ? ` (the model’s maximum is ${max} positions)` : ''} are shown. Shorten the text to see all of it.`
       : null;
-    return { text: parts.join(' · '), truncation, output: r.output_text ?? null };
+    return { text: parts.join(' · '), truncation, output: r.output_text ?? null, outputLabel: r.generation ? 'Continuation' : 'Translation' };
   }
 
   /** What the side panel (page) or read-out line (widget) says: { title, hint, items, notes }. */
@@ -347,6 +378,115 @@ export class Session {
     const view = viewFor(s.view);
     const base = view.side ? view.side(input, s, this.focus) : { title: 'Details', hint: view.module.describe(input, s), items: [] };
     return { ...base, hint: this.hoverText || base.hint, notes: filterNotes(s) };
+  }
+
+  // ---------------------------------------------------------------- generation
+
+  /** Does the loaded model generate (a decoder-only language model)? */
+  generates() {
+    return !!(this.info && this.info.generates);
+  }
+
+  /** The generation options the worker is asked for, or null (the text alone). */
+  genParams(s = this.state) {
+    if (!this.generates() || !(s.gen > 0)) return null;
+    return { n: Math.min(GEN_MAX, s.gen | 0), temperature: s.temperature > 0 ? s.temperature : 0, top_k: s.temperature > 0 ? s.topK | 0 : 0, seed: s.temperature > 0 ? s.seed >>> 0 : 0 };
+  }
+
+  /** Change how many tokens are generated, or how: { gen, temperature, topK, seed }; recomputes. */
+  setGeneration(p) {
+    const before = JSON.stringify(this.genParams());
+    this.state = { ...this.state, ...p, gstep: null, pin: null };
+    if (JSON.stringify(this.genParams()) === before) {
+      this.patch({});
+      return Promise.resolve();
+    }
+    return this.compute();
+  }
+
+  /** Generated tokens of the drawn result (0 without generation). */
+  numGenerated() {
+    return (this.shape && this.shape.generated) || 0;
+  }
+
+  /** The scrubbed step 0 … G (G: after the last generated token). */
+  genStep() {
+    const G = this.numGenerated();
+    const g = this.state.gstep;
+    return g === null || g === undefined || g >= G ? G : Math.max(0, g);
+  }
+
+  /**
+   * Scrub to step s (0 … G): the maps as they were when token s was chosen, the query that chose
+   * it followed (pinned in the head view and the heatmap, the step view's query).
+   */
+  scrub(s) {
+    const r = this.result;
+    if (!r || !r.generation) return;
+    const G = this.numGenerated();
+    const step = Math.min(G, Math.max(0, Math.round(s)));
+    this.patch({ gstep: step >= G ? null : step, ...this.follow(step) });
+  }
+
+  /** The state fields that follow the query of generation step s (it chose token s). */
+  follow(s) {
+    const row = this.result.generation.prompt_len - 1 + s;
+    return { query: row, pin: { side: 'q', index: row } };
+  }
+
+  /** The result the views draw: for a scrubbed generation, its first prompt_len + step positions. */
+  shownResult() {
+    const r = this.result;
+    if (!r || !r.generation || this.state.gstep === null || this.state.gstep === undefined) return r;
+    return prefixResult(r, r.generation.prompt_len + this.genStep());
+  }
+
+  /**
+   * What a shell's generation panel shows, or null for a model that does not generate:
+   * { n, tokens: [label], step, steps (G), chosen (label or null), stepText, topTitle,
+   *   top: [{ label, p, chosen }], stopText, sampling, sink }.
+   */
+  generation() {
+    if (!this.generates()) return null;
+    const r = this.result;
+    const g = r && r.generation;
+    const s = this.state;
+    const sampling = s.temperature > 0 ? `sampled at temperature ${s.temperature}${s.topK ? `, top-k ${s.topK}` : ''}, seed ${s.seed}` : 'greedy (the most likely token each time)';
+    const base = { n: s.gen, tokens: [], step: 0, steps: 0, chosen: null, stepText: '', topTitle: '', top: [], stopText: '', sampling, sink: SINK_NOTE };
+    if (!g) return base;
+    const tokens = (r.tokens.target || []).map(tokenLabel);
+    const G = tokens.length;
+    const step = this.genStep();
+    const fed = r.tokens.source.concat(r.tokens.target || []);
+    const before = tokenLabel(fed[g.prompt_len - 1 + step] ?? '');
+    const dist = step < G ? g.steps[step] : null;
+    const chosenId = dist ? dist.id : null;
+    const top = ((dist ? dist.top : g.next) || []).map((t) => ({ label: tokenLabel(t.token), p: t.p, chosen: t.id === chosenId }));
+    const chosen = dist ? tokenLabel(dist.token) : null;
+    const stepText = !G ? '' : step < G ? `step ${step + 1} of ${G}: after “${before}” the model chose “${chosen}”` : `after all ${G} token${G === 1 ? '' : 's'}: what would come next`;
+    const topTitle = step < G ? `Top 5 next tokens at step ${step + 1} (after “${before}”)` : `Top 5 next tokens after “${before}”`;
+    let stopText = '';
+    const max = (this.info && this.info.max_positions) || fed.length;
+    if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
+    else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
+    const block = blockAt(this.shownResult(), 'decoder_self', s.layer);
+    const sh = block ? sinkHeads(block) : null;
+    const sink = sh && block.query_len > 2 ? `${SINK_NOTE} Here, in layer ${s.layer + 1}, ${sh.heads} of ${sh.of} heads put more than half their weight on the first token.` : SINK_NOTE;
+    return { ...base, tokens, step, steps: G, chosen, stepText, topTitle, top, stopText, sink };
+  }
+
+  /** GQA: which key/value head the selected query head shares, and with which heads; or null. */
+  headNote() {
+    const kind = kindShown(this.state);
+    const H = this.numHeads();
+    const kv = this.info && this.info.kv_heads && this.info.kv_heads[kind];
+    if (!H || !kv || kv >= H || H % kv) return null;
+    const group = H / kv;
+    const h = Math.min(H - 1, this.state.head);
+    const k = Math.floor(h / group);
+    const from = k * group + 1;
+    const to = from + group - 1;
+    return `Query head ${h + 1} shares K/V head ${k + 1} with heads ${from}–${to} (grouped-query attention: ${H} query heads, ${kv} key/value heads).`;
   }
 
   // ---------------------------------------------------------------- heads
@@ -447,7 +587,7 @@ export class Session {
       case ']': {
         // Head view: pin the previous / next query token (its top weights are read out).
         if (s.view !== 'head') return false;
-        const prep = prepareLayer(this.result, s, this.input().specials);
+        const prep = prepareLayer(this.shownResult(), s, this.input().specials);
         if (!prep || !prep.rows) return false;
         const i = s.pin && s.pin.side === 'q' ? s.pin.index : -1;
         const n = prep.rows;

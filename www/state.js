@@ -4,6 +4,9 @@
 import { VIEW_IDS, viewAvailable, viewFor } from './views/index.js';
 
 export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
+/** The most tokens a page or widget asks a model to generate. */
+export const GEN_MAX = 64;
+export const TEMPERATURE_MAX = 5;
 const AGGS = ['head', 'mean', 'rollout'];
 
 /**
@@ -62,6 +65,12 @@ export function defaultState() {
     query: 0, // query token (row) for the step view
     step: 0, // decode step for the cross view
     pin: null, // pinned token in the head view: { side: 'q'|'k', index }
+    // Generation (models whose info says generates: true)
+    gen: 0, // tokens to generate after the prompt (0 = the prompt only)
+    temperature: 0, // 0 = greedy; > 0 samples from softmax(logits / temperature)
+    topK: 0, // sample among the k most likely tokens (0 = all)
+    seed: 0, // the sampler's seed
+    gstep: null, // the scrubbed generation step (0-based), or null: after the last token
   };
 }
 
@@ -92,6 +101,11 @@ export function encodeState(s) {
   if (s.query) p.set('q', String(s.query));
   if (s.step) p.set('s', String(s.step));
   if (s.pin) p.set('p', `${s.pin.side}${s.pin.index}`);
+  if (s.gen) p.set('g', String(s.gen));
+  if (s.temperature) p.set('tp', String(Math.round(s.temperature * 1000) / 1000));
+  if (s.topK) p.set('tk', String(s.topK));
+  if (s.seed) p.set('sd', String(s.seed));
+  if (s.gstep !== null && s.gstep !== undefined) p.set('gs', String(s.gstep));
   return p.toString();
 }
 
@@ -127,7 +141,34 @@ export function decodeState(hash, base = defaultState()) {
   if (p.has('s')) s.step = clampInt(p.get('s'), 0, 100000, 0);
   const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
   s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
+  Object.assign(s, generationOptions((k) => p.get(k), { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' }, 0));
   return s;
+}
+
+/**
+ * The generation fields of a state read from strings (permalink parameters, widget attributes):
+ * get(name) → string or null; names: field → parameter name; base: what gstep counts from (0 in
+ * permalinks, 1 in attributes). Bad or missing values fall back to the defaults.
+ */
+export function generationOptions(get, names, base) {
+  const d = defaultState();
+  const num = (n) => {
+    const v = get(names[n]);
+    const x = v === null || v === undefined ? NaN : Number.parseFloat(v);
+    return Number.isFinite(x) ? x : null;
+  };
+  const out = {};
+  const gen = num('gen');
+  out.gen = gen === null ? d.gen : Math.min(GEN_MAX, Math.max(0, Math.round(gen)));
+  const t = num('temperature');
+  out.temperature = t === null ? d.temperature : Math.min(TEMPERATURE_MAX, Math.max(0, t));
+  const k = num('topK');
+  out.topK = k === null ? d.topK : Math.min(100000, Math.max(0, Math.round(k)));
+  const seed = num('seed');
+  out.seed = seed === null ? d.seed : Math.min(0xffffffff, Math.max(0, Math.round(seed)));
+  const gs = num('gstep');
+  out.gstep = gs === null || gs < base ? d.gstep : Math.min(GEN_MAX, Math.round(gs) - base);
+  return out;
 }
 
 /** Make layer/head/kind/query/step valid for a result's shape. */
@@ -151,5 +192,7 @@ export function clampToResult(s, shape) {
   out.query = Math.min(Math.max(0, out.query), rows - 1);
   out.step = Math.min(Math.max(0, out.step), Math.max(0, (shape.targetLen || 1) - 1));
   if (out.pin && out.pin.index >= ((out.pin.side === 'q' ? shape.rows : shape.cols)[out.kind] || 0)) out.pin = null;
+  // The scrubbed generation step: null (after the last token) once past what was generated.
+  if (out.gstep !== null && out.gstep !== undefined && !(out.gstep < (shape.generated || 0))) out.gstep = null;
   return out;
 }

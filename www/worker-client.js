@@ -115,14 +115,14 @@ export class Channel {
     this.name = `${name || 'c'}${++channelCount}`;
   }
 
-  /** → { result, ms } or { superseded: true } */
-  attend(model, text) {
-    return request({ type: 'attend', channel: this.name, model, text });
+  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (worker.js). */
+  attend(model, text, gen = null) {
+    return request({ type: 'attend', channel: this.name, model, text, gen });
   }
 
-  /** → { step } or { superseded: true } */
-  step(model, text, kind, layer, head) {
-    return request({ type: 'step', channel: this.name, model, text, kind, layer, head });
+  /** → { step } or { superseded: true } (gen as for attend) */
+  step(model, text, kind, layer, head, gen = null) {
+    return request({ type: 'step', channel: this.name, model, text, kind, layer, head, gen });
   }
 
   /** → { positions } (the model's position table, positions 0..count) or { superseded: true } */

@@ -4,8 +4,11 @@
 //   → { id, channel, type: 'init', base }              ← { id, type: 'init', build, supported, models }
 //   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
 //                                                       ← { id, type: 'loaded', info }
-//   → { id, channel, type: 'attend', model, text }     ← { id, type: 'result', result, ms }
-//   → { id, channel, type: 'step', model, text, kind, layer, head } ← { id, type: 'step', step }
+//   → { id, channel, type: 'attend', model, text, gen } ← { id, type: 'result', result, ms }
+//   → { id, channel, type: 'step', model, text, kind, layer, head, gen } ← { id, type: 'step', step }
+// gen: null (the text alone), or { n, temperature, top_k, seed } for a model whose info says
+// generates: true — continue the text n tokens (temperature 0: greedy; top_k 0: all tokens).
+// The maps and step internals then cover every position fed: the prompt and each token generated.
 //   → { id, channel, type: 'positions', model, count } ← { id, type: 'positions', positions }
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
@@ -99,14 +102,14 @@ async function handle(msg) {
       case 'attend': {
         const m = await ensureModel(msg.model, msg.id);
         const t0 = performance.now();
-        const result = guarded(() => m.model.attend(String(msg.text ?? '')));
+        const result = guarded(() => m.model.attend(String(msg.text ?? ''), ...genArgs(m, msg.gen)));
         const ms = performance.now() - t0;
         self.postMessage({ id: msg.id, type: 'result', result, ms }, floatBuffers(result));
         break;
       }
       case 'step': {
         const m = await ensureModel(msg.model, msg.id);
-        const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0));
+        const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0, ...genArgs(m, msg.gen)));
         self.postMessage({ id: msg.id, type: 'step', step }, floatBuffers(step));
         break;
       }
@@ -128,6 +131,20 @@ async function handle(msg) {
   } catch (e) {
     self.postMessage({ id: msg.id, type: 'error', message: errorText(e) });
   }
+}
+
+/**
+ * The wasm facade's trailing arguments of attend() and step(): generate, temperature, top_k, seed
+ * (undefined = the facade's default: greedy, all tokens). None for a model that does not generate.
+ */
+function genArgs(m, gen) {
+  if (!gen || !m.info.generates) return [];
+  const n = Math.max(0, Math.floor(Number(gen.n) || 0));
+  if (!n) return [];
+  const t = Number(gen.temperature) || 0;
+  const k = Math.max(0, Math.floor(Number(gen.top_k) || 0));
+  const seed = Math.max(0, Math.floor(Number(gen.seed) || 0));
+  return [n, t > 0 ? t : undefined, t > 0 && k ? k : undefined, t > 0 ? seed >>> 0 : undefined];
 }
 
 function errorText(e) {

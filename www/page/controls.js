@@ -3,7 +3,7 @@
 // bindControls turns their events into session calls. No state of their own.
 
 import { tokensFor } from '../analysis.js';
-import { headColor } from '../views/common.js';
+import { headColor, tokenLabel } from '../views/common.js';
 import { kindShown, viewFor, VIEWS } from '../views/index.js';
 import { stepLabels } from '../views/cross.js';
 
@@ -112,10 +112,15 @@ export function syncControls(el, session) {
   el.thresholdOut.textContent = s.threshold.toFixed(2);
   el.threshold.closest('label').hidden = !ctl.threshold;
 
+  // Grouped-query attention: which key/value head the selected query head shares.
+  const gqa = ctl.heads ? session.headNote() : null;
+  el.gqaNote.hidden = !gqa;
+  el.gqaNote.textContent = gqa || '';
+
   el.queryCtl.hidden = !ctl.query;
   if (ctl.query) {
     const q = tokensFor(result, kind).q;
-    setOptions(el.query, q.map((t, i) => `${i + 1}: ${t}`));
+    setOptions(el.query, q.map((t, i) => `${i + 1}: ${tokenLabel(t)}`));
     el.query.value = String(s.query);
   }
   el.stepCtl.hidden = !ctl.step;

@@ -18,7 +18,7 @@ export function renderStatus(el, session) {
   const error = session.error;
   el.status.classList.toggle('error', !!error);
   let text = error ? `Error: ${error}` : sum.text;
-  if (!error && session.phase === 'loading' && session.manifest) text = `Loading ${session.manifest.name || session.manifest.id}…`;
+  if (!error && session.phase === 'loading' && session.manifest) text = session.loadingText();
   if (!error && session.busy) text += ' · computing…';
   el.status.textContent = text;
   if (session.busy) el.wrap.setAttribute('aria-busy', 'true');
@@ -31,5 +31,6 @@ export function renderStatus(el, session) {
   el.notice.hidden = !notice;
   if (el.notice.textContent !== notice) el.notice.textContent = notice;
   el.translation.hidden = sum.output == null;
+  el.outputLabel.textContent = sum.outputLabel || 'Translation';
   el.output.textContent = sum.output ?? '';
 }

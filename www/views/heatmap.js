@@ -6,7 +6,8 @@
 // Layout (CSS px): title and notes on top; the key labels stand vertically above the matrix so
 // that they are read without scrolling; query labels to the left; the colour bar to the right.
 // state.focusCell = { row, col } (transient, the hovered cell; a { row, col } in state.focus is
-// taken too) is outlined and its labels stressed.
+// taken too) is outlined and its labels stressed. A pinned query (state.pin = { side: 'q', index },
+// e.g. the query that chose a generated token) has its whole row outlined in the accent colour.
 
 import { prepareLayer, prepareLayerSteps } from '../analysis.js';
 import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
@@ -130,6 +131,9 @@ export function* draw(ctx, input, state, theme, width) {
   const { cell, left, top } = g;
   const fc = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
   const focus = fc && fc.row < prep.rows && fc.col < prep.cols ? fc : null;
+  // The pinned query's row, in the rows as shown (filters may hide or merge tokens).
+  const pinned = state.pin && state.pin.side === 'q' ? prep.rowGroups.findIndex((grp) => grp.includes(state.pin.index)) : -1;
+  g.pinnedRow = pinned;
   clear(ctx, g.width, g.height, theme);
   drawTitle(ctx, m.title, theme);
   textLines(ctx, prep.notes, 8, 28, theme, 11, g.width - 16);
@@ -159,7 +163,7 @@ export function* draw(ctx, input, state, theme, width) {
   const rowPx = Math.min(12, Math.max(8, g.labelPx));
   for (let i = 0; i < prep.rows; i += g.every) {
     if (i % 128 === 127) yield; // 512 labels a side take several slices
-    const on = focus && focus.row === i;
+    const on = (focus && focus.row === i) || i === pinned;
     ctx.font = font(rowPx, on ? 700 : 400);
     ctx.fillStyle = focus && !on ? theme.muted : theme.fg;
     ctx.fillText(fitText(ctx, prep.rowLabels[i], g.rowLabelW - 8), left - 5, top + (i + 0.5) * cell);
@@ -188,6 +192,11 @@ export function* draw(ctx, input, state, theme, width) {
   ctx.strokeStyle = theme.faint;
   ctx.lineWidth = 1;
   ctx.strokeRect(left - 0.5, top - 0.5, cell * prep.cols + 1, cell * prep.rows + 1);
+  if (pinned >= 0) {
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = theme.accent;
+    ctx.strokeRect(left - 1, top + pinned * cell - 1, cell * prep.cols + 2, cell + 2);
+  }
   if (focus) {
     const r = cellRect(g, focus.row, focus.col);
     ctx.lineWidth = 2;

@@ -2,14 +2,22 @@
 // q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
-import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, viridis } from './common.js';
-import { drain } from '../slices.js';
+import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, tokenLabel, viridis } from './common.js';
+import { drain, NEW_TASK } from '../slices.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
 // Keys listed at most: past this, the keys with the largest p (in text order) and one line for
 // the rest. 512 rows made a 11,000 px canvas that no one reads and that took 60 ms to allocate.
 export const MAX_KEY_ROWS = 64;
+
+const labelsMemo = new WeakMap(); // step answer → its query and key tokens as shown
+
+/** The step answer's tokens as shown (tokenLabel): { q, k }. */
+function labels(s) {
+  if (!labelsMemo.has(s)) labelsMemo.set(s, { q: s.query_tokens.map(tokenLabel), k: s.key_tokens.map(tokenLabel) });
+  return labelsMemo.get(s);
+}
 
 /** Indices of the keys listed for query row `qi`, in text order. */
 function listedKeys(s, qi) {
@@ -31,7 +39,7 @@ function geometry(ctx, s, state, width) {
   const omitted = s.key_tokens.length - keys.length;
   ctx.font = font(12);
   let lw = 60;
-  for (const j of keys) lw = Math.max(lw, ctx.measureText(s.key_tokens[j]).width + 12);
+  for (const j of keys) lw = Math.max(lw, ctx.measureText(labels(s).k[j]).width + 12);
   const labelW = Math.min(140, Math.ceil(lw));
   const cols = [
     ['token', labelW],
@@ -78,6 +86,8 @@ function matrices(s) {
 export function* prepare(input, state, width) {
   const s = input.step;
   if (!s) return;
+  // Not in the task that wrote the controls (a query picker of 256 tokens and its layout).
+  yield NEW_TASK;
   if (!matricesMemo.has(s)) matricesMemo.set(s, yield* matricesSteps(s));
   for (const p of panelLayout(s, width, 0).panels) {
     pooledFor(p.data, p.rows, p.cols, p.w, p.h, canvasScale());
@@ -102,16 +112,20 @@ function* matricesSteps(s) {
     m('probs', 'softmax', 'rows sum to 1', s.probs, tq, 'q', tk, 'k', 'positive'),
     m('output', 'softmax · V', 'output', s.output, tq, 'q', dk, 'dim', 'signed'),
   ];
-  // Where the heads meet (post-norm): all heads' outputs side by side, ×Wᴼ + bᴼ, + x, LayerNorm.
+  // Where the heads meet: all heads' outputs side by side, ×Wᴼ (+ bᴼ), + x, then the norm —
+  // after the residual add (post-norm: BERT, the translator; the block's output) or, in Llama
+  // (pre-norm, no bias), RMSNorm of the residual stream: the feed-forward's input.
   const D = s.d_model;
   if (D && s.concat) {
     const wide = (id, title, note, data) => ({ ...m(id, title, note, data, tq, 'q', D, 'dim', 'signed'), wide: true });
+    const rms = s.block_norm === 'pre_rms_norm';
+    const proj = rms ? '× Wᴼ' : '× Wᴼ + bᴼ';
     list.push(
       { ...wide('concat', 'Concat(heads)', `${D / dk} heads side by side; this one outlined`, s.concat), band: [s.head * dk, dk] },
-      wide('projected', '× Wᴼ + bᴼ', 'output projection', s.projected),
+      wide('projected', proj, 'output projection', s.projected),
       wide('block_input', 'x', 'the block’s input (residual stream)', s.block_input),
-      wide('residual', 'x + (× Wᴼ + bᴼ)', 'residual add', s.residual),
-      wide('normed', 'LayerNorm', 'the block’s output', s.normed),
+      wide('residual', `x + (${proj})`, rms ? 'residual add: the attention block’s output' : 'residual add', s.residual),
+      wide('normed', rms ? 'RMSNorm' : 'LayerNorm', rms ? 'the feed-forward’s input' : 'the block’s output', s.normed),
     );
   }
   for (const mat of list) {
@@ -145,7 +159,7 @@ function panelLayout(s, width, top) {
   return { panels, height: y + rowH + 24 };
 }
 
-const colLabel = (s, side, j) => (side === 'dim' ? `dim ${j + 1}` : side === 'k' ? s.key_tokens[j] : s.query_tokens[j]);
+const colLabel = (s, side, j) => (side === 'dim' ? `dim ${j + 1}` : side === 'k' ? labels(s).k[j] : labels(s).q[j]);
 
 function* drawPanels(ctx, s, g, qi, focus, theme) {
   drawTitle(ctx, 'All queries at once: every matrix of this head', theme, g.panelsTop + 6);
@@ -210,7 +224,7 @@ export function hoverText(input, state, hit) {
   const p = matrices(s).find((m) => m.id === hit.panel);
   if (!p) return null;
   const v = p.data[hit.row * p.cols + hit.col];
-  const rowTok = p.rowSide === 'q' ? s.query_tokens[hit.row] : s.key_tokens[hit.row];
+  const rowTok = p.rowSide === 'q' ? labels(s).q[hit.row] : labels(s).k[hit.row];
   return `${p.title} (${p.note}): row ${hit.row + 1} “${rowTok}”, ${p.colSide === 'dim' ? '' : 'key '}${colLabel(s, p.colSide, hit.col)} = ${Number.isFinite(v) ? v.toPrecision(6) : '−∞'}`;
 }
 
@@ -273,7 +287,7 @@ export function* draw(ctx, input, state, theme, width) {
   ctx.font = font(12, 600);
   ctx.fillStyle = theme.fg;
   ctx.textBaseline = 'middle';
-  ctx.fillText(fitText(ctx, `query ${qi + 1}/${tq}: “${s.query_tokens[qi]}”`, Math.max(240, g.width - 24)), 8, 78);
+  ctx.fillText(fitText(ctx, `query ${qi + 1}/${tq}: “${labels(s).q[qi]}”`, Math.max(240, g.width - 24)), 8, 78);
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'right';
@@ -305,11 +319,14 @@ export function* draw(ctx, input, state, theme, width) {
     g.keys.forEach((j, r) => out.set(m.subarray(j * dk, (j + 1) * dk), r * dk));
     return out;
   };
+  // In steps: at 64 keys × d_k 64 (SmolLM2) the strips and the rows took 40–70 ms in one task.
   drawStrips(ctx, listedRows(s.k), g.keys.length, dk, g.xs.k, g.top, ROW_H, 3, g.cell, signed(qkScale));
+  yield;
   drawStrips(ctx, listedRows(s.v), g.keys.length, dk, g.xs.v, g.top, ROW_H, 3, g.cell, signed(vScale), (r) => 0.25 + 0.75 * Math.min(1, probs[g.keys[r]] * 2));
   yield;
   ctx.font = font(12);
   for (let r = 0; r < g.keys.length; r++) {
+    if (r % 16 === 15) yield;
     const j = g.keys[r];
     const y = g.top + r * ROW_H;
     const cy = y + ROW_H / 2;
@@ -317,7 +334,7 @@ export function* draw(ctx, input, state, theme, width) {
     ctx.fillStyle = visible ? theme.fg : theme.muted;
     ctx.textAlign = 'left';
     ctx.font = font(12);
-    ctx.fillText(fitText(ctx, s.key_tokens[j], g.labelW - 6), g.xs.token, cy);
+    ctx.fillText(fitText(ctx, labels(s).k[j], g.labelW - 6), g.xs.token, cy);
     ctx.font = font(12, 400, true);
     ctx.textAlign = 'right';
     ctx.fillStyle = visible ? theme.fg : theme.muted;
@@ -373,5 +390,5 @@ export function describe(input, state) {
   const tk = s.key_tokens.length;
   const probs = Array.from(s.probs.subarray(qi * tk, (qi + 1) * tk));
   const best = probs.indexOf(Math.max(...probs));
-  return `Step view, layer ${s.layer + 1}, head ${s.head + 1}, query "${s.query_tokens[qi]}": softmax puts ${fmt(probs[best], 3)} on "${s.key_tokens[best]}"`;
+  return `Step view, layer ${s.layer + 1}, head ${s.head + 1}, query "${labels(s).q[qi]}": softmax puts ${fmt(probs[best], 3)} on "${labels(s).k[best]}"`;
 }
