@@ -140,7 +140,7 @@ pub struct GenerationStep {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Sampling {
     pub method: SamplingMethod,
-    pub temperature: f32,
+    pub temperature: f64,
     pub top_k: usize,
     pub seed: u32,
 }
@@ -157,7 +157,7 @@ pub enum SamplingMethod {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GenerateOptions {
     pub max_new_tokens: usize,
-    pub temperature: f32,
+    pub temperature: f64,
     pub top_k: usize,
     pub seed: u32,
 }
@@ -204,6 +204,9 @@ impl ForwardOutput {
 pub struct Attended {
     pub output: ForwardOutput,
     pub attentions: Vec<AttentionBlock>,
+    /// When asked for: per block, α_ij·‖f_h(x_j)‖ (see [`Probe::record_value_norms`]), laid out
+    /// like `attentions` (rows do not sum to 1).
+    pub value_norms: Option<Vec<AttentionBlock>>,
 }
 
 /// Which head's intermediates to keep during a forward.
@@ -276,10 +279,16 @@ type Chunk = (usize, Vec<f32>);
 #[derive(Debug, Default)]
 pub struct Probe {
     maps: bool,
+    /// Also record value-weighted norms (Kobayashi et al. 2020) beside every map.
+    value_norms: bool,
     head: Option<HeadRequest>,
     /// Per site in first-call order: `(site, heads, chunks)`, each chunk `(key_len_i,
     /// # [heads, q_i, key_len_i])`; keys grow from call to call with a KV cache.
     recorded: Vec<(Site, usize, Vec<Chunk>)>,
+    /// The same for α_ij·‖f_h(x_j)‖.
+    recorded_norms: Vec<(Site, usize, Vec<Chunk>)>,
+    /// ‖f_h(x_j)‖ `# [heads, Tk]` of the attention call about to be recorded at this site.
+    pending_norms: Option<(Site, Vec<f32>)>,
     trace: Option<HeadTrace>,
     block: Option<OutputTrace>,
 }
@@ -288,6 +297,27 @@ impl Probe {
     /// Records every attention map.
     pub fn attention_maps() -> Probe {
         Probe { maps: true, ..Probe::default() }
+    }
+
+    /// Records every attention map and, beside each, the value-weighted norms.
+    pub fn attention_maps_and_value_norms() -> Probe {
+        Probe { maps: true, value_norms: true, ..Probe::default() }
+    }
+
+    /// Whether the attention calls should hand ‖f_h(x_j)‖ to [`Probe::record_value_norms`].
+    pub fn wants_value_norms(&self) -> bool {
+        self.value_norms
+    }
+
+    /// Takes ‖f_h(x_j)‖ `# [heads, Tk]` for the next call of [`Probe::record`] at `site`:
+    /// f_h(x_j) = (x_j W_V^h + b_V^h) W_O^h is what key j sends through head h (its value,
+    /// through the head's slice of the output projection, without the output bias); the
+    /// recorded norm of query i, key j is α_ij·‖f_h(x_j)‖ = ‖α_ij f_h(x_j)‖ (Kobayashi et al.,
+    /// "Attention is Not Only a Weight", EMNLP 2020).
+    pub fn record_value_norms(&mut self, site: Site, norms: Vec<f32>) {
+        if self.value_norms {
+            self.pending_norms = Some((site, norms));
+        }
     }
 
     /// Records every intermediate of one head, and no maps.
@@ -310,10 +340,12 @@ impl Probe {
         let AttentionOutput { context, probs, trace } = att;
         if self.maps {
             let key_len = probs.len() / (heads * context.rows()).max(1);
-            match self.recorded.iter_mut().find(|r| r.0 == site) {
-                Some(r) => r.2.push((key_len, probs)),
-                None => self.recorded.push((site, heads, vec![(key_len, probs)])),
+            if let Some((_, norms)) = self.pending_norms.take().filter(|p| p.0 == site) {
+                // [heads, Tq, Tk] · [heads, 1, Tk]
+                let weighted: Vec<f32> = probs.iter().enumerate().map(|(i, p)| p * norms[(i / (key_len * context.rows()).max(1)) * key_len + i % key_len.max(1)]).collect();
+                push_chunk(&mut self.recorded_norms, site, heads, (key_len, weighted));
             }
+            push_chunk(&mut self.recorded, site, heads, (key_len, probs));
         }
         if let Some(t) = trace {
             match &mut self.trace {
@@ -341,38 +373,57 @@ impl Probe {
     /// of earlier calls, which saw fewer keys (a KV cache), end in zeros: keys that did not
     /// exist yet get no attention, as under a causal mask.
     pub fn into_attentions(self) -> Vec<AttentionBlock> {
-        self.recorded
-            .into_iter()
-            .map(|(site, heads, mut chunks)| {
-                let rows = |(tk, c): &(usize, Vec<f32>)| c.len() / (heads * tk).max(1);
-                let query_len: usize = chunks.iter().map(rows).sum();
-                let key_len = chunks.iter().map(|c| c.0).max().unwrap_or(0);
-                let probs = if chunks.len() == 1 {
-                    chunks.pop().map(|c| c.1).unwrap_or_default()
-                } else {
-                    // [call][heads, q_i, Tk_i] → [heads, Σq_i, Tk]
-                    let mut probs = Vec::with_capacity(heads * query_len * key_len);
-                    for h in 0..heads {
-                        for chunk in &chunks {
-                            let (tk, c) = chunk;
-                            let q = rows(chunk);
-                            for row in c[h * q * tk..(h + 1) * q * tk].chunks_exact((*tk).max(1)) {
-                                probs.extend_from_slice(row);
-                                probs.resize(probs.len() + key_len - tk, 0.0);
-                            }
-                        }
-                    }
-                    probs
-                };
-                AttentionBlock { kind: site.kind, layer: site.layer, heads, query_len, key_len, probs }
-            })
-            .collect()
+        assemble(self.recorded)
+    }
+
+    /// The maps and, when asked for, the value-weighted norms, laid out alike.
+    pub fn into_maps_and_norms(self) -> (Vec<AttentionBlock>, Option<Vec<AttentionBlock>>) {
+        let norms = self.value_norms.then(|| assemble(self.recorded_norms));
+        (assemble(self.recorded), norms)
     }
 
     /// The traced head's intermediates and its block's end, all calls' queries concatenated.
     pub fn into_trace(self) -> Option<(HeadTrace, OutputTrace)> {
         Some((self.trace?, self.block.unwrap_or_default()))
     }
+}
+
+fn push_chunk(list: &mut Vec<(Site, usize, Vec<Chunk>)>, site: Site, heads: usize, chunk: Chunk) {
+    match list.iter_mut().find(|r| r.0 == site) {
+        Some(r) => r.2.push(chunk),
+        None => list.push((site, heads, vec![chunk])),
+    }
+}
+
+/// One block per site from its calls' chunks: `[call][heads, q_i, Tk_i]` → `[heads, Σq_i, Tk]`,
+/// the rows of calls with fewer keys padded with zeros.
+fn assemble(recorded: Vec<(Site, usize, Vec<Chunk>)>) -> Vec<AttentionBlock> {
+    recorded
+        .into_iter()
+        .map(|(site, heads, mut chunks)| {
+            let rows = |(tk, c): &(usize, Vec<f32>)| c.len() / (heads * tk).max(1);
+            let query_len: usize = chunks.iter().map(rows).sum();
+            let key_len = chunks.iter().map(|c| c.0).max().unwrap_or(0);
+            let probs = if chunks.len() == 1 {
+                chunks.pop().map(|c| c.1).unwrap_or_default()
+            } else {
+                // [call][heads, q_i, Tk_i] → [heads, Σq_i, Tk]
+                let mut probs = Vec::with_capacity(heads * query_len * key_len);
+                for h in 0..heads {
+                    for chunk in &chunks {
+                        let (tk, c) = chunk;
+                        let q = rows(chunk);
+                        for row in c[h * q * tk..(h + 1) * q * tk].chunks_exact((*tk).max(1)) {
+                            probs.extend_from_slice(row);
+                            probs.resize(probs.len() + key_len - tk, 0.0);
+                        }
+                    }
+                }
+                probs
+            };
+            AttentionBlock { kind: site.kind, layer: site.layer, heads, query_len, key_len, probs }
+        })
+        .collect()
 }
 
 /// Shannon entropy (nats) of each query row of one head, `# [Tq]`.
@@ -382,9 +433,16 @@ pub fn row_entropies(block: &AttentionBlock, head: usize) -> Vec<f32> {
 
 /// The `n` largest weights of one row as `(key index, weight)`, largest first.
 pub fn top_keys(row: &[f32], n: usize) -> Vec<(usize, f32)> {
+    // A selection first, then a sort of the n chosen: a 49,152-token vocabulary is read once.
+    let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     let mut idx: Vec<(usize, f32)> = row.iter().copied().enumerate().collect();
-    idx.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    idx.truncate(n);
+    if n < idx.len() {
+        if n > 0 {
+            idx.select_nth_unstable_by(n - 1, order);
+        }
+        idx.truncate(n);
+    }
+    idx.sort_by(order);
     idx
 }
 

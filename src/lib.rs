@@ -4,11 +4,13 @@
 //! Layers, each using only the ones below it:
 //! 1. entry points: [`wasm`] (the `#[wasm_bindgen]` facade) and `src/bin/attnviz.rs` (CLI)
 //! 2. [`models`]: one file per family, chosen from a manifest
-//! 3. [`attention`]: the result types every model returns, and small analyses
+//! 3. [`attention`]: the result types every model returns, and small analyses; [`heads`]: head
+//!    scores and labels
 //! 4. [`tensor`] (GEMM, attention kernel, norms), [`weights`] (file readers), [`tokenize`]
 
 pub mod attention;
 pub mod error;
+pub mod heads;
 pub mod limits;
 pub mod models;
 pub mod output;

@@ -3,7 +3,8 @@
 //! by the tests. `F` is how an array of floats goes out: a slice (a JSON array) from the CLI,
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
-use crate::attention::{Attended, AttentionKind, BlockNorm, Generation, HeadInternals, StopReason};
+use crate::attention::{Attended, AttentionBlock, AttentionKind, BlockNorm, Generation, HeadInternals, StopReason};
+use crate::heads::HeadScores;
 use crate::models::{PositionKind, PositionTable};
 use serde::Serialize;
 
@@ -40,6 +41,11 @@ pub struct AttendResult<'a, F> {
     pub truncated: bool,
     pub stop_reason: Option<StopReason>,
     pub attentions: Vec<AttentionResult<F>>,
+    /// When asked for (`--measure value-norm`): per block, ‖α_ij f_h(x_j)‖ with f_h(x_j) key
+    /// j's value sent through head h's slice of the output projection (Kobayashi et al. 2020),
+    /// laid out like `attentions`; raw norms (rows do not sum to 1). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_norms: Option<Vec<AttentionResult<F>>>,
     pub sentence_embedding: Option<F>,
     /// A decoder-only model's prompt length, fed ids, generated steps with their top-5
     /// candidates, and its next-token prediction; `null` for encoders and translators.
@@ -60,24 +66,27 @@ impl<'a, F> AttendResult<'a, F> {
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
             stop_reason: out.stop_reason,
-            attentions: a
-                .attentions
-                .iter()
-                .map(|b| AttentionResult {
-                    kind: b.kind,
-                    layer: b.layer,
-                    heads: b.heads,
-                    query_len: b.query_len,
-                    key_len: b.key_len,
-                    shape: [b.heads, b.query_len, b.key_len],
-                    data: floats(&b.probs),
-                })
-                .collect(),
+            attentions: blocks(&a.attentions, &floats),
+            value_norms: a.value_norms.as_ref().map(|n| blocks(n, &floats)),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
             forward_ms,
         }
     }
+}
+
+fn blocks<'a, F>(list: &'a [AttentionBlock], floats: &impl Fn(&'a [f32]) -> F) -> Vec<AttentionResult<F>> {
+    list.iter()
+        .map(|b| AttentionResult {
+            kind: b.kind,
+            layer: b.layer,
+            heads: b.heads,
+            query_len: b.query_len,
+            key_len: b.key_len,
+            shape: [b.heads, b.query_len, b.key_len],
+            data: floats(&b.probs),
+        })
+        .collect()
 }
 
 /// What `step` returns: every intermediate of one head (the step view).
@@ -162,6 +171,23 @@ impl<'a, F> StepResult<'a, F> {
             residual: floats(&hi.block.residual),
             normed: floats(&hi.block.normed),
         }
+    }
+}
+
+/// What `heads` returns: every head's scores and label on the text (see `attnviz::heads`).
+#[derive(Serialize)]
+pub struct HeadsResult<'a> {
+    pub model: &'a str,
+    pub text: &'a str,
+    pub tokens: Sides<&'a [String]>,
+    /// Length of the random sequence repeated for the induction scores (causal models), else null.
+    pub induction_tokens: Option<usize>,
+    pub heads: &'a [HeadScores],
+}
+
+impl<'a> HeadsResult<'a> {
+    pub fn new(model: &'a str, text: &'a str, a: &'a Attended, heads: &'a [HeadScores], induction_tokens: Option<usize>) -> HeadsResult<'a> {
+        HeadsResult { model, text, tokens: Sides { source: &a.output.source_tokens, target: &a.output.target_tokens }, induction_tokens, heads }
     }
 }
 

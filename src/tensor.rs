@@ -710,6 +710,18 @@ impl WeightMatrix {
         }
     }
 
+    /// The whole matrix as f32 (a copy, decoded).
+    pub fn to_mat(&self) -> Mat {
+        match self {
+            WeightMatrix::F32(m) => m.clone(),
+            WeightMatrix::Blocks(b) => {
+                let mut data = vec![0.0; b.rows * b.cols];
+                data.chunks_exact_mut(b.cols).enumerate().for_each(|(r, row)| b.dequantize_row(r, row));
+                Mat::from_vec(b.rows, b.cols, data)
+            }
+        }
+    }
+
     /// Row `r` as f32 (an embedding lookup).
     pub fn row_into(&self, r: usize, out: &mut [f32]) {
         match self {

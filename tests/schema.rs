@@ -47,6 +47,55 @@ fn cli_attend_json_satisfies_the_schema() {
 }
 
 #[test]
+fn cli_value_norms_mirror_the_attention_blocks() {
+    let checker = Checker::new();
+    for dir in ["minilm", "en-pt", "smollm2"] {
+        let v = cli(&["attend", "--model", &format!("models/{dir}"), "--text", "The cat sat on the mat.", "--measure", "value-norm"]);
+        checker.attend(&v).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        let (norms, maps) = (v["value_norms"].as_array().unwrap(), v["attentions"].as_array().unwrap());
+        assert_eq!(norms.len(), maps.len());
+        // Zero weight gives zero norm; some norm differs from its weight (it is not a copy).
+        let pairs: Vec<(f64, f64)> = norms
+            .iter()
+            .zip(maps)
+            .flat_map(|(n, a)| n["data"].as_array().unwrap().iter().zip(a["data"].as_array().unwrap()).map(|(x, y)| (x.as_f64().unwrap(), y.as_f64().unwrap())))
+            .collect();
+        assert!(pairs.iter().all(|&(n, a)| a > 0.0 || n == 0.0), "{dir}: a norm without weight");
+        assert!(pairs.iter().any(|&(n, a)| (n - a).abs() > 1e-3), "{dir}: the norms equal the weights");
+        assert!(attend(dir, "The cat sat on the mat.").get("value_norms").is_none(), "{dir}: value norms without being asked");
+    }
+    let mut broken = cli(&["attend", "--model", "models/minilm", "--text", "Hi", "--measure", "value-norm"]);
+    broken["value_norms"].as_array_mut().unwrap().pop();
+    assert!(checker.attend(&broken).is_err(), "a missing value-norm block passed the check");
+}
+
+#[test]
+fn cli_heads_json_satisfies_the_schema_and_finds_known_heads() {
+    let checker = Checker::new();
+    let head = |v: &Value, layer: u64, h: u64| v["heads"].as_array().unwrap().iter().find(|s| s["layer"] == layer && s["head"] == h).unwrap().clone();
+    // MiniLM layer 0 head 2 attends to the previous token (Clark et al. found such heads in BERT).
+    let v = cli(&["heads", "--model", "models/minilm", "--text", "The cat sat on the mat, and the dog slept."]);
+    checker.heads(&v).unwrap_or_else(|e| panic!("minilm: {e}"));
+    assert_eq!(v["heads"].as_array().unwrap().len(), 72);
+    assert_eq!(v["induction_tokens"], Value::Null);
+    let prev = head(&v, 0, 2);
+    assert_eq!(prev["label"], "previous");
+    assert!(prev["previous"].as_f64().unwrap() > 0.9, "{prev}");
+    // The translator's cross-attention has no previous/next/self.
+    let v = cli(&["heads", "--model", "models/en-pt", "--text", "The cat sat on the mat."]);
+    checker.heads(&v).unwrap_or_else(|e| panic!("en-pt: {e}"));
+    assert!(v["heads"].as_array().unwrap().iter().filter(|s| s["kind"] == "cross").all(|s| s["previous"].is_null() && s["self"].is_null()));
+    // SmolLM2: most heads are sinks on the first token; some are induction heads.
+    let v = cli(&["heads", "--model", "models/smollm2", "--text", "The capital of France is Paris."]);
+    checker.heads(&v).unwrap_or_else(|e| panic!("smollm2: {e}"));
+    let labels: Vec<&str> = v["heads"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels.len(), 270);
+    assert!(labels.iter().filter(|&&l| l == "sink").count() > 135, "{labels:?}");
+    assert!(labels.contains(&"induction"), "{labels:?}");
+    assert_eq!(v["induction_tokens"], 20);
+}
+
+#[test]
 fn the_schema_check_rejects_a_generation_that_does_not_add_up() {
     let checker = Checker::new();
     let good = cli(&["attend", "--model", "models/smollm2", "--text", "Hello", "--generate", "2"]);

@@ -87,10 +87,10 @@ fn this_is_the_simd_build() {
 #[wasm_bindgen_test]
 fn translator_matches_native() {
     let m = en_pt();
-    let r = m.attend("The cat sat on the mat.", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("The cat sat on the mat.", None, None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_eq!(get(&r, "output_text").as_string().as_deref(), Some("O gato sentou-se no tapete."));
     assert_same_as_native(&r, fixture!("en-pt-cat.json"));
-    let r = m.attend("Ich möchte café crème — naïve façade.", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("Ich möchte café crème — naïve façade.", None, None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_same_as_native(&r, fixture!("en-pt-accents.json"));
     // Step view of a cross-attention head: Q from the decoder, K and V from the encoder.
     let s = m.step("The cat sat on the mat.", "cross", 1, 2, None, None, None, None).unwrap_or_else(|_| panic!("step failed"));
@@ -101,9 +101,9 @@ fn translator_matches_native() {
 #[wasm_bindgen_test]
 fn minilm_matches_native() {
     let m = minilm();
-    let r = m.attend("The cat sat on the mat.", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("The cat sat on the mat.", None, None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_same_as_native(&r, fixture!("minilm-cat.json"));
-    let r = m.attend("日本語のテキストと emoji 🎉, naïve café", None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
+    let r = m.attend("日本語のテキストと emoji 🎉, naïve café", None, None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
     assert_same_as_native(&r, fixture!("minilm-cjk.json"));
 }
 
@@ -123,9 +123,9 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(AttnModel::load("{\"id\":\"x\",\"architecture\":\"gpt-j\",\"files\":[]}", &Object::new()).is_err());
 
     let m = en_pt();
-    assert!(m.attend("", None, None, None, None).is_ok());
+    assert!(m.attend("", None, None, None, None, None).is_ok());
     let long = "word ".repeat(20_000);
-    let r = m.attend(&long, None, None, None, None).unwrap_or_else(|_| panic!("long text must truncate, not fail"));
+    let r = m.attend(&long, None, None, None, None, None).unwrap_or_else(|_| panic!("long text must truncate, not fail"));
     assert_eq!(get(&r, "truncated").as_bool(), Some(true));
     assert!(m.step("hi", "decoder_self", 0, 0, None, None, None, None).is_err());
     assert!(m.step("hi", "cross", 9, 0, None, None, None, None).is_err());
@@ -191,7 +191,7 @@ fn attend_and_step_objects_satisfy_the_schema() {
     let checker = schema::Checker::new();
     let (minilm, en_pt) = (minilm(), en_pt());
     for (m, text, embedding) in [(&minilm, "The cat sat on the mat.", true), (&en_pt, "The cat sat on the mat.", false), (&en_pt, "o o o o o o o o o o o o o", false)] {
-        let r = m.attend(text, None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
+        let r = m.attend(text, None, None, None, None, None).unwrap_or_else(|_| panic!("attend failed"));
         let mut typed = Vec::new();
         let v = to_json(&r, "", &mut typed);
         checker.attend(&v).unwrap_or_else(|e| panic!("{text:?}: {e}"));
@@ -204,7 +204,7 @@ fn attend_and_step_objects_satisfy_the_schema() {
         assert_eq!(typed, want);
     }
     assert_eq!(
-        to_json(&en_pt.attend("o o o o o o o o o o o o o", None, None, None, None).unwrap_or_else(|_| panic!("attend failed")), "", &mut Vec::new())["stop_reason"],
+        to_json(&en_pt.attend("o o o o o o o o o o o o o", None, None, None, None, None).unwrap_or_else(|_| panic!("attend failed")), "", &mut Vec::new())["stop_reason"],
         "max_length"
     );
     for (m, kind, layer, head) in [(&minilm, "encoder_self", 2, 5), (&en_pt, "cross", 1, 3)] {

@@ -1,6 +1,7 @@
 //! `attnviz attend --model <dir> --text <TEXT> [--format json|table] [--generate N [--temperature T] [--top-k K] [--seed S]]`
 //! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
 //! `attnviz positions --model <dir> [--count N]`
+//! `attnviz heads --model <dir> --text <TEXT> [--format json|table]`
 //!
 //! Runs one forward natively and prints the attention (JSON for machines, a per-head summary
 //! for people), or every intermediate of one head (JSON), or the position vectors the model adds
@@ -9,23 +10,26 @@
 //! that are not UTF-8) → one line on stderr and exit status 2; `--help` → usage on stdout, 0.
 
 use attnviz::attention::{row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest};
-use attnviz::models::{Model, DEFAULT_POSITIONS};
-use attnviz::output::{AttendResult, PositionsResult, StepResult};
+use attnviz::heads::HeadScores;
+use attnviz::models::{Model, DEFAULT_POSITIONS, INDUCTION_TOKENS};
+use attnviz::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table] [GENERATE]
+const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table] [--measure raw|value-norm] [GENERATE]
        attnviz step --model <dir> --text <TEXT> --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
        attnviz positions --model <dir> [--count N]
+       attnviz heads --model <dir> --text <TEXT> [--format json|table] [GENERATE]
 GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--top-k K] [--seed S]";
 
 enum Command {
-    Attend { table: bool },
+    Attend { table: bool, value_norms: bool },
     Step(HeadRequest),
     Positions(usize),
+    Heads { table: bool },
 }
 
 struct Args {
@@ -38,8 +42,10 @@ struct Args {
 /// `Ok(None)`: help was asked for.
 fn parse(args: &[String]) -> Result<Option<Args>, String> {
     let mut it = args.iter();
-    let (step, positions) = match it.next().map(String::as_str) {
-        Some("attend") => (false, false),
+    let command_name = it.next().map(String::as_str);
+    let heads = command_name == Some("heads");
+    let (step, positions) = match command_name {
+        Some("attend") | Some("heads") => (false, false),
         Some("step") => (true, false),
         Some("positions") => (false, true),
         Some("--help") | Some("-h") => return Ok(None),
@@ -47,6 +53,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
     };
     let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, DEFAULT_POSITIONS);
+    let mut value_norms = false;
     let mut generate = GenerateOptions::default();
     let number = |flag: &str, v: String| v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"));
     while let Some(flag) = it.next() {
@@ -60,6 +67,11 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                 "table" => table = true,
                 f => return Err(format!("unknown format `{f}` (json or table)")),
             },
+            "--measure" if !step && !positions && !heads => match value()?.as_str() {
+                "raw" => value_norms = false,
+                "value-norm" => value_norms = true,
+                m => return Err(format!("unknown measure `{m}` (raw or value-norm)")),
+            },
             "--kind" if step => {
                 let v = value()?;
                 kind = Some(AttentionKind::parse(&v).ok_or_else(|| format!("unknown attention kind `{v}` (encoder_self, decoder_self or cross)"))?);
@@ -71,7 +83,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             "--seed" if !positions => generate.seed = value()?.parse().map_err(|_| format!("{flag} needs a number from 0 to {}", u32::MAX))?,
             "--temperature" if !positions => {
                 let v = value()?;
-                generate.temperature = v.parse::<f32>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
+                generate.temperature = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
             }
             "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
@@ -80,6 +92,8 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
     let required = |name: &str| format!("{name} is required\n{USAGE}");
     let command = if positions {
         Command::Positions(count)
+    } else if heads {
+        Command::Heads { table }
     } else if step {
         Command::Step(HeadRequest {
             kind: kind.ok_or_else(|| required("--kind"))?,
@@ -87,7 +101,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             head: head.ok_or_else(|| required("--head"))?,
         })
     } else {
-        Command::Attend { table }
+        Command::Attend { table, value_norms }
     };
     let text = match text {
         Some(t) => t,
@@ -120,6 +134,38 @@ fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::R
     Ok(())
 }
 
+fn print_heads(out: &mut impl Write, model_id: &str, scores: &[HeadScores]) -> std::io::Result<()> {
+    writeln!(out, "model {model_id}: {} heads, strongest pattern first", scores.len())?;
+    let mut ranked: Vec<&HeadScores> = scores.iter().collect();
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+    writeln!(
+        out,
+        "{:<13} {:>5} {:>4}  {:<10} {:>5}  {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}",
+        "kind", "layer", "head", "label", "score", "entropy", "first", "spec", "prev", "self", "delim", "induc"
+    )?;
+    let opt = |v: Option<f32>| v.map_or("  -  ".to_string(), |v| format!("{v:.2}"));
+    for s in ranked {
+        let label = serde_json::to_value(s.label).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        writeln!(
+            out,
+            "{:<13} {:>5} {:>4}  {:<10} {:>5.2}  {:>7.2} {:>5.2} {:>5.2} {:>5} {:>5} {:>5.2} {:>5}",
+            s.kind.as_str(),
+            s.layer,
+            s.head,
+            label,
+            s.score,
+            s.entropy,
+            s.first,
+            s.special,
+            opt(s.previous),
+            opt(s.self_token),
+            s.delimiter,
+            opt(s.induction)
+        )?;
+    }
+    Ok(())
+}
+
 fn json_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)?;
     writeln!(out)
@@ -131,9 +177,9 @@ fn run(args: Args) -> Result<(), String> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let id = model.manifest.id.as_str();
     let written = match args.command {
-        Command::Attend { table } => {
+        Command::Attend { table, value_norms } => {
             let start = Instant::now();
-            let a = model.attend_generating(&args.text, &args.generate).map_err(|e| e.to_string())?;
+            let a = model.attend_with(&args.text, &args.generate, value_norms).map_err(|e| e.to_string())?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             if table {
                 print_table(&mut out, id, &a)
@@ -144,6 +190,15 @@ fn run(args: Args) -> Result<(), String> {
         Command::Step(request) => {
             let hi = model.head_internals_generating(&args.text, &args.generate, request).map_err(|e| e.to_string())?;
             json_line(&mut out, &StepResult::new(id, &args.text, &hi, std::convert::identity))
+        }
+        Command::Heads { table } => {
+            let (a, scores) = model.heads(&args.text, &args.generate).map_err(|e| e.to_string())?;
+            let induction = scores.iter().any(|s| s.induction.is_some()).then_some(INDUCTION_TOKENS);
+            if table {
+                print_heads(&mut out, id, &scores)
+            } else {
+                json_line(&mut out, &HeadsResult::new(id, &args.text, &a, &scores, induction))
+            }
         }
         Command::Positions(count) => {
             let table = model.positions(count);

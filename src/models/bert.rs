@@ -4,7 +4,7 @@
 //! as sentence-transformers does, the mean-pooled L2-normalised sentence embedding. Each struct
 //! mirrors one PyTorch module (named like its weights) and has its own `forward`.
 
-use super::{post_norm_output, LayerNorm, Linear};
+use super::{post_norm_output, value_output_norms, LayerNorm, Linear};
 use crate::attention::{AttentionKind, ForwardOutput, Probe, Site};
 use crate::error::{invalid_model, Result};
 use crate::tensor::{gelu, multi_head_attention, Mask, Mat};
@@ -116,11 +116,15 @@ struct BertSelfAttention {
 }
 
 impl BertSelfAttention {
-    /// x `[T, d]` → the heads' outputs, concatenated `[T, d]`; the probe gets `[heads, T, T]`.
-    fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
+    /// x `[T, d]` → the heads' outputs, concatenated `[T, d]`; the probe gets `[heads, T, T]`
+    /// (and, when it asks, the value norms through the block's output projection `wo`).
+    fn forward(&self, x: &Mat, wo: &Linear, probe: &mut Probe) -> Mat {
         let q = self.query.forward(x); // [T, d]
         let k = self.key.forward(x); // [T, d]
         let v = self.value.forward(x); // [T, d]
+        if probe.wants_value_norms() {
+            probe.record_value_norms(self.site, value_output_norms(&v, &wo.weight, self.num_attention_heads));
+        }
         let att = multi_head_attention(&q, &k, &v, self.num_attention_heads, Mask::None, probe.traced_head(self.site));
         probe.record(self.site, self.num_attention_heads, att)
     }
@@ -148,7 +152,7 @@ struct BertAttention {
 
 impl BertAttention {
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
-        let context = self.self_attention.forward(x, probe); // [T, d]
+        let context = self.self_attention.forward(x, &self.output.dense, probe); // [T, d]
         self.output.forward(&context, x, probe)
     }
 }

@@ -343,6 +343,9 @@ impl LlamaAttention {
         cache.v.extend_from_slice(v.as_slice());
         let keys = start + h.rows();
         let (k_all, v_all) = (self.expand(&cache.k, keys), self.expand(&cache.v, keys)); // [Tk, heads·d_k]
+        if probe.wants_value_norms() {
+            probe.record_value_norms(self.site, super::value_output_norms(&v_all, &self.o_proj.to_mat(), self.num_heads));
+        }
         let att = multi_head_attention(&q, &k_all, &v_all, self.num_heads, Mask::Causal { first_query_position: start }, probe.traced_head(self.site));
         probe.record(self.site, self.num_heads, att)
     }
@@ -525,6 +528,25 @@ impl LlamaModel {
         Ok(probe.into_attentions())
     }
 
+    /// The maps of a random sequence of `n` ordinary tokens (fixed seed) followed by the same
+    /// `n` again: what induction heads are found on.
+    pub fn repeated_random_maps(&self, n: usize) -> Result<Vec<crate::attention::AttentionBlock>> {
+        let n = n.clamp(1, self.config.max_positions() / 2);
+        let mut rng = SplitMix(0x1d0c_710a);
+        // Skip the first ids (control and byte tokens) and anything the model treats as special.
+        let low = (self.config.vocab_size / 64).min(1000) as f64;
+        let span = self.config.vocab_size as f64 - low;
+        let mut ids: Vec<u32> = Vec::with_capacity(2 * n);
+        while ids.len() < n {
+            let id = (low + rng.next_f64() * span) as u32;
+            if !self.config.eos_token_ids.contains(&id) && Some(id) != self.config.bos_token_id && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids.extend_from_within(..);
+        self.attend_ids(&ids)
+    }
+
     /// The `TOP_N` most probable next tokens (softmax at temperature 1).
     fn top(&self, logits: &[f32]) -> Vec<TopToken> {
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -545,7 +567,7 @@ impl LlamaModel {
             return candidates[0].0 as u32;
         }
         let max = candidates[0].1;
-        let weights: Vec<f64> = candidates.iter().map(|&(_, l)| (((l - max) / sampling.temperature) as f64).exp()).collect();
+        let weights: Vec<f64> = candidates.iter().map(|&(_, l)| ((l - max) as f64 / sampling.temperature).exp()).collect();
         let mut u = rng.next_f64() * weights.iter().sum::<f64>();
         for (&(id, _), w) in candidates.iter().zip(&weights) {
             if u < *w {

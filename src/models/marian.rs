@@ -7,7 +7,7 @@
 //! Sizes come from the tensor shapes and the embedded `model.yml`. Each struct is one group of
 //! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
-use super::{post_norm_output, LayerNorm, Linear};
+use super::{post_norm_output, value_output_norms, LayerNorm, Linear};
 use crate::attention::{AttentionKind, ForwardOutput, Probe, Site, StopReason};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{linear_quantized, multi_head_attention, relu, sigmoid, Mask, Mat, QuantizedMat};
@@ -105,6 +105,9 @@ impl MarianAttention {
     /// The probe gets `[heads, Tq, Tk]`.
     fn forward(&self, x: &Mat, (k, v): (&Mat, &Mat), probe: &mut Probe) -> Mat {
         let q = self.wq.forward(x); // [Tq, d]
+        if probe.wants_value_norms() {
+            probe.record_value_norms(self.site, value_output_norms(v, &self.wo.weight, self.heads));
+        }
         let att = multi_head_attention(&q, k, v, self.heads, Mask::None, probe.traced_head(self.site));
         let context = probe.record(self.site, self.heads, att); // [Tq, d]
         post_norm_output(&context, x, &self.wo, &self.wo_ln, self.site, probe)

@@ -7,8 +7,9 @@ pub mod marian;
 
 use crate::attention::{Attended, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest, OutputTrace, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
+use crate::heads::{induction_scores, score_block, HeadScores};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
-use crate::tensor::{layer_norm, linear, Mat};
+use crate::tensor::{layer_norm, linear, matmul_bt, Mat, View};
 use crate::weights::TensorStore;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -78,6 +79,21 @@ pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, sit
         });
     }
     h
+}
+
+/// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias
+/// included), `v` `# [Tk, heads·d_k]`, sent through the head's columns of the output projection
+/// `wo` `# [d, heads·d_k]`: ‖v_h(x_j) · W_O[:, h]ᵀ‖ (Kobayashi et al., EMNLP 2020). The output
+/// bias is shared by all keys and left out.
+pub(crate) fn value_output_norms(v: &Mat, wo: &Mat, heads: usize) -> Vec<f32> {
+    let (tk, d, d_k) = (v.rows(), wo.rows(), v.cols() / heads);
+    let mut f = vec![0.0f32; tk * d]; // [Tk, d] for one head
+    let mut norms = Vec::with_capacity(heads * tk);
+    for h in 0..heads {
+        matmul_bt(View::cols_of(v, h * d_k, d_k), View::cols_of(wo, h * d_k, d_k), &mut f, 0, d);
+        norms.extend(f.chunks_exact(d).map(|row| row.iter().map(|x| x * x).sum::<f32>().sqrt()));
+    }
+    norms
 }
 
 /// `models/<dir>/manifest.json`, written by the setup script (or inferred for a user's folder).
@@ -182,6 +198,9 @@ pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize,
         None => Err(invalid_model(format!("{what}: its attention maps at full length are too large to count, far more than {}", budget()))),
     }
 }
+
+/// Length of the random sequence that is repeated to find induction heads.
+pub const INDUCTION_TOKENS: usize = 20;
 
 /// Architectures this build runs.
 pub const SUPPORTED: &[&str] = &["bert", "marian", "llama"];
@@ -332,9 +351,37 @@ impl Model {
     /// One forward with every attention map, generating after the text as `generate` says
     /// (decoder-only models).
     pub fn attend_generating(&self, text: &str, generate: &GenerateOptions) -> Result<Attended> {
-        let mut probe = Probe::attention_maps();
+        self.attend_with(text, generate, false)
+    }
+
+    /// One forward with every attention map, generating after the text as `generate` says
+    /// (decoder-only models), and, when `value_norms`, the value-weighted norms of every map.
+    pub fn attend_with(&self, text: &str, generate: &GenerateOptions, value_norms: bool) -> Result<Attended> {
+        let mut probe = if value_norms { Probe::attention_maps_and_value_norms() } else { Probe::attention_maps() };
         let output = self.forward(text, generate, &mut probe)?;
-        Ok(Attended { output, attentions: probe.into_attentions() })
+        let (attentions, value_norms) = probe.into_maps_and_norms();
+        Ok(Attended { output, attentions, value_norms })
+    }
+
+    /// Every head's scores and label on `text` (see [`crate::heads`]); causal models also get
+    /// their induction score from a repeated random sequence of [`INDUCTION_TOKENS`] tokens.
+    pub fn heads(&self, text: &str, generate: &GenerateOptions) -> Result<(Attended, Vec<HeadScores>)> {
+        let a = self.attend_generating(text, generate)?;
+        let special = self.info().special_tokens;
+        let induction = match &self.family {
+            Family::Llama(l) => Some(l.repeated_random_maps(INDUCTION_TOKENS)?),
+            _ => None,
+        };
+        let mut scores = Vec::new();
+        for b in &a.attentions {
+            let (_, keys) = a.output.tokens_of(b.kind);
+            let ind = induction
+                .as_ref()
+                .and_then(|maps| maps.iter().find(|m| m.kind == b.kind && m.layer == b.layer))
+                .map(|m| induction_scores(m, INDUCTION_TOKENS.min(m.query_len / 2)));
+            scores.extend(score_block(b, &keys, &special, ind.as_deref()));
+        }
+        Ok((a, scores))
     }
 
     /// Tokenisation alone (what the forward does first), for benchmarks and token previews.

@@ -5,7 +5,7 @@
 
 use crate::attention::{AttentionKind, GenerateOptions, HeadRequest};
 use crate::models::{Manifest, Model, SUPPORTED};
-use crate::output::{AttendResult, PositionsResult, StepResult};
+use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
@@ -99,7 +99,7 @@ fn f32s(values: &[f32]) -> F32s {
 }
 
 /// Generation options from the optional trailing arguments (absent: no generation, greedy).
-fn generate_options(generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<GenerateOptions, JsError> {
+fn generate_options(generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<GenerateOptions, JsError> {
     let temperature = temperature.unwrap_or(0.0);
     if !(temperature.is_finite() && temperature >= 0.0) {
         return Err(JsError::new(&format!("temperature must be a number ≥ 0, not {temperature}")));
@@ -145,10 +145,21 @@ impl AttnModel {
     /// `Float32Array`s `[heads, Tq, Tk]`. A decoder-only model (`info().generates`) then
     /// generates `generate` tokens (greedy, or sampled at `temperature` > 0 from the `top_k`
     /// most probable with `seed`); other models ignore those arguments.
-    pub fn attend(&self, text: &str, generate: Option<u32>, temperature: Option<f32>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+    ///
+    /// `value_norms`: also return `value_norms`, ‖α_ij f_h(x_j)‖ per block (the "value-weighted"
+    /// measure), laid out like `attentions`.
+    pub fn attend(
+        &self,
+        text: &str,
+        generate: Option<u32>,
+        temperature: Option<f64>,
+        top_k: Option<u32>,
+        seed: Option<u32>,
+        value_norms: Option<bool>,
+    ) -> Result<JsValue, JsError> {
         let options = generate_options(generate, temperature, top_k, seed)?;
         let start = now_ms();
-        let a = self.model.attend_generating(text, &options).map_err(err)?;
+        let a = self.model.attend_with(text, &options, value_norms.unwrap_or(false)).map_err(err)?;
         let ms = now_ms() - start;
         to_js(&AttendResult::new(&self.model.manifest.id, text, &a, ms, f32s))
     }
@@ -165,7 +176,7 @@ impl AttnModel {
         layer: usize,
         head: usize,
         generate: Option<u32>,
-        temperature: Option<f32>,
+        temperature: Option<f64>,
         top_k: Option<u32>,
         seed: Option<u32>,
     ) -> Result<JsValue, JsError> {
@@ -173,6 +184,15 @@ impl AttnModel {
         let options = generate_options(generate, temperature, top_k, seed)?;
         let hi = self.model.head_internals_generating(text, &options, HeadRequest { kind, layer, head }).map_err(err)?;
         to_js(&StepResult::new(&self.model.manifest.id, text, &hi, f32s))
+    }
+
+    /// Every head's scores and label on the text (and its continuation): [`HeadsResult`]
+    /// (`#/$defs/heads` in `schema/attend.schema.json`).
+    pub fn heads(&self, text: &str, generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
+        let options = generate_options(generate, temperature, top_k, seed)?;
+        let (a, scores) = self.model.heads(text, &options).map_err(err)?;
+        let induction = scores.iter().any(|s| s.induction.is_some()).then_some(crate::models::INDUCTION_TOKENS);
+        to_js(&HeadsResult::new(&self.model.manifest.id, text, &a, &scores, induction))
     }
 
     /// The position vectors the model adds to its token embeddings, positions `0..count`

@@ -1,5 +1,6 @@
 // The positions view (issue 11, "Positional encodings"): the vectors each model adds to its token
-// embeddings, the translator's sinusoid and BERT's learned table, drawn by plotters-canvas as a
+// embeddings, the translator's sinusoid and BERT's learned table (and SmolLM2's rotary angles,
+// which it applies to queries and keys instead), drawn by plotters-canvas as a
 // heatmap and lines. The view draws, hovering reads out the CLI's `positions` numbers, the tab
 // and the permalink reach it, PNG and SVG exports hold the charts, and the widget shows them.
 import { test } from 'node:test';
@@ -50,9 +51,10 @@ function assertMatches(text, want, at) {
   return [p, d];
 }
 
-for (const [dir, id, kind, note] of [
-  ['en-pt', 'en-pt-tiny', 'sinusoidal', 'the paper interleaves them'],
-  ['minilm', 'minilm-l6', 'learned', 'learned position_embeddings'],
+for (const [dir, id, kind, note, what] of [
+  ['en-pt', 'en-pt-tiny', 'sinusoidal', 'the paper interleaves them', 'sinusoidal position vectors'],
+  ['minilm', 'minilm-l6', 'learned', 'learned position_embeddings', 'learned position vectors'],
+  ['smollm2', 'smollm2-135m', 'rotary', 'rotate each pair of query and key dimensions', 'rotary angles'],
 ]) {
   test(`positions view (${kind}): draws, reads out the CLI's numbers, exports the charts`, async () => {
     const want = cliPositions(dir);
@@ -69,7 +71,7 @@ for (const [dir, id, kind, note] of [
       // The tab is there and selected; the canvas says what it shows.
       assert.equal(await page.getAttribute('#tab-view-positions', 'aria-selected'), 'true');
       const label = await page.getAttribute('canvas#view', 'aria-label');
-      assert.ok(label.startsWith(`Positions view: the ${kind} position vectors`), label);
+      assert.ok(label.startsWith(`Positions view: the ${what}`), label);
       assert.ok(label.includes('PE(pos, 2i) = sin(pos / 10000^(2i/d))') && label.includes(note), label);
       assert.ok((await page.locator('#side-hint').textContent()).includes('PE(pos, 2i)'), 'the side panel relates the view to the paper');
       // Not blank: the heatmap's area holds many colours (plotters drew it).

@@ -57,10 +57,11 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def multi_head_attention(q_in, kv_in, wq, bq, wk, bk, wv, bv, wo, bo, heads):
+def multi_head_attention(q_in, kv_in, wq, bq, wk, bk, wv, bv, wo, bo, heads, values=None):
     """q_in [Tq, D], kv_in [Tk, D]; weights as [in, out] for x @ W. No mask (all visible).
 
-    Returns (output [Tq, D], probabilities [H, Tq, Tk], heads' outputs side by side [Tq, D])."""
+    Returns (output [Tq, D], probabilities [H, Tq, Tk], heads' outputs side by side [Tq, D]).
+    `values`: a dict that receives "f" = f_h(x_j) `# [H, Tk, D]` (see `value_vectors`)."""
     tq, d = q_in.shape
     tk = kv_in.shape[0]
     dk = d // heads
@@ -70,7 +71,29 @@ def multi_head_attention(q_in, kv_in, wq, bq, wk, bk, wv, bv, wo, bo, heads):
     scores = q @ k.transpose(0, 2, 1) / math.sqrt(dk)  # [H, Tq, Tk]
     probs = softmax(scores)
     ctx = (probs @ v).transpose(1, 0, 2).reshape(tq, d)  # [Tq, D]
+    if values is not None:
+        values["f"] = value_vectors(v, wo)
     return ctx @ wo + bo, probs, ctx
+
+
+def value_vectors(v: np.ndarray, wo: np.ndarray) -> np.ndarray:
+    """f_h(x_j) of Kobayashi et al. (EMNLP 2020), `# [H, Tk, D]`: key j's value in head h
+    (`v` = its heads' values `# [H, Tk, dk]`, value bias included) sent through head h's rows of
+    the output projection (`wo` as [in = H·dk, out = D] for x @ W; no output bias). Then the
+    attention sub-layer's output is Σ_h Σ_j α_hij f_h(x_j) + b_O."""
+    h, _, dk = v.shape
+    return v @ wo.reshape(h, dk, wo.shape[1])
+
+
+def value_norms(probs: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """‖α_hij f_h(x_j)‖ = α_hij ‖f_h(x_j)‖ `# [H, Tq, Tk]` (α ≥ 0)."""
+    return probs * np.linalg.norm(f, axis=-1)[:, None, :]
+
+
+def recompose(probs: np.ndarray, f: np.ndarray, bias) -> np.ndarray:
+    """Σ_h Σ_j α_hij f_h(x_j) + b_O `# [Tq, D]`: what the sub-layer's output must equal."""
+    out = np.einsum("hij,hjd->id", probs, f)
+    return out if bias is None else out + bias
 
 
 def attention_block(kind: str, layer: int, probs: np.ndarray) -> dict:
@@ -200,8 +223,11 @@ class Bert:
         # torch Linear stores weight [out, in]
         return self.w[name + ".weight"].T, self.w[name + ".bias"]
 
-    def forward(self, text: str, trace_layer: int | None = None) -> dict:
-        """trace_layer: also return that layer's attention block stages under "block"."""
+    def forward(self, text: str, trace_layer: int | None = None, values: bool = False) -> dict:
+        """trace_layer: also return that layer's attention block stages under "block".
+        values: also return, per layer, the value decomposition under "values" (a list of
+        {"f": f_h(x_j) [H, T, D], "norms": ‖α f‖ [H, T, T], "output": the attention sub-layer's
+        output before the residual [T, D], "bias": b_O})."""
         enc = self.tok.encode(text)
         ids = np.array(enc.ids, dtype=np.int64)
         truncated = len(enc.overflowing) > 0
@@ -211,14 +237,17 @@ class Bert:
              + w["embeddings.position_embeddings.weight"][:t]
              + w["embeddings.token_type_embeddings.weight"][0])
         x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
-        attentions = []
+        attentions, decomposed = [], []
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
             wq, bq = self.lin(p + "attention.self.query")
             wk, bk = self.lin(p + "attention.self.key")
             wv, bv = self.lin(p + "attention.self.value")
             wo, bo = self.lin(p + "attention.output.dense")
-            a, probs, ctx = multi_head_attention(x, x, wq, bq, wk, bk, wv, bv, wo, bo, self.heads)
+            vals = {} if values else None
+            a, probs, ctx = multi_head_attention(x, x, wq, bq, wk, bk, wv, bv, wo, bo, self.heads, vals)
+            if values:
+                decomposed.append({"f": vals["f"], "norms": value_norms(probs, vals["f"]), "output": a, "bias": bo})
             x_in = x
             x = layer_norm(x + a, w[p + "attention.output.LayerNorm.weight"],
                            w[p + "attention.output.LayerNorm.bias"], self.eps)
@@ -242,6 +271,8 @@ class Bert:
         }
         if trace_layer is not None:
             out["block"] = block
+        if values:
+            out["values"] = decomposed
         return out
 
 
@@ -290,13 +321,17 @@ class Marian:
         j = raw.rfind(b"\n", 0, i)
         return raw[j + 1 if j >= 0 else i:].decode("utf-8", "replace")
 
-    def _attn(self, prefix, q_in, kv_in):
+    def _attn(self, prefix, q_in, kv_in, values=None):
+        """values: a dict that receives "f" (f_h(x_j) [H, Tk, D]), "output" (the sub-layer's
+        output before the residual [Tq, D]) and "bias" (b_O)."""
         w = self.w
         out, probs, _ = multi_head_attention(
             q_in, kv_in,
             w[prefix + "_Wq"], w[prefix + "_bq"][0], w[prefix + "_Wk"], w[prefix + "_bk"][0],
             w[prefix + "_Wv"], w[prefix + "_bv"][0], w[prefix + "_Wo"], w[prefix + "_bo"][0],
-            self.heads)
+            self.heads, values)
+        if values is not None:
+            values["output"], values["bias"] = out, w[prefix + "_bo"][0]
         x = layer_norm(q_in + out, w[prefix + "_Wo_ln_scale"][0], w[prefix + "_Wo_ln_bias"][0], self.EPS)
         return x, probs
 
@@ -305,12 +340,17 @@ class Marian:
         h = relu(x @ w[prefix + "_W1"] + w[prefix + "_b1"][0]) @ w[prefix + "_W2"] + w[prefix + "_b2"][0]
         return layer_norm(x + h, w[prefix + "_ffn_ln_scale"][0], w[prefix + "_ffn_ln_bias"][0], self.EPS)
 
-    def encode(self, ids):
+    def encode(self, ids, values: list | None = None):
+        """values: a list that receives, per layer, the decomposition (see `Bert.forward`)."""
         t = len(ids)
         x = self.emb[np.asarray(ids)] * math.sqrt(self.dim) + sinusoidal_positions(t, self.dim, dtype=self.dtype)
         attns = []
         for i in range(1, self.enc_layers + 1):
-            x, probs = self._attn(f"encoder_l{i}_self", x, x)
+            vals = {} if values is not None else None
+            x, probs = self._attn(f"encoder_l{i}_self", x, x, vals)
+            if values is not None:
+                vals["norms"] = value_norms(probs, vals["f"])
+                values.append(vals)
             x = self._ffn(f"encoder_l{i}_ffn", x)
             attns.append(probs)
         return x, attns
@@ -318,7 +358,10 @@ class Marian:
     def max_target_len(self, src_len: int) -> int:
         return max(math.ceil(self.MAX_LENGTH_FACTOR * src_len), 4)
 
-    def forward(self, text: str, max_target_len: int | None = None) -> dict:
+    def forward(self, text: str, max_target_len: int | None = None, values: bool = False) -> dict:
+        """values: also return the value decompositions, "encoder_values" and "cross_values"
+        (per layer, as in `Bert.forward`; the cross-attention's f is the encoder memory through
+        the layer's context Wv / Wo, its "output" stacks every decoding step's [Tt, D])."""
         enc = self.tok.encode(text, add_special_tokens=False)
         ids = list(enc.ids)
         tokens = list(enc.tokens)
@@ -327,12 +370,14 @@ class Marian:
             ids, tokens, truncated = ids[:self.MAX_SOURCE_TOKENS - 1], tokens[:self.MAX_SOURCE_TOKENS - 1], True
         ids.append(self.EOS)
         tokens.append(self.tok.id_to_token(self.EOS))
-        memory, enc_attn = self.encode(ids)
+        enc_values = [] if values else None
+        memory, enc_attn = self.encode(ids, enc_values)
         w = self.w
         if max_target_len is None:
             max_target_len = self.max_target_len(len(ids))
         cells = [np.zeros(self.dim, self.dtype) for _ in range(self.dec_layers)]
         cross_rows = [[] for _ in range(self.dec_layers)]  # per layer: list of [H, Tk]
+        cross_vals = [{"outputs": []} for _ in range(self.dec_layers)]
         out_ids: list[int] = []
         prev_emb = np.zeros(self.dim, self.dtype)  # first decoder input: zero vector (not an embedding)
         stop_reason = "max_length"
@@ -345,8 +390,12 @@ class Marian:
                 cells[li] = f * cells[li] + (1.0 - f) * (x[0] @ w[p + "_rnn_W"])
                 x = layer_norm(x + relu(cells[li]), w[p + "_rnn_ffn_ln_scale"][0],
                                w[p + "_rnn_ffn_ln_bias"][0], self.EPS)
-                x, probs = self._attn(p + "_context", x, memory)
+                vals = {} if values else None
+                x, probs = self._attn(p + "_context", x, memory, vals)
                 cross_rows[li].append(probs[:, 0, :])
+                if values:  # f depends on the memory only: the same at every step
+                    cross_vals[li].update(f=vals["f"], bias=vals["bias"])
+                    cross_vals[li]["outputs"].append(vals["output"][0])
                 x = self._ffn(p + "_ffn", x)
             logits = x[0] @ self.emb.T + w["decoder_ff_logit_out_b"][0]
             nxt = int(np.argmax(logits))
@@ -357,7 +406,7 @@ class Marian:
             prev_emb = self.emb[nxt]
         cross = [np.stack(rows, axis=1) for rows in cross_rows]  # [H, Tt, Ts]
         text_ids = [i for i in out_ids if i != self.EOS]
-        return {
+        result = {
             "ids": ids,
             "tokens": tokens,
             "target_ids": out_ids,
@@ -368,6 +417,12 @@ class Marian:
             "encoder_attentions": enc_attn,
             "cross_attentions": cross,
         }
+        if values:
+            result["encoder_values"] = enc_values
+            result["cross_values"] = [
+                {"f": v["f"], "norms": value_norms(a, v["f"]), "output": np.stack(v.pop("outputs")), "bias": v["bias"]}
+                for v, a in zip(cross_vals, cross)]
+        return result
 
 
 # ----------------------------------------------------------------------------- front door
@@ -399,20 +454,27 @@ def load(model_dir: str, dtype=np.float64):
     raise ValueError(f"unsupported model folder {model_dir}")
 
 
-def attend(model_dir: str, text: str, dtype=np.float64) -> dict:
-    """Same schema as `attnviz attend --format json`."""
+def attend(model_dir: str, text: str, dtype=np.float64, measure: str = "weight", raw: bool = False) -> dict:
+    """Same schema as `attnviz attend --format json [--measure value-norm]`: measure="value-norm"
+    adds "value_norms" blocks ‖α_ij f_h(x_j)‖ laid out like "attentions". raw=True also returns
+    the forward's numpy results under "_raw"."""
+    if measure not in ("weight", "value-norm"):
+        raise ValueError(f"unknown measure {measure!r}")
+    values = measure == "value-norm"
     m = load(os.path.abspath(model_dir), dtype)
     out = {"model": model_id(model_dir), "text": text}
     if isinstance(m, Bert):
-        r = m.forward(text)
+        r = m.forward(text, values=values)
         out["tokens"] = {"source": r["tokens"], "target": []}
         out["output_text"] = None
         out["truncated"] = r["truncated"]
         out["stop_reason"] = None
         out["attentions"] = [attention_block("encoder_self", i, p) for i, p in enumerate(r["attentions"])]
+        if values:
+            out["value_norms"] = [attention_block("encoder_self", i, v["norms"]) for i, v in enumerate(r["values"])]
         out["sentence_embedding"] = [float(v) for v in r["sentence_embedding"]]
     else:
-        r = m.forward(text)
+        r = m.forward(text, values=values)
         out["tokens"] = {"source": r["tokens"], "target": r["target_tokens"]}
         out["output_text"] = r["output_text"]
         out["truncated"] = r["truncated"]
@@ -420,6 +482,12 @@ def attend(model_dir: str, text: str, dtype=np.float64) -> dict:
         out["attentions"] = (
             [attention_block("encoder_self", i, p) for i, p in enumerate(r["encoder_attentions"])]
             + [attention_block("cross", i, p) for i, p in enumerate(r["cross_attentions"])])
+        if values:
+            out["value_norms"] = (
+                [attention_block("encoder_self", i, v["norms"]) for i, v in enumerate(r["encoder_values"])]
+                + [attention_block("cross", i, v["norms"]) for i, v in enumerate(r["cross_values"])])
+    if raw:
+        out["_raw"] = r
     return out
 
 
@@ -428,9 +496,11 @@ def main(argv=None) -> int:
     ap.add_argument("--model", required=True, help="model folder (models/minilm, models/en-pt)")
     ap.add_argument("--text", required=True)
     ap.add_argument("--float32", action="store_true", help="compute in float32 instead of float64")
+    ap.add_argument("--measure", choices=["weight", "value-norm"], default="weight",
+                    help="value-norm: also print value_norms blocks ‖α_ij f_h(x_j)‖")
     args = ap.parse_args(argv)
     try:
-        out = attend(args.model, args.text, np.float32 if args.float32 else np.float64)
+        out = attend(args.model, args.text, np.float32 if args.float32 else np.float64, args.measure)
     except (OSError, ValueError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

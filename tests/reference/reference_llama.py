@@ -30,7 +30,7 @@ import regex
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from reference import attention_block, model_id, softmax  # noqa: E402
+from reference import attention_block, model_id, softmax, value_norms, value_vectors  # noqa: E402
 
 MAX_POSITIONS = 256  # the viewer's cap on prompt + generated tokens (a choice shared with the Rust side)
 TOP_K = 5
@@ -256,9 +256,12 @@ class Llama:
         self.out = self.w.get("output.weight", self.emb)  # tied when the file has no output.weight
         self.tied = "output.weight" not in self.w
 
-    def forward(self, ids, logits_from: int = 0):
+    def forward(self, ids, logits_from: int = 0, values: list | None = None):
         """Full causal pass. Returns (per-layer probabilities [H, T, T] with exact zeros above the
-        diagonal, logits [T - logits_from, V] for positions logits_from..T-1)."""
+        diagonal, logits [T - logits_from, V] for positions logits_from..T-1).
+        values: a list that receives, per layer, {"f": f_h(x_j) [H, T, D] (query head h's KV
+        head h // group, through head h's columns of attn_output), "norms": ‖α f‖ [H, T, T],
+        "output": the attention sub-layer's output before the residual [T, D], "bias": None}."""
         ids = np.asarray(ids, dtype=np.int64)
         t = len(ids)
         w, hd, H, Hkv = self.w, self.head_dim, self.heads, self.kv_heads
@@ -281,7 +284,11 @@ class Llama:
             probs = softmax(scores)
             probs[:, mask] = 0.0  # exp(-inf) is already 0; make it explicit
             ctx = (probs @ v[kv_of]).transpose(1, 0, 2).reshape(t, H * hd)
-            x = x + ctx @ w[p + "attn_output.weight"].T
+            a = ctx @ w[p + "attn_output.weight"].T
+            if values is not None:
+                f = value_vectors(v[kv_of], w[p + "attn_output.weight"].T)
+                values.append({"f": f, "norms": value_norms(probs, f), "output": a, "bias": None})
+            x = x + a
             h = rms_norm(x, w[p + "ffn_norm.weight"], self.eps)
             f = silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)
             x = x + f @ w[p + "ffn_down.weight"].T
@@ -294,7 +301,7 @@ class Llama:
         order = np.argsort(-probs, kind="stable")[:k]
         return [(int(j), float(probs[j])) for j in order]
 
-    def generate(self, text: str, n: int = 0) -> dict:
+    def generate(self, text: str, n: int = 0, values: bool = False) -> dict:
         """Greedy: each new token = argmax of the logits after a full re-run of the sequence.
         The result covers every position fed (prompt, then each generated token, the last one
         included), from one more full pass over the final sequence."""
@@ -312,7 +319,8 @@ class Llama:
             if nxt == self.tok.eos:
                 stop_reason = "eos"
                 break
-        attentions, logits = self.forward(ids, logits_from=len(prompt) - 1)
+        decomposed = [] if values else None
+        attentions, logits = self.forward(ids, logits_from=len(prompt) - 1, values=decomposed)
         probs = softmax(logits.astype(np.float64))  # [G + 1, V]: rows for positions P-1 .. T-1
         gen = ids[len(prompt):]
         return {
@@ -325,6 +333,7 @@ class Llama:
             "truncated": truncated,
             "attentions": attentions,
             "probs": probs,
+            **({"values": decomposed} if values else {}),
         }
 
 
@@ -333,11 +342,14 @@ def load(model_dir: str, dtype=np.float64, rope_pairs: str = "adjacent") -> Llam
     return Llama(gguf_path(os.path.abspath(model_dir)), dtype, rope_pairs)
 
 
-def attend(model_dir: str, text: str, generate: int = 0, dtype=np.float64, raw: bool = False) -> dict:
-    """Same schema as `attnviz attend --format json` for a llama model. raw=True also returns the
-    numpy results under "_raw" (probabilities as float64 arrays)."""
+def attend(model_dir: str, text: str, generate: int = 0, dtype=np.float64, raw: bool = False,
+           measure: str = "weight") -> dict:
+    """Same schema as `attnviz attend --format json [--measure value-norm]` for a llama model.
+    raw=True also returns the numpy results under "_raw" (probabilities as float64 arrays)."""
+    if measure not in ("weight", "value-norm"):
+        raise ValueError(f"unknown measure {measure!r}")
     m = load(model_dir, dtype)
-    r = m.generate(text, generate)
+    r = m.generate(text, generate, values=measure == "value-norm")
     p = r["prompt_len"]
 
     def entries(row):
@@ -351,6 +363,8 @@ def attend(model_dir: str, text: str, generate: int = 0, dtype=np.float64, raw: 
         "truncated": r["truncated"],
         "stop_reason": r["stop_reason"],
         "attentions": [attention_block("decoder_self", i, a) for i, a in enumerate(r["attentions"])],
+        **({"value_norms": [attention_block("decoder_self", i, v["norms"]) for i, v in enumerate(r["values"])]}
+           if measure == "value-norm" else {}),
         "generation": {
             "prompt_len": p,
             "token_ids": r["ids"],
@@ -371,9 +385,12 @@ def main(argv=None) -> int:
     ap.add_argument("--text", required=True)
     ap.add_argument("--generate", type=int, default=0, help="greedy continuation length")
     ap.add_argument("--float32", action="store_true", help="compute in float32 instead of float64")
+    ap.add_argument("--measure", choices=["weight", "value-norm"], default="weight",
+                    help="value-norm: also print value_norms blocks ‖α_ij f_h(x_j)‖")
     args = ap.parse_args(argv)
     try:
-        out = attend(args.model, args.text, args.generate, np.float32 if args.float32 else np.float64)
+        out = attend(args.model, args.text, args.generate, np.float32 if args.float32 else np.float64,
+                     measure=args.measure)
     except (OSError, ValueError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ pub struct Checker {
     attend: boon::SchemaIndex,
     step: boon::SchemaIndex,
     positions: boon::SchemaIndex,
+    heads: boon::SchemaIndex,
 }
 
 fn len(v: &Value, key: &str) -> usize {
@@ -39,7 +40,8 @@ impl Checker {
         let attend = compiler.compile(URL, &mut schemas).unwrap_or_else(|e| panic!("schema does not compile: {e:#}"));
         let step = compiler.compile(&format!("{URL}#/$defs/step"), &mut schemas).unwrap_or_else(|e| panic!("step schema does not compile: {e:#}"));
         let positions = compiler.compile(&format!("{URL}#/$defs/positions"), &mut schemas).unwrap_or_else(|e| panic!("positions schema does not compile: {e:#}"));
-        Checker { schemas, attend, step, positions }
+        let heads = compiler.compile(&format!("{URL}#/$defs/heads"), &mut schemas).unwrap_or_else(|e| panic!("heads schema does not compile: {e:#}"));
+        Checker { schemas, attend, step, positions, heads }
     }
 
     fn validate(&self, v: &Value, index: boon::SchemaIndex) -> Result<(), String> {
@@ -76,7 +78,23 @@ impl Checker {
             };
             expect((q, k) == (want_q, want_k), || format!("{at}: {q}×{k} attention for {ts} source and {tt} target tokens"))?;
         }
+        // Value norms, when present, mirror the attention blocks one for one.
+        if let Some(norms) = v["value_norms"].as_array() {
+            let maps = v["attentions"].as_array().map_or(&[][..], Vec::as_slice);
+            expect(norms.len() == maps.len(), || format!("{} value-norm blocks for {} attention blocks", norms.len(), maps.len()))?;
+            for (n, a) in norms.iter().zip(maps) {
+                let same = ["kind", "layer", "heads", "query_len", "key_len", "shape"].iter().all(|k| n[k] == a[k]) && len(n, "data") == len(a, "data");
+                expect(same, || format!("value norms of {} layer {} are not laid out like its attention", a["kind"], a["layer"]))?;
+                expect(n["data"].as_array().is_some_and(|d| d.iter().all(|x| x.as_f64().is_some_and(|x| x >= 0.0))), || "a value norm is negative".into())?;
+            }
+        }
         Ok(())
+    }
+
+    /// A `heads` result: the schema.
+    #[allow(dead_code)] // used by tests/schema.rs, not by tests/wasm.rs
+    pub fn heads(&self, v: &Value) -> Result<(), String> {
+        self.validate(v, self.heads)
     }
 
     /// A `step` result: the schema, then every array's length.

@@ -1,5 +1,7 @@
 // Positions view: the vectors the model adds to each token's embedding to say where it stands.
-// The translator (Marian) adds a fixed sinusoid; BERT adds rows of a learned table. The numbers
+// The translator (Marian) adds a fixed sinusoid; BERT adds rows of a learned table; Llama adds
+// nothing and rotates queries and keys instead (the table then holds the rotations' cos and sin,
+// cos(p·θᵢ) in the first d_k/2 columns, sin(p·θᵢ) in the rest). The numbers
 // are the model's own (input.positions = AttnModel.positions(count): { kind, positions, dims,
 // data [positions × dims] }), drawn by plotters-canvas in the wasm (drawPositionsChart,
 // input.charts = the main-thread wasm module) as a heatmap of position × dimension above a line
@@ -25,7 +27,7 @@ export function lineDims(t) {
 }
 
 function lineDimsOf(t) {
-  if (t.kind === 'sinusoidal') {
+  if (t.kind === 'sinusoidal' || t.kind === 'rotary') {
     const half = Math.floor(t.dims / 2);
     return [...new Set([0, Math.floor(half / 8), Math.floor(half / 4), half])].filter((d) => d < t.dims);
   }
@@ -57,13 +59,28 @@ export function paperNote(t) {
       `Marian lays it out differently: dims 0–${t.dims / 2 - 1} are the sines and dims ${t.dims / 2}–${t.dims - 1} the cosines of the same angles (the paper interleaves them), and dim i’s frequency is 10000^(−i/(d/2−1)) rather than 10000^(−2i/d).`
     );
   }
+  if (t.kind === 'rotary') {
+    const last = t.dims / 2 - 1;
+    return (
+      'This model adds no position vector, neither the paper’s fixed sinusoid PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(…) nor a learned table: ' +
+      'rotary positions (RoPE, Su et al. 2021) rotate each pair of query and key dimensions by the angle p·θᵢ, θᵢ = base^(−2i/d_k), the same frequencies as the paper’s, so q·k depends on how far apart two tokens are. ' +
+      `Shown for one head (d_k = ${t.dims}): cos(p·θᵢ) in dims 0–${last} and sin(p·θᵢ) in dims ${last + 1}–${t.dims - 1}; the fastest pair turns every ${period(t, 0).toFixed(1)} positions, the slowest every ${Math.round(period(t, last)).toLocaleString('en')}.`
+    );
+  }
   return (
     'BERT does not compute its positions: row p of its learned position_embeddings table, trained with the rest of the model, is added to the token at position p. ' +
     'The paper’s fixed sinusoid, PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(…), is not used.'
   );
 }
 
-const kindTitle = (t) => (t.kind === 'sinusoidal' ? 'sinusoidal, computed' : 'learned weights');
+const KIND_TITLE = { sinusoidal: 'sinusoidal, computed', learned: 'learned weights', rotary: 'rotary (RoPE) angles, computed' };
+const kindTitle = (t) => KIND_TITLE[t.kind] || t.kind;
+
+/** What dim d of a computed table is: 'sin' or 'cos' (Marian: sines first; rotary: cosines first). */
+function waveOf(t, d) {
+  const first = d < t.dims / 2;
+  return t.kind === 'rotary' ? (first ? 'cos' : 'sin') : first ? 'sin' : 'cos';
+}
 
 function layout(ctx, input, width) {
   const t = input.positions;
@@ -178,12 +195,11 @@ export function* draw(ctx, input, state, theme, width, height) {
   const scaleText = `heatmap: blue ≤ −${m} · white 0 · red ≥ +${m}   lines:`;
   ctx.fillText(scaleText, x, y);
   x += ctx.measureText(scaleText).width + 10;
-  const half = Math.floor(t.dims / 2);
   dims.forEach((d, i) => {
     ctx.fillStyle = headColor(i);
     ctx.fillRect(x, y - 2, 14, 4);
     ctx.fillStyle = theme.fg;
-    const label = t.kind === 'sinusoidal' ? `dim ${d} (${d < half ? 'sin' : 'cos'}, period ${period(t, d).toFixed(1)})` : `dim ${d}`;
+    const label = t.kind === 'learned' ? `dim ${d}` : `dim ${d} (${waveOf(t, d)}, period ${period(t, d).toFixed(1)})`;
     ctx.fillText(label, x + 18, y);
     x += 24 + ctx.measureText(label).width;
   });
@@ -206,10 +222,12 @@ export function* draw(ctx, input, state, theme, width, height) {
   return { width, height, heat, lines, lo: c.geom.lo, hi: c.geom.hi, positions: t.positions, dims: t.dims, lineDims: dims, table: t };
 }
 
-/** Period in positions of dim d of Marian's sinusoid (2π / its frequency). */
+/** Period in positions of dim d of a computed table (2π / its frequency): Marian's sinusoid has
+ *  frequency 10000^(−i/(d/2−1)); a rotary pair's angle θᵢ is read off position 1 (cos θ, sin θ). */
 function period(t, d) {
   const half = t.dims / 2;
   const i = d % half;
+  if (t.kind === 'rotary' && t.positions > 1) return (2 * Math.PI) / Math.atan2(t.data[t.dims + half + i], t.data[t.dims + i]);
   return (2 * Math.PI) / Math.exp((-Math.log(10000) / Math.max(1, half - 1)) * i);
 }
 
@@ -241,12 +259,13 @@ export function hoverText(input, state, hit) {
   const t = input.positions;
   if (!t || !hit || !(hit.position < t.positions && hit.dim < t.dims)) return '';
   const v = t.data[hit.position * t.dims + hit.dim];
-  const what = t.kind === 'sinusoidal' ? ` (${hit.dim < t.dims / 2 ? 'sin' : 'cos'}, period ${period(t, hit.dim).toFixed(1)} positions)` : ' (learned)';
+  const what = t.kind === 'learned' ? ' (learned)' : ` (${waveOf(t, hit.dim)}, period ${period(t, hit.dim).toFixed(1)} positions)`;
   return `position ${hit.position} · dim ${hit.dim} = ${v.toPrecision(6)}${what}`;
 }
 
 export function describe(input) {
   const t = input.positions;
   if (!t) return 'Positions view: loading the position table';
+  if (t.kind === 'rotary') return `Positions view: the rotary angles this model applies to queries and keys, ${t.positions} positions × ${t.dims} dims, as a heatmap and as lines of ${lineDims(t).length} dims over position. ${paperNote(t)}`;
   return `Positions view: the ${t.kind} position vectors this model adds to its token embeddings, ${t.positions} positions × ${t.dims} dims, as a heatmap and as lines of ${lineDims(t).length} dims over position. ${paperNote(t)}`;
 }
