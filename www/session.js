@@ -469,6 +469,7 @@ export class Session {
     const max = (this.info && this.info.max_positions) || fed.length;
     if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
     else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
+    else if (G && r.truncated) stopText = `The prompt was cut to its first ${g.prompt_len} tokens, so that it and the ${G} generated fit in the model’s ${max} positions.`;
     const block = blockAt(this.shownResult(), 'decoder_self', s.layer);
     const sh = block ? sinkHeads(block) : null;
     const sink = sh && block.query_len > 2 ? `${SINK_NOTE} Here, in layer ${s.layer + 1}, ${sh.heads} of ${sh.of} heads put more than half their weight on the first token.` : SINK_NOTE;

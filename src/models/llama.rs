@@ -597,10 +597,13 @@ impl LlamaModel {
             }
         }
         let max = self.config.max_positions();
-        let truncated = enc.truncated || ids.len() > max;
-        ids.truncate(max);
-        tokens.truncate(max);
-        word_ids.truncate(max);
+        // A long prompt is cut to leave room for the tokens asked for (at least one position
+        // stays the prompt's), so Generate always continues.
+        let room = max - options.max_new_tokens.min(max - 1);
+        let truncated = enc.truncated || ids.len() > room;
+        ids.truncate(room);
+        tokens.truncate(room);
+        word_ids.truncate(room);
         if ids.is_empty() {
             return Err(Error::InvalidInput("the text is empty: type something for the model to continue".into()));
         }
