@@ -62,6 +62,9 @@ fn greedy_continuation_names_paris_and_kv_cache_equals_full_rerun() {
     let g = a.output.generation.as_ref().unwrap();
     assert_eq!(a.output.target_tokens.first().map(String::as_str), Some("ĠParis"));
     assert!(a.output.output_text.as_deref().unwrap().starts_with(" Paris"));
+    // The continuation's words go on from the prompt's: " Paris" is word 5, "." word 6.
+    assert_eq!(a.output.source_word_ids.last(), Some(&Some(4)));
+    assert_eq!(&a.output.target_word_ids[..2], &[Some(5), Some(6)]);
     assert_eq!((g.steps.len(), g.token_ids.len(), a.output.stop_reason), (8, 13, Some(StopReason::MaxLength)));
     for (i, s) in g.steps.iter().enumerate() {
         assert_eq!((s.position, s.id), (4 + i, g.token_ids[5 + i]));
