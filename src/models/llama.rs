@@ -461,7 +461,7 @@ fn continue_word_ids(prompt_words: &[Option<u32>], prompt: &[String], tokens: &[
                 last = None;
                 return None;
             }
-            let opens = matches!(first, 'Ġ' | 'Ċ' | 'ĉ') || class(first) == Class::Digit || last.is_none_or(|(_, prev)| class(prev) != class(first));
+            let opens = matches!(first, 'Ġ' | 'Ċ' | 'ĉ') || class(first) == Class::Digit || !last.is_some_and(|(_, prev)| class(prev) == class(first));
             let word = match last {
                 Some((w, _)) if !opens => w,
                 _ => {
