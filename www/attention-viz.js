@@ -5,7 +5,8 @@
 //                  view="head" layer="4" editable></attention-viz>
 //
 // Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
-// step | positions), kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
+// step | positions), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
+// kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
 // editable (present: the reader can type), height (max height of the map in px); for a model that
 // generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
@@ -85,7 +86,7 @@ progress { width: 160px; }
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'editable', 'height', ...Object.values(GEN_ATTRS)];
+    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'editable', 'height', ...Object.values(GEN_ATTRS)];
   }
 
   constructor() {
@@ -233,6 +234,7 @@ class AttentionViz extends HTMLElement {
     }
     if (a('head') === 'mean') s.agg = 'mean';
     if (int('query') !== null) s.query = int('query');
+    if (a('measure') !== null || only === 'measure') s.measure = a('measure') === 'value-norm' ? 'value-norm' : 'raw';
     const gen = generationOptions(a, GEN_ATTRS, 1);
     for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
     if (!only || only === 'editable' || only === 'height' || only === 'text') {
@@ -288,7 +290,7 @@ class AttentionViz extends HTMLElement {
 
   showReadout() {
     const d = this.session.details();
-    const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}`).join(', ');
+    const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}${it.extra ? ` (${it.extra})` : ''}`).join(', ');
     this.$.readout.textContent = items ? `${d.title}: ${items}` : d.hint || '';
   }
 

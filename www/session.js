@@ -6,7 +6,7 @@
 // busy, errors), 'result' (a new forward to draw), 'state' (view state or step data changed),
 // 'hover' (a read-out under the pointer changed).
 
-import { blockAt, prefixResult, prepareLayer, resultShape, sinkHeads } from './analysis.js';
+import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
 import { Channel, init, loadModel } from './worker-client.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
@@ -40,6 +40,7 @@ const SINK_NOTE = 'Most heads of a causal model put most of their weight on the 
 function filterNotes(s) {
   const ctl = viewFor(s.view).controls;
   const notes = [];
+  if (s.measure === 'value-norm' && ctl.measure) notes.push(VALUE_NORM_NOTE);
   if (s.hideSpecial) notes.push('Special tokens are hidden and each row is renormalised to sum to 1.');
   if (s.merge) notes.push('Sub-word pieces are merged into words: weights to a word are summed over its pieces (keys), and a word’s row is the average of its pieces’ rows (queries).');
   if (s.threshold > 0 && ctl.threshold) notes.push(`Lines with weight below ${s.threshold.toFixed(2)} are hidden.`);
@@ -195,6 +196,7 @@ export class Session {
     this.attendQueued = false;
     const { model, text } = this.state;
     const gen = this.genParams();
+    const valueNorms = this.state.measure === 'value-norm';
     const busyTimer = setTimeout(() => {
       this.busy = true;
       this.emit('status');
@@ -203,13 +205,13 @@ export class Session {
     let ans = null;
     let err = null;
     try {
-      ans = await this.channel.attend(model, text, gen);
+      ans = await this.channel.attend(model, text, gen, valueNorms);
     } catch (e) {
       err = e;
     }
     clearTimeout(busyTimer);
     this.attendInFlight = false;
-    if (this.attendQueued || model !== this.state.model || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams())) {
+    if (this.attendQueued || model !== this.state.model || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams()) || valueNorms !== (this.state.measure === 'value-norm')) {
       this.compute();
       return;
     }
@@ -225,7 +227,7 @@ export class Session {
     this.error = null;
     this.phase = 'ready';
     this.result = ans.result;
-    this.resultFor = { model, text, gen };
+    this.resultFor = { model, text, gen, valueNorms };
     this.shape = resultShape(this.result);
     this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;
     this.state = clampToResult(this.state, this.shape);
@@ -338,7 +340,13 @@ export class Session {
     this.hoverText = null;
     if (viewFor(this.state.view).needsStep) this.ensureStep();
     if (viewFor(this.state.view).needsPositions) this.ensurePositions();
+    if (this.needsNorms()) this.compute();
     this.emit('state');
+  }
+
+  /** The value-weighted measure is chosen but the drawn result has no value norms yet. */
+  needsNorms() {
+    return this.state.measure === 'value-norm' && !!this.result && !this.result.value_norms;
   }
 
   /** The status line while a model loads: its download size the first time (then it is kept). */
@@ -434,11 +442,14 @@ export class Session {
     return { query: row, pin: { side: 'q', index: row } };
   }
 
-  /** The result the views draw: for a scrubbed generation, its first prompt_len + step positions. */
+  /** The result the views draw: for a scrubbed generation, its first prompt_len + step positions;
+   *  under the value-weighted measure, the row-normalised value norms (analysis.js measuredResult). */
   shownResult() {
     const r = this.result;
-    if (!r || !r.generation || this.state.gstep === null || this.state.gstep === undefined) return r;
-    return prefixResult(r, r.generation.prompt_len + this.genStep());
+    // The step view (q, k, scores) and the positions view draw no weights: always raw.
+    const measure = viewFor(this.state.view).controls.measure ? this.state.measure : 'raw';
+    if (!r || !r.generation || this.state.gstep === null || this.state.gstep === undefined) return measuredResult(r, measure);
+    return measuredResult(prefixResult(r, r.generation.prompt_len + this.genStep()), measure);
   }
 
   /**
@@ -469,7 +480,8 @@ export class Session {
     const max = (this.info && this.info.max_positions) || fed.length;
     if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
     else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
-    const block = blockAt(this.shownResult(), 'decoder_self', s.layer);
+    const shown = this.shownResult();
+    const block = blockAt(shown.weightsResult || shown, 'decoder_self', s.layer);
     const sh = block ? sinkHeads(block) : null;
     const sink = sh && block.query_len > 2 ? `${SINK_NOTE} Here, in layer ${s.layer + 1}, ${sh.heads} of ${sh.of} heads put more than half their weight on the first token.` : SINK_NOTE;
     return { ...base, tokens, step, steps: G, chosen, stepText, topTitle, top, stopText, sink };

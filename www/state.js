@@ -1,6 +1,7 @@
 // View state and its URL-hash encoding (permalinks). Pure: no DOM access except through the
 // arguments given.
 
+import { MEASURES } from './analysis.js';
 import { VIEW_IDS, viewAvailable, viewFor } from './views/index.js';
 
 export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
@@ -71,6 +72,7 @@ export function defaultState() {
     topK: 0, // sample among the k most likely tokens (0 = all)
     seed: 0, // the sampler's seed
     gstep: null, // the scrubbed generation step (0-based), or null: after the last token
+    measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
   };
 }
 
@@ -106,6 +108,7 @@ export function encodeState(s) {
   if (s.topK) p.set('tk', String(s.topK));
   if (s.seed) p.set('sd', String(s.seed));
   if (s.gstep !== null && s.gstep !== undefined) p.set('gs', String(s.gstep));
+  if (s.measure && s.measure !== d.measure) p.set('ms', s.measure);
   return p.toString();
 }
 
@@ -141,6 +144,7 @@ export function decodeState(hash, base = defaultState()) {
   if (p.has('s')) s.step = clampInt(p.get('s'), 0, 100000, 0);
   const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
   s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
+  s.measure = MEASURES.includes(p.get('ms')) ? p.get('ms') : 'raw';
   Object.assign(s, generationOptions((k) => p.get(k), { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' }, 0));
   return s;
 }

@@ -115,9 +115,10 @@ export class Channel {
     this.name = `${name || 'c'}${++channelCount}`;
   }
 
-  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (worker.js). */
-  attend(model, text, gen = null) {
-    return request({ type: 'attend', channel: this.name, model, text, gen });
+  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (worker.js);
+   *  valueNorms: also the value-weighted norms (result.value_norms). */
+  attend(model, text, gen = null, valueNorms = false) {
+    return request({ type: 'attend', channel: this.name, model, text, gen, valueNorms: !!valueNorms });
   }
 
   /** → { step } or { superseded: true } (gen as for attend) */

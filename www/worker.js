@@ -4,7 +4,8 @@
 //   → { id, channel, type: 'init', base }              ← { id, type: 'init', build, supported, models }
 //   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
 //                                                       ← { id, type: 'loaded', info }
-//   → { id, channel, type: 'attend', model, text, gen } ← { id, type: 'result', result, ms }
+//   → { id, channel, type: 'attend', model, text, gen, valueNorms } ← { id, type: 'result', result, ms }
+//     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions)
 //   → { id, channel, type: 'step', model, text, kind, layer, head, gen } ← { id, type: 'step', step }
 // gen: null (the text alone), or { n, temperature, top_k, seed } for a model whose info says
 // generates: true — continue the text n tokens (temperature 0: greedy; top_k 0: all tokens).
@@ -102,7 +103,9 @@ async function handle(msg) {
       case 'attend': {
         const m = await ensureModel(msg.model, msg.id);
         const t0 = performance.now();
-        const result = guarded(() => m.model.attend(String(msg.text ?? ''), ...genArgs(m, msg.gen)));
+        const g = genArgs(m, msg.gen);
+        const args = msg.valueNorms ? [g[0], g[1], g[2], g[3], true] : g;
+        const result = guarded(() => m.model.attend(String(msg.text ?? ''), ...args));
         const ms = performance.now() - t0;
         self.postMessage({ id: msg.id, type: 'result', result, ms }, floatBuffers(result));
         break;

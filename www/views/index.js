@@ -20,7 +20,7 @@ const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.ind
  *   forceKind          — the kind it always shows (cross view)
  *   kindless           — it shows no attention, so no kind tabs (positions view)
  *   controls           — which shared controls are visible: layer, heads ('multi' | 'one'), agg,
- *                        query, step, threshold
+ *                        query, step, threshold, measure (the raw / value-weighted switch applies)
  *   needsStep          — it draws the step() internals of one head
  *   needsPositions     — it draws the model's position table (positions()) with the wasm charts
  *   hover(hit, s)      → { focus } (a transient highlight) or { text } (a side-panel read-out)
@@ -33,7 +33,7 @@ export const VIEWS = [
     label: 'Head view',
     module: head,
     kinds: null,
-    controls: { layer: true, heads: 'multi', agg: true, threshold: true },
+    controls: { layer: true, heads: 'multi', agg: true, threshold: true, measure: true },
     hover: (hit) => ({ focus: hit }),
     click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
     side(input, s, focus) {
@@ -52,7 +52,7 @@ export const VIEWS = [
     label: 'Model view',
     module: grid,
     kinds: null,
-    controls: {},
+    controls: { measure: true },
     hover: () => ({}),
     click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head' } : null),
   },
@@ -61,7 +61,7 @@ export const VIEWS = [
     label: 'Heatmap',
     module: heatmap,
     kinds: null,
-    controls: { layer: true, heads: 'one', agg: true },
+    controls: { layer: true, heads: 'one', agg: true, measure: true },
     hover: (hit, s, input) => ({ focus: hit, text: hit ? heatmap.hoverText(input, s, hit) : null }),
     click: () => null,
   },
@@ -71,7 +71,7 @@ export const VIEWS = [
     module: cross,
     kinds: ['cross'],
     forceKind: 'cross',
-    controls: { layer: true, heads: 'one', agg: true, step: true },
+    controls: { layer: true, heads: 'one', agg: true, step: true, measure: true },
     hover: () => ({}),
     click: (hit) => (hit ? { step: hit.step } : null),
   },
