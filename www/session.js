@@ -76,6 +76,7 @@ export class Session {
     this.hoverText = null; // transient: the read-out under the pointer (heatmap)
     this.steps = new Map(); // stepKey → step() internals, least recently used first
     this.positionTables = new Map(); // model id → its positions() table (the positions view)
+    this.headScores = new Map(); // headsKey → heads() answer (the head overview), least recently used first
     this.loadSeq = 0;
     this.attendInFlight = false;
     this.attendQueued = false;
@@ -238,6 +239,7 @@ export class Session {
     this.inputTimes.clear();
     if (viewFor(this.state.view).needsStep) await this.ensureStep();
     if (viewFor(this.state.view).needsPositions) await this.ensurePositions();
+    if (viewFor(this.state.view).needsHeads) await this.ensureHeads();
     this.emit('result');
   }
 
@@ -315,6 +317,32 @@ export class Session {
     if (this.resultFor && this.resultFor.model === model) this.emit('state');
   }
 
+  /** The head-scores cache key: what heads() depends on (not the measure: scores are of α). */
+  headsKey() {
+    const r = this.resultFor;
+    return JSON.stringify([r && r.model, r && r.text, r && r.gen]);
+  }
+
+  /** The head overview's data: heads() of the drawn model, text and generation; emits 'state'. */
+  async ensureHeads() {
+    if (!this.resultFor) return;
+    const key = this.headsKey();
+    if (this.headScores.has(key)) return;
+    const { model, text, gen } = this.resultFor;
+    let ans;
+    try {
+      ans = await this.channel.heads(model, text, gen);
+    } catch (e) {
+      this.error = `head overview: ${e.message}`;
+      this.emit('status');
+      return;
+    }
+    if (ans.superseded) return;
+    this.headScores.set(key, ans.heads);
+    while (this.headScores.size > STEP_CACHE_SIZE) this.headScores.delete(this.headScores.keys().next().value);
+    if (key === this.headsKey()) this.emit('state');
+  }
+
   /** What the views draw from. */
   input() {
     const needsPositions = viewFor(this.state.view).needsPositions;
@@ -324,6 +352,7 @@ export class Session {
       step: viewFor(this.state.view).needsStep ? this.stepData() : null,
       positions: needsPositions && this.resultFor ? this.positionTables.get(this.resultFor.model) || null : null,
       charts: needsPositions ? chartWasm() : null,
+      heads: viewFor(this.state.view).needsHeads ? this.headScores.get(this.headsKey()) || null : null,
     };
   }
 
@@ -340,6 +369,7 @@ export class Session {
     this.hoverText = null;
     if (viewFor(this.state.view).needsStep) this.ensureStep();
     if (viewFor(this.state.view).needsPositions) this.ensurePositions();
+    if (viewFor(this.state.view).needsHeads) this.ensureHeads();
     if (this.needsNorms()) this.compute();
     this.emit('state');
   }
@@ -544,7 +574,7 @@ export class Session {
     const r = viewFor(this.state.view).hover(hit, this.state, this.input());
     if ('focus' in r) {
       const f = r.focus || null;
-      const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col && f.panel === this.focus.panel);
+      const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col && f.panel === this.focus.panel && f.layer === this.focus.layer && f.head === this.focus.head);
       if (!same) {
         this.focus = f;
         this.emit('state');

@@ -3,6 +3,9 @@
 
 import { MEASURES } from './analysis.js';
 import { VIEW_IDS, viewAvailable, viewFor } from './views/index.js';
+import { SCORES } from './views/heads.js';
+
+const SCORE_KEYS = SCORES.map(([k]) => k);
 
 export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
 /** The most tokens a page or widget asks a model to generate. */
@@ -72,6 +75,7 @@ export function defaultState() {
     topK: 0, // sample among the k most likely tokens (0 = all)
     seed: 0, // the sampler's seed
     gstep: null, // the scrubbed generation step (0-based), or null: after the last token
+    sort: 'score', // head overview ranking: a score column, ".asc" appended for lowest first
     measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
   };
 }
@@ -109,6 +113,7 @@ export function encodeState(s) {
   if (s.seed) p.set('sd', String(s.seed));
   if (s.gstep !== null && s.gstep !== undefined) p.set('gs', String(s.gstep));
   if (s.measure && s.measure !== d.measure) p.set('ms', s.measure);
+  if (s.sort && s.sort !== d.sort) p.set('so', s.sort);
   return p.toString();
 }
 
@@ -145,6 +150,8 @@ export function decodeState(hash, base = defaultState()) {
   const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
   s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
   s.measure = MEASURES.includes(p.get('ms')) ? p.get('ms') : 'raw';
+  const so = /^([a-z]+)(\.asc)?$/.exec(p.get('so') || '');
+  s.sort = so && SCORE_KEYS.includes(so[1]) ? so[0] : 'score';
   Object.assign(s, generationOptions((k) => p.get(k), { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' }, 0));
   return s;
 }

@@ -126,6 +126,11 @@ export class Channel {
     return request({ type: 'step', channel: this.name, model, text, kind, layer, head, gen });
   }
 
+  /** → { heads } (every head's scores and label, src/heads.rs) or { superseded: true } (gen as for attend) */
+  heads(model, text, gen = null) {
+    return request({ type: 'heads', channel: this.name, model, text, gen });
+  }
+
   /** → { positions } (the model's position table, positions 0..count) or { superseded: true } */
   positions(model, count) {
     return request({ type: 'positions', channel: this.name, model, count });

@@ -11,6 +11,8 @@
 // generates: true — continue the text n tokens (temperature 0: greedy; top_k 0: all tokens).
 // The maps and step internals then cover every position fed: the prompt and each token generated.
 //   → { id, channel, type: 'positions', model, count } ← { id, type: 'positions', positions }
+//   → { id, channel, type: 'heads', model, text, gen } ← { id, type: 'heads', heads } (per-head scores
+//     and labels, src/heads.rs)
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
 //   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
@@ -114,6 +116,12 @@ async function handle(msg) {
         const m = await ensureModel(msg.model, msg.id);
         const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0, ...genArgs(m, msg.gen)));
         self.postMessage({ id: msg.id, type: 'step', step }, floatBuffers(step));
+        break;
+      }
+      case 'heads': {
+        const m = await ensureModel(msg.model, msg.id);
+        const heads = guarded(() => m.model.heads(String(msg.text ?? ''), ...genArgs(m, msg.gen)));
+        self.postMessage({ id: msg.id, type: 'heads', heads });
         break;
       }
       case 'positions': {

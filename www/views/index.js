@@ -6,6 +6,7 @@
 import * as cross from './cross.js';
 import * as grid from './grid.js';
 import * as head from './head.js';
+import * as heads from './heads.js';
 import * as heatmap from './heatmap.js';
 import * as positions from './positions.js';
 import * as step from './step.js';
@@ -23,6 +24,7 @@ const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.ind
  *                        query, step, threshold, measure (the raw / value-weighted switch applies)
  *   needsStep          — it draws the step() internals of one head
  *   needsPositions     — it draws the model's position table (positions()) with the wasm charts
+ *   needsHeads         — it draws the model's head scores (heads())
  *   hover(hit, s)      → { focus } (a transient highlight) or { text } (a side-panel read-out)
  *   click(hit, s)      → a state patch, or null
  *   side(input, s, focus) → { title, hint, items: [{ label, weight }] }
@@ -103,6 +105,16 @@ export const VIEWS = [
         items: [],
       };
     },
+  },
+  {
+    id: 'heads',
+    label: 'Head overview',
+    module: heads,
+    kinds: null,
+    needsHeads: true,
+    controls: {},
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? heads.hoverText(input, s, hit) : null }),
+    click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head', pin: null } : null),
   },
 ];
 
