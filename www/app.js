@@ -76,6 +76,9 @@ function main() {
   debug.positionsChart = () => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
   // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
   debug.headsGrid = () => (session.state.view === 'heads' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null);
+  // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
+  // the lines from the focused query, and the PCA behind them.
+  debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;

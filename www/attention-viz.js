@@ -5,7 +5,7 @@
 //                  view="head" layer="4" editable></attention-viz>
 //
 // Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
-// step | positions | heads), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
+// step | positions | heads | qk), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
 // kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
 // editable (present: the reader can type), height (max height of the map in px); for a model that
@@ -37,7 +37,7 @@ try {
   // configure() throws once the worker runs: a later configure call wins only before first use.
 }
 
-const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step', positions: 'positions', heads: 'heads' };
+const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step', positions: 'positions', heads: 'heads', qk: 'qk' };
 const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny', smollm2: 'smollm2-135m' };
 // State field → attribute, for the generation options.
 const GEN_ATTRS = { gen: 'generate', temperature: 'temperature', topK: 'top-k', seed: 'seed', gstep: 'generate-step' };

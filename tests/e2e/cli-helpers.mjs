@@ -14,9 +14,11 @@ function binary() {
   return bin;
 }
 
-/** `attnviz <args…> --format json` run in the repository, parsed. */
+/** `attnviz <args…> --format json` run in the repository, parsed (step and positions print JSON
+ *  without being asked). */
 export function cliJson(...args) {
-  const out = execFileSync(binary(), [...args, '--format', 'json'], { cwd: ROOT, maxBuffer: 256 << 20 });
+  const format = args[0] === 'step' || args[0] === 'positions' ? [] : ['--format', 'json'];
+  const out = execFileSync(binary(), [...args, ...format], { cwd: ROOT, maxBuffer: 256 << 20 });
   return JSON.parse(out.toString());
 }
 

@@ -9,6 +9,7 @@ import * as head from './head.js';
 import * as heads from './heads.js';
 import * as heatmap from './heatmap.js';
 import * as positions from './positions.js';
+import * as qk from './qk.js';
 import * as step from './step.js';
 
 const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.index;
@@ -115,6 +116,16 @@ export const VIEWS = [
     controls: {},
     hover: (hit, s, input) => ({ focus: hit, text: hit ? heads.hoverText(input, s, hit) : null }),
     click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head', pin: null } : null),
+  },
+  {
+    id: 'qk',
+    label: 'Query/key space',
+    module: qk,
+    kinds: null,
+    needsStep: true,
+    controls: { layer: true, heads: 'one' },
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? qk.hoverText(input, s, hit) : null }),
+    click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
   },
 ];
 
