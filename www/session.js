@@ -251,6 +251,21 @@ export class Session {
     this.pendingLatency = null;
   }
 
+  /**
+   * Ask the worker for a view's data: the answer, or null when it was superseded or failed (the
+   * status line then says `${what}: …`).
+   */
+  async askWorker(what, ask) {
+    try {
+      const ans = await ask();
+      return ans.superseded ? null : ans;
+    } catch (e) {
+      this.error = `${what}: ${e.message}`;
+      this.emit('status');
+      return null;
+    }
+  }
+
   /** The step cache key: everything the step internals depend on. */
   stepKey(s = this.state) {
     const r = this.resultFor;
@@ -273,15 +288,8 @@ export class Session {
       return;
     }
     const s = this.state;
-    let ans;
-    try {
-      ans = await this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head, this.resultFor.gen);
-    } catch (e) {
-      this.error = `step view: ${e.message}`;
-      this.emit('status');
-      return;
-    }
-    if (ans.superseded) return;
+    const ans = await this.askWorker('step view', () => this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head, this.resultFor.gen));
+    if (!ans) return;
     this.steps.set(key, ans.step);
     while (this.steps.size > STEP_CACHE_SIZE) this.steps.delete(this.steps.keys().next().value);
     if (key === this.stepKey()) this.emit('state');
@@ -304,15 +312,8 @@ export class Session {
     }
     const model = this.resultFor.model;
     if (this.positionTables.has(model)) return;
-    let ans;
-    try {
-      ans = await this.channel.positions(model, POSITIONS_SHOWN);
-    } catch (e) {
-      this.error = `positions view: ${e.message}`;
-      this.emit('status');
-      return;
-    }
-    if (ans.superseded) return;
+    const ans = await this.askWorker('positions view', () => this.channel.positions(model, POSITIONS_SHOWN));
+    if (!ans) return;
     this.positionTables.set(model, ans.positions);
     if (this.resultFor && this.resultFor.model === model) this.emit('state');
   }
@@ -329,15 +330,8 @@ export class Session {
     const key = this.headsKey();
     if (this.headScores.has(key)) return;
     const { model, text, gen } = this.resultFor;
-    let ans;
-    try {
-      ans = await this.channel.heads(model, text, gen);
-    } catch (e) {
-      this.error = `head overview: ${e.message}`;
-      this.emit('status');
-      return;
-    }
-    if (ans.superseded) return;
+    const ans = await this.askWorker('head overview', () => this.channel.heads(model, text, gen));
+    if (!ans) return;
     this.headScores.set(key, ans.heads);
     while (this.headScores.size > STEP_CACHE_SIZE) this.headScores.delete(this.headScores.keys().next().value);
     if (key === this.headsKey()) this.emit('state');

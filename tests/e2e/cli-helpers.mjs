@@ -55,3 +55,9 @@ export function canvasDigest(page, selector) {
     return `${c.width}x${c.height}:${h >>> 0}`;
   }, selector);
 }
+
+/** Wait until the page's pred(arg) holds and it has nothing left to draw. */
+export async function waitDrawn(page, pred, arg) {
+  await page.waitForFunction(pred, arg, { timeout: 60_000, polling: 100 });
+  await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: 30_000 });
+}

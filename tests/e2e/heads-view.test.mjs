@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
-import { canvasDigest, cliJson, watchLongTasks } from './cli-helpers.mjs';
+import { canvasDigest, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat, and the dog sat on the log.';
 const VIEW = 'canvas#view';
@@ -21,10 +21,6 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
 const cli = cliJson('heads', '--model', 'models/minilm', '--text', TEXT);
 const cliHead = (l, h) => cli.heads.find((x) => x.kind === 'encoder_self' && x.layer === l && x.head === h);
 
-async function waitDrawn(page, pred, arg) {
-  await page.waitForFunction(pred, arg, { timeout: 60_000, polling: 100 });
-  await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: 30_000 });
-}
 
 async function openHeads(extra = {}) {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, v: 'heads', ...extra }).toString();

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
-import { canvasDigest, cliAt, cliBlock, cliJson, watchLongTasks } from './cli-helpers.mjs';
+import { canvasDigest, cliAt, cliBlock, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat.';
 const LAYER = 1;
@@ -40,10 +40,6 @@ function want(h, i, j) {
 }
 
 const drawCount = (page) => page.evaluate(() => window.attnvizDebug.drawCount);
-async function waitDrawn(page, pred, arg) {
-  await page.waitForFunction(pred, arg, { timeout: 60_000, polling: 100 });
-  await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: 30_000 });
-}
 
 /** Hover heatmap cell (i, j); → the side panel's read-out once it names that cell. */
 async function hoverCell(page, i, j) {

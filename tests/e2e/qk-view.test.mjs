@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
-import { canvasDigest, cliJson, watchLongTasks } from './cli-helpers.mjs';
+import { canvasDigest, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat because it was warm.';
 const LAYER = 1;
@@ -52,10 +52,6 @@ function referencePca() {
 }
 const ref = referencePca();
 
-async function waitDrawn(page, pred, arg) {
-  await page.waitForFunction(pred, arg, { timeout: 60_000, polling: 100 });
-  await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: 30_000 });
-}
 
 test('page: every query and key is placed by the PCA of the CLI’s vectors; hover links to the partner and the top keys; click pins; keys change the head', async () => {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, v: 'qk', l: String(LAYER), h: String(HEAD) }).toString();
