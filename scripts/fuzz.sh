@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 runs=${1:?RUNS}; secs=${2:?SECONDS}; shift 2
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors marian_bin config_json manifest_json tokenizer_json)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors marian_bin config_json manifest_json tokenizer_json gguf)
 host=$(rustc -vV | sed -n 's/^host: //p')
 # What cargo-fuzz passes, minus its nightly-only flags; debug assertions and overflow checks make
 # a wrapped size a crash here (in the release wasm it would silently wrap).

@@ -7,32 +7,8 @@
 #[path = "support/fuzz_models.rs"]
 mod fuzz_models;
 
-use fuzz_models::{run, Outcome, Target};
-use std::cell::RefCell;
+use fuzz_models::{no_panic, run, Outcome, Target};
 use std::path::Path;
-use std::sync::Once;
-
-thread_local! {
-    static PANICKED: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// Runs `f`, failing with the message of any panic inside it, caught or not.
-fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            PANICKED.with(|p| *p.borrow_mut() = Some(info.to_string()));
-            default(info);
-        }));
-    });
-    PANICKED.with(|p| p.borrow_mut().take());
-    let out = f();
-    if let Some(message) = PANICKED.with(|p| p.borrow_mut().take()) {
-        panic!("{what}: panicked (in wasm this kills the module): {message}");
-    }
-    out
-}
 
 #[test]
 fn the_fuzzers_seeds_load_and_attend() {

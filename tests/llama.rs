@@ -125,9 +125,13 @@ fn errors_are_values() {
     let m = smollm2();
     assert!(m.attend("").is_err());
     let long = "word ".repeat(2000);
+    let a = m.attend(&long).unwrap();
+    assert!(a.output.truncated);
+    assert_eq!(a.output.source_tokens.len(), 256);
+    // Asked for 4 tokens, a long prompt leaves room for them.
     let a = m.attend_generating(&long, &greedy(4)).unwrap();
     assert!(a.output.truncated);
-    assert_eq!((a.output.source_tokens.len(), a.output.stop_reason), (256, Some(StopReason::MaxLength)));
+    assert_eq!((a.output.source_tokens.len(), a.output.target_tokens.len(), a.output.stop_reason), (252, 4, Some(StopReason::MaxLength)));
     assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 }).is_err());
     assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::DecoderSelf, layer: 30, head: 0 }).is_err());
 }

@@ -504,6 +504,7 @@ export class Session {
     const max = (this.info && this.info.max_positions) || fed.length;
     if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
     else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
+    else if (G && r.truncated) stopText = `The prompt was cut to its first ${g.prompt_len} tokens, so that it and the ${G} generated fit in the model’s ${max} positions.`;
     const shown = this.shownResult();
     const block = blockAt(shown.weightsResult || shown, 'decoder_self', s.layer);
     const sh = block ? sinkHeads(block) : null;

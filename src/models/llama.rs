@@ -77,6 +77,18 @@ impl LlamaConfig {
         // Every layer's maps for the longest input, as the viewer keeps them.
         let t = self.max_positions();
         super::check_attention_budget("this model", &[(self.num_hidden_layers, self.num_attention_heads, t, t)])?;
+        // And one forward's activations at that length (x, q, k, v, context: hidden_size wide;
+        // gate, up: intermediate_size wide), f32: a tiny file can declare an FFN whose
+        // activations a long text would make huge.
+        let (d, ffn) = (self.hidden_size as u64, self.intermediate_size as u64);
+        let bytes = d.checked_mul(5).zip(ffn.checked_mul(2)).and_then(|(a, b)| a.checked_add(b)).and_then(|w| w.checked_mul(4 * t as u64));
+        if !bytes.is_some_and(|b| b <= crate::limits::MEMORY_BUDGET_BYTES) {
+            let need = bytes.map_or_else(|| "too much to count".to_string(), crate::limits::human_bytes);
+            return Err(invalid_model(format!(
+                "llama config: hidden_size {d} and intermediate_size {ffn} need {need} of activations for {t} positions, more than {}",
+                crate::limits::budget()
+            )));
+        }
         Ok(self)
     }
 
@@ -91,20 +103,13 @@ impl LlamaConfig {
         }
         let size = |key: &str| -> Result<usize> { usize::try_from(g.u64(&format!("llama.{key}"))?).map_err(|_| invalid_model(format!("{}: llama.{key} is too large", g.file()))) };
         let heads = size("attention.head_count")?;
-        let hidden = size("embedding_length")?;
-        let head_dim = hidden.checked_div(heads).unwrap_or(0);
-        if let Ok(rot) = g.u64("llama.rope.dimension_count") {
-            if rot != head_dim as u64 {
-                return Err(Error::UnsupportedArchitecture(format!("rotary positions on {rot} of {head_dim} head dimensions (only full rotation)")));
-            }
-        }
         if g.metadata.contains_key("llama.rope.scaling.type") && g.str("llama.rope.scaling.type").unwrap_or("none") != "none" {
             return Err(Error::UnsupportedArchitecture("scaled rotary positions (llama.rope.scaling.type)".into()));
         }
         let id = |key: &str| g.u64(key).ok().and_then(|v| u32::try_from(v).ok());
         let eos_token_ids = [id("tokenizer.ggml.eos_token_id"), id("tokenizer.ggml.eot_token_id")].into_iter().flatten().collect();
-        LlamaConfig {
-            hidden_size: hidden,
+        let config = LlamaConfig {
+            hidden_size: size("embedding_length")?,
             intermediate_size: size("feed_forward_length")?,
             num_hidden_layers: size("block_count")?,
             num_attention_heads: heads,
@@ -118,7 +123,14 @@ impl LlamaConfig {
             bos_token_id: id("tokenizer.ggml.bos_token_id"),
             add_bos: g.metadata.get("tokenizer.ggml.add_bos_token").is_some_and(|v| *v == crate::weights::gguf::Value::Bool(true)),
         }
-        .check()
+        .check()?;
+        // After `check`: the head size is only meaningful once the head count is.
+        if let Ok(rot) = g.u64("llama.rope.dimension_count") {
+            if rot != config.head_dim() as u64 {
+                return Err(Error::UnsupportedArchitecture(format!("rotary positions on {rot} of {} head dimensions (only full rotation)", config.head_dim())));
+            }
+        }
+        Ok(config)
     }
 
     fn from_hf_json(bytes: &[u8]) -> Result<LlamaConfig> {
@@ -585,10 +597,13 @@ impl LlamaModel {
             }
         }
         let max = self.config.max_positions();
-        let truncated = enc.truncated || ids.len() > max;
-        ids.truncate(max);
-        tokens.truncate(max);
-        word_ids.truncate(max);
+        // A long prompt is cut to leave room for the tokens asked for (at least one position
+        // stays the prompt's), so Generate always continues.
+        let room = max - options.max_new_tokens.min(max - 1);
+        let truncated = enc.truncated || ids.len() > room;
+        ids.truncate(room);
+        tokens.truncate(room);
+        word_ids.truncate(room);
         if ids.is_empty() {
             return Err(Error::InvalidInput("the text is empty: type something for the model to continue".into()));
         }

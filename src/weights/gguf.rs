@@ -17,6 +17,13 @@ use std::sync::Arc;
 const MAX_ARRAY_DEPTH: usize = 3;
 /// Most dimensions a tensor may have (ggml's GGML_MAX_DIMS).
 const MAX_DIMS: usize = 4;
+/// Most tensors accepted (real files: a few hundred to a few thousand).
+pub const MAX_TENSORS: usize = 1 << 16;
+/// Most metadata values accepted, counting every array item (SmolLM2: 150k, mostly its
+/// vocabulary; the largest real vocabularies need under 1M). A value takes 32 bytes in memory
+/// but as little as 1 in the file: without this cap a 1 GiB file of u8 arrays would ask for
+/// 32 GiB.
+pub const MAX_METADATA_VALUES: usize = 1 << 21;
 
 /// A metadata value. Integers of every width are kept as i64/u64, floats as f64.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,6 +91,8 @@ pub struct Gguf {
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// Metadata values still accepted (see [`MAX_METADATA_VALUES`]).
+    values_left: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -161,6 +170,7 @@ impl<'a> Reader<'a> {
                     other => return Err(invalid_model(format!("GGUF metadata has an array of unknown type {other}"))),
                 };
                 let n = self.count(min, "array items")?;
+                self.values_left = self.values_left.checked_sub(n).ok_or_else(|| invalid_model(format!("GGUF metadata holds more than {MAX_METADATA_VALUES} values")))?;
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(self.value(item, depth + 1)?);
@@ -189,7 +199,7 @@ fn format_of(ggml_type: u32, name: &str) -> Result<BlockFormat> {
 /// Parses the header, metadata and tensor table, and checks that every tensor's bytes lie
 /// inside the file. Takes the bytes: tensors are read from them in place.
 pub fn read(bytes: Vec<u8>, file: &str) -> Result<Gguf> {
-    let mut r = Reader { bytes: &bytes, pos: 0 };
+    let mut r = Reader { bytes: &bytes, pos: 0, values_left: MAX_METADATA_VALUES };
     if r.take(4, "the header").ok() != Some(b"GGUF".as_slice()) {
         return Err(invalid_model(format!("{file} is not a GGUF file (no `GGUF` magic)")));
     }
@@ -199,13 +209,20 @@ pub fn read(bytes: Vec<u8>, file: &str) -> Result<Gguf> {
     }
     // A tensor info takes at least 8 + 4 + 8 + 4 + 8 bytes; a key–value at least 8 + 4 + 1.
     let tensor_count = r.count(32, "tensors")?;
+    if tensor_count > MAX_TENSORS {
+        return Err(invalid_model(format!("{file} declares {tensor_count} tensors, more than the {MAX_TENSORS} accepted")));
+    }
     let kv_count = r.count(13, "metadata entries")?;
+    r.values_left =
+        r.values_left.checked_sub(kv_count).ok_or_else(|| invalid_model(format!("{file} declares {kv_count} metadata entries, more than the {MAX_METADATA_VALUES} accepted")))?;
     let mut metadata = HashMap::with_capacity(kv_count);
     for _ in 0..kv_count {
         let key = r.string("metadata key")?;
         let ty = r.u32("a metadata type")?;
         let value = r.value(ty, 0)?;
-        metadata.insert(key, value);
+        if metadata.insert(key.clone(), value).is_some() {
+            return Err(invalid_model(format!("{file}: metadata key `{key}` appears twice")));
+        }
     }
     let mut infos = Vec::with_capacity(tensor_count);
     for _ in 0..tensor_count {
@@ -322,31 +339,57 @@ pub mod write {
         }
     }
 
-    fn put_value(out: &mut Vec<u8>, v: &Value) {
+    /// The type [`put_value`] writes `v` as by default: 64-bit numbers; an array's items as its
+    /// first item.
+    fn default_type(v: &Value) -> u32 {
         match v {
-            Value::Uint(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Int(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Float(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Bool(b) => out.push(*b as u8),
-            Value::Str(s) => put_str(out, s),
-            Value::Array(items) => {
-                out.extend_from_slice(&items.first().map_or(10, type_of).to_le_bytes());
+            Value::Array(items) => items.first().map_or(10, type_of),
+            other => type_of(other),
+        }
+    }
+
+    /// `v` as GGUF type `ty` (for an array: of its items; nested arrays take their default).
+    fn put_value(out: &mut Vec<u8>, ty: u32, v: &Value) {
+        let int = match v {
+            Value::Uint(x) => *x,
+            Value::Int(x) => *x as u64,
+            Value::Bool(b) => *b as u64,
+            _ => 0,
+        };
+        let float = v.as_f64().unwrap_or(0.0);
+        match (v, ty) {
+            (Value::Str(s), _) => put_str(out, s),
+            (Value::Array(items), _) => {
+                out.extend_from_slice(&ty.to_le_bytes());
                 out.extend_from_slice(&(items.len() as u64).to_le_bytes());
-                items.iter().for_each(|i| put_value(out, i));
+                items.iter().for_each(|i| put_value(out, if matches!(i, Value::Array(_)) { default_type(i) } else { ty }, i));
             }
+            (_, 0 | 1 | 7) => out.push(int as u8),
+            (_, 2 | 3) => out.extend_from_slice(&(int as u16).to_le_bytes()),
+            (_, 4 | 5) => out.extend_from_slice(&(int as u32).to_le_bytes()),
+            (_, 6) => out.extend_from_slice(&(float as f32).to_le_bytes()),
+            (_, 12) => out.extend_from_slice(&float.to_le_bytes()),
+            _ => out.extend_from_slice(&int.to_le_bytes()),
         }
     }
 
     /// `tensors`: (name, dims fastest first, ggml type, raw bytes).
     pub fn gguf(metadata: &[(&str, Value)], tensors: &[(&str, Vec<usize>, u32, Vec<u8>)]) -> Vec<u8> {
+        let typed: Vec<(&str, u32, Value)> = metadata.iter().map(|(k, v)| (*k, default_type(v), v.clone())).collect();
+        gguf_typed(&typed, tensors)
+    }
+
+    /// As [`gguf`], with each value's GGUF type given (for an array, its items' type), as
+    /// llama.cpp writes them: `(key, type, value)`, e.g. u32 (4) counts and f32 (6) floats.
+    pub fn gguf_typed(metadata: &[(&str, u32, Value)], tensors: &[(&str, Vec<usize>, u32, Vec<u8>)]) -> Vec<u8> {
         let mut out = b"GGUF".to_vec();
         out.extend_from_slice(&3u32.to_le_bytes());
         out.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
         out.extend_from_slice(&(metadata.len() as u64).to_le_bytes());
-        for (k, v) in metadata {
+        for (k, ty, v) in metadata {
             put_str(&mut out, k);
-            out.extend_from_slice(&type_of(v).to_le_bytes());
-            put_value(&mut out, v);
+            out.extend_from_slice(&(if matches!(v, Value::Array(_)) { 9 } else { *ty }).to_le_bytes());
+            put_value(&mut out, *ty, v);
         }
         let mut offset = 0u64;
         for (name, dims, ty, data) in tensors {

@@ -366,7 +366,8 @@ test('the widget: model="smollm2-135m" generate="4" draws, and generate-step scr
 });
 
 test('at 256 positions (the model’s maximum) scrubbing and switching views hold no main-thread task over 50 ms', { timeout: LONG }, async () => {
-  // 244 prompt tokens: 12 of the 16 tokens asked for fit in the model's 256 positions.
+  // 244 prompt tokens and 16 asked for: the prompt is cut to 240 so that all 16 fit in the
+  // model's 256 positions.
   const text = Array.from({ length: 66 }, (_, i) => `word${i % 37} is`).join(' ');
   const hash = new URLSearchParams({ m: MODEL, t: text, v: 'heatmap', g: '16' }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);
@@ -375,8 +376,8 @@ test('at 256 positions (the model’s maximum) scrubbing and switching views hol
     await page.setViewportSize({ width: 1280, height: 900 });
     let d = await drawnWhen(page, (_, x = window.attnvizDebug) => x.modelId === 'smollm2-135m' && x.generation && x.generation.steps > 0);
     assert.equal(d.generation.promptLen + d.generation.steps, 256, 'prompt and continuation fill the 256 positions');
-    assert.ok(d.generation.steps < 16);
-    assert.equal(await page.locator('#generation .gen-stop').textContent(), `Generated ${d.generation.steps} of 16 tokens: the model reads at most 256 positions, prompt and continuation together.`);
+    assert.deepEqual([d.generation.promptLen, d.generation.steps], [240, 16]);
+    assert.equal(await page.locator('#generation .gen-stop').textContent(), 'The prompt was cut to its first 240 tokens, so that it and the 16 generated fit in the model’s 256 positions.');
     // Watched once the side panel's chart module (a main-thread wasm, compiled once) is in.
     await page.waitForFunction(() => window.attnvizDebug.chartBars > 0, null, { timeout: LONG });
     await page.evaluate(() => {
@@ -388,8 +389,6 @@ test('at 256 positions (the model’s maximum) scrubbing and switching views hol
     const settle = async (fn, arg) => {
       d = await drawnWhen(page, fn, arg);
       await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: LONG });
-
-
     };
     for (const view of ['heatmap', 'head', 'model', 'step']) {
       await page.click(`#tab-view-${view}`);

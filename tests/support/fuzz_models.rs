@@ -1,11 +1,13 @@
-//! Tiny valid model folders (a BERT and a Marian translator, a few KB each) and the page's load
+//! Tiny valid model folders (a BERT, a Marian translator and a Llama GGUF, a few KB each) and the page's load
 //! path over them, for the coverage-guided fuzzers in fuzz/ and for the replay of their seeds
 //! and regression inputs in tests/fuzz_regressions.rs. One fuzz input replaces one file of a
 //! folder; everything else stays valid, so the fuzzer spends its time in the parser it targets
 //! and a file that parses goes on through `Model::load` and a forward, as in the page.
 
+use attnviz::attention::GenerateOptions;
 use attnviz::models::{Manifest, Model};
 use attnviz::output::AttendResult;
+use attnviz::weights::gguf::{write, Value as GgufValue};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -23,10 +25,13 @@ pub enum Target {
     ManifestJson,
     /// `tokenizer.json`: of the Marian folder when it mentions `Unigram`, else of the BERT one.
     TokenizerJson,
+    /// The tiny Llama's `.gguf` (weights, config and tokenizer in one file), loaded, attended
+    /// and generating.
+    Gguf,
 }
 
 impl Target {
-    pub const ALL: [Target; 5] = [Target::Safetensors, Target::MarianBin, Target::ConfigJson, Target::ManifestJson, Target::TokenizerJson];
+    pub const ALL: [Target; 6] = [Target::Safetensors, Target::MarianBin, Target::ConfigJson, Target::ManifestJson, Target::TokenizerJson, Target::Gguf];
 
     /// Directory name under fuzz/corpus, fuzz/regressions and fuzz/artifacts, and binary name.
     pub fn name(self) -> &'static str {
@@ -36,6 +41,7 @@ impl Target {
             Target::ConfigJson => "config_json",
             Target::ManifestJson => "manifest_json",
             Target::TokenizerJson => "tokenizer_json",
+            Target::Gguf => "gguf",
         }
     }
 
@@ -47,6 +53,7 @@ impl Target {
             Target::ConfigJson => vec![bert_config(&BertShape::DEFAULT), bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT })],
             Target::ManifestJson => vec![bert_manifest(), marian_manifest(), Vec::new(), br#"{"id":"x","architecture":"gpt2","files":["config.json"]}"#.to_vec()],
             Target::TokenizerJson => vec![bert_tokenizer(), marian_tokenizer()],
+            Target::Gguf => vec![llama_gguf(&LlamaShape::DEFAULT), llama_gguf(&LlamaShape::SMALL)],
         }
     }
 }
@@ -83,6 +90,7 @@ pub fn run(target: Target, data: &[u8]) -> Outcome {
         Target::Safetensors => run_page("", &replace(bert(), "model.safetensors")),
         Target::ConfigJson => run_page("", &replace(bert(), "config.json")),
         Target::MarianBin => run_page("", &replace(marian(), MARIAN_BIN)),
+        Target::Gguf => run_page(LLAMA_MANIFEST, &[(LLAMA_GGUF.to_string(), data.to_vec())].into()),
         Target::TokenizerJson => {
             let folder = if data.windows(7).any(|w| w == b"Unigram") { marian() } else { bert() };
             run_page("", &replace(folder, "tokenizer.json"))
@@ -103,7 +111,8 @@ pub fn run(target: Target, data: &[u8]) -> Outcome {
 
 /// What `AttnModel::load`, `info` and `attend` in src/wasm/mod.rs do, natively: the manifest
 /// (inferred from the files when `manifest_json` is blank), `Model::load`, then the model's info
-/// and a forward over [`TEXT`] turned into the page's result.
+/// and a forward over [`TEXT`] turned into the page's result; for a model that generates, a
+/// greedy and a sampled continuation of a few tokens instead.
 pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcome {
     let manifest = if manifest_json.trim().is_empty() {
         let names: Vec<String> = files.keys().cloned().collect();
@@ -117,14 +126,46 @@ pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcom
     };
     let info = model.info();
     std::hint::black_box(&info);
-    match model.attend(TEXT) {
-        Ok(a) => {
-            let result = AttendResult::new(&model.manifest.id, TEXT, &a, 0.0, |v| v);
-            serde_json::to_writer(std::io::sink(), &result).expect("an attend result serialises");
-            Outcome::Attended
+    // A model that generates attends to the prompt in each continuation (the fuzzers run
+    // millions of these: no separate prompt-only run).
+    let runs = if info.generates {
+        vec![GenerateOptions { max_new_tokens: 3, ..GenerateOptions::default() }, GenerateOptions { max_new_tokens: 3, temperature: 0.8, top_k: 5, seed: 7 }]
+    } else {
+        vec![GenerateOptions::default()]
+    };
+    for options in runs {
+        match model.attend_generating(TEXT, &options) {
+            Ok(a) => {
+                let result = AttendResult::new(&model.manifest.id, TEXT, &a, 0.0, |v| v);
+                serde_json::to_writer(std::io::sink(), &result).expect("an attend result serialises");
+            }
+            Err(e) => return Outcome::ForwardFailed(e.to_string()),
         }
-        Err(e) => Outcome::ForwardFailed(e.to_string()),
     }
+    Outcome::Attended
+}
+
+thread_local! {
+    static PANICKED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, failing with the message of any panic inside it, caught or not (the library
+/// catches those of the `tokenizers` crate natively; in wasm a panic aborts the module).
+pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICKED.with(|p| *p.borrow_mut() = Some(info.to_string()));
+            default(info);
+        }));
+    });
+    PANICKED.with(|p| p.borrow_mut().take());
+    let out = f();
+    if let Some(message) = PANICKED.with(|p| p.borrow_mut().take()) {
+        panic!("{what}: panicked (in wasm this kills the module): {message}");
+    }
+    out
 }
 
 // ---- deterministic small weights -------------------------------------------------------------
@@ -424,4 +465,192 @@ pub fn marian_manifest() -> Vec<u8> {
 /// The tiny Marian folder as the page hands it over (no manifest: inferred from the `.bin`).
 pub fn marian_files() -> HashMap<String, Vec<u8>> {
     [(MARIAN_BIN, marian_bin(true)), ("tokenizer.json", marian_tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+// ---- the tiny Llama (one GGUF file) -----------------------------------------------------------
+
+pub const LLAMA_GGUF: &str = "tiny-llama.gguf";
+pub const LLAMA_MANIFEST: &str =
+    r#"{"id": "tiny-llama", "name": "Tiny Llama", "architecture": "llama", "files": ["tiny-llama.gguf"], "license": "MIT", "credit": "", "example": "The cat sat."}"#;
+
+pub struct LlamaShape {
+    pub layers: usize,
+    pub d: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub ffn: usize,
+    /// No `output.weight`: the head is the embedding.
+    pub tied: bool,
+    pub add_bos: bool,
+}
+
+impl LlamaShape {
+    pub const DEFAULT: LlamaShape = LlamaShape { layers: 2, d: 64, heads: 4, kv_heads: 2, ffn: 96, tied: false, add_bos: true };
+    pub const SMALL: LlamaShape = LlamaShape { layers: 1, d: 32, heads: 2, kv_heads: 1, ffn: 64, tied: true, add_bos: false };
+}
+
+/// GGUF metadata value types (gguf.h's GGUF_TYPE_*) as llama.cpp writes the keys below.
+pub const GGUF_U32: u32 = 4;
+pub const GGUF_I32: u32 = 5;
+pub const GGUF_F32: u32 = 6;
+pub const GGUF_BOOL: u32 = 7;
+pub const GGUF_STR: u32 = 8;
+
+/// ggml tensor types.
+pub const GGML_F32: u32 = 0;
+pub const GGML_F16: u32 = 1;
+pub const GGML_Q4_0: u32 = 2;
+pub const GGML_Q4_1: u32 = 3;
+pub const GGML_Q8_0: u32 = 8;
+
+/// Control tokens (ids 0 and 1: BOS and EOS), then GPT-2's 256 byte symbols, then the merges'
+/// results.
+const LLAMA_CONTROL: [&str; 2] = ["<|endoftext|>", "<|im_end|>"];
+const LLAMA_MERGES: [&str; 12] = ["Ġ t", "h e", "Ġt he", "a t", "Ġ c", "Ġc at", "Ġ s", "Ġs at", "Ġ m", "Ġm at", "o n", "Ġ on"];
+
+/// GPT-2's `bytes_to_unicode`: printable bytes stand for themselves, the others for U+0100 on.
+fn byte_symbols() -> impl Iterator<Item = char> {
+    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let mut shifted = 255;
+    (0..256u32).map(move |b| {
+        if !printable(b) {
+            shifted += 1;
+        }
+        char::from_u32(if printable(b) { b } else { shifted }).unwrap()
+    })
+}
+
+pub fn llama_tokens() -> Vec<String> {
+    let merged = LLAMA_MERGES.iter().map(|m| m.replace(' ', ""));
+    LLAMA_CONTROL.iter().map(|t| t.to_string()).chain(byte_symbols().map(String::from)).chain(merged).collect()
+}
+
+/// f32 → f16 bits, truncating (values here are small and normal; tinier ones become 0).
+fn f16_bits(x: f32) -> [u8; 2] {
+    let b = x.to_bits();
+    let sign = (b >> 16) & 0x8000;
+    let exp = ((b >> 23) & 0xff) as i32 - 112;
+    let bits = if exp <= 0 { sign } else { sign | (exp as u32) << 10 | (b >> 13) & 0x3ff };
+    (bits as u16).to_le_bytes()
+}
+
+/// `v` in ggml type `ty`: its bytes as a GGUF stores them (the quantised formats by the rules
+/// of src/tensor.rs `BlockFormat`).
+pub fn ggml_bytes(ty: u32, v: &[f32]) -> Vec<u8> {
+    // The scale as the file holds it (f16), so that values round against it.
+    let half = |x: f32| attnviz::tensor::f16_to_f32(u16::from_le_bytes(f16_bits(x)));
+    let mut out = Vec::new();
+    match ty {
+        GGML_F32 => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        GGML_F16 => v.iter().for_each(|x| out.extend_from_slice(&f16_bits(*x))),
+        _ => {
+            for b in v.chunks(32) {
+                let (lo, hi) = b.iter().fold((f32::MAX, f32::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+                let amax = lo.abs().max(hi.abs());
+                match ty {
+                    GGML_Q8_0 => {
+                        let d = half(amax / 127.0);
+                        out.extend_from_slice(&f16_bits(d));
+                        out.extend(b.iter().map(|x| (x / d).round().clamp(-127.0, 127.0) as i8 as u8));
+                    }
+                    GGML_Q4_0 => {
+                        let d = half(amax / 7.0);
+                        out.extend_from_slice(&f16_bits(d));
+                        let q = |x: f32| ((x / d).round() + 8.0).clamp(0.0, 15.0) as u8;
+                        out.extend((0..16).map(|j| q(b[j]) | q(b[j + 16]) << 4));
+                    }
+                    _ => {
+                        let (d, m) = (half((hi - lo) / 15.0), half(lo));
+                        out.extend_from_slice(&f16_bits(d));
+                        out.extend_from_slice(&f16_bits(m));
+                        let q = |x: f32| ((x - m) / d).round().clamp(0.0, 15.0) as u8;
+                        out.extend((0..16).map(|j| q(b[j]) | q(b[j + 16]) << 4));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The metadata keys and types llama.cpp's converter writes for a Llama (those of
+/// SmolLM2-135M-Instruct.Q4_1.gguf), `(key, GGUF type, value)`.
+pub fn llama_metadata(s: &LlamaShape) -> Vec<(&'static str, u32, GgufValue)> {
+    let u = |v: usize| GgufValue::Uint(v as u64);
+    let strs = |v: Vec<String>| GgufValue::Array(v.into_iter().map(GgufValue::Str).collect());
+    let tokens = llama_tokens();
+    let types = tokens.iter().enumerate().map(|(i, _)| GgufValue::Int(if i < LLAMA_CONTROL.len() { 3 } else { 1 })).collect();
+    vec![
+        ("general.architecture", GGUF_STR, GgufValue::Str("llama".into())),
+        ("general.type", GGUF_STR, GgufValue::Str("model".into())),
+        ("general.name", GGUF_STR, GgufValue::Str("Tiny Llama".into())),
+        ("llama.block_count", GGUF_U32, u(s.layers)),
+        ("llama.context_length", GGUF_U32, u(128)),
+        ("llama.embedding_length", GGUF_U32, u(s.d)),
+        ("llama.feed_forward_length", GGUF_U32, u(s.ffn)),
+        ("llama.attention.head_count", GGUF_U32, u(s.heads)),
+        ("llama.attention.head_count_kv", GGUF_U32, u(s.kv_heads)),
+        ("llama.rope.freq_base", GGUF_F32, GgufValue::Float(10000.0)),
+        ("llama.attention.layer_norm_rms_epsilon", GGUF_F32, GgufValue::Float(1e-5)),
+        ("general.file_type", GGUF_U32, u(3)),
+        ("llama.vocab_size", GGUF_U32, u(tokens.len())),
+        ("llama.rope.dimension_count", GGUF_U32, u(s.d / s.heads)),
+        ("tokenizer.ggml.add_space_prefix", GGUF_BOOL, GgufValue::Bool(false)),
+        ("tokenizer.ggml.add_bos_token", GGUF_BOOL, GgufValue::Bool(s.add_bos)),
+        ("tokenizer.ggml.model", GGUF_STR, GgufValue::Str("gpt2".into())),
+        ("tokenizer.ggml.pre", GGUF_STR, GgufValue::Str("smollm".into())),
+        ("tokenizer.ggml.tokens", GGUF_STR, strs(tokens)),
+        ("tokenizer.ggml.token_type", GGUF_I32, GgufValue::Array(types)),
+        ("tokenizer.ggml.merges", GGUF_STR, strs(LLAMA_MERGES.iter().map(|m| m.to_string()).collect())),
+        ("tokenizer.ggml.bos_token_id", GGUF_U32, u(0)),
+        ("tokenizer.ggml.eos_token_id", GGUF_U32, u(1)),
+        ("tokenizer.ggml.unknown_token_id", GGUF_U32, u(0)),
+        ("tokenizer.ggml.padding_token_id", GGUF_U32, u(1)),
+        ("general.quantization_version", GGUF_U32, u(2)),
+    ]
+}
+
+/// The tensors, `(name, dims fastest first, ggml type, bytes)`, in every type the reader
+/// decodes: Q8_0 embedding, Q4_1 / Q4_0 / Q8_0 / F16 projections (varying by layer), F32 and
+/// F16 norms, a Q4_0 output head unless tied.
+pub fn llama_tensors(s: &LlamaShape) -> Vec<(String, Vec<usize>, u32, Vec<u8>)> {
+    let (d, kv, vocab) = (s.d, s.kv_heads * (s.d / s.heads), llama_tokens().len());
+    let mut seed = 5000;
+    let mut t = Vec::new();
+    let mut push = |name: String, dims: Vec<usize>, ty: u32| {
+        seed += 1;
+        let n = dims.iter().product();
+        let v: Vec<f32> = if dims.len() == 1 { values(seed, n).iter().map(|x| 1.0 + x / 4.0).collect() } else { values(seed, n) };
+        t.push((name, dims, ty, ggml_bytes(ty, &v)));
+    };
+    push("token_embd.weight".into(), vec![d, vocab], GGML_Q8_0);
+    for i in 0..s.layers {
+        let odd = i % 2 == 1;
+        let b = |m: &str| format!("blk.{i}.{m}.weight");
+        push(b("attn_norm"), vec![d], GGML_F32);
+        push(b("ffn_down"), vec![s.ffn, d], if odd { GGML_Q4_1 } else { GGML_F16 });
+        push(b("ffn_gate"), vec![d, s.ffn], GGML_Q4_0);
+        push(b("ffn_up"), vec![d, s.ffn], GGML_Q8_0);
+        push(b("ffn_norm"), vec![d], if odd { GGML_F16 } else { GGML_F32 });
+        push(b("attn_k"), vec![d, kv], GGML_Q4_0);
+        push(b("attn_output"), vec![d, d], if odd { GGML_Q8_0 } else { GGML_Q4_1 });
+        push(b("attn_q"), vec![d, d], GGML_Q4_1);
+        push(b("attn_v"), vec![d, kv], if odd { GGML_F16 } else { GGML_Q8_0 });
+    }
+    push("output_norm.weight".into(), vec![d], GGML_F32);
+    if !s.tied {
+        push("output.weight".into(), vec![d, vocab], GGML_Q4_0);
+    }
+    t
+}
+
+/// A GGUF file of `metadata` and `tensors` (see [`llama_metadata`], [`llama_tensors`]).
+pub fn gguf_file(metadata: &[(&str, u32, GgufValue)], tensors: &[(String, Vec<usize>, u32, Vec<u8>)]) -> Vec<u8> {
+    let tensors: Vec<(&str, Vec<usize>, u32, Vec<u8>)> = tensors.iter().map(|(n, d, ty, b)| (n.as_str(), d.clone(), *ty, b.clone())).collect();
+    write::gguf_typed(metadata, &tensors)
+}
+
+/// The tiny Llama as one GGUF file.
+pub fn llama_gguf(s: &LlamaShape) -> Vec<u8> {
+    gguf_file(&llama_metadata(s), &llama_tensors(s))
 }
