@@ -139,7 +139,8 @@ function main() {
     // The side panel's chart in a task of its own, so no single task holds both drawings.
     setTimeout(chart.draw, 0);
     renderSide(el, session);
-    renderHeadsTable(el.headsRank, session);
+    // The head overview's ranking in a task of its own, like the chart: not in the drawing's.
+    setTimeout(() => renderHeadsTable(el.headsRank, session), 0);
     renderStatus(el, session);
     session.drawn();
     const sd = input.step;

@@ -330,7 +330,7 @@ class AttentionViz extends HTMLElement {
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';
     this.$.outText.textContent = sum.output ?? '';
     this.showReadout();
-    renderHeadsTable(this.$.rank, session);
+    setTimeout(() => renderHeadsTable(this.$.rank, session), 0); // a task of its own
     this.generation.sync();
     this.drawCount += 1;
     this.dataset.drawCount = String(this.drawCount);

@@ -5,8 +5,8 @@
 
 import { ranked, SCORES } from '../views/heads.js';
 
-const FIRST_ROWS = 16;
-const CHUNK_ROWS = 16;
+const FIRST_ROWS = 12;
+const CHUNK_ROWS = 12;
 const fix = (v) => (v === null || v === undefined ? '–' : v.toFixed(3));
 
 /** The sort after a click on column `key`: descending first, then the reverse. */
