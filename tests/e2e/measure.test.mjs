@@ -172,3 +172,28 @@ test('widget: measure="value-norm" draws the value-weighted map; changing the at
     await w.close();
   }
 });
+
+test('page, 512 tokens: switching to value-weighted and drawing it in every view holds no task over 50 ms', async () => {
+  const long = Array.from({ length: 600 }, (_, i) => ['alpha', 'beta', 'gamma', 'delta', 'the', 'cat'][i % 6]).join(' ');
+  const hash = new URLSearchParams({ m: 'minilm-l6', t: long, v: 'heatmap' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await waitDrawn(page, () => window.attnvizDebug.view === 'heatmap' && window.attnvizDebug.tokens.length === 512);
+    await watchLongTasks(page);
+    const report = [];
+    await page.selectOption('#measure', 'value-norm');
+    await waitDrawn(page, () => window.attnvizDebug.state.measure === 'value-norm');
+    report.push(`switch: ${(await page.evaluate(() => window.longTasks.splice(0))).join(', ') || 'none'}`);
+    for (const [view, agg] of [['heatmap', 'rollout'], ['head', 'mean'], ['model', null]]) {
+      await page.click(`[role=tab][data-view=${view}]`);
+      if (agg) await page.selectOption('#agg', agg);
+      await waitDrawn(page, ([v, a]) => window.attnvizDebug.view === v && (!a || window.attnvizDebug.state.agg === a), [view, agg]);
+      report.push(`${view}/${agg}: ${(await page.evaluate(() => window.longTasks.splice(0))).join(', ') || 'none'}`);
+    }
+    assert.ok(report.every((r) => r.endsWith('none')), `long tasks (ms): ${report.join('; ')}`);
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /value-weighted/);
+  } finally {
+    await app.close();
+  }
+});
