@@ -12,6 +12,7 @@ import { bindControls, syncControls } from './page/controls.js';
 import { renderSide } from './page/side.js';
 import { renderProgress, renderStatus } from './page/status.js';
 import { bindEntropyChart } from './page/entropy-panel.js';
+import { renderHeadsTable } from './page/heads-table.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,8 +25,10 @@ function elements() {
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
     layer: $('layer'), layerPrev: $('layer-prev'), layerNext: $('layer-next'), layerCtl: $('layer-ctl'),
     heads: $('heads'), headsAll: $('heads-all'), headsCtl: $('heads-ctl'), agg: $('agg'), aggCtl: $('agg-ctl'),
+    measure: $('measure'), measureCtl: $('measure-ctl'),
     query: $('query'), queryCtl: $('query-ctl'), step: $('step'), stepOut: $('step-out'), stepCtl: $('step-ctl'),
     hideSpecial: $('hide-special'), merge: $('merge'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
+    headsRank: $('heads-rank'),
     canvas: $('view'), wrap: $('canvas-wrap'), sideTitle: $('side-title'), sideHint: $('side-hint'), topList: $('top-list'), notes: $('notes'),
     chart: $('entropy-chart'), chartBox: $('chart-box'), chartReadout: $('chart-readout'),
     png: $('export-png'), svg: $('export-svg'), link: $('copy-link'), msg: $('action-msg'), credits: $('credits'), build: $('build'),
@@ -71,6 +74,11 @@ function main() {
   debug.heatmapGrid = () => (session.state.view === 'heatmap' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null);
   // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
   debug.positionsChart = () => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
+  // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
+  debug.headsGrid = () => (session.state.view === 'heads' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null);
+  // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
+  // the lines from the focused query, and the PCA behind them.
+  debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;
@@ -131,6 +139,8 @@ function main() {
     // The side panel's chart in a task of its own, so no single task holds both drawings.
     setTimeout(chart.draw, 0);
     renderSide(el, session);
+    // The head overview's ranking in a task of its own, like the chart: not in the drawing's.
+    setTimeout(() => renderHeadsTable(el.headsRank, session), 0);
     renderStatus(el, session);
     session.drawn();
     const sd = input.step;

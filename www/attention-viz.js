@@ -5,7 +5,8 @@
 //                  view="head" layer="4" editable></attention-viz>
 //
 // Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
-// step | positions), kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
+// step | positions | heads | qk), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
+// kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
 // editable (present: the reader can type), height (max height of the map in px); for a model that
 // generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
@@ -24,6 +25,7 @@ import { generationOptions, KINDS, textLimitNotice } from './state.js';
 import { themeOf, tokenLabel } from './views/common.js';
 import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
 import { stepLabels } from './views/cross.js';
+import { renderHeadsTable } from './page/heads-table.js';
 
 export { configure };
 
@@ -35,7 +37,7 @@ try {
   // configure() throws once the worker runs: a later configure call wins only before first use.
 }
 
-const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step', positions: 'positions' };
+const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step', positions: 'positions', heads: 'heads', qk: 'qk' };
 const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny', smollm2: 'smollm2-135m' };
 // State field → attribute, for the generation options.
 const GEN_ATTRS = { gen: 'generate', temperature: 'temperature', topK: 'top-k', seed: 'seed', gstep: 'generate-step' };
@@ -81,11 +83,18 @@ canvas:focus-visible { outline: none; }
 .gqa { font-size: 12px; color: var(--av-muted); }
 .readout { padding: 3px 8px; font-size: 12px; color: var(--av-muted); border-top: 1px solid var(--av-border); min-height: 1.4em; }
 progress { width: 160px; }
+.heads-rank { max-height: 22em; overflow: auto; border-top: 1px solid var(--av-border); font-size: 12px; }
+.heads-table { border-collapse: collapse; table-layout: fixed; width: 58em; font-variant-numeric: tabular-nums; }
+.heads-table caption { text-align: left; padding: 4px 8px; color: var(--av-muted); }
+.heads-table th, .heads-table td { padding: 1px 4px; text-align: right; white-space: nowrap; }
+.heads-table th:nth-child(-n+2), .heads-table td:nth-child(-n+2) { text-align: left; }
+.heads-table th button, .heads-table td button { min-height: 22px; padding: 0 4px; font-size: 12px; }
+.heads-table tr.current { background: var(--av-hover); }
 `;
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'editable', 'height', ...Object.values(GEN_ATTRS)];
+    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'editable', 'height', ...Object.values(GEN_ATTRS)];
   }
 
   constructor() {
@@ -133,6 +142,7 @@ class AttentionViz extends HTMLElement {
     this.$.canvas.setAttribute('role', 'img');
     this.$.readout = mk('div', { className: 'readout' });
     this.$.readout.setAttribute('aria-live', 'polite');
+    this.$.rank = mk('div', { className: 'heads-rank', hidden: true });
     this.$.foot = mk('div', { className: 'foot' });
     this.$.status = mk('span', {}, this.$.foot);
     this.$.credit = mk('span', {}, this.$.foot);
@@ -233,6 +243,7 @@ class AttentionViz extends HTMLElement {
     }
     if (a('head') === 'mean') s.agg = 'mean';
     if (int('query') !== null) s.query = int('query');
+    if (a('measure') !== null || only === 'measure') s.measure = a('measure') === 'value-norm' ? 'value-norm' : 'raw';
     const gen = generationOptions(a, GEN_ATTRS, 1);
     for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
     if (!only || only === 'editable' || only === 'height' || only === 'text') {
@@ -288,7 +299,7 @@ class AttentionViz extends HTMLElement {
 
   showReadout() {
     const d = this.session.details();
-    const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}`).join(', ');
+    const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}${it.extra ? ` (${it.extra})` : ''}`).join(', ');
     this.$.readout.textContent = items ? `${d.title}: ${items}` : d.hint || '';
   }
 
@@ -319,6 +330,7 @@ class AttentionViz extends HTMLElement {
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';
     this.$.outText.textContent = sum.output ?? '';
     this.showReadout();
+    setTimeout(() => renderHeadsTable(this.$.rank, session), 0); // a task of its own
     this.generation.sync();
     this.drawCount += 1;
     this.dataset.drawCount = String(this.drawCount);

@@ -6,7 +6,7 @@
 // busy, errors), 'result' (a new forward to draw), 'state' (view state or step data changed),
 // 'hover' (a read-out under the pointer changed).
 
-import { blockAt, prefixResult, prepareLayer, resultShape, sinkHeads } from './analysis.js';
+import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
 import { Channel, init, loadModel } from './worker-client.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
@@ -40,6 +40,7 @@ const SINK_NOTE = 'Most heads of a causal model put most of their weight on the 
 function filterNotes(s) {
   const ctl = viewFor(s.view).controls;
   const notes = [];
+  if (s.measure === 'value-norm' && ctl.measure) notes.push(VALUE_NORM_NOTE);
   if (s.hideSpecial) notes.push('Special tokens are hidden and each row is renormalised to sum to 1.');
   if (s.merge) notes.push('Sub-word pieces are merged into words: weights to a word are summed over its pieces (keys), and a word’s row is the average of its pieces’ rows (queries).');
   if (s.threshold > 0 && ctl.threshold) notes.push(`Lines with weight below ${s.threshold.toFixed(2)} are hidden.`);
@@ -75,6 +76,7 @@ export class Session {
     this.hoverText = null; // transient: the read-out under the pointer (heatmap)
     this.steps = new Map(); // stepKey → step() internals, least recently used first
     this.positionTables = new Map(); // model id → its positions() table (the positions view)
+    this.headScores = new Map(); // headsKey → heads() answer (the head overview), least recently used first
     this.loadSeq = 0;
     this.attendInFlight = false;
     this.attendQueued = false;
@@ -195,6 +197,7 @@ export class Session {
     this.attendQueued = false;
     const { model, text } = this.state;
     const gen = this.genParams();
+    const valueNorms = this.state.measure === 'value-norm';
     const busyTimer = setTimeout(() => {
       this.busy = true;
       this.emit('status');
@@ -203,13 +206,13 @@ export class Session {
     let ans = null;
     let err = null;
     try {
-      ans = await this.channel.attend(model, text, gen);
+      ans = await this.channel.attend(model, text, gen, valueNorms);
     } catch (e) {
       err = e;
     }
     clearTimeout(busyTimer);
     this.attendInFlight = false;
-    if (this.attendQueued || model !== this.state.model || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams())) {
+    if (this.attendQueued || model !== this.state.model || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams()) || valueNorms !== (this.state.measure === 'value-norm')) {
       this.compute();
       return;
     }
@@ -225,7 +228,7 @@ export class Session {
     this.error = null;
     this.phase = 'ready';
     this.result = ans.result;
-    this.resultFor = { model, text, gen };
+    this.resultFor = { model, text, gen, valueNorms };
     this.shape = resultShape(this.result);
     this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;
     this.state = clampToResult(this.state, this.shape);
@@ -236,6 +239,7 @@ export class Session {
     this.inputTimes.clear();
     if (viewFor(this.state.view).needsStep) await this.ensureStep();
     if (viewFor(this.state.view).needsPositions) await this.ensurePositions();
+    if (viewFor(this.state.view).needsHeads) await this.ensureHeads();
     this.emit('result');
   }
 
@@ -245,6 +249,21 @@ export class Session {
     const { t0, ...parts } = this.pendingLatency;
     this.latency = { total: performance.now() - t0, ...parts };
     this.pendingLatency = null;
+  }
+
+  /**
+   * Ask the worker for a view's data: the answer, or null when it was superseded or failed (the
+   * status line then says `${what}: …`).
+   */
+  async askWorker(what, ask) {
+    try {
+      const ans = await ask();
+      return ans.superseded ? null : ans;
+    } catch (e) {
+      this.error = `${what}: ${e.message}`;
+      this.emit('status');
+      return null;
+    }
   }
 
   /** The step cache key: everything the step internals depend on. */
@@ -269,15 +288,8 @@ export class Session {
       return;
     }
     const s = this.state;
-    let ans;
-    try {
-      ans = await this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head, this.resultFor.gen);
-    } catch (e) {
-      this.error = `step view: ${e.message}`;
-      this.emit('status');
-      return;
-    }
-    if (ans.superseded) return;
+    const ans = await this.askWorker('step view', () => this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head, this.resultFor.gen));
+    if (!ans) return;
     this.steps.set(key, ans.step);
     while (this.steps.size > STEP_CACHE_SIZE) this.steps.delete(this.steps.keys().next().value);
     if (key === this.stepKey()) this.emit('state');
@@ -300,17 +312,29 @@ export class Session {
     }
     const model = this.resultFor.model;
     if (this.positionTables.has(model)) return;
-    let ans;
-    try {
-      ans = await this.channel.positions(model, POSITIONS_SHOWN);
-    } catch (e) {
-      this.error = `positions view: ${e.message}`;
-      this.emit('status');
-      return;
-    }
-    if (ans.superseded) return;
+    const ans = await this.askWorker('positions view', () => this.channel.positions(model, POSITIONS_SHOWN));
+    if (!ans) return;
     this.positionTables.set(model, ans.positions);
     if (this.resultFor && this.resultFor.model === model) this.emit('state');
+  }
+
+  /** The head-scores cache key: what heads() depends on (not the measure: scores are of α). */
+  headsKey() {
+    const r = this.resultFor;
+    return JSON.stringify([r && r.model, r && r.text, r && r.gen]);
+  }
+
+  /** The head overview's data: heads() of the drawn model, text and generation; emits 'state'. */
+  async ensureHeads() {
+    if (!this.resultFor) return;
+    const key = this.headsKey();
+    if (this.headScores.has(key)) return;
+    const { model, text, gen } = this.resultFor;
+    const ans = await this.askWorker('head overview', () => this.channel.heads(model, text, gen));
+    if (!ans) return;
+    this.headScores.set(key, ans.heads);
+    while (this.headScores.size > STEP_CACHE_SIZE) this.headScores.delete(this.headScores.keys().next().value);
+    if (key === this.headsKey()) this.emit('state');
   }
 
   /** What the views draw from. */
@@ -322,6 +346,7 @@ export class Session {
       step: viewFor(this.state.view).needsStep ? this.stepData() : null,
       positions: needsPositions && this.resultFor ? this.positionTables.get(this.resultFor.model) || null : null,
       charts: needsPositions ? chartWasm() : null,
+      heads: viewFor(this.state.view).needsHeads ? this.headScores.get(this.headsKey()) || null : null,
     };
   }
 
@@ -338,7 +363,14 @@ export class Session {
     this.hoverText = null;
     if (viewFor(this.state.view).needsStep) this.ensureStep();
     if (viewFor(this.state.view).needsPositions) this.ensurePositions();
+    if (viewFor(this.state.view).needsHeads) this.ensureHeads();
+    if (this.needsNorms()) this.compute();
     this.emit('state');
+  }
+
+  /** The value-weighted measure is chosen but the drawn result has no value norms yet. */
+  needsNorms() {
+    return this.state.measure === 'value-norm' && !!this.result && !this.result.value_norms;
   }
 
   /** The status line while a model loads: its download size the first time (then it is kept). */
@@ -434,11 +466,14 @@ export class Session {
     return { query: row, pin: { side: 'q', index: row } };
   }
 
-  /** The result the views draw: for a scrubbed generation, its first prompt_len + step positions. */
+  /** The result the views draw: for a scrubbed generation, its first prompt_len + step positions;
+   *  under the value-weighted measure, the row-normalised value norms (analysis.js measuredResult). */
   shownResult() {
     const r = this.result;
-    if (!r || !r.generation || this.state.gstep === null || this.state.gstep === undefined) return r;
-    return prefixResult(r, r.generation.prompt_len + this.genStep());
+    // The step view (q, k, scores) and the positions view draw no weights: always raw.
+    const measure = viewFor(this.state.view).controls.measure ? this.state.measure : 'raw';
+    if (!r || !r.generation || this.state.gstep === null || this.state.gstep === undefined) return measuredResult(r, measure);
+    return measuredResult(prefixResult(r, r.generation.prompt_len + this.genStep()), measure);
   }
 
   /**
@@ -470,7 +505,8 @@ export class Session {
     if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
     else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
     else if (G && r.truncated) stopText = `The prompt was cut to its first ${g.prompt_len} tokens, so that it and the ${G} generated fit in the model’s ${max} positions.`;
-    const block = blockAt(this.shownResult(), 'decoder_self', s.layer);
+    const shown = this.shownResult();
+    const block = blockAt(shown.weightsResult || shown, 'decoder_self', s.layer);
     const sh = block ? sinkHeads(block) : null;
     const sink = sh && block.query_len > 2 ? `${SINK_NOTE} Here, in layer ${s.layer + 1}, ${sh.heads} of ${sh.of} heads put more than half their weight on the first token.` : SINK_NOTE;
     return { ...base, tokens, step, steps: G, chosen, stepText, topTitle, top, stopText, sink };
@@ -533,7 +569,7 @@ export class Session {
     const r = viewFor(this.state.view).hover(hit, this.state, this.input());
     if ('focus' in r) {
       const f = r.focus || null;
-      const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col && f.panel === this.focus.panel);
+      const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col && f.panel === this.focus.panel && f.layer === this.focus.layer && f.head === this.focus.head);
       if (!same) {
         this.focus = f;
         this.emit('state');

@@ -1,7 +1,11 @@
 // View state and its URL-hash encoding (permalinks). Pure: no DOM access except through the
 // arguments given.
 
+import { MEASURES } from './analysis.js';
 import { VIEW_IDS, viewAvailable, viewFor } from './views/index.js';
+import { SCORES } from './views/heads.js';
+
+const SCORE_KEYS = SCORES.map(([k]) => k);
 
 export const KINDS = ['encoder_self', 'decoder_self', 'cross'];
 /** The most tokens a page or widget asks a model to generate. */
@@ -71,6 +75,8 @@ export function defaultState() {
     topK: 0, // sample among the k most likely tokens (0 = all)
     seed: 0, // the sampler's seed
     gstep: null, // the scrubbed generation step (0-based), or null: after the last token
+    sort: 'score', // head overview ranking: a score column, ".asc" appended for lowest first
+    measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
   };
 }
 
@@ -106,6 +112,8 @@ export function encodeState(s) {
   if (s.topK) p.set('tk', String(s.topK));
   if (s.seed) p.set('sd', String(s.seed));
   if (s.gstep !== null && s.gstep !== undefined) p.set('gs', String(s.gstep));
+  if (s.measure && s.measure !== d.measure) p.set('ms', s.measure);
+  if (s.sort && s.sort !== d.sort) p.set('so', s.sort);
   return p.toString();
 }
 
@@ -141,6 +149,9 @@ export function decodeState(hash, base = defaultState()) {
   if (p.has('s')) s.step = clampInt(p.get('s'), 0, 100000, 0);
   const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
   s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
+  s.measure = MEASURES.includes(p.get('ms')) ? p.get('ms') : 'raw';
+  const so = /^([a-z]+)(\.asc)?$/.exec(p.get('so') || '');
+  s.sort = so && SCORE_KEYS.includes(so[1]) ? so[0] : 'score';
   Object.assign(s, generationOptions((k) => p.get(k), { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' }, 0));
   return s;
 }

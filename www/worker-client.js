@@ -115,14 +115,20 @@ export class Channel {
     this.name = `${name || 'c'}${++channelCount}`;
   }
 
-  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (worker.js). */
-  attend(model, text, gen = null) {
-    return request({ type: 'attend', channel: this.name, model, text, gen });
+  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (worker.js);
+   *  valueNorms: also the value-weighted norms (result.value_norms). */
+  attend(model, text, gen = null, valueNorms = false) {
+    return request({ type: 'attend', channel: this.name, model, text, gen, valueNorms: !!valueNorms });
   }
 
   /** → { step } or { superseded: true } (gen as for attend) */
   step(model, text, kind, layer, head, gen = null) {
     return request({ type: 'step', channel: this.name, model, text, kind, layer, head, gen });
+  }
+
+  /** → { heads } (every head's scores and label, src/heads.rs) or { superseded: true } (gen as for attend) */
+  heads(model, text, gen = null) {
+    return request({ type: 'heads', channel: this.name, model, text, gen });
   }
 
   /** → { positions } (the model's position table, positions 0..count) or { superseded: true } */

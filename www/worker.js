@@ -4,12 +4,15 @@
 //   → { id, channel, type: 'init', base }              ← { id, type: 'init', build, supported, models }
 //   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
 //                                                       ← { id, type: 'loaded', info }
-//   → { id, channel, type: 'attend', model, text, gen } ← { id, type: 'result', result, ms }
+//   → { id, channel, type: 'attend', model, text, gen, valueNorms } ← { id, type: 'result', result, ms }
+//     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions)
 //   → { id, channel, type: 'step', model, text, kind, layer, head, gen } ← { id, type: 'step', step }
 // gen: null (the text alone), or { n, temperature, top_k, seed } for a model whose info says
 // generates: true — continue the text n tokens (temperature 0: greedy; top_k 0: all tokens).
 // The maps and step internals then cover every position fed: the prompt and each token generated.
 //   → { id, channel, type: 'positions', model, count } ← { id, type: 'positions', positions }
+//   → { id, channel, type: 'heads', model, text, gen } ← { id, type: 'heads', heads } (per-head scores
+//     and labels, src/heads.rs)
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
 //   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
@@ -102,7 +105,9 @@ async function handle(msg) {
       case 'attend': {
         const m = await ensureModel(msg.model, msg.id);
         const t0 = performance.now();
-        const result = guarded(() => m.model.attend(String(msg.text ?? ''), ...genArgs(m, msg.gen)));
+        const g = genArgs(m, msg.gen);
+        const args = msg.valueNorms ? [g[0], g[1], g[2], g[3], true] : g;
+        const result = guarded(() => m.model.attend(String(msg.text ?? ''), ...args));
         const ms = performance.now() - t0;
         self.postMessage({ id: msg.id, type: 'result', result, ms }, floatBuffers(result));
         break;
@@ -111,6 +116,12 @@ async function handle(msg) {
         const m = await ensureModel(msg.model, msg.id);
         const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0, ...genArgs(m, msg.gen)));
         self.postMessage({ id: msg.id, type: 'step', step }, floatBuffers(step));
+        break;
+      }
+      case 'heads': {
+        const m = await ensureModel(msg.model, msg.id);
+        const heads = guarded(() => m.model.heads(String(msg.text ?? ''), ...genArgs(m, msg.gen)));
+        self.postMessage({ id: msg.id, type: 'heads', heads });
         break;
       }
       case 'positions': {

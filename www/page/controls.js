@@ -106,6 +106,9 @@ export function syncControls(el, session) {
   el.agg.value = s.agg;
   el.aggCtl.hidden = !ctl.agg;
 
+  el.measure.value = s.measure;
+  el.measureCtl.hidden = !ctl.measure;
+
   el.hideSpecial.checked = s.hideSpecial;
   el.merge.checked = s.merge;
   el.threshold.value = String(s.threshold);
@@ -183,6 +186,7 @@ export function bindControls(el, session) {
   });
   el.headsAll.addEventListener('click', () => session.allHeads());
   el.agg.addEventListener('change', () => session.patch({ agg: el.agg.value }));
+  el.measure.addEventListener('change', () => session.patch({ measure: el.measure.value }));
   el.query.addEventListener('change', () => session.patch({ query: Number(el.query.value) }));
   el.step.addEventListener('input', () => session.patch({ step: Number(el.step.value) }));
   el.hideSpecial.addEventListener('change', () => session.patch({ hideSpecial: el.hideSpecial.checked, pin: null }));

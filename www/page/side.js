@@ -20,6 +20,13 @@ export function renderSide(el, session) {
     bar.className = 'bar';
     bar.style.setProperty('--w', String(Math.min(1, it.weight)));
     li.append(name, bar, w);
+    if (it.extra) {
+      // value-weighted measure: the raw norm and the attention weight behind the share
+      const x = document.createElement('span');
+      x.className = 'raw';
+      x.textContent = it.extra;
+      li.append(x);
+    }
     el.topList.appendChild(li);
   }
   el.notes.textContent = '';

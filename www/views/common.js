@@ -448,3 +448,9 @@ export function tokenLabel(token) {
   if (!remapped && text.includes('‹')) return t;
   return text;
 }
+
+/** How a title names the value-weighted measure (raw weights are not named). */
+export const MEASURE_TAG = 'value-weighted ‖αf‖';
+
+/** " · value-weighted ‖αf‖" for a state drawing value norms, else ''. */
+export const measureTag = (state) => (state.measure === 'value-norm' ? ` · ${MEASURE_TAG}` : '');

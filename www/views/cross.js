@@ -4,7 +4,7 @@
 // target × source matrix with row t outlined.
 
 import { prepareLayer, prepareLayerSteps } from '../analysis.js';
-import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
+import { MEASURE_TAG, clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
 
 const CHIP_H = 26;
 const GAP = 8;
@@ -103,7 +103,7 @@ function geometry(ctx, prep, width, title) {
 function titleParts(prep, state) {
   const what = state.agg === 'head' ? `head ${Math.min(state.head, prep.nHeads - 1) + 1}` : 'mean over heads';
   const t = Math.min(Math.max(0, state.step | 0), prep.rows - 1);
-  return [`Cross-attention`, `layer ${prep.layer + 1}`, what, `decode step ${t + 1} of ${prep.rows}`];
+  return [`Cross-attention`, `layer ${prep.layer + 1}`, what, `decode step ${t + 1} of ${prep.rows}`, ...(state.measure === 'value-norm' ? [MEASURE_TAG] : [])];
 }
 
 /** The box of target chip i / source chip j: { x, y, w } (height CHIP_H). */

@@ -2,7 +2,7 @@
 // row entropy (normalised: 0 = every query looks at one key, 1 = uniform). Click opens a head.
 
 import { entropy, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../analysis.js';
-import { canvasScale, clear, drawTitle, drawMatrix, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
+import { canvasScale, clear, drawTitle, measureTag, drawMatrix, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const MIN_CELL = 28;
@@ -99,7 +99,7 @@ export function* draw(ctx, input, state, theme, width) {
   const g = geometry(ctx, input, state, width);
   clear(ctx, g.width, g.height, theme);
   ctx.font = font(14, 600);
-  drawTitle(ctx, fitText(ctx, `All layers × heads · ${KIND_NAMES[state.kind] || state.kind}`, g.width - 16), theme);
+  drawTitle(ctx, fitText(ctx, `All layers × heads · ${KIND_NAMES[state.kind] || state.kind}${measureTag(state)}`, g.width - 16), theme);
   textLines(ctx, g.subtitle, 8, 26, theme, 11, g.width - 16);
   const ent = entropies(input, state);
   ctx.font = font(11);

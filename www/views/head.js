@@ -4,8 +4,8 @@
 // batched by opacity level so that 128 tokens × 12 heads (≈200k candidate lines) stay within
 // one frame.
 
-import { prepareLayer, prepareLayerSteps } from '../analysis.js';
-import { clear, drawTitle, fitText, fmt, font, headColor, maxTextWidth, textLines } from './common.js';
+import { prepareLayer, rawCell, rawText, prepareLayerSteps } from '../analysis.js';
+import { clear, drawTitle, measureTag, fitText, fmt, font, headColor, maxTextWidth, textLines } from './common.js';
 
 const LEVELS = 24; // opacity buckets
 const LINE_BUDGET = 1000; // lines drawn at most while no token is hovered (see budgetLevel)
@@ -122,7 +122,12 @@ export function topWeights(input, state, focus, k = 8) {
     }
   }
   out.sort((a, b) => b.weight - a.weight);
-  return out.slice(0, k);
+  const top = out.slice(0, k);
+  if (input.result.measure === 'value-norm') {
+    const heads = state.agg === 'head' ? activeHeads(state, prep.nHeads) : null;
+    for (const it of top) it.extra = rawText(focus.side === 'q' ? rawCell(input, state, focus.index, it.index, heads) : rawCell(input, state, it.index, focus.index, heads));
+  }
+  return top;
 }
 
 /**
@@ -168,7 +173,7 @@ export function* draw(ctx, input, state, theme, width) {
 
   // Header
   const agg = state.agg === 'mean' ? ' · mean over heads' : state.agg === 'rollout' ? ' · rollout' : '';
-  drawTitle(ctx, `Layer ${prep.layer + 1} · ${KIND_NAMES[prep.kind] || prep.kind}${agg}`, theme);
+  drawTitle(ctx, `Layer ${prep.layer + 1} · ${KIND_NAMES[prep.kind] || prep.kind}${agg}${measureTag(state)}`, theme);
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'right';

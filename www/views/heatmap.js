@@ -9,8 +9,8 @@
 // taken too) is outlined and its labels stressed. A pinned query (state.pin = { side: 'q', index },
 // e.g. the query that chose a generated token) has its whole row outlined in the accent colour.
 
-import { prepareLayer, prepareLayerSteps } from '../analysis.js';
-import { clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
+import { prepareLayer, prepareLayerSteps, rawCell, rawText } from '../analysis.js';
+import { clear, drawTitle, measureTag, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const BAR_W = 64; // colour bar + its tick labels
@@ -27,7 +27,7 @@ function matrixFor(input, state) {
   const head = Math.min(state.head, prep.nHeads - 1);
   const mat = agg ? prep.mean : prep.heads[head];
   const what = agg === 'rollout' ? 'rollout' : agg === 'mean' ? 'mean over heads' : `head ${head + 1}`;
-  return { prep, mat, max: maxOf(mat) || 1, title: `Layer ${prep.layer + 1} · ${what} · ${KIND_NAMES[prep.kind] || prep.kind}` };
+  return { prep, mat, max: maxOf(mat) || 1, title: `Layer ${prep.layer + 1} · ${what} · ${KIND_NAMES[prep.kind] || prep.kind}${measureTag(state)}` };
 }
 
 /** The one colour scale of the heatmap (screen, PNG and SVG): viridis over 0 … the map's max. */
@@ -216,7 +216,8 @@ export function hoverText(input, state, hit) {
   const m = matrixFor(input, state);
   if (!m || !hit || hit.row >= m.prep.rows || hit.col >= m.prep.cols) return '';
   const v = m.mat[hit.row * m.prep.cols + hit.col];
-  return `query “${m.prep.rowLabels[hit.row]}” (${hit.row + 1}) → key “${m.prep.colLabels[hit.col]}” (${hit.col + 1}): ${fmt(v, 3)}`;
+  const raw = rawText(rawCell(input, state, hit.row, hit.col));
+  return `query “${m.prep.rowLabels[hit.row]}” (${hit.row + 1}) → key “${m.prep.colLabels[hit.col]}” (${hit.col + 1}): ${fmt(v, 3)}${raw ? ` (share of the row; ${raw})` : ''}`;
 }
 
 export function describe(input, state) {

@@ -6,8 +6,10 @@
 import * as cross from './cross.js';
 import * as grid from './grid.js';
 import * as head from './head.js';
+import * as heads from './heads.js';
 import * as heatmap from './heatmap.js';
 import * as positions from './positions.js';
+import * as qk from './qk.js';
 import * as step from './step.js';
 
 const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.index;
@@ -20,9 +22,10 @@ const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.ind
  *   forceKind          — the kind it always shows (cross view)
  *   kindless           — it shows no attention, so no kind tabs (positions view)
  *   controls           — which shared controls are visible: layer, heads ('multi' | 'one'), agg,
- *                        query, step, threshold
+ *                        query, step, threshold, measure (the raw / value-weighted switch applies)
  *   needsStep          — it draws the step() internals of one head
  *   needsPositions     — it draws the model's position table (positions()) with the wasm charts
+ *   needsHeads         — it draws the model's head scores (heads())
  *   hover(hit, s)      → { focus } (a transient highlight) or { text } (a side-panel read-out)
  *   click(hit, s)      → a state patch, or null
  *   side(input, s, focus) → { title, hint, items: [{ label, weight }] }
@@ -33,7 +36,7 @@ export const VIEWS = [
     label: 'Head view',
     module: head,
     kinds: null,
-    controls: { layer: true, heads: 'multi', agg: true, threshold: true },
+    controls: { layer: true, heads: 'multi', agg: true, threshold: true, measure: true },
     hover: (hit) => ({ focus: hit }),
     click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
     side(input, s, focus) {
@@ -52,7 +55,7 @@ export const VIEWS = [
     label: 'Model view',
     module: grid,
     kinds: null,
-    controls: {},
+    controls: { measure: true },
     hover: () => ({}),
     click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head' } : null),
   },
@@ -61,7 +64,7 @@ export const VIEWS = [
     label: 'Heatmap',
     module: heatmap,
     kinds: null,
-    controls: { layer: true, heads: 'one', agg: true },
+    controls: { layer: true, heads: 'one', agg: true, measure: true },
     hover: (hit, s, input) => ({ focus: hit, text: hit ? heatmap.hoverText(input, s, hit) : null }),
     click: () => null,
   },
@@ -71,7 +74,7 @@ export const VIEWS = [
     module: cross,
     kinds: ['cross'],
     forceKind: 'cross',
-    controls: { layer: true, heads: 'one', agg: true, step: true },
+    controls: { layer: true, heads: 'one', agg: true, step: true, measure: true },
     hover: () => ({}),
     click: (hit) => (hit ? { step: hit.step } : null),
   },
@@ -103,6 +106,26 @@ export const VIEWS = [
         items: [],
       };
     },
+  },
+  {
+    id: 'heads',
+    label: 'Head overview',
+    module: heads,
+    kinds: null,
+    needsHeads: true,
+    controls: {},
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? heads.hoverText(input, s, hit) : null }),
+    click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head', pin: null } : null),
+  },
+  {
+    id: 'qk',
+    label: 'Query/key space',
+    module: qk,
+    kinds: null,
+    needsStep: true,
+    controls: { layer: true, heads: 'one' },
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? qk.hoverText(input, s, hit) : null }),
+    click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
   },
 ];
 

@@ -1,0 +1,115 @@
+// The head overview's ranking: every head of the shown kind in a table sorted by any score
+// column (click a column's header, again to reverse; the headers are buttons, so the keyboard
+// sorts too), each row with a button that opens that head. Used by the page and the widget
+// alike; token-free, all text set with textContent.
+
+import { ranked, SCORES } from '../views/heads.js';
+
+const FIRST_ROWS = 12;
+const CHUNK_ROWS = 12;
+const fix = (v) => (v === null || v === undefined ? '–' : v.toFixed(3));
+
+/** The sort after a click on column `key`: descending first, then the reverse. */
+export function nextSort(current, key) {
+  const [k, dir] = String(current || 'score').split('.');
+  if (k !== key) return key;
+  return dir === 'asc' ? key : `${key}.asc`;
+}
+
+/** Fill `box` with the ranking for the session's state (hidden outside the head overview). */
+export function renderHeadsTable(box, session) {
+  const s = session.state;
+  const input = session.input();
+  const show = s.view === 'heads' && !!input.heads;
+  box.hidden = !show;
+  if (!show) {
+    box.textContent = '';
+    box.dataset.key = '';
+    return;
+  }
+  if (!box.dataset.bound) {
+    box.dataset.bound = '1';
+    box.addEventListener('click', (e) => {
+      const b = e.target.closest('button');
+      if (!b) return;
+      if (b.dataset.sort) session.patch({ sort: nextSort(session.state.sort, b.dataset.sort) });
+      else if (b.dataset.layer) {
+        const head = Number(b.dataset.head);
+        session.patch({ view: 'head', layer: Number(b.dataset.layer), head, heads: [head], agg: 'head', pin: null });
+      }
+    });
+  }
+  const key = JSON.stringify([s.kind, s.sort, input.heads.model, input.heads.text, input.heads.heads.length]);
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  const active = box.getRootNode().activeElement;
+  const refocus = active && box.contains(active) && active.dataset.sort;
+  const [sortKey, dir] = String(s.sort || 'score').split('.');
+  const rows = ranked(input, s);
+  box.textContent = '';
+  const table = document.createElement('table');
+  table.className = 'heads-table';
+  const cap = document.createElement('caption');
+  const col = SCORES.find(([k]) => k === sortKey);
+  cap.textContent = `Heads ranked by ${col ? col[2] : sortKey} (${dir === 'asc' ? 'lowest' : 'highest'} first). Click a column to sort by it; a head to open it.`;
+  table.appendChild(cap);
+  const cols = document.createElement('colgroup');
+  for (const w of ['6em', '6.5em', ...SCORES.map(() => '4.6em')]) {
+    const c = document.createElement('col');
+    c.style.width = w;
+    cols.appendChild(c);
+  }
+  table.appendChild(cols);
+  const thead = table.createTHead().insertRow();
+  const th = (text) => {
+    const c = document.createElement('th');
+    c.scope = 'col';
+    c.textContent = text;
+    thead.appendChild(c);
+    return c;
+  };
+  th('head');
+  th('label');
+  for (const [k, label, title] of SCORES) {
+    const c = th('');
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.dataset.sort = k;
+    b.title = `Sort by ${title}`;
+    b.textContent = `${label}${k === sortKey ? (dir === 'asc' ? ' ▲' : ' ▼') : ''}`;
+    c.setAttribute('aria-sort', k === sortKey ? (dir === 'asc' ? 'ascending' : 'descending') : 'none');
+    c.appendChild(b);
+  }
+  const tbody = table.createTBody();
+  const addRow = (h) => {
+    const tr = tbody.insertRow();
+    if (h.layer === s.layer && h.head === s.head) tr.className = 'current';
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.dataset.layer = String(h.layer);
+    open.dataset.head = String(h.head);
+    open.textContent = `L${h.layer + 1} H${h.head + 1}`;
+    open.setAttribute('aria-label', `Open layer ${h.layer + 1}, head ${h.head + 1} in the head view`);
+    tr.insertCell().appendChild(open);
+    tr.insertCell().textContent = h.label;
+    for (const [k] of SCORES) {
+      const c = tr.insertCell();
+      c.textContent = fix(h[k]);
+      c.dataset.score = k;
+    }
+  };
+  // The first rows now, the rest in later tasks: laying out hundreds of cells at once held the
+  // main thread for 50–100 ms.
+  rows.slice(0, FIRST_ROWS).forEach(addRow);
+  box.appendChild(table);
+  const more = (from) => {
+    if (box.dataset.key !== key || from >= rows.length) return;
+    rows.slice(from, from + CHUNK_ROWS).forEach(addRow);
+    setTimeout(() => more(from + CHUNK_ROWS), 0);
+  };
+  setTimeout(() => more(FIRST_ROWS), 0);
+  if (refocus) {
+    const b = box.querySelector(`button[data-sort="${refocus}"]`);
+    if (b) b.focus();
+  }
+}

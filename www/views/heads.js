@@ -1,0 +1,176 @@
+// Head overview: every layer × head of one attention kind as a cell coloured by the head's label
+// (what its attention mostly does on this text: sink, previous token, …; src/heads.rs) and
+// shaded by the score behind that label, with a legend. Hover reads out the head's scores;
+// click opens it in the head view. The data is the model's heads() answer (input.heads), not the
+// attention maps. The sortable ranking beside it is DOM (www/page/heads-table.js).
+
+import { clear, drawTitle, fitText, font, textLines, wrapWords } from './common.js';
+import { KIND_NAMES } from './head.js';
+
+/** Labels in legend order, with their colours (Okabe–Ito, readable by colour-blind readers). */
+export const LABELS = [
+  ['sink', '#d55e00', 'sink (first / special token)'],
+  ['previous', '#0072b2', 'previous token'],
+  ['next', '#56b4e9', 'next token'],
+  ['self', '#009e73', 'self (diagonal)'],
+  ['delimiter', '#cc79a7', 'delimiter ([SEP], punctuation)'],
+  ['induction', '#e69f00', 'induction'],
+  ['broad', '#7f7f7f', 'broad (near uniform)'],
+  ['mixed', '#b8b8b8', 'mixed (no pattern)'],
+];
+const COLOR = Object.fromEntries(LABELS.map(([k, c]) => [k, c]));
+
+/** Score columns, in table order: [key, header, what it is]. */
+export const SCORES = [
+  ['score', 'score', 'the score behind the label'],
+  ['entropy', 'entropy', 'mean row entropy (nats)'],
+  ['broad', 'broad', 'entropy ÷ ln(keys seen): 1 = uniform'],
+  ['first', 'first', 'weight on the first token'],
+  ['special', 'special', 'weight on special tokens'],
+  ['previous', 'prev', 'weight on the previous token'],
+  ['next', 'next', 'weight on the next token'],
+  ['self', 'self', 'weight on the token itself'],
+  ['delimiter', 'delim', 'weight on [SEP] and punctuation'],
+  ['induction', 'induct', 'induction score (causal models)'],
+];
+
+const SUBTITLE = 'Colour: what the head mostly does on this text; shade: the share of weight behind it (pale = weak). Hover a cell for its scores, click to open the head.';
+const MIN_CELL = 16;
+const MAX_CELL = 40;
+const LEFT = 40;
+
+/** The heads of the state's kind, as a layers × heads lookup. */
+function headsOf(input, state) {
+  const all = (input.heads && input.heads.heads) || [];
+  const list = all.filter((h) => h.kind === state.kind);
+  const L = list.reduce((m, h) => Math.max(m, h.layer + 1), 0);
+  const H = list.reduce((m, h) => Math.max(m, h.head + 1), 0);
+  const at = new Map(list.map((h) => [h.layer * H + h.head, h]));
+  return { list, L, H, at };
+}
+
+/** A colour `c` (#rrggbb) mixed with the background by `t` (0 = background, 1 = the colour). */
+function shade(c, t, bg) {
+  const p = (s, i) => Number.parseInt(s.slice(1 + 2 * i, 3 + 2 * i), 16);
+  const b = bg.length === 7 ? bg : '#ffffff';
+  const k = 0.25 + 0.75 * Math.max(0, Math.min(1, t));
+  const ch = (i) => Math.round(p(b, i) + (p(c, i) - p(b, i)) * k);
+  return `rgb(${ch(0)},${ch(1)},${ch(2)})`;
+}
+
+function geometry(ctx, input, state, width) {
+  const { L, H } = headsOf(input, state);
+  ctx.font = font(11);
+  const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
+  const top = 34 + subtitle.length * 15 + 18; // title, subtitle, head numbers
+  const cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor((width - LEFT - 12) / Math.max(1, H))));
+  const gridH = L * cell;
+  const legendTop = top + gridH + 12;
+  return { L, H, cell, top, left: LEFT, subtitle, legendTop, width: Math.max(width, LEFT + H * cell + 12), height: legendTop + Math.ceil(LABELS.length / 2) * 18 + 8 };
+}
+
+export function size(ctx, input, state, width) {
+  if (!input.heads) return { width, height: 80 };
+  const g = geometry(ctx, input, state, width);
+  return { width: g.width, height: g.height };
+}
+
+/** → { layer, head } under (x, y), or null. */
+export function hitTest(geom, x, y) {
+  if (!geom || !geom.cell) return null;
+  const h = Math.floor((x - geom.left) / geom.cell);
+  const l = Math.floor((y - geom.top) / geom.cell);
+  if (h < 0 || l < 0 || h >= geom.H || l >= geom.L) return null;
+  return { layer: l, head: h };
+}
+
+export function draw(ctx, input, state, theme, width, height) {
+  clear(ctx, width, height, theme);
+  if (!input.heads) {
+    textLines(ctx, ['Computing the head scores…'], 8, 8, theme, 13);
+    return {};
+  }
+  const g = geometry(ctx, input, state, width);
+  const { at } = headsOf(input, state);
+  drawTitle(ctx, fitText(ctx, `Head overview · ${KIND_NAMES[state.kind] || state.kind}`, width - 16), theme);
+  textLines(ctx, g.subtitle, 8, 26, theme, 11, width - 16);
+  ctx.font = font(10);
+  ctx.fillStyle = theme.muted;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'bottom';
+  for (let h = 0; h < g.H; h++) if (g.cell >= 22 || h % 2 === 0) ctx.fillText(String(h + 1), g.left + (h + 0.5) * g.cell, g.top - 3);
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  for (let l = 0; l < g.L; l++) ctx.fillText(`L${l + 1}`, g.left - 6, g.top + (l + 0.5) * g.cell);
+  for (let l = 0; l < g.L; l++) {
+    for (let h = 0; h < g.H; h++) {
+      const s = at.get(l * g.H + h);
+      if (!s) continue;
+      ctx.fillStyle = shade(COLOR[s.label] || COLOR.mixed, s.score, theme.bg);
+      ctx.fillRect(g.left + h * g.cell + 1, g.top + l * g.cell + 1, g.cell - 2, g.cell - 2);
+    }
+  }
+  // The selected head (state.layer, state.head) and the hovered one are outlined.
+  const outline = (l, h, color, w) => {
+    ctx.strokeStyle = color;
+    ctx.lineWidth = w;
+    ctx.strokeRect(g.left + h * g.cell + 0.5, g.top + l * g.cell + 0.5, g.cell - 1, g.cell - 1);
+  };
+  if (state.layer < g.L && state.head < g.H) outline(state.layer, state.head, theme.fg, 1.5);
+  const f = state.focus;
+  if (f && f.layer !== undefined && f.layer < g.L && f.head < g.H) outline(f.layer, f.head, theme.accent, 2.5);
+  // Legend: two columns of swatches.
+  ctx.font = font(11);
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'middle';
+  const colW = Math.max(140, Math.floor((width - 16) / 2));
+  LABELS.forEach(([key, color, text], i) => {
+    const x = 8 + (i % 2) * colW;
+    const y = g.legendTop + Math.floor(i / 2) * 18 + 8;
+    ctx.fillStyle = color;
+    ctx.fillRect(x, y - 6, 12, 12);
+    ctx.fillStyle = theme.fg;
+    ctx.fillText(fitText(ctx, `${key}: ${text}`, colW - 24), x + 18, y);
+  });
+  return g;
+}
+
+const num = (v) => (v === null || v === undefined ? '–' : v.toFixed(3));
+
+/** The scores of one head as one line of text. */
+export function scoresText(s) {
+  const parts = SCORES.filter(([k]) => k !== 'score' && s[k] !== null && s[k] !== undefined).map(([k]) => `${k} ${num(s[k])}`);
+  return `Layer ${s.layer + 1}, head ${s.head + 1}: ${s.label} (${num(s.score)}) · ${parts.join(' · ')}`;
+}
+
+export function hoverText(input, state, hit) {
+  if (!hit || !input.heads) return null;
+  const { at, H } = headsOf(input, state);
+  const s = at.get(hit.layer * H + hit.head);
+  return s ? scoresText(s) : null;
+}
+
+export function describe(input, state) {
+  if (!input.heads) return 'Head overview: computing the head scores';
+  const { list, L, H } = headsOf(input, state);
+  const counts = {};
+  for (const s of list) counts[s.label] = (counts[s.label] || 0) + 1;
+  const summary = LABELS.filter(([k]) => counts[k]).map(([k]) => `${counts[k]} ${k}`).join(', ');
+  return `Head overview, ${KIND_NAMES[state.kind] || state.kind}: ${L} layers × ${H} heads; ${summary}. Hover a cell for its scores, click to open the head.`;
+}
+
+/** The heads of the state's kind sorted by `sort` ("key" descending, "key.asc" ascending). */
+export function ranked(input, state) {
+  const { list } = headsOf(input, state);
+  const [key, dir] = String(state.sort || 'score').split('.');
+  const sign = dir === 'asc' ? 1 : -1;
+  const val = (s) => (s[key] === null || s[key] === undefined ? -Infinity : s[key]);
+  return list.slice().sort((a, b) => {
+    const va = val(a);
+    const vb = val(b);
+    if (va === vb) return a.layer - b.layer || a.head - b.head;
+    if (va === -Infinity) return 1;
+    if (vb === -Infinity) return -1;
+    return sign * (va - vb);
+  });
+}
