@@ -491,22 +491,33 @@ def attend(model_dir: str, text: str, dtype=np.float64, measure: str = "weight",
     return out
 
 
-def main(argv=None) -> int:
+def cli_parser(model_help: str) -> argparse.ArgumentParser:
+    """The options both reference CLIs share (this one and reference_llama.py's)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True, help="model folder (models/minilm, models/en-pt)")
+    ap.add_argument("--model", required=True, help=model_help)
     ap.add_argument("--text", required=True)
     ap.add_argument("--float32", action="store_true", help="compute in float32 instead of float64")
     ap.add_argument("--measure", choices=["weight", "value-norm"], default="weight",
                     help="value-norm: also print value_norms blocks ‖α_ij f_h(x_j)‖")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def run_cli(compute) -> int:
+    """Prints `compute()` as one line of JSON; a bad model or text is one line on stderr, status 2."""
     try:
-        out = attend(args.model, args.text, np.float32 if args.float32 else np.float64, args.measure)
+        out = compute()
     except (OSError, ValueError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     json.dump(out, sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
+
+
+def main(argv=None) -> int:
+    args = cli_parser("model folder (models/minilm, models/en-pt)").parse_args(argv)
+    dtype = np.float32 if args.float32 else np.float64
+    return run_cli(lambda: attend(args.model, args.text, dtype, args.measure))
 
 
 if __name__ == "__main__":

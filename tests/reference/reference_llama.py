@@ -30,6 +30,7 @@ import regex
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import reference  # noqa: E402
 from reference import attention_block, model_id, softmax, value_norms, value_vectors  # noqa: E402
 
 MAX_POSITIONS = 256  # the viewer's cap on prompt + generated tokens (a choice shared with the Rust side)
@@ -380,23 +381,11 @@ def attend(model_dir: str, text: str, generate: int = 0, dtype=np.float64, raw: 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True, help="model folder holding one .gguf (models/smollm2)")
-    ap.add_argument("--text", required=True)
+    ap = reference.cli_parser("model folder holding one .gguf (models/smollm2)")
     ap.add_argument("--generate", type=int, default=0, help="greedy continuation length")
-    ap.add_argument("--float32", action="store_true", help="compute in float32 instead of float64")
-    ap.add_argument("--measure", choices=["weight", "value-norm"], default="weight",
-                    help="value-norm: also print value_norms blocks ‖α_ij f_h(x_j)‖")
     args = ap.parse_args(argv)
-    try:
-        out = attend(args.model, args.text, args.generate, np.float32 if args.float32 else np.float64,
-                     measure=args.measure)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    json.dump(out, sys.stdout, ensure_ascii=False)
-    sys.stdout.write("\n")
-    return 0
+    dtype = np.float32 if args.float32 else np.float64
+    return reference.run_cli(lambda: attend(args.model, args.text, args.generate, dtype, measure=args.measure))
 
 
 if __name__ == "__main__":
