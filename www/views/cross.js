@@ -4,7 +4,7 @@
 // target × source matrix with row t outlined.
 
 import { prepareLayer, prepareLayerSteps } from '../analysis.js';
-import { MEASURE_TAG, clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
+import { MEASURE_TAG, measureTag, clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
 
 const CHIP_H = 26;
 const GAP = 8;
@@ -271,7 +271,7 @@ export function describe(input, state) {
     .sort((a, b) => b[0] - a[0])
     .slice(0, 3)
     .map(([w, j]) => `${prep.colLabels[j]} ${fmt(w)}`);
-  return `Cross-attention, layer ${prep.layer + 1}, decode step ${t + 1} of ${prep.rows} producing "${prep.rowLabels[t]}": most attended source tokens ${top.join(', ')}`;
+  return `Cross-attention${measureTag(state)}, layer ${prep.layer + 1}, decode step ${t + 1} of ${prep.rows} producing "${prep.rowLabels[t]}": most attended source tokens ${top.join(', ')}`;
 }
 
 /** The decode steps as the map shows them: target tokens, or words when sub-words are merged. */

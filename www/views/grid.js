@@ -148,5 +148,5 @@ export function* draw(ctx, input, state, theme, width) {
 export function describe(input, state) {
   const L = numLayers(input.result, state.kind);
   const H = numHeads(input.result, state.kind);
-  return `Model view: ${L} layers × ${H} heads of ${KIND_NAMES[state.kind] || state.kind}; click a map to open it in the head view`;
+  return `Model view: ${L} layers × ${H} heads of ${KIND_NAMES[state.kind] || state.kind}${measureTag(state)}; click a map to open it in the head view`;
 }

@@ -269,5 +269,5 @@ export function describe(input, state) {
   const prep = prepareLayer(input.result, state, input.specials);
   if (!prep) return 'Head view: no data';
   const hs = state.agg === 'head' ? activeHeads(state, prep.nHeads).map((h) => h + 1).join(', ') : state.agg;
-  return `Head view, ${KIND_NAMES[prep.kind] || prep.kind}, layer ${prep.layer + 1}, heads ${hs}: ${prep.rows} query tokens linked to ${prep.cols} key tokens`;
+  return `Head view, ${KIND_NAMES[prep.kind] || prep.kind}${measureTag(state)}, layer ${prep.layer + 1}, heads ${hs}: ${prep.rows} query tokens linked to ${prep.cols} key tokens`;
 }
