@@ -11,6 +11,8 @@
 // editable (present: the reader can type), height (max height of the map in px); for a model that
 // generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
 // greedy), top-k, seed, generate-step (the scrubbed step, from 1; absent: after the last token).
+// compare (a second sentence B: the head view and the heatmap draw it beside the text, with the
+// difference map B − A where the tokens align; with editable, a "Compare with…" box holds it).
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
 // after the first draw, `attention-error` (detail: { message }).
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
@@ -19,7 +21,7 @@
 import { tokensFor } from './analysis.js';
 import { mountGenerationPanel } from './generation-panel.js';
 import { configure } from './worker-client.js';
-import { bindCanvas, bindTextBox, slicedPainter } from './render.js';
+import { bindCanvas, bindCompareBox, bindTextBox, slicedPainter } from './render.js';
 import { Session } from './session.js';
 import { generationOptions, KINDS, textLimitNotice } from './state.js';
 import { themeOf, tokenLabel } from './views/common.js';
@@ -94,7 +96,7 @@ progress { width: 160px; }
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'editable', 'height', ...Object.values(GEN_ATTRS)];
+    return ['model', 'text', 'compare', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'editable', 'height', ...Object.values(GEN_ATTRS)];
   }
 
   constructor() {
@@ -127,6 +129,8 @@ class AttentionViz extends HTMLElement {
     this.$.step = mk('input', { type: 'range', min: '0', max: '0', value: '0' }, this.$.stepLabel);
     this.$.text = mk('textarea', { rows: 2, spellcheck: false, dir: 'auto' });
     this.$.text.setAttribute('aria-label', 'Text to analyse');
+    this.$.compare = mk('textarea', { rows: 1, spellcheck: false, dir: 'auto', placeholder: 'Compare with… (a second sentence, B)', hidden: true });
+    this.$.compare.setAttribute('aria-label', 'Compare with…');
     this.$.warn = mk('div', { className: 'warn', hidden: true });
     this.$.warn.setAttribute('role', 'alert');
     this.$.out = mk('div', { className: 'out', hidden: true });
@@ -166,6 +170,7 @@ class AttentionViz extends HTMLElement {
     this.$.query.addEventListener('change', () => this.session.patch({ query: Number(this.$.query.value) }));
     this.$.step.addEventListener('input', () => this.session.patch({ step: Number(this.$.step.value) }));
     bindTextBox(this.$.text, this.session);
+    bindCompareBox(this.$.compare, this.session);
     bindCanvas(this.$.canvas, this.session, () => this.geom);
     this.$.canvas.addEventListener('keydown', (e) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -226,6 +231,7 @@ class AttentionViz extends HTMLElement {
     const model = a('model');
     if (model) s.model = MODEL_ALIASES[model] || model;
     if (a('text') !== null) s.text = a('text');
+    if (a('compare') !== null || only === 'compare') s.compare = a('compare') || '';
     const view = VIEW_ALIASES[a('view')];
     if (view && VIEW_IDS.includes(view)) s.view = view;
     if (KINDS.includes(a('kind'))) s.kind = a('kind');
@@ -246,10 +252,12 @@ class AttentionViz extends HTMLElement {
     if (a('measure') !== null || only === 'measure') s.measure = a('measure') === 'value-norm' ? 'value-norm' : 'raw';
     const gen = generationOptions(a, GEN_ATTRS, 1);
     for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
-    if (!only || only === 'editable' || only === 'height' || only === 'text') {
+    if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {
       const editable = this.hasAttribute('editable');
       this.$.text.hidden = !editable;
+      this.$.compare.hidden = !editable;
       if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
+      if (editable && this.$.compare.value !== s.compare) this.$.compare.value = s.compare;
       const h = Number.parseInt(this.getAttribute('height'), 10);
       this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
     }
