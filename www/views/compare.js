@@ -208,7 +208,7 @@ export function describe(input, state) {
   const base = BASES[state.view];
   const d = difference(input, state);
   const b = input.compare.result ? base.describe(inputB(input), state) : 'being computed';
-  const diff = d && d.m ? `Difference map B − A (diverging: blue less, red more, ±${fmt(d.m.max, 3)}). ${d.text}` : d ? d.text : '';
+  const diff = d && d.m ? `${d.m.title} (diverging: blue where B attends less, red where more, ±${fmt(d.m.max, 3)}). ${d.text}` : d ? d.text : '';
   const cut = (t) => t.replace(/\.$/, '');
   return `Comparison of two sentences. A: ${cut(base.describe(input, state))}. B: ${cut(b)}. ${diff}`;
 }
