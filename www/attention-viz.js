@@ -85,13 +85,15 @@ canvas:focus-visible { outline: none; }
 .gqa { font-size: 12px; color: var(--av-muted); }
 .readout { padding: 3px 8px; font-size: 12px; color: var(--av-muted); border-top: 1px solid var(--av-border); min-height: 1.4em; }
 progress { width: 160px; }
-.heads-rank { max-height: 22em; overflow: auto; border-top: 1px solid var(--av-border); font-size: 12px; }
+.heads-rank { border-top: 1px solid var(--av-border); font-size: 12px; }
+.heads-caption { margin: 0; padding: 4px 8px; color: var(--av-muted); }
+.heads-scroll { max-height: 22em; overflow: auto; }
 .heads-table { border-collapse: collapse; table-layout: fixed; width: 58em; font-variant-numeric: tabular-nums; }
-.heads-table caption { text-align: left; padding: 4px 8px; color: var(--av-muted); }
+.heads-table th:first-child, .heads-table td:first-child { position: sticky; left: 0; z-index: 1; background: var(--av-bg); }
 .heads-table th, .heads-table td { padding: 1px 4px; text-align: right; white-space: nowrap; }
 .heads-table th:nth-child(-n+2), .heads-table td:nth-child(-n+2) { text-align: left; }
 .heads-table th button, .heads-table td button { min-height: 22px; padding: 0 4px; font-size: 12px; }
-.heads-table tr.current { background: var(--av-hover); }
+.heads-table tr.current, .heads-table tr.current td:first-child { background: var(--av-hover); }
 `;
 
 class AttentionViz extends HTMLElement {

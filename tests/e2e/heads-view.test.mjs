@@ -182,6 +182,45 @@ test('page: switching to the head overview stays under 50 ms per task; PNG and S
   }
 });
 
+test('page, 1400 px, SmolLM2: the ranking fits the side panel — its caption whole and wrapped, the table scrolling sideways in a box of its own with the head column kept', async () => {
+  const hash = new URLSearchParams({ m: 'smollm2-135m', t: 'The capital of France is Paris.', v: 'heads' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await waitDrawn(page, () => window.attnvizDebug.view === 'heads' && window.attnvizDebug.headsGrid() && window.attnvizDebug.headsGrid().scores);
+    await page.waitForFunction(() => document.querySelectorAll('#heads-rank tbody tr').length === 270, null, { timeout: 60_000 });
+    const m = await page.evaluate(() => {
+      const box = (e) => {
+        const r = e.getBoundingClientRect();
+        return { left: r.left, right: r.right, sw: e.scrollWidth, cw: e.clientWidth, ox: getComputedStyle(e).overflowX };
+      };
+      const cap = document.querySelector('#heads-rank .heads-caption');
+      return { side: box(document.getElementById('side')), cap: { ...box(cap), text: cap.textContent }, scroll: box(document.querySelector('#heads-rank .heads-scroll')), view: innerWidth };
+    });
+    assert.ok(m.side.right <= m.view, `the side panel ends inside the window (${m.side.right} > ${m.view})`);
+    assert.ok(m.cap.sw <= m.cap.cw && m.cap.right <= m.side.right + 0.5, `the caption fits: ${JSON.stringify(m.cap)} in ${JSON.stringify(m.side)}`);
+    assert.match(m.cap.text, /Heads ranked by the score behind the label \(highest first\)\. .*scrolls sideways\.$/);
+    assert.ok(m.scroll.right <= m.side.right + 0.5, 'the table box ends inside the panel');
+    assert.ok(m.scroll.sw <= m.scroll.cw || ['auto', 'scroll'].includes(m.scroll.ox), `the table fits or scrolls sideways by design: ${JSON.stringify(m.scroll)}`);
+    // Scrolled to its end, the last column (induction) is whole in view and the head column stays.
+    await page.$eval('#heads-rank .heads-scroll', (e) => {
+      e.scrollLeft = e.scrollWidth;
+    });
+    const end = await page.evaluate(() => {
+      const sc = document.querySelector('#heads-rank .heads-scroll').getBoundingClientRect();
+      const last = document.querySelector('#heads-rank th:last-child').getBoundingClientRect();
+      const head = document.querySelector('#heads-rank tbody tr td:first-child').getBoundingClientRect();
+      return { sc: [sc.left, sc.right], last: [last.left, last.right], head: [head.left, head.right] };
+    });
+    assert.ok(end.last[0] >= end.sc[0] - 0.5 && end.last[1] <= end.sc[1] + 0.5, `the induction column in view: ${JSON.stringify(end)}`);
+    assert.ok(Math.abs(end.head[0] - end.sc[0]) < 1.5, `the head column stays at the left edge: ${JSON.stringify(end)}`);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
 test('widget: view="heads" draws the grid and the ranking; clicking a cell opens the head', async () => {
   const w = await openWidget(browser, server.url, { model: 'minilm', text: TEXT, view: 'heads' });
   const { page } = w;

@@ -47,12 +47,22 @@ export function renderHeadsTable(box, session) {
   const [sortKey, dir] = String(s.sort || 'score').split('.');
   const rows = ranked(input, s);
   box.textContent = '';
+  // The caption wraps above the table, in the panel's width; the table (12 columns, wider than the
+  // 260 px side panel) scrolls sideways in a box of its own, its head column kept in view. As the
+  // table's <caption> it was as wide as the table and was cut off at the panel's edge.
+  const cap = document.createElement('p');
+  cap.className = 'heads-caption';
+  cap.id = 'heads-rank-caption';
+  const col = SCORES.find(([k]) => k === sortKey);
+  cap.textContent = `Heads ranked by ${col ? col[2] : sortKey} (${dir === 'asc' ? 'lowest' : 'highest'} first). Click a column to sort by it; a head to open it. The table scrolls sideways.`;
+  const scroller = document.createElement('div');
+  scroller.className = 'heads-scroll';
+  scroller.tabIndex = 0; // scrollable by keyboard
+  scroller.setAttribute('role', 'region');
+  scroller.setAttribute('aria-labelledby', cap.id);
   const table = document.createElement('table');
   table.className = 'heads-table';
-  const cap = document.createElement('caption');
-  const col = SCORES.find(([k]) => k === sortKey);
-  cap.textContent = `Heads ranked by ${col ? col[2] : sortKey} (${dir === 'asc' ? 'lowest' : 'highest'} first). Click a column to sort by it; a head to open it.`;
-  table.appendChild(cap);
+  table.setAttribute('aria-labelledby', cap.id);
   const cols = document.createElement('colgroup');
   for (const w of ['6em', '6.5em', ...SCORES.map(() => '4.6em')]) {
     const c = document.createElement('col');
@@ -101,7 +111,8 @@ export function renderHeadsTable(box, session) {
   // The first rows now, the rest in later tasks: laying out hundreds of cells at once held the
   // main thread for 50–100 ms.
   rows.slice(0, FIRST_ROWS).forEach(addRow);
-  box.appendChild(table);
+  scroller.appendChild(table);
+  box.append(cap, scroller);
   const more = (from) => {
     if (box.dataset.key !== key || from >= rows.length) return;
     rows.slice(from, from + CHUNK_ROWS).forEach(addRow);
