@@ -150,6 +150,16 @@ test('page, head view: hover and click on B focus and pin the token on both side
     assert.notEqual(await canvasDigest(page, VIEW), before);
     ps = await panels(page);
     assert.ok(ps.d, 'the difference map is drawn under the measure too');
+    // Exports of the head view's comparison: the lines of both sides and the difference map.
+    const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
+    assert.match(svg.suggestedFilename(), /-head-compare-/);
+    const text = readFileSync(await svg.path(), 'utf8');
+    assert.ok(text.includes(`>A: ${A}<`) && text.includes(`>B: ${B}<`) && text.includes('>dog<'), 'both sentences and their tokens');
+    assert.match(text, /Difference B − A · Layer 3 · head 4 · encoder self-attention · value-weighted ‖αf‖/);
+    assert.ok((text.match(/<path/g) || []).length >= 20, 'the lines of both sides');
+    const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
+    const img = await decodePng(page, readFileSync(await png.path()));
+    assert.ok(img.width > 500 && img.height > 400 && img.inked > 10000, `the PNG decodes to the drawing: ${JSON.stringify(img)}`);
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();

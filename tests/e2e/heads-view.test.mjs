@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { canvasDigest, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
+import { decodePng } from './views-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat, and the dog sat on the log.';
 const VIEW = 'canvas#view';
@@ -169,6 +170,8 @@ test('page: switching to the head overview stays under 50 ms per task; PNG and S
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
     const pngBytes = readFileSync(await png.path());
     assert.equal(pngBytes.subarray(1, 4).toString(), 'PNG');
+    const img = await decodePng(page, pngBytes);
+    assert.ok(img.width > 100 && img.height > 100 && img.inked > 1000, `the PNG decodes to a drawing: ${JSON.stringify(img)}`);
     assert.match(png.suggestedFilename(), /-heads-/);
     const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
     const text = readFileSync(await svg.path(), 'utf8');
