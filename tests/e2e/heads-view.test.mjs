@@ -185,6 +185,32 @@ test('page: switching to the head overview stays under 50 ms per task; PNG and S
   }
 });
 
+test('page: keys on the head overview — arrows move the outlined head (grid and ranking row follow), 7 and 8 switch to the overview and the qk view', async () => {
+  const app = await openHeads({ l: '0', h: '0' });
+  const { page } = app;
+  try {
+    await page.waitForFunction(() => document.querySelectorAll('#heads-rank tbody tr').length === 72);
+    const current = () => page.textContent('#heads-rank tr.current button');
+    assert.equal(await current(), 'L1 H1');
+    const before = await canvasDigest(page, VIEW);
+    await page.focus(VIEW);
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowRight');
+    await waitDrawn(page, () => window.attnvizDebug.state.layer === 1 && window.attnvizDebug.state.head === 1);
+    await page.waitForFunction(() => document.querySelector('#heads-rank tr.current button')?.textContent === 'L2 H2');
+    assert.notEqual(await canvasDigest(page, VIEW), before, 'the outline moved on the grid');
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /Head overview/);
+    await page.keyboard.press('8');
+    await waitDrawn(page, () => window.attnvizDebug.view === 'qk');
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /Query\/key space of layer 2, head 2/);
+    await page.keyboard.press('7');
+    await waitDrawn(page, () => window.attnvizDebug.view === 'heads');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
 test('page, 1400 px, SmolLM2: the ranking fits the side panel — its caption whole and wrapped, the table scrolling sideways in a box of its own with the head column kept', async () => {
   const hash = new URLSearchParams({ m: 'smollm2-135m', t: 'The capital of France is Paris.', v: 'heads' }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);

@@ -16,6 +16,9 @@ export function nextSort(current, key) {
   return dir === 'asc' ? key : `${key}.asc`;
 }
 
+/** Is the row of this open button the selected head of state s? */
+const isCurrent = (b, s) => Number(b.dataset.layer) === s.layer && Number(b.dataset.head) === s.head;
+
 /** Fill `box` with the ranking for the session's state (hidden outside the head overview). */
 export function renderHeadsTable(box, session) {
   const s = session.state;
@@ -40,7 +43,12 @@ export function renderHeadsTable(box, session) {
     });
   }
   const key = JSON.stringify([s.kind, s.sort, input.heads.model, input.heads.text, input.heads.heads.length]);
-  if (box.dataset.key === key) return;
+  if (box.dataset.key === key) {
+    // Same ranking, maybe another selected head (arrow keys, a click on the grid): move the mark
+    // only (rebuilding 270 rows per key press would be work for nothing).
+    for (const tr of box.querySelectorAll('tbody tr')) tr.classList.toggle('current', isCurrent(tr.querySelector('button'), s));
+    return;
+  }
   box.dataset.key = key;
   const active = box.getRootNode().activeElement;
   const refocus = active && box.contains(active) && active.dataset.sort;
@@ -93,11 +101,11 @@ export function renderHeadsTable(box, session) {
   const tbody = table.createTBody();
   const addRow = (h) => {
     const tr = tbody.insertRow();
-    if (h.layer === s.layer && h.head === s.head) tr.className = 'current';
     const open = document.createElement('button');
     open.type = 'button';
     open.dataset.layer = String(h.layer);
     open.dataset.head = String(h.head);
+    if (isCurrent(open, session.state)) tr.className = 'current'; // rows added later: the state then
     open.textContent = `L${h.layer + 1} H${h.head + 1}`;
     open.setAttribute('aria-label', `Open layer ${h.layer + 1}, head ${h.head + 1} in the head view`);
     tr.insertCell().appendChild(open);
