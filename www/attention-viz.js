@@ -12,7 +12,8 @@
 // generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
 // greedy), top-k, seed, generate-step (the scrubbed step, from 1; absent: after the last token).
 // compare (a second sentence B: the head view and the heatmap draw it beside the text, with the
-// difference map B − A where the tokens align; with editable, a "Compare with…" box holds it).
+// difference map B − A where the tokens align; with editable, a "Compare with…" box holds it;
+// compare="" gives an editable widget that box, empty).
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
 // after the first draw, `attention-error` (detail: { message }).
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
@@ -131,8 +132,7 @@ class AttentionViz extends HTMLElement {
     this.$.step = mk('input', { type: 'range', min: '0', max: '0', value: '0' }, this.$.stepLabel);
     this.$.text = mk('textarea', { rows: 2, spellcheck: false, dir: 'auto' });
     this.$.text.setAttribute('aria-label', 'Text to analyse');
-    this.$.compare = mk('textarea', { rows: 1, spellcheck: false, dir: 'auto', placeholder: 'Compare with… (a second sentence, B)', hidden: true });
-    this.$.compare.setAttribute('aria-label', 'Compare with…');
+    this.$.compare = null; // the "Compare with…" box, made for an editable widget that compares
     this.$.warn = mk('div', { className: 'warn', hidden: true });
     this.$.warn.setAttribute('role', 'alert');
     this.$.out = mk('div', { className: 'out', hidden: true });
@@ -172,7 +172,6 @@ class AttentionViz extends HTMLElement {
     this.$.query.addEventListener('change', () => this.session.patch({ query: Number(this.$.query.value) }));
     this.$.step.addEventListener('input', () => this.session.patch({ step: Number(this.$.step.value) }));
     bindTextBox(this.$.text, this.session);
-    bindCompareBox(this.$.compare, this.session);
     bindCanvas(this.$.canvas, this.session, () => this.geom);
     this.$.canvas.addEventListener('keydown', (e) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -257,13 +256,26 @@ class AttentionViz extends HTMLElement {
     if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {
       const editable = this.hasAttribute('editable');
       this.$.text.hidden = !editable;
-      this.$.compare.hidden = !editable;
       if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
-      if (editable && this.$.compare.value !== s.compare) this.$.compare.value = s.compare;
+      // Only a widget that compares gets the second box (compare="" for an empty one): an
+      // editable lesson widget keeps its one text box.
+      const box = editable && this.hasAttribute('compare') ? this.compareBox() : this.$.compare;
+      if (box) box.hidden = !editable || !this.hasAttribute('compare');
+      if (box && !box.hidden && box.value !== s.compare) box.value = s.compare;
       const h = Number.parseInt(this.getAttribute('height'), 10);
       this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
     }
     return s;
+  }
+
+  /** The "Compare with…" box under the text box, made on first need. */
+  compareBox() {
+    if (this.$.compare) return this.$.compare;
+    const box = Object.assign(document.createElement('textarea'), { rows: 1, spellcheck: false, dir: 'auto', placeholder: 'Compare with… (a second sentence, B)' });
+    box.setAttribute('aria-label', 'Compare with…');
+    this.$.text.after(box);
+    bindCompareBox(box, this.session);
+    return (this.$.compare = box);
   }
 
   onUpdate(reason) {

@@ -10,7 +10,7 @@ import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, r
 import { Channel, init, loadModel } from './worker-client.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
-import { kindShown, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
+import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
 import { COMPARE_VIEWS, note as compareNote } from './views/compare.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
 
@@ -468,7 +468,7 @@ export class Session {
     const s = this.state;
     const input = this.input();
     const view = viewFor(s.view);
-    const base = view.side ? view.side(input, s, this.focus) : { title: 'Details', hint: view.module.describe(input, s), items: [] };
+    const base = view.side ? view.side(input, s, this.focus) : { title: 'Details', hint: moduleFor(s.view, input).describe(input, s), items: [] };
     return { ...base, hint: this.hoverText || base.hint, notes: filterNotes(s, input) };
   }
 
