@@ -64,6 +64,7 @@ export class Session {
     this.compareChannel = new Channel(`${name}-compare`);
     this.compareResult = null; // the attend() answer for state.compare
     this.compareFor = null; // the request key (compareKey) of that answer
+    this.compareText = null; // and its text
     this.compareInFlight = false;
     this.onUpdate = onUpdate;
     this.unknownModel = unknownModel;
@@ -215,6 +216,7 @@ export class Session {
     if (ans && !ans.superseded && model === this.state.model) {
       this.compareResult = ans.result;
       this.compareFor = key;
+      this.compareText = compare;
       if (key === this.compareKey()) this.emit('state');
     }
     if (key !== this.compareKey() && this.state.compare) this.computeCompare();
@@ -399,14 +401,15 @@ export class Session {
 
   /**
    * Sentence B for the views that compare (compare.js), or null: { text, textA, result (as
-   * drawn, or null while its first answer is computed) }. A stale B stays drawn until the new one
+   * drawn, or null while its first answer is computed), drawnText (B's text in that result),
+   * stale (a newer text or measure is being computed) }. A stale B stays drawn until the new one
    * arrives, as A's drawing does; one of another model never.
    */
   compareInput() {
     const s = this.state;
     if (!s.compare || !COMPARE_VIEWS.includes(s.view) || !this.resultFor) return null;
     const r = this.compareResult && JSON.parse(this.compareFor)[0] === this.resultFor.model ? this.compareResult : null;
-    return { text: s.compare, textA: this.resultFor.text, result: r && this.shownResult(r) };
+    return { text: s.compare, textA: this.resultFor.text, result: r && this.shownResult(r), drawnText: r ? this.compareText : null, stale: !!r && this.compareFor !== this.compareKey() };
   }
 
   /** The view state as drawn, with the transient hover focus. */

@@ -83,9 +83,11 @@ export function difference(input, state) {
       : `Aligned token by token: A and B have the same ${a.cols} tokens.`;
     const M = Math.max(maxAbs(mat), 1e-6); // a symmetric scale: white is "no change"
     const prep = { rows: a.rows, cols: a.cols, rowLabels, colLabels, rowGroups: rowLabels.map((_, i) => [i]), notes: [text] };
-    per.set(mB.mat, { m: { prep, mat, max: M, lo: -M, title: `Difference B − A · ${mA.title}`, A: mA.mat, B: mB.mat }, text });
+    per.set(mB.mat, { m: { prep, mat, max: M, lo: -M, A: mA.mat, B: mB.mat }, text });
   }
-  return per.get(mB.mat);
+  const d = per.get(mB.mat);
+  // The title is of the state (the same matrices are drawn under another title while norms are computed).
+  return { ...d, m: { ...d.m, title: `Difference B − A · ${mA.title}` } };
 }
 
 /** Where the two sides and the difference map go. */
@@ -134,7 +136,8 @@ export function* draw(ctx, input, state, theme, width) {
   };
   sideLabel(ctx, 'A', c.textA, 0, L.sA.width, theme);
   yield* side('a', input, 0, L.sA.width);
-  sideLabel(ctx, 'B', c.text, L.bX, L.sB.width, theme);
+  // B as drawn: a newer text or measure is being computed meanwhile (its drawing stays till then).
+  sideLabel(ctx, 'B', `${c.drawnText ?? c.text}${c.stale ? ' · updating…' : ''}`, L.bX, L.sB.width, theme);
   if (c.result) yield* side('b', inputB(input), L.bX, L.sB.width);
   else {
     ctx.font = font(12);
