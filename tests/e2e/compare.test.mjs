@@ -275,3 +275,22 @@ test('widget: compare="…" draws both sentences and the difference map; its "Co
     await w.close();
   }
 });
+
+test('page, translator en-pt: cross-attention of two sentences aligns target × source position by position, and says so in those terms', async () => {
+  const hash = new URLSearchParams({ m: 'en-pt-tiny', t: A, c: B, v: 'heatmap', k: 'cross', l: '1', a: 'mean' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await waitDrawn(page, () => window.attnvizDebug.compareTokens && !window.attnvizDebug.computing);
+    const aria = await page.getAttribute(VIEW, 'aria-label');
+    // "O gato sentou-se no tapete." / "O cão sentou-se no tapete.": 10 target tokens each.
+    assert.match(aria, /Difference B − A · Layer 2 · mean over heads · cross-attention \(target ← source\)/);
+    assert.match(aria, /as many tokens \(10 queries × 8 keys\), 2 positions hold different tokens/);
+    const ps = await panels(page);
+    await pointAt(page, ...cellAt(ps.d, 1, 1));
+    await page.waitForFunction(() => /^B − A, query “▁gato\/▁cão” \(2\) → key “▁cat\/▁dog” \(2\)/.test(document.getElementById('side-hint').textContent));
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});

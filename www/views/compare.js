@@ -77,10 +77,14 @@ export function difference(input, state) {
     const both = (la, lb) => la.map((t, i) => (t === lb[i] ? t : `${t}/${lb[i]}`));
     const rowLabels = both(a.rowLabels, b.rowLabels);
     const colLabels = both(a.colLabels, b.colLabels);
-    const differ = new Set([...rowLabels.keys()].filter((i) => rowLabels[i] !== a.rowLabels[i]).concat([...colLabels.keys()].filter((j) => colLabels[j] !== a.colLabels[j]))).size;
+    const changed = (la, lb) => la.filter((t, i) => t !== lb[i]).length;
+    // Self-attention: queries and keys are the same tokens; cross-attention: target and source.
+    const self = a.rows === a.cols && changed(a.rowLabels, a.colLabels) === 0;
+    const differ = self ? changed(a.colLabels, colLabels) : changed(a.rowLabels, rowLabels) + changed(a.colLabels, colLabels);
+    const n = self ? `${a.cols}` : `${a.rows} queries × ${a.cols} keys`;
     const text = differ
-      ? `Aligned position by position: A and B have as many tokens (${a.cols}), ${differ} position${differ === 1 ? '' : 's'} hold${differ === 1 ? 's' : ''} different tokens (labelled A/B).`
-      : `Aligned token by token: A and B have the same ${a.cols} tokens.`;
+      ? `Aligned position by position: A and B have as many tokens (${n}), ${differ} position${differ === 1 ? '' : 's'} hold${differ === 1 ? 's' : ''} different tokens (labelled A/B).`
+      : `Aligned token by token: A and B have the same tokens (${n}).`;
     const M = Math.max(maxAbs(mat), 1e-6); // a symmetric scale: white is "no change"
     const prep = { rows: a.rows, cols: a.cols, rowLabels, colLabels, rowGroups: rowLabels.map((_, i) => [i]), notes: [text] };
     per.set(mB.mat, { m: { prep, mat, max: M, lo: -M, A: mA.mat, B: mB.mat }, text });

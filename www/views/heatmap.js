@@ -121,8 +121,9 @@ function valuePx(ctx, cell, signed) {
   return ctx.measureText(signed ? '−.00' : '.00').width + 4 <= cell ? px : 0;
 }
 
-// ".42", "1.00", and for a signed map (differences) "−.42" / "+.42".
+// ".42", "1.00", and for a signed map (differences) "−.42" / "+.42" / "0" (under .005 either way).
 const cellValue = (v, signed) => {
+  if (signed && Math.abs(v) < 0.005) return '0';
   const s = Math.abs(v) >= 0.995 ? Math.abs(v).toFixed(2) : Math.abs(v).toFixed(2).replace(/^0/, '');
   return signed ? `${v < 0 ? '−' : '+'}${s}` : s;
 };
