@@ -83,7 +83,7 @@ function main() {
   // the lines from the focused query, and the PCA behind them.
   debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
   // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
-  Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || !!(session.input().compare && session.input().compare.stale) });
+  Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || (!!session.state.compare && !session.compareFresh()) });
   // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
   Object.defineProperty(debug, 'focus', { get: () => session.focus });
   // true while a drawing is still being made (at 512 tokens it takes several tasks)

@@ -65,6 +65,8 @@ export class Session {
     this.compareResult = null; // the attend() answer for state.compare
     this.compareFor = null; // the request key (compareKey) of that answer
     this.compareText = null; // and its text
+    this.compareModel = null; // and its model
+    this.compareError = null; // why B's last forward failed (its key is then compareFor too: no retry loop)
     this.compareInFlight = false;
     this.onUpdate = onUpdate;
     this.unknownModel = unknownModel;
@@ -196,30 +198,38 @@ export class Session {
     return JSON.stringify([s.model, s.compare, this.genParams(s), s.measure === 'value-norm']);
   }
 
+  /** Is B's answer the one the state asks for? (one with value norms serves raw weights too) */
+  compareFresh() {
+    const s = this.state;
+    return this.compareFor === this.compareKey() || (s.measure !== 'value-norm' && this.compareFor === this.compareKey({ ...s, measure: 'value-norm' }));
+  }
+
   /**
    * Run B's forward when its answer is missing or stale, in the worker (the main thread only
    * draws): one in flight, texts typed meanwhile collapse into the newest (as compute() does).
    */
   async computeCompare() {
-    if (!this.info || !this.state.compare || this.compareInFlight || this.compareFor === this.compareKey()) return;
+    if (!this.info || !this.state.compare || this.compareInFlight || this.compareFresh()) return;
     this.compareInFlight = true;
     const key = this.compareKey();
     const { model, compare } = this.state;
     let ans = null;
+    let err = null;
     try {
       ans = await this.compareChannel.attend(model, compare, this.genParams(), this.state.measure === 'value-norm');
     } catch (e) {
-      this.error = `Compare with: ${e.message}`;
-      this.emit('status');
+      err = e.message;
     }
     this.compareInFlight = false;
-    if (ans && !ans.superseded && model === this.state.model) {
-      this.compareResult = ans.result;
+    if (err || (!ans.superseded && model === this.state.model)) {
+      this.compareResult = err ? null : ans.result;
+      this.compareError = err;
       this.compareFor = key;
       this.compareText = compare;
+      this.compareModel = model;
       if (key === this.compareKey()) this.emit('state');
     }
-    if (key !== this.compareKey() && this.state.compare) this.computeCompare();
+    if (!this.compareFresh() && this.state.compare) this.computeCompare();
   }
 
   /** The text changed (typing): recompute; hover and pin refer to the old tokens. */
@@ -402,14 +412,14 @@ export class Session {
   /**
    * Sentence B for the views that compare (compare.js), or null: { text, textA, result (as
    * drawn, or null while its first answer is computed), drawnText (B's text in that result),
-   * stale (a newer text or measure is being computed) }. A stale B stays drawn until the new one
+   * stale (a newer text or measure is being computed), error (why B could not be computed) }. A stale B stays drawn until the new one
    * arrives, as A's drawing does; one of another model never.
    */
   compareInput() {
     const s = this.state;
     if (!s.compare || !COMPARE_VIEWS.includes(s.view) || !this.resultFor) return null;
-    const r = this.compareResult && JSON.parse(this.compareFor)[0] === this.resultFor.model ? this.compareResult : null;
-    return { text: s.compare, textA: this.resultFor.text, result: r && this.shownResult(r), drawnText: r ? this.compareText : null, stale: !!r && this.compareFor !== this.compareKey() };
+    const r = this.compareResult && this.compareModel === this.resultFor.model ? this.compareResult : null;
+    return { text: s.compare, textA: this.resultFor.text, result: r && this.shownResult(r), drawnText: r ? this.compareText : null, stale: !!r && !this.compareFresh(), error: this.compareError };
   }
 
   /** The view state as drawn, with the transient hover focus. */

@@ -294,3 +294,29 @@ test('page, translator en-pt: cross-attention of two sentences aligns target × 
     await app.close();
   }
 });
+
+test('page, 512 tokens on both sides: comparing in the heatmap and the head view, and typing into B, holds no task over 50 ms', async () => {
+  const words = (k) => Array.from({ length: 600 }, (_, i) => ['alpha', 'beta', 'gamma', 'delta', 'the', 'cat'][(i + k) % 6]).join(' ');
+  const hash = new URLSearchParams({ m: 'minilm-l6', t: words(0), v: 'heatmap' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await waitDrawn(page, () => window.attnvizDebug.tokens.length === 512);
+    await watchLongTasks(page);
+    const report = [];
+    await page.fill('#compare', words(1));
+    await waitDrawn(page, () => window.attnvizDebug.compareTokens && window.attnvizDebug.compareTokens.length === 512 && !window.attnvizDebug.computing);
+    report.push(`heatmap: ${(await page.evaluate(() => window.longTasks.splice(0))).join(', ') || 'none'}`);
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /Aligned position by position: A and B have as many tokens \(512\)/);
+    await page.type('#compare', ' x', { delay: 30 });
+    await waitDrawn(page, () => !window.attnvizDebug.computing);
+    report.push(`typing B: ${(await page.evaluate(() => window.longTasks.splice(0))).join(', ') || 'none'}`);
+    await page.click('[role=tab][data-view=head]');
+    await waitDrawn(page, () => window.attnvizDebug.view === 'head' && !window.attnvizDebug.computing);
+    report.push(`head view: ${(await page.evaluate(() => window.longTasks.splice(0))).join(', ') || 'none'}`);
+    assert.ok(report.every((r) => r.endsWith('none')), `long tasks (ms): ${report.join('; ')}`);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});

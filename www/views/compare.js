@@ -106,10 +106,17 @@ function layout(ctx, input, state, width) {
   return { base, half, sA, sB, bX: sA.width + GAP, d, dY, sD, width: Math.max(width, sA.width + GAP + sB.width, sD.width), height: dY + sD.height };
 }
 
+/** Both sides' matrices and their difference made ahead, each in steps of its own (slices.js):
+ *  at 512 tokens, B's map and the difference took one 30–60 ms task when made by size(). */
 export function* prepare(input, state, width) {
   const base = BASES[state.view];
   yield* base.prepare(input, state, width);
-  if (input.compare.result) yield* base.prepare(inputB(input), state, width);
+  if (!input.compare.result) return;
+  yield;
+  yield* base.prepare(inputB(input), state, width);
+  yield;
+  difference(input, state);
+  yield;
 }
 
 export function size(ctx, input, state, width) {
@@ -123,7 +130,8 @@ function sideLabel(ctx, name, text, x, w, theme) {
   ctx.fillStyle = theme.fg;
   ctx.textAlign = 'left';
   ctx.textBaseline = 'top';
-  ctx.fillText(fitText(ctx, `${name}: ${text}`, w - 16), x + 8, 4);
+  const t = text.length > 300 ? Array.from(text).slice(0, 300).join('') : text; // more never fits
+  ctx.fillText(fitText(ctx, `${name}: ${t}`, w - 16), x + 8, 4);
 }
 
 export function* draw(ctx, input, state, theme, width) {
@@ -146,7 +154,7 @@ export function* draw(ctx, input, state, theme, width) {
   else {
     ctx.font = font(12);
     ctx.fillStyle = theme.muted;
-    ctx.fillText('Computing B…', L.bX + 8, LABEL_H + 8);
+    ctx.fillText(fitText(ctx, c.error ? `B could not be computed: ${c.error}` : 'Computing B…', L.sB.width - 16), L.bX + 8, LABEL_H + 8);
   }
   ctx.strokeStyle = theme.faint;
   ctx.lineWidth = 1;
