@@ -150,7 +150,6 @@ export function kindShown(s) {
   return viewFor(s.view).forceKind || s.kind;
 }
 
-
 /** The drawing module for a view and its input: the comparison of two sentences (compare.js)
  *  when the session gives a second one (input.compare), else the view's own. */
 export function moduleFor(id, input) {
