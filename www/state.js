@@ -32,15 +32,18 @@ export function capText(text, max = PERMALINK_TEXT_MAX) {
 // 20000 → "20,000" (toLocaleString loads the locale data: 30 ms the first time)
 const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
-/** Whether a permalink of state `s` holds only the start of its text. */
+const cut = (t) => capText(t) !== String(t ?? '');
+
+/** Whether a permalink of state `s` holds only the start of its text (or of its compare text). */
 export function permalinkTruncated(s) {
-  return capText(s.text) !== String(s.text ?? '');
+  return cut(s.text) || cut(s.compare);
 }
 
-/** null, or the sentence a page shows while the permalink holds only the start of the text. */
+/** null, or the sentence a page shows while the permalink holds only the start of a text. */
 export function permalinkNotice(s) {
   if (!permalinkTruncated(s)) return null;
-  return `The permalink holds only the first ${thousands(PERMALINK_TEXT_MAX)} characters of the text.`;
+  const which = !cut(s.compare) ? 'the text' : !cut(s.text) ? 'the “Compare with…” text' : 'each text';
+  return `The permalink holds only the first ${thousands(PERMALINK_TEXT_MAX)} characters of ${which}.`;
 }
 
 /** Characters the text box holds: far past what any model reads (512 tokens ≈ 2,500
