@@ -5,7 +5,7 @@
 
 import { modelLabel, Session } from './session.js';
 import { mountGenerationPanel } from './generation-panel.js';
-import { bindCanvas, bindTextBox, download, exportName, pngBlob, slicedPainter, toSvg } from './render.js';
+import { bindCanvas, bindCompareBox, bindTextBox, download, exportName, pngBlob, slicedPainter, toSvg } from './render.js';
 import { decodeState, defaultState, encodeState, permalinkNotice } from './state.js';
 import { themeOf } from './views/common.js';
 import { bindControls, syncControls } from './page/controls.js';
@@ -18,7 +18,7 @@ const $ = (id) => document.getElementById(id);
 
 function elements() {
   return {
-    model: $('model'), text: $('text'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'),
+    model: $('model'), text: $('text'), compare: $('compare'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'),
     generation: $('generation'), gqaNote: $('gqa-note'),
     truncation: $('truncation'), notice: $('notice'),
     progressBox: $('progress-box'), progress: $('progress'), progressText: $('progress-text'),
@@ -76,9 +76,16 @@ function main() {
   debug.positionsChart = () => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
   // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
   debug.headsGrid = () => (session.state.view === 'heads' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null);
+  // Comparison (head view or heatmap with a "Compare with…" text): where each panel is drawn (CSS
+  // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry.
+  debug.comparePanels = () => (geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null);
   // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
   // the lines from the focused query, and the PCA behind them.
   debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
+  // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
+  Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || (!!session.state.compare && !session.compareFresh()) });
+  // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
+  Object.defineProperty(debug, 'focus', { get: () => session.focus });
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;
@@ -151,6 +158,7 @@ function main() {
       tokens: r.tokens.source.slice(),
       targetTokens: (r.tokens.target || []).slice(),
       text: session.resultFor.text, // the text of the drawn result (the text box may be newer)
+      compareTokens: input.compare && input.compare.result ? input.compare.result.tokens.source.slice() : null, // sentence B as drawn
       outputText: r.output_text ?? null,
       lastForwardMs: session.forwardMs,
       view: s.view,
@@ -178,6 +186,7 @@ function main() {
     const textChanged = next.text !== session.state.text || JSON.stringify(session.genParams(next)) !== JSON.stringify(session.genParams());
     lastHash = h;
     el.text.value = next.text;
+    el.compare.value = next.compare;
     session.state = { ...next };
     if (modelChanged) session.selectModel(next.model, { keepText: true });
     else if (textChanged) session.compute();
@@ -187,6 +196,7 @@ function main() {
   // No debounce on typing: the session keeps at most one forward in flight and collapses the texts
   // typed meanwhile into the newest, so fast typing never builds a backlog.
   bindTextBox(el.text, session);
+  bindCompareBox(el.compare, session);
   const generation = mountGenerationPanel(el.generation, session);
   // What the generation panel shows (read by the tests with the drawing it belongs to).
   function generationSeen() {
@@ -254,6 +264,7 @@ function main() {
 
   const initial = decodeState(location.hash, defaultState());
   el.text.value = initial.text;
+  el.compare.value = initial.compare;
   document.body.dataset.state = 'loading';
   session.start(initial).then(() => {
     el.text.value = session.state.text;

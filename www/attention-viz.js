@@ -11,6 +11,9 @@
 // editable (present: the reader can type), height (max height of the map in px); for a model that
 // generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
 // greedy), top-k, seed, generate-step (the scrubbed step, from 1; absent: after the last token).
+// compare (a second sentence B: the head view and the heatmap draw it beside the text, with the
+// difference map B − A where the tokens align; with editable, a "Compare with…" box holds it;
+// compare="" gives an editable widget that box, empty).
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
 // after the first draw, `attention-error` (detail: { message }).
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
@@ -19,7 +22,7 @@
 import { tokensFor } from './analysis.js';
 import { mountGenerationPanel } from './generation-panel.js';
 import { configure } from './worker-client.js';
-import { bindCanvas, bindTextBox, slicedPainter } from './render.js';
+import { bindCanvas, bindCompareBox, bindTextBox, slicedPainter } from './render.js';
 import { Session } from './session.js';
 import { generationOptions, KINDS, textLimitNotice } from './state.js';
 import { themeOf, tokenLabel } from './views/common.js';
@@ -83,18 +86,20 @@ canvas:focus-visible { outline: none; }
 .gqa { font-size: 12px; color: var(--av-muted); }
 .readout { padding: 3px 8px; font-size: 12px; color: var(--av-muted); border-top: 1px solid var(--av-border); min-height: 1.4em; }
 progress { width: 160px; }
-.heads-rank { max-height: 22em; overflow: auto; border-top: 1px solid var(--av-border); font-size: 12px; }
+.heads-rank { border-top: 1px solid var(--av-border); font-size: 12px; }
+.heads-caption { margin: 0; padding: 4px 8px; color: var(--av-muted); }
+.heads-scroll { max-height: 22em; overflow: auto; }
 .heads-table { border-collapse: collapse; table-layout: fixed; width: 58em; font-variant-numeric: tabular-nums; }
-.heads-table caption { text-align: left; padding: 4px 8px; color: var(--av-muted); }
+.heads-table th:first-child, .heads-table td:first-child { position: sticky; left: 0; z-index: 1; background: var(--av-bg); }
 .heads-table th, .heads-table td { padding: 1px 4px; text-align: right; white-space: nowrap; }
 .heads-table th:nth-child(-n+2), .heads-table td:nth-child(-n+2) { text-align: left; }
 .heads-table th button, .heads-table td button { min-height: 22px; padding: 0 4px; font-size: 12px; }
-.heads-table tr.current { background: var(--av-hover); }
+.heads-table tr.current, .heads-table tr.current td:first-child { background: var(--av-hover); }
 `;
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return ['model', 'text', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'editable', 'height', ...Object.values(GEN_ATTRS)];
+    return ['model', 'text', 'compare', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'editable', 'height', ...Object.values(GEN_ATTRS)];
   }
 
   constructor() {
@@ -127,6 +132,7 @@ class AttentionViz extends HTMLElement {
     this.$.step = mk('input', { type: 'range', min: '0', max: '0', value: '0' }, this.$.stepLabel);
     this.$.text = mk('textarea', { rows: 2, spellcheck: false, dir: 'auto' });
     this.$.text.setAttribute('aria-label', 'Text to analyse');
+    this.$.compare = null; // the "Compare with…" box, made for an editable widget that compares
     this.$.warn = mk('div', { className: 'warn', hidden: true });
     this.$.warn.setAttribute('role', 'alert');
     this.$.out = mk('div', { className: 'out', hidden: true });
@@ -226,6 +232,7 @@ class AttentionViz extends HTMLElement {
     const model = a('model');
     if (model) s.model = MODEL_ALIASES[model] || model;
     if (a('text') !== null) s.text = a('text');
+    if (a('compare') !== null || only === 'compare') s.compare = a('compare') || '';
     const view = VIEW_ALIASES[a('view')];
     if (view && VIEW_IDS.includes(view)) s.view = view;
     if (KINDS.includes(a('kind'))) s.kind = a('kind');
@@ -246,14 +253,29 @@ class AttentionViz extends HTMLElement {
     if (a('measure') !== null || only === 'measure') s.measure = a('measure') === 'value-norm' ? 'value-norm' : 'raw';
     const gen = generationOptions(a, GEN_ATTRS, 1);
     for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
-    if (!only || only === 'editable' || only === 'height' || only === 'text') {
+    if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {
       const editable = this.hasAttribute('editable');
       this.$.text.hidden = !editable;
       if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
+      // Only a widget that compares gets the second box (compare="" for an empty one): an
+      // editable lesson widget keeps its one text box.
+      const box = editable && this.hasAttribute('compare') ? this.compareBox() : this.$.compare;
+      if (box) box.hidden = !editable || !this.hasAttribute('compare');
+      if (box && !box.hidden && box.value !== s.compare) box.value = s.compare;
       const h = Number.parseInt(this.getAttribute('height'), 10);
       this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
     }
     return s;
+  }
+
+  /** The "Compare with…" box under the text box, made on first need. */
+  compareBox() {
+    if (this.$.compare) return this.$.compare;
+    const box = Object.assign(document.createElement('textarea'), { rows: 1, spellcheck: false, dir: 'auto', placeholder: 'Compare with… (a second sentence, B)' });
+    box.setAttribute('aria-label', 'Compare with…');
+    this.$.text.after(box);
+    bindCompareBox(box, this.session);
+    return (this.$.compare = box);
   }
 
   onUpdate(reason) {

@@ -2,8 +2,9 @@
 // and export the same view as PNG or SVG.
 
 import { canvasScale, context2d, prepareCanvas } from './views/common.js';
-import { viewFor } from './views/index.js';
+import { moduleFor, viewFor } from './views/index.js';
 import { SvgContext } from './svg.js';
+import { COMPARE_VIEWS } from './views/compare.js';
 import { drain, isSteps, NEW_TASK, runSliced } from './slices.js';
 import { capText, TEXT_MAX } from './state.js';
 
@@ -16,7 +17,7 @@ const LARGE_CANVAS_PX = 1_000_000;
  * work) or a plain function.
  */
 export function* renderSteps(canvas, name, input, state, theme, width, { buffered = false } = {}) {
-  const v = viewFor(name).module;
+  const v = moduleFor(name, input);
   const t0 = performance.now();
   if (v.prepare) yield* v.prepare(input, state, width);
   const sz = v.size(context2d(canvas), input, state, width);
@@ -43,6 +44,7 @@ export function* renderSteps(canvas, name, input, state, theme, width, { buffere
   geom.drawMs = performance.now() - t0;
   canvas.setAttribute('aria-label', v.describe(input, state));
   canvas.dataset.view = name;
+  canvas.dataset.compare = input.compare ? '1' : '';
   canvas.dataset.kind = state.kind;
   canvas.dataset.layer = String(state.layer);
   canvas.dataset.head = String(state.head);
@@ -108,7 +110,7 @@ export function slicedPainter(canvas) {
 
 /** The same view as an SVG document string. */
 export function toSvg(name, input, state, theme, width) {
-  const v = viewFor(name).module;
+  const v = moduleFor(name, input);
   const probe = new SvgContext(1, 1);
   const sz = v.size(probe, input, state, width);
   const ctx = new SvgContext(sz.width, sz.height);
@@ -126,7 +128,7 @@ export function bindCanvas(canvas, session, geomOf) {
     const geom = geomOf();
     if (!session.result || !geom) return null;
     const r = canvas.getBoundingClientRect();
-    return viewFor(session.state.view).module.hitTest(geom, e.clientX - r.left, e.clientY - r.top);
+    return moduleFor(session.state.view, session.input()).hitTest(geom, e.clientX - r.left, e.clientY - r.top);
   };
   canvas.addEventListener('pointermove', (e) => {
     const hit = hitAt(e);
@@ -147,6 +149,12 @@ export function bindTextBox(box, session) {
   });
 }
 
+/** The "Compare with…" box of the page or the widget: its text is sentence B (session.setCompare). */
+export function bindCompareBox(box, session) {
+  box.maxLength = TEXT_MAX;
+  box.addEventListener('input', () => session.setCompare(box.value));
+}
+
 /** Trigger a download of a Blob (no request leaves the page: it is an object URL). */
 export function download(blob, filename) {
   const a = document.createElement('a');
@@ -165,5 +173,6 @@ export function pngBlob(canvas) {
 
 export function exportName(state, ext) {
   const what = state.agg === 'head' ? `h${state.head + 1}` : state.agg;
-  return `attnviz-${state.model}-${state.view}-${state.kind}-l${state.layer + 1}-${what}.${ext}`;
+  const cmp = state.compare && COMPARE_VIEWS.includes(state.view) ? '-compare' : '';
+  return `attnviz-${state.model}-${state.view}${cmp}-${state.kind}-l${state.layer + 1}-${what}.${ext}`;
 }

@@ -10,7 +10,8 @@ import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, r
 import { Channel, init, loadModel } from './worker-client.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
-import { kindShown, viewAvailable, viewFor, VIEWS } from './views/index.js';
+import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
+import { COMPARE_VIEWS, note as compareNote } from './views/compare.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
 
 const STEP_CACHE_SIZE = 32;
@@ -37,9 +38,11 @@ export function modelLabel(m) {
 const SINK_NOTE = 'Most heads of a causal model put most of their weight on the first token, whatever it is: it acts as a no-op “attention sink” where a head parks the weight it does not need (Xiao et al. 2023, “Efficient Streaming Language Models with Attention Sinks”).';
 
 /** Sentences on the filters in use, for the side panel. */
-function filterNotes(s) {
+function filterNotes(s, input) {
   const ctl = viewFor(s.view).controls;
   const notes = [];
+  if (input.compare) notes.push(compareNote(input, s));
+  else if (s.compare) notes.push('The comparison with B (“Compare with…”) is drawn in the head view and the heatmap.');
   if (s.measure === 'value-norm' && ctl.measure) notes.push(VALUE_NORM_NOTE);
   if (s.hideSpecial) notes.push('Special tokens are hidden and each row is renormalised to sum to 1.');
   if (s.merge) notes.push('Sub-word pieces are merged into words: weights to a word are summed over its pieces (keys), and a word’s row is the average of its pieces’ rows (queries).');
@@ -57,6 +60,14 @@ export class Session {
    */
   constructor({ name = 'session', onUpdate = () => {}, unknownModel = 'fallback' } = {}) {
     this.channel = new Channel(name);
+    // Sentence B of a comparison has a lane of its own: its requests never supersede A's.
+    this.compareChannel = new Channel(`${name}-compare`);
+    this.compareResult = null; // the attend() answer for state.compare
+    this.compareFor = null; // the request key (compareKey) of that answer
+    this.compareText = null; // and its text
+    this.compareModel = null; // and its model
+    this.compareError = null; // why B's last forward failed (its key is then compareFor too: no retry loop)
+    this.compareInFlight = false;
     this.onUpdate = onUpdate;
     this.unknownModel = unknownModel;
     this.state = defaultState();
@@ -175,6 +186,52 @@ export class Session {
     await this.compute();
   }
 
+  /** The "Compare with…" text changed: B is computed beside A (an empty text ends the comparison). */
+  setCompare(text) {
+    this.state = { ...this.state, compare: text };
+    this.computeCompare();
+    this.emit('state');
+  }
+
+  /** What B's answer depends on: the model, B's text, the generation and whether norms are needed. */
+  compareKey(s = this.state) {
+    return JSON.stringify([s.model, s.compare, this.genParams(s), s.measure === 'value-norm']);
+  }
+
+  /** Is B's answer the one the state asks for? (one with value norms serves raw weights too) */
+  compareFresh() {
+    const s = this.state;
+    return this.compareFor === this.compareKey() || (s.measure !== 'value-norm' && this.compareFor === this.compareKey({ ...s, measure: 'value-norm' }));
+  }
+
+  /**
+   * Run B's forward when its answer is missing or stale, in the worker (the main thread only
+   * draws): one in flight, texts typed meanwhile collapse into the newest (as compute() does).
+   */
+  async computeCompare() {
+    if (!this.info || !this.state.compare || this.compareInFlight || this.compareFresh()) return;
+    this.compareInFlight = true;
+    const key = this.compareKey();
+    const { model, compare } = this.state;
+    let ans = null;
+    let err = null;
+    try {
+      ans = await this.compareChannel.attend(model, compare, this.genParams(), this.state.measure === 'value-norm');
+    } catch (e) {
+      err = e.message;
+    }
+    this.compareInFlight = false;
+    if (err || (!ans.superseded && model === this.state.model)) {
+      this.compareResult = err ? null : ans.result;
+      this.compareError = err;
+      this.compareFor = key;
+      this.compareText = compare;
+      this.compareModel = model;
+      if (key === this.compareKey()) this.emit('state');
+    }
+    if (!this.compareFresh() && this.state.compare) this.computeCompare();
+  }
+
   /** The text changed (typing): recompute; hover and pin refer to the old tokens. */
   setText(text) {
     if (!this.inputTimes.has(text)) this.inputTimes.set(text, performance.now());
@@ -241,6 +298,7 @@ export class Session {
     if (viewFor(this.state.view).needsPositions) await this.ensurePositions();
     if (viewFor(this.state.view).needsHeads) await this.ensureHeads();
     this.emit('result');
+    this.computeCompare(); // a new model, generation or measure: B follows
   }
 
   /** Called by a shell once it has drawn: closes the keystroke → drawn measurement. */
@@ -347,7 +405,21 @@ export class Session {
       positions: needsPositions && this.resultFor ? this.positionTables.get(this.resultFor.model) || null : null,
       charts: needsPositions ? chartWasm() : null,
       heads: viewFor(this.state.view).needsHeads ? this.headScores.get(this.headsKey()) || null : null,
+      compare: this.compareInput(),
     };
+  }
+
+  /**
+   * Sentence B for the views that compare (compare.js), or null: { text, textA, result (as
+   * drawn, or null while its first answer is computed), drawnText (B's text in that result),
+   * stale (a newer text or measure is being computed), error (why B could not be computed) }. A stale B stays drawn until the new one
+   * arrives, as A's drawing does; one of another model never.
+   */
+  compareInput() {
+    const s = this.state;
+    if (!s.compare || !COMPARE_VIEWS.includes(s.view) || !this.resultFor) return null;
+    const r = this.compareResult && this.compareModel === this.resultFor.model ? this.compareResult : null;
+    return { text: s.compare, textA: this.resultFor.text, result: r && this.shownResult(r), drawnText: r ? this.compareText : null, stale: !!r && !this.compareFresh(), error: this.compareError };
   }
 
   /** The view state as drawn, with the transient hover focus. */
@@ -365,6 +437,7 @@ export class Session {
     if (viewFor(this.state.view).needsPositions) this.ensurePositions();
     if (viewFor(this.state.view).needsHeads) this.ensureHeads();
     if (this.needsNorms()) this.compute();
+    this.computeCompare(); // the measure or the model may have changed
     this.emit('state');
   }
 
@@ -408,8 +481,8 @@ export class Session {
     const s = this.state;
     const input = this.input();
     const view = viewFor(s.view);
-    const base = view.side ? view.side(input, s, this.focus) : { title: 'Details', hint: view.module.describe(input, s), items: [] };
-    return { ...base, hint: this.hoverText || base.hint, notes: filterNotes(s) };
+    const base = view.side ? view.side(input, s, this.focus) : { title: 'Details', hint: moduleFor(s.view, input).describe(input, s), items: [] };
+    return { ...base, hint: this.hoverText || base.hint, notes: filterNotes(s, input) };
   }
 
   // ---------------------------------------------------------------- generation
@@ -468,12 +541,12 @@ export class Session {
 
   /** The result the views draw: for a scrubbed generation, its first prompt_len + step positions;
    *  under the value-weighted measure, the row-normalised value norms (analysis.js measuredResult). */
-  shownResult() {
-    const r = this.result;
+  shownResult(r = this.result) {
     // The step view (q, k, scores) and the positions view draw no weights: always raw.
     const measure = viewFor(this.state.view).controls.measure ? this.state.measure : 'raw';
     if (!r || !r.generation || this.state.gstep === null || this.state.gstep === undefined) return measuredResult(r, measure);
-    return measuredResult(prefixResult(r, r.generation.prompt_len + this.genStep()), measure);
+    // (B, compared, may have generated fewer tokens than A)
+    return measuredResult(prefixResult(r, r.generation.prompt_len + Math.min(this.genStep(), (r.tokens.target || []).length)), measure);
   }
 
   /**
@@ -566,7 +639,7 @@ export class Session {
 
   /** The pointer is over `hit` (the view's hitTest answer, or null). */
   hover(hit) {
-    const r = viewFor(this.state.view).hover(hit, this.state, this.input());
+    const r = viewHover(this.state, hit, this.input());
     if ('focus' in r) {
       const f = r.focus || null;
       const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col && f.panel === this.focus.panel && f.layer === this.focus.layer && f.head === this.focus.head);

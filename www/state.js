@@ -32,15 +32,18 @@ export function capText(text, max = PERMALINK_TEXT_MAX) {
 // 20000 → "20,000" (toLocaleString loads the locale data: 30 ms the first time)
 const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
-/** Whether a permalink of state `s` holds only the start of its text. */
+const cut = (t) => capText(t) !== String(t ?? '');
+
+/** Whether a permalink of state `s` holds only the start of its text (or of its compare text). */
 export function permalinkTruncated(s) {
-  return capText(s.text) !== String(s.text ?? '');
+  return cut(s.text) || cut(s.compare);
 }
 
-/** null, or the sentence a page shows while the permalink holds only the start of the text. */
+/** null, or the sentence a page shows while the permalink holds only the start of a text. */
 export function permalinkNotice(s) {
   if (!permalinkTruncated(s)) return null;
-  return `The permalink holds only the first ${thousands(PERMALINK_TEXT_MAX)} characters of the text.`;
+  const which = !cut(s.compare) ? 'the text' : !cut(s.text) ? 'the “Compare with…” text' : 'each text';
+  return `The permalink holds only the first ${thousands(PERMALINK_TEXT_MAX)} characters of ${which}.`;
 }
 
 /** Characters the text box holds: far past what any model reads (512 tokens ≈ 2,500
@@ -77,6 +80,7 @@ export function defaultState() {
     gstep: null, // the scrubbed generation step (0-based), or null: after the last token
     sort: 'score', // head overview ranking: a score column, ".asc" appended for lowest first
     measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
+    compare: '', // sentence B ("Compare with…"), drawn beside the text in the head view and heatmap; '' = none
   };
 }
 
@@ -95,6 +99,7 @@ export function encodeState(s) {
   const p = new URLSearchParams();
   p.set('m', s.model);
   p.set('t', capText(s.text));
+  if (s.compare) p.set('c', capText(s.compare));
   if (s.view !== d.view) p.set('v', s.view);
   if (s.kind !== d.kind) p.set('k', s.kind);
   p.set('l', String(s.layer));
@@ -125,6 +130,7 @@ export function decodeState(hash, base = defaultState()) {
   const p = new URLSearchParams(str);
   if (p.has('m')) s.model = p.get('m').slice(0, 64);
   if (p.has('t')) s.text = capText(p.get('t'));
+  s.compare = p.has('c') ? capText(p.get('c')) : '';
   if (p.has('v') && VIEW_IDS.includes(p.get('v'))) s.view = p.get('v');
   if (p.has('k') && KINDS.includes(p.get('k'))) s.kind = p.get('k');
   if (p.has('l')) s.layer = clampInt(p.get('l'), 0, 1000, 0);

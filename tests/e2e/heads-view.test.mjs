@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { canvasDigest, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
+import { decodePng } from './views-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat, and the dog sat on the log.';
 const VIEW = 'canvas#view';
@@ -169,6 +170,8 @@ test('page: switching to the head overview stays under 50 ms per task; PNG and S
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
     const pngBytes = readFileSync(await png.path());
     assert.equal(pngBytes.subarray(1, 4).toString(), 'PNG');
+    const img = await decodePng(page, pngBytes);
+    assert.ok(img.width > 100 && img.height > 100 && img.inked > 1000, `the PNG decodes to a drawing: ${JSON.stringify(img)}`);
     assert.match(png.suggestedFilename(), /-heads-/);
     const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
     const text = readFileSync(await svg.path(), 'utf8');
@@ -176,6 +179,71 @@ test('page: switching to the head overview stays under 50 ms per task; PNG and S
     assert.match(text, /previous: previous token/);
     // 72 head cells + 8 legend swatches at least
     assert.ok((text.match(/<rect/g) || []).length >= 80, 'the SVG holds the cells');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('page: keys on the head overview — arrows move the outlined head (grid and ranking row follow), 7 and 8 switch to the overview and the qk view', async () => {
+  const app = await openHeads({ l: '0', h: '0' });
+  const { page } = app;
+  try {
+    await page.waitForFunction(() => document.querySelectorAll('#heads-rank tbody tr').length === 72);
+    const current = () => page.textContent('#heads-rank tr.current button');
+    assert.equal(await current(), 'L1 H1');
+    const before = await canvasDigest(page, VIEW);
+    await page.focus(VIEW);
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowRight');
+    await waitDrawn(page, () => window.attnvizDebug.state.layer === 1 && window.attnvizDebug.state.head === 1);
+    await page.waitForFunction(() => document.querySelector('#heads-rank tr.current button')?.textContent === 'L2 H2');
+    assert.notEqual(await canvasDigest(page, VIEW), before, 'the outline moved on the grid');
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /Head overview/);
+    await page.keyboard.press('8');
+    await waitDrawn(page, () => window.attnvizDebug.view === 'qk');
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /Query\/key space of layer 2, head 2/);
+    await page.keyboard.press('7');
+    await waitDrawn(page, () => window.attnvizDebug.view === 'heads');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('page, 1400 px, SmolLM2: the ranking fits the side panel — its caption whole and wrapped, the table scrolling sideways in a box of its own with the head column kept', async () => {
+  const hash = new URLSearchParams({ m: 'smollm2-135m', t: 'The capital of France is Paris.', v: 'heads' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await waitDrawn(page, () => window.attnvizDebug.view === 'heads' && window.attnvizDebug.headsGrid() && window.attnvizDebug.headsGrid().scores);
+    await page.waitForFunction(() => document.querySelectorAll('#heads-rank tbody tr').length === 270, null, { timeout: 60_000 });
+    const m = await page.evaluate(() => {
+      const box = (e) => {
+        const r = e.getBoundingClientRect();
+        return { left: r.left, right: r.right, sw: e.scrollWidth, cw: e.clientWidth, ox: getComputedStyle(e).overflowX };
+      };
+      const cap = document.querySelector('#heads-rank .heads-caption');
+      return { side: box(document.getElementById('side')), cap: { ...box(cap), text: cap.textContent }, scroll: box(document.querySelector('#heads-rank .heads-scroll')), view: innerWidth };
+    });
+    assert.ok(m.side.right <= m.view, `the side panel ends inside the window (${m.side.right} > ${m.view})`);
+    assert.ok(m.cap.sw <= m.cap.cw && m.cap.right <= m.side.right + 0.5, `the caption fits: ${JSON.stringify(m.cap)} in ${JSON.stringify(m.side)}`);
+    assert.match(m.cap.text, /Heads ranked by the score behind the label \(highest first\)\. .*scrolls sideways\.$/);
+    assert.ok(m.scroll.right <= m.side.right + 0.5, 'the table box ends inside the panel');
+    assert.ok(m.scroll.sw <= m.scroll.cw || ['auto', 'scroll'].includes(m.scroll.ox), `the table fits or scrolls sideways by design: ${JSON.stringify(m.scroll)}`);
+    // Scrolled to its end, the last column (induction) is whole in view and the head column stays.
+    await page.$eval('#heads-rank .heads-scroll', (e) => {
+      e.scrollLeft = e.scrollWidth;
+    });
+    const end = await page.evaluate(() => {
+      const sc = document.querySelector('#heads-rank .heads-scroll').getBoundingClientRect();
+      const last = document.querySelector('#heads-rank th:last-child').getBoundingClientRect();
+      const head = document.querySelector('#heads-rank tbody tr td:first-child').getBoundingClientRect();
+      return { sc: [sc.left, sc.right], last: [last.left, last.right], head: [head.left, head.right] };
+    });
+    assert.ok(end.last[0] >= end.sc[0] - 0.5 && end.last[1] <= end.sc[1] + 0.5, `the induction column in view: ${JSON.stringify(end)}`);
+    assert.ok(Math.abs(end.head[0] - end.sc[0]) < 1.5, `the head column stays at the left edge: ${JSON.stringify(end)}`);
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();

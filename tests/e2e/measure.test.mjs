@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { canvasDigest, cliAt, cliBlock, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
+import { installTextLog, textFrame, waitQuiet } from './views-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat.';
 const LAYER = 1;
@@ -147,6 +148,44 @@ test('page: head view and model view — the switch changes the drawing; a pinne
     await page.selectOption('#measure', 'raw');
     await waitDrawn(page, () => window.attnvizDebug.state.measure === 'raw');
     assert.notEqual(await canvasDigest(page, VIEW), vnGrid, 'the model view changes with the measure');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('page, translator en-pt: the switch redraws the cross-attention view, whose title and aria-label name the measure', async () => {
+  const hash = new URLSearchParams({ m: 'en-pt-tiny', t: TEXT, v: 'cross', k: 'cross', l: '1', h: '3' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await waitDrawn(page, () => window.attnvizDebug.view === 'cross' && !!window.attnvizDebug.outputText);
+    assert.equal(await page.isVisible('#measure'), true, 'the measure switch is shown in the cross view');
+    await installTextLog(page);
+    const title = async () => {
+      await waitQuiet(page, VIEW, 300);
+      // the title's lines (it wraps in a narrow view): the bold 14 px texts
+      return (await textFrame(page, VIEW)).texts.filter((t) => Math.round(t.px) === 14).map((t) => t.text).join(' ');
+    };
+    // Raw: nothing names a measure.
+    await page.selectOption('#agg', 'mean');
+    await waitDrawn(page, () => window.attnvizDebug.state.agg === 'mean');
+    assert.match(await title(), /^Cross-attention/);
+    assert.doesNotMatch(await title(), /value-weighted/);
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /^Cross-attention, layer 2/);
+    const raw = await canvasDigest(page, VIEW);
+    await page.selectOption('#measure', 'value-norm');
+    await waitDrawn(page, () => window.attnvizDebug.state.measure === 'value-norm' && /value-weighted/.test(document.querySelector('canvas#view').getAttribute('aria-label')));
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), /^Cross-attention · value-weighted ‖αf‖, layer 2/);
+    assert.match(await title(), /value-weighted ‖αf‖/, 'the drawn title names the measure');
+    assert.notEqual(await canvasDigest(page, VIEW), raw, 'the value-weighted cross map differs from the raw one');
+    assert.match(await page.textContent('#notes'), /Kobayashi et al\., EMNLP 2020/);
+    await page.waitForFunction(() => location.hash.includes('ms=value-norm'));
+    // And back: the raw drawing again.
+    await page.selectOption('#measure', 'raw');
+    await waitDrawn(page, () => window.attnvizDebug.state.measure === 'raw' && !/value-weighted/.test(document.querySelector('canvas#view').getAttribute('aria-label')));
+    assert.equal(await canvasDigest(page, VIEW), raw);
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { canvasDigest, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
+import { decodePng } from './views-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat because it was warm.';
 const LAYER = 1;
@@ -134,7 +135,10 @@ test('page: the query/key space draws in slices under 50 ms; SVG and PNG exports
     assert.match(text, /Query\/key space/);
     assert.ok(text.includes('>because<'), 'token labels in the SVG');
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
-    assert.equal(readFileSync(await png.path()).subarray(1, 4).toString(), 'PNG');
+    const pngBytes = readFileSync(await png.path());
+    assert.equal(pngBytes.subarray(1, 4).toString(), 'PNG');
+    const img = await decodePng(page, pngBytes);
+    assert.ok(img.width > 100 && img.height > 100 && img.inked > 1000, `the PNG decodes to a drawing: ${JSON.stringify(img)}`);
     assert.match(png.suggestedFilename(), /-qk-/);
   } finally {
     await app.close();

@@ -60,3 +60,17 @@ test('a hand-made link longer than N is cut to the same N on read', () => {
   const p = new URLSearchParams({ m: 'minilm-l6', t: 'z'.repeat(N * 3) });
   assert.equal(decodeState(`#${p}`).text.length, N);
 });
+
+test('the compare text (c=) round-trips, is capped like the text, and the notice names which text was cut', () => {
+  const s = { ...defaultState(), text: 'The cat sat.', compare: 'The dog sat.' };
+  assert.equal(new URLSearchParams(encodeState(s)).get('c'), 'The dog sat.');
+  assert.equal(roundTrip(s).compare, 'The dog sat.');
+  assert.equal(roundTrip({ ...s, compare: '' }).compare, '', 'no c: no comparison');
+  assert.equal(new URLSearchParams(encodeState({ ...s, compare: '' })).has('c'), false);
+  const long = { ...s, compare: 'z'.repeat(N + 5) };
+  assert.equal(roundTrip(long).compare, 'z'.repeat(N));
+  assert.equal(state.permalinkTruncated(long), true);
+  assert.match(state.permalinkNotice(long), /characters of the “Compare with…” text\.$/);
+  assert.match(state.permalinkNotice({ ...long, text: 'y'.repeat(N + 1) }), /characters of each text\.$/);
+  assert.match(state.permalinkNotice({ ...s, text: 'y'.repeat(N + 1) }), /characters of the text\.$/);
+});

@@ -141,3 +141,18 @@ export function realWeight(page, text, kind, layer, head, i, j) {
     return b.data[h * b.query_len * b.key_len + qi * b.key_len + kj];
   }, [text, kind, layer, head, i, j]);
 }
+
+/** Decode PNG bytes (a Buffer) in the page: { width, height, inked: pixels unlike the top-left one }. */
+export function decodePng(page, bytes) {
+  return page.evaluate(async (b64) => {
+    const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const bmp = await createImageBitmap(new Blob([bin], { type: 'image/png' }));
+    const c = new OffscreenCanvas(bmp.width, bmp.height);
+    const ctx = c.getContext('2d');
+    ctx.drawImage(bmp, 0, 0);
+    const d = ctx.getImageData(0, 0, bmp.width, bmp.height).data;
+    let inked = 0;
+    for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - d[0]) + Math.abs(d[i + 1] - d[1]) + Math.abs(d[i + 2] - d[2]) > 30) inked++;
+    return { width: bmp.width, height: bmp.height, inked };
+  }, bytes.toString('base64'));
+}

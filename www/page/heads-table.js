@@ -16,6 +16,9 @@ export function nextSort(current, key) {
   return dir === 'asc' ? key : `${key}.asc`;
 }
 
+/** Is the row of this open button the selected head of state s? */
+const isCurrent = (b, s) => Number(b.dataset.layer) === s.layer && Number(b.dataset.head) === s.head;
+
 /** Fill `box` with the ranking for the session's state (hidden outside the head overview). */
 export function renderHeadsTable(box, session) {
   const s = session.state;
@@ -40,19 +43,34 @@ export function renderHeadsTable(box, session) {
     });
   }
   const key = JSON.stringify([s.kind, s.sort, input.heads.model, input.heads.text, input.heads.heads.length]);
-  if (box.dataset.key === key) return;
+  if (box.dataset.key === key) {
+    // Same ranking, maybe another selected head (arrow keys, a click on the grid): move the mark
+    // only (rebuilding 270 rows per key press would be work for nothing).
+    for (const tr of box.querySelectorAll('tbody tr')) tr.classList.toggle('current', isCurrent(tr.querySelector('button'), s));
+    return;
+  }
   box.dataset.key = key;
   const active = box.getRootNode().activeElement;
   const refocus = active && box.contains(active) && active.dataset.sort;
   const [sortKey, dir] = String(s.sort || 'score').split('.');
   const rows = ranked(input, s);
   box.textContent = '';
+  // The caption wraps above the table, in the panel's width; the table (12 columns, wider than the
+  // 260 px side panel) scrolls sideways in a box of its own, its head column kept in view. As the
+  // table's <caption> it was as wide as the table and was cut off at the panel's edge.
+  const cap = document.createElement('p');
+  cap.className = 'heads-caption';
+  cap.id = 'heads-rank-caption';
+  const col = SCORES.find(([k]) => k === sortKey);
+  cap.textContent = `Heads ranked by ${col ? col[2] : sortKey} (${dir === 'asc' ? 'lowest' : 'highest'} first). Click a column to sort by it; a head to open it. The table scrolls sideways.`;
+  const scroller = document.createElement('div');
+  scroller.className = 'heads-scroll';
+  scroller.tabIndex = 0; // scrollable by keyboard
+  scroller.setAttribute('role', 'region');
+  scroller.setAttribute('aria-labelledby', cap.id);
   const table = document.createElement('table');
   table.className = 'heads-table';
-  const cap = document.createElement('caption');
-  const col = SCORES.find(([k]) => k === sortKey);
-  cap.textContent = `Heads ranked by ${col ? col[2] : sortKey} (${dir === 'asc' ? 'lowest' : 'highest'} first). Click a column to sort by it; a head to open it.`;
-  table.appendChild(cap);
+  table.setAttribute('aria-labelledby', cap.id);
   const cols = document.createElement('colgroup');
   for (const w of ['6em', '6.5em', ...SCORES.map(() => '4.6em')]) {
     const c = document.createElement('col');
@@ -83,11 +101,11 @@ export function renderHeadsTable(box, session) {
   const tbody = table.createTBody();
   const addRow = (h) => {
     const tr = tbody.insertRow();
-    if (h.layer === s.layer && h.head === s.head) tr.className = 'current';
     const open = document.createElement('button');
     open.type = 'button';
     open.dataset.layer = String(h.layer);
     open.dataset.head = String(h.head);
+    if (isCurrent(open, session.state)) tr.className = 'current'; // rows added later: the state then
     open.textContent = `L${h.layer + 1} H${h.head + 1}`;
     open.setAttribute('aria-label', `Open layer ${h.layer + 1}, head ${h.head + 1} in the head view`);
     tr.insertCell().appendChild(open);
@@ -101,7 +119,8 @@ export function renderHeadsTable(box, session) {
   // The first rows now, the rest in later tasks: laying out hundreds of cells at once held the
   // main thread for 50–100 ms.
   rows.slice(0, FIRST_ROWS).forEach(addRow);
-  box.appendChild(table);
+  scroller.appendChild(table);
+  box.append(cap, scroller);
   const more = (from) => {
     if (box.dataset.key !== key || from >= rows.length) return;
     rows.slice(from, from + CHUNK_ROWS).forEach(addRow);

@@ -20,7 +20,8 @@ const MAX_CELL = 44;
 const MIN_CELL = 2;
 const MAX_LABEL = 110; // longest label, px (longer ones are shortened with …)
 
-function matrixFor(input, state) {
+/** The matrix the heatmap draws: { prep, mat, max, title } (the compare view reuses it). */
+export function matrixFor(input, state) {
   const prep = prepareLayer(input.result, state, input.specials);
   if (!prep) return null;
   const agg = state.agg === 'head' ? null : state.agg;
@@ -30,10 +31,9 @@ function matrixFor(input, state) {
   return { prep, mat, max: maxOf(mat) || 1, title: `Layer ${prep.layer + 1} · ${what} · ${KIND_NAMES[prep.kind] || prep.kind}${measureTag(state)}` };
 }
 
-/** The one colour scale of the heatmap (screen, PNG and SVG): viridis over 0 … the map's max. */
-function cellColor(v, max) {
-  return viridis(v / (max || 1));
-}
+/** The one colour scale of the heatmap (screen, PNG and SVG): viridis over 0 … the map's max;
+ *  a matrix may bring its own (m.color, the compare view's diverging difference map). */
+const cellColor = (m) => m.color || ((v) => viridis(v / (m.max || 1)));
 
 /** Black or white text, whichever reads on an [r, g, b] background. */
 function inkOn(c) {
@@ -89,7 +89,11 @@ export function* prepare(input, state) {
 }
 
 export function size(ctx, input, state, width) {
-  const m = matrixFor(input, state);
+  return matrixSize(ctx, matrixFor(input, state), width);
+}
+
+/** The size of matrix m ({ prep, mat, max, title, lo?, color? }) drawn `width` px wide. */
+export function matrixSize(ctx, m, width) {
   if (!m) return { width, height: 80 };
   const g = geometry(ctx, m, width);
   return { width: g.width, height: g.height };
@@ -110,14 +114,19 @@ export function cellRect(geom, row, col) {
 }
 
 /** Does a weight printed as text fit in a cell? → the font size to print it with, or 0. */
-function valuePx(ctx, cell) {
+function valuePx(ctx, cell, signed) {
   const px = Math.min(11, Math.floor(cell * 0.45));
   if (px < 8) return 0;
   ctx.font = font(px);
-  return ctx.measureText('.00').width + 4 <= cell ? px : 0;
+  return ctx.measureText(signed ? '−.00' : '.00').width + 4 <= cell ? px : 0;
 }
 
-const cellValue = (v) => (v >= 0.995 ? v.toFixed(2) : v.toFixed(2).replace(/^0/, ''));
+// ".42", "1.00", and for a signed map (differences) "−.42" / "+.42" / "0" (under .005 either way).
+const cellValue = (v, signed) => {
+  if (signed && Math.abs(v) < 0.005) return '0';
+  const s = Math.abs(v) >= 0.995 ? Math.abs(v).toFixed(2) : Math.abs(v).toFixed(2).replace(/^0/, '');
+  return signed ? `${v < 0 ? '−' : '+'}${s}` : s;
+};
 
 export function* draw(ctx, input, state, theme, width) {
   const m = matrixFor(input, state);
@@ -126,23 +135,34 @@ export function* draw(ctx, input, state, theme, width) {
     textLines(ctx, ['No attention of this kind for this input.'], 12, 12, theme);
     return { width, height: 80 };
   }
+  return yield* drawMatrixView(ctx, m, state, theme, width);
+}
+
+/**
+ * Draw matrix m = { prep (rows, cols, rowLabels, colLabels, rowGroups, notes), mat, max, title,
+ * lo (the colour bar's low end, default 0), color (v → [r, g, b], default viridis over 0 … max) }
+ * as the heatmap does; a signed map (lo < 0) prints its values with their sign.
+ */
+export function* drawMatrixView(ctx, m, state, theme, width) {
   const { prep, mat, max } = m;
+  const lo = m.lo || 0;
+  const colorOf = cellColor(m);
   const g = geometry(ctx, m, width);
   const { cell, left, top } = g;
   const fc = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
   const focus = fc && fc.row < prep.rows && fc.col < prep.cols ? fc : null;
   // The pinned query's row, in the rows as shown (filters may hide or merge tokens).
-  const pinned = state.pin && state.pin.side === 'q' ? prep.rowGroups.findIndex((grp) => grp.includes(state.pin.index)) : -1;
+  const pinned = state.pin && state.pin.side === 'q' && prep.rowGroups ? prep.rowGroups.findIndex((grp) => grp.includes(state.pin.index)) : -1;
   g.pinnedRow = pinned;
   clear(ctx, g.width, g.height, theme);
   drawTitle(ctx, m.title, theme);
   textLines(ctx, prep.notes, 8, 28, theme, 11, g.width - 16);
 
-  drawMatrix(ctx, mat, prep.rows, prep.cols, left, top, cell * prep.cols, cell * prep.rows, (v) => cellColor(v, max));
+  drawMatrix(ctx, mat, prep.rows, prep.cols, left, top, cell * prep.cols, cell * prep.rows, colorOf);
   yield;
 
   // The weights, in the cells, when they fit.
-  const vpx = valuePx(ctx, cell);
+  const vpx = valuePx(ctx, cell, lo < 0);
   g.values = vpx > 0;
   if (vpx) {
     ctx.font = font(vpx);
@@ -151,8 +171,8 @@ export function* draw(ctx, input, state, theme, width) {
     for (let i = 0; i < prep.rows; i++) {
       for (let j = 0; j < prep.cols; j++) {
         const v = mat[i * prep.cols + j];
-        ctx.fillStyle = inkOn(cellColor(v, max));
-        ctx.fillText(cellValue(v), left + (j + 0.5) * cell, top + (i + 0.5) * cell);
+        ctx.fillStyle = inkOn(colorOf(v));
+        ctx.fillText(cellValue(v, lo < 0), left + (j + 0.5) * cell, top + (i + 0.5) * cell);
       }
     }
   }
@@ -207,7 +227,7 @@ export function* draw(ctx, input, state, theme, width) {
   }
   // Colour bar: the same scale as the cells.
   const bx = left + cell * prep.cols + 12;
-  colorBar(ctx, bx, top, 12, Math.max(60, Math.min(260, cell * prep.rows)), 0, max, (v) => cellColor(v, max), theme);
+  colorBar(ctx, bx, top, 12, Math.max(60, Math.min(260, cell * prep.rows)), lo, max, colorOf, theme, lo < 0 ? '0' : undefined);
   return g;
 }
 

@@ -3,6 +3,7 @@
 // state, and what the side panel says. The page's tabs, the widget and permalinks read this list;
 // nothing else names the views.
 
+import * as compare from './compare.js';
 import * as cross from './cross.js';
 import * as grid from './grid.js';
 import * as head from './head.js';
@@ -43,10 +44,12 @@ export const VIEWS = [
       const f = focus || s.pin;
       if (!f) return { title: 'Details', hint: 'Hover a token to see only its lines and its top weights; click to pin it.', items: [] };
       const tokLabel = f.side === 'q' ? 'query' : 'key';
+      // Comparing: the weights of the side the pointer is on (B's own; A's for A and the difference).
+      const b = input.compare && input.compare.result && f.panel === 'b';
       return {
-        title: `Top weights ${f.side === 'q' ? 'from' : 'to'} this ${tokLabel}${s.pin && sameToken(f, s.pin) ? ' (pinned)' : ''}`,
+        title: `${input.compare ? (b ? 'B: ' : 'A: ') : ''}Top weights ${f.side === 'q' ? 'from' : 'to'} this ${tokLabel}${s.pin && sameToken(f, s.pin) ? ' (pinned)' : ''}`,
         hint: '',
-        items: head.topWeights(input, s, f, 8),
+        items: head.topWeights(b ? compare.inputB(input) : input, s, f, 8),
       };
     },
   },
@@ -147,3 +150,14 @@ export function kindShown(s) {
   return viewFor(s.view).forceKind || s.kind;
 }
 
+/** The drawing module for a view and its input: the comparison of two sentences (compare.js)
+ *  when the session gives a second one (input.compare), else the view's own. */
+export function moduleFor(id, input) {
+  return input && input.compare ? compare : viewFor(id).module;
+}
+
+/** A view's hover answer, for a hit in one panel of a comparison too (hit.panel 'a' | 'b' | 'd'). */
+export function viewHover(s, hit, input) {
+  if (hit && hit.panel === 'd') return { focus: hit, text: compare.diffText(input, s, hit) };
+  return viewFor(s.view).hover(hit, s, hit && hit.panel === 'b' ? compare.inputB(input) : input);
+}
