@@ -7,7 +7,8 @@
 // 'hover' (a read-out under the pointer changed).
 
 import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
-import { Channel, init, loadModel } from './worker-client.js';
+import { Channel, init, loadModel, openModel, removeModel } from './worker-client.js';
+import { describeReport } from './own-model.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
 import { kindShown, viewAvailable, viewFor, VIEWS } from './views/index.js';
@@ -127,6 +128,38 @@ export class Session {
     }
     if (!this.state.text) this.state.text = m.example || '';
     await this.selectModel(m.id, { keepText: true });
+  }
+
+  /**
+   * Open a user's model ({ name, files } from own-model.js): inspected, loaded and kept by the
+   * worker, then shown. Resolves to inspectModel()'s report; on failure the model in use stays,
+   * the notice says why, and the promise rejects with that message.
+   */
+  async openModel({ name, files }) {
+    this.notice = `Reading “${name}”…`;
+    this.emit('status');
+    let opened;
+    try {
+      opened = await openModel(files, name);
+    } catch (e) {
+      this.notice = `Could not open “${name}”: ${e.message}`;
+      this.emit('status');
+      throw e;
+    }
+    this.emit('catalog');
+    const shown = this.pickModel(opened.manifest.id);
+    const kept = opened.stored ? ' Kept in this browser for your next visit (never uploaded).' : ' It could not be kept in this browser’s storage: open it again next time.';
+    this.notice = `Opened “${name}”: ${describeReport(opened.report)}${kept}`;
+    this.emit('status');
+    await shown;
+    return opened.report;
+  }
+
+  /** Forget one of the user's models; when it is shown, the default model takes its place. */
+  async removeModel(id) {
+    await removeModel(id);
+    this.emit('catalog');
+    if (this.state.model === id) await this.pickModel(defaultState().model);
   }
 
   /** The user picked another model: its layers and heads start afresh. */

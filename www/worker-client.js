@@ -109,6 +109,29 @@ export function loadModel(id, onProgress) {
   return loadPromises.get(id);
 }
 
+/**
+ * A user's model files ([{ name, file }], own-model.js) → { manifest, report, info, stored }: the
+ * worker inspects their headers, loads them and keeps them in OPFS (stored: false when it could
+ * not). Rejects with what is wrong or does not fit; nothing changes then. The catalogue that
+ * init() gave every session on the page gains the model.
+ */
+export async function openModel(files, name) {
+  const catalog = await init();
+  const m = await request({ type: 'open', files, name });
+  catalog.models.push(m.manifest);
+  loadPromises.set(m.manifest.id, Promise.resolve(m.info));
+  return m;
+}
+
+/** Forget a user's model: from the worker, OPFS and the catalogue. */
+export async function removeModel(id) {
+  const catalog = await init();
+  await request({ type: 'remove', model: id });
+  const i = catalog.models.findIndex((m) => m.id === id);
+  if (i >= 0) catalog.models.splice(i, 1);
+  loadPromises.delete(id);
+}
+
 /** A private lane for one view (page or widget). */
 export class Channel {
   constructor(name) {
