@@ -63,6 +63,33 @@ export function collectDrop(dt) {
   });
 }
 
+const MAX_CONFIG_BYTES = 1 << 20;
+const MAX_SAFETENSORS_HEADER = 100e6; // src/models/inspect.rs
+
+/** The first bytes of a file that inspectModel() reads: only headers, never the weights. */
+async function headOf(name, file, ggufHeadBytes) {
+  const read = async (start, end) => new Uint8Array(await file.slice(start, end).arrayBuffer());
+  if (name === 'config.json') {
+    if (file.size > MAX_CONFIG_BYTES) throw new Error(`config.json is ${file.size} bytes: real ones are a few KB (at most ${MAX_CONFIG_BYTES} accepted)`);
+    return read(0, file.size);
+  }
+  if (name.endsWith('.safetensors')) {
+    const len = await read(0, 8);
+    const n = len.length === 8 ? Number(new DataView(len.buffer).getBigUint64(0, true)) : 0;
+    return n > 0 && n <= MAX_SAFETENSORS_HEADER ? read(0, 8 + n) : len; // else inspectModel says what is wrong
+  }
+  if (name.endsWith('.gguf')) return read(0, Math.min(file.size, ggufHeadBytes));
+  return new Uint8Array(0);
+}
+
+/** Map name → Blob → inspectModel()'s argument { name: { size, head } } (the worker's and
+ *  scripts/measure-own-model.mjs's). */
+export async function readHeads(byName, ggufHeadBytes) {
+  const heads = {};
+  for (const [name, file] of byName) heads[name] = { size: file.size, head: await headOf(name, file, ggufHeadBytes) };
+  return heads;
+}
+
 const bytes = (n) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(2)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.max(1, Math.round(n / 1024))} KiB`);
 const count = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)} B` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : `${(n / 1e3).toFixed(1)} k`);
 const FAMILY = { bert: 'BERT encoder', llama: 'Llama decoder' };

@@ -34,6 +34,8 @@
 // the fresh one. (The dead instance's memory stays referenced by its glue module, which an ES
 // module map never drops: a crash costs that memory until the page is reloaded.)
 
+import { readHeads } from './own-model.js';
+
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
 let wasmModule = null; // the compiled pkg/attnviz_bg.wasm, kept to start fresh instances
@@ -379,25 +381,6 @@ async function fetchFiles(manifest, reqId) {
 
 // ---------------------------------------------------------------- a user's own models
 const USER_DIR = 'attnviz-models';
-const MAX_CONFIG_BYTES = 1 << 20;
-const MAX_SAFETENSORS_HEADER = 100e6; // src/models/inspect.rs
-
-/** The first bytes of a file that inspectModel() reads: only headers, never the weights. */
-async function headOf(name, file) {
-  const read = async (start, end) => new Uint8Array(await file.slice(start, end).arrayBuffer());
-  if (name === 'config.json') {
-    if (file.size > MAX_CONFIG_BYTES) throw new Error(`config.json is ${file.size} bytes: real ones are a few KB (at most ${MAX_CONFIG_BYTES} accepted)`);
-    return read(0, file.size);
-  }
-  if (name.endsWith('.safetensors')) {
-    const len = await read(0, 8);
-    const n = len.length === 8 ? Number(new DataView(len.buffer).getBigUint64(0, true)) : 0;
-    return n > 0 && n <= MAX_SAFETENSORS_HEADER ? read(0, 8 + n) : len; // else inspectModel says what is wrong
-  }
-  if (name.endsWith('.gguf')) return read(0, Math.min(file.size, wasm.ggufHeadBytes()));
-  return new Uint8Array(0);
-}
-
 /** An id of its own for a user's model, from its name (the permalink's `m`). */
 function userId(name) {
   const slug = String(name).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'model';
@@ -411,8 +394,7 @@ async function openUserModel(list, name) {
   const byName = new Map((Array.isArray(list) ? list : []).filter((f) => f && f.file instanceof Blob).map((f) => [String(f.name), f.file]));
   const id = userId(name);
   const t0 = performance.now();
-  const heads = {};
-  for (const [n, file] of byName) heads[n] = { size: file.size, head: await headOf(n, file) };
+  const heads = await readHeads(byName, wasm.ggufHeadBytes());
   const report = guarded(() => wasm.inspectModel(id, heads));
   report.inspect_ms = performance.now() - t0;
   const files = {};

@@ -81,6 +81,17 @@ pub fn supported_architectures() -> Array {
     SUPPORTED.iter().map(|s| JsValue::from_str(s)).collect()
 }
 
+/// The `(name, value)` pairs of a `{ "<file name>": … }` object.
+fn named_files(files: &Object) -> Result<Vec<(String, JsValue)>, JsError> {
+    Object::entries(files)
+        .iter()
+        .map(|entry| {
+            let pair: Array = entry.unchecked_into();
+            Ok((pair.get(0).as_string().ok_or_else(|| JsError::new("file names must be strings"))?, pair.get(1)))
+        })
+        .collect()
+}
+
 /// What a user's files are, from their first bytes alone (no weight decoded): `files` is
 /// `{ "<file name>": { size, head: Uint8Array } }`, `head` being all of config.json, the whole
 /// safetensors header, the first `ggufHeadBytes()` of a GGUF, empty for the others. Returns an
@@ -88,10 +99,7 @@ pub fn supported_architectures() -> Array {
 #[wasm_bindgen(js_name = inspectModel)]
 pub fn inspect_model(id: &str, files: &Object) -> Result<JsValue, JsError> {
     let mut heads = Vec::new();
-    for entry in Object::entries(files).iter() {
-        let pair: Array = entry.unchecked_into();
-        let name = pair.get(0).as_string().ok_or_else(|| JsError::new("file names must be strings"))?;
-        let f = pair.get(1);
+    for (name, f) in named_files(files)? {
         let size =
             Reflect::get(&f, &JsValue::from_str("size")).ok().and_then(|v| v.as_f64()).filter(|s| *s >= 0.0).ok_or_else(|| JsError::new(&format!("file `{name}` has no size")))?;
         let head =
@@ -142,10 +150,7 @@ impl AttnModel {
     /// from the files (config.json, a Marian .bin).
     pub fn load(manifest_json: &str, files: &Object) -> Result<AttnModel, JsError> {
         let mut arrays = Vec::new();
-        for entry in Object::entries(files).iter() {
-            let pair: Array = entry.unchecked_into();
-            let name = pair.get(0).as_string().ok_or_else(|| JsError::new("file names must be strings"))?;
-            let data = pair.get(1);
+        for (name, data) in named_files(files)? {
             if !data.is_instance_of::<Uint8Array>() {
                 return Err(JsError::new(&format!("file `{name}` must be a Uint8Array")));
             }
