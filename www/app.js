@@ -86,6 +86,8 @@ function main() {
   // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
   // the lines from the focused query, and the PCA behind them.
   debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
+  // what inspectModel() found on the last model opened, with the worker's timings and memory
+  Object.defineProperty(debug, 'opened', { get: () => session.opened });
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;

@@ -68,6 +68,7 @@ export class Session {
     this.progress = null; // { loaded, total } while a model downloads
     this.error = null; // the last failure, as text
     this.notice = null; // something the user should know (e.g. an unknown model in a permalink)
+    this.opened = null; // inspectModel()'s report on the last model the user opened
     this.busy = false; // a forward has taken longer than BUSY_AFTER_MS
     this.result = null; // the drawn attend() answer
     this.resultFor = null; // { model, text } of that answer
@@ -146,6 +147,7 @@ export class Session {
       this.emit('status');
       throw e;
     }
+    this.opened = opened.report; // what was found, with the worker's timings and memory
     this.emit('catalog');
     const shown = this.pickModel(opened.manifest.id);
     const kept = opened.stored ? ' Kept in this browser for your next visit (never uploaded).' : ' It could not be kept in this browser’s storage: open it again next time.';
