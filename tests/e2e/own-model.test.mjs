@@ -176,6 +176,11 @@ test('bad folders are refused with the reason; the page keeps its model', async 
       await typeText(page, `Still working after the ${what}.`);
       assert.ok((await seen(page)).tokens.includes('working'), `${what}: the page still draws`);
     }
+    // A file name is the user's text: shown as text, never as HTML.
+    await drop(page, { '<img src=x onerror="window.pwned=1">.gguf': Buffer.from('GGUF not really') });
+    await page.waitForFunction(() => /^Could not open “<img/.test(document.getElementById('notice').textContent), null, { timeout: 30_000 });
+    assert.match((await seen(page)).notice, /GGUF version \d+; this build reads versions 2 and 3/);
+    assert.equal(await page.evaluate(() => document.querySelectorAll('#notice *').length + (window.pwned ? 1 : 0)), 0);
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();
