@@ -116,6 +116,8 @@ export function loadModel(id, onProgress) {
  * init() gave every session on the page gains the model.
  */
 export async function openModel(files, name) {
+  // Ask that what the user keeps is not evicted under storage pressure (a no-op where denied).
+  if (navigator.storage && navigator.storage.persist) navigator.storage.persist().catch(() => {});
   const catalog = await init();
   const m = await request({ type: 'open', files, name });
   catalog.models.push(m.manifest);

@@ -55,10 +55,18 @@ async function typeText(page, text) {
   await page.waitForFunction(([t, n]) => window.attnvizDebug.text === t && window.attnvizDebug.drawCount > n, [text, before], { timeout: 60_000 });
 }
 
-test('a dropped folder draws, stays for the next visit, and can be removed', async () => {
+/** Run fn(page, app) on a fresh page (a browser context of its own), closed afterwards. */
+async function onPage(fn) {
   const app = await openApp(browser, server.url);
-  const { page } = app;
   try {
+    await fn(app.page, app);
+  } finally {
+    await app.close();
+  }
+}
+
+test('a dropped folder draws, stays for the next visit, and can be removed', async () => {
+  await onPage(async (page, app) => {
     await typeText(page, TEXT);
     const want = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source;
     const t0 = Date.now();
@@ -92,15 +100,11 @@ test('a dropped folder draws, stays for the next visit, and can be removed', asy
     await page.waitForFunction(() => document.body.dataset.state === 'ready');
     assert.ok(!(await seen(page)).picker.includes(id), 'removed models are not offered after a reload');
     assert.deepEqual(app.pageErrors, []);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('the f16 variant opens from the multi-file picker', async () => {
-  const app = await openApp(browser, server.url);
-  const { page } = app;
-  try {
+  await onPage(async (page) => {
     await typeText(page, TEXT);
     await page.click('#open-model');
     await page.setInputFiles('#open-files', NAMES.map((n) => path.join(dir, 'tiny-bert-f16', n)));
@@ -108,28 +112,20 @@ test('the f16 variant opens from the multi-file picker', async () => {
     const s = await seen(page);
     assert.match(s.notice, /safetensors F16/);
     assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert-f16'), '--text', TEXT).tokens.source);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('the folder picker names the model after its folder', async () => {
-  const app = await openApp(browser, server.url);
-  const { page } = app;
-  try {
+  await onPage(async (page) => {
     await page.click('#open-model');
     await page.setInputFiles('#open-folder', path.join(dir, 'tiny-bert'));
     await waitModel(page, 'own-tiny-bert');
     assert.match((await seen(page)).notice, /^Opened “tiny-bert”/);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('one .gguf file (SmolLM2, 98 MB) opens without freezing the page', async () => {
-  const app = await openApp(browser, server.url);
-  const { page } = app;
-  try {
+  await onPage(async (page) => {
     await watchLongTasks(page);
     await page.click('#open-model');
     await page.setInputFiles('#open-files', path.join(ROOT, 'models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'));
@@ -143,15 +139,11 @@ test('one .gguf file (SmolLM2, 98 MB) opens without freezing the page', async ()
     console.log(`# SmolLM2 .gguf opened: inspect ${r.inspect_ms.toFixed(0)} ms (headers read + inspectModel), load ${r.load_ms.toFixed(0)} ms, estimate ${mib(r.memory_bytes)} MiB, wasm memory after load ${mib(r.wasm_memory_bytes)} MiB (MiniLM loaded too); longest main-thread task ${Math.max(0, ...tasks).toFixed(0)} ms`);
     // The files are read and parsed in the worker: the page's own tasks stay short.
     assert.ok(Math.max(0, ...tasks) < 500, `main-thread tasks: ${tasks}`);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('bad folders are refused with the reason; the page keeps its model', async () => {
-  const app = await openApp(browser, server.url);
-  const { page } = app;
-  try {
+  await onPage(async (page, app) => {
     const good = folder('tiny-bert');
     const header = (h) => {
       const json = Buffer.from(JSON.stringify(h));
@@ -182,9 +174,7 @@ test('bad folders are refused with the reason; the page keeps its model', async 
     assert.match((await seen(page)).notice, /GGUF version \d+; this build reads versions 2 and 3/);
     assert.equal(await page.evaluate(() => document.querySelectorAll('#notice *').length + (window.pwned ? 1 : 0)), 0);
     assert.deepEqual(app.pageErrors, []);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('the widget opens a model through el.openModel(files)', async () => {
