@@ -141,7 +141,10 @@ export class Session {
     this.emit('status');
     let opened;
     try {
-      opened = await openModel(files, name);
+      opened = await openModel(files, name, (report) => {
+        this.notice = `Found in “${name}”: ${describeReport(report)} Loading…`;
+        this.emit('status');
+      });
     } catch (e) {
       this.notice = `Could not open “${name}”: ${e.message}`;
       this.emit('status');

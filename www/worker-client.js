@@ -111,16 +111,17 @@ export function loadModel(id, onProgress) {
 
 /**
  * A user's model files ([{ name, file }], own-model.js) → { manifest, report, info, stored }: the
- * worker inspects their headers, loads them and keeps them in OPFS (stored: false when it could
- * not). Rejects with what is wrong or does not fit; nothing changes then. The catalogue that
+ * worker inspects their headers (onInspected(report) then, before the weights are read), loads
+ * them and keeps them in OPFS (stored: false when it could not; the same files opened again
+ * are the copy already kept). Rejects with what is wrong or does not fit; nothing changes then. The catalogue that
  * init() gave every session on the page gains the model.
  */
-export async function openModel(files, name) {
+export async function openModel(files, name, onInspected = () => {}) {
   // Ask that what the user keeps is not evicted under storage pressure (a no-op where denied).
   if (navigator.storage && navigator.storage.persist) navigator.storage.persist().catch(() => {});
   const catalog = await init();
-  const m = await request({ type: 'open', files, name });
-  catalog.models.push(m.manifest);
+  const m = await request({ type: 'open', files, name }, (p) => onInspected(p.inspected));
+  if (!catalog.models.some((x) => x.id === m.manifest.id)) catalog.models.push(m.manifest);
   loadPromises.set(m.manifest.id, Promise.resolve(m.info));
   return m;
 }

@@ -15,7 +15,8 @@
 //     and labels, src/heads.rs)
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
-//   → { id, type: 'open', files: [{ name, file: File }], name }  ← { id, type: 'opened', manifest, report, info, stored }
+//   → { id, type: 'open', files: [{ name, file: File }], name }  ← { id, type: 'progress', inspected: report }
+//                                                       ← { id, type: 'opened', manifest, report, info, stored }
 //     (a user's model: its headers inspected, then loaded, then kept in OPFS; report: inspectModel()'s)
 //   → { id, type: 'remove', model }                    ← { id, type: 'removed' } (a user's model, from OPFS)
 // A user's models kept in OPFS (attnviz-models/<id>/: its files and manifest.json, written last)
@@ -140,7 +141,8 @@ async function handle(msg) {
       }
       case 'open': {
         await ensureInit();
-        self.postMessage({ id: msg.id, type: 'opened', ...(await openUserModel(msg.files, msg.name)) });
+        const inspected = (report) => self.postMessage({ id: msg.id, type: 'progress', inspected: report });
+        self.postMessage({ id: msg.id, type: 'opened', ...(await openUserModel(msg.files, msg.name, inspected)) });
         break;
       }
       case 'remove': {
@@ -390,16 +392,21 @@ function userId(name) {
 }
 
 /** Inspect, load, then keep a user's files; nothing changes (index, OPFS) when one step fails. */
-async function openUserModel(list, name) {
+async function openUserModel(list, name, inspected) {
   const byName = new Map((Array.isArray(list) ? list : []).filter((f) => f && f.file instanceof Blob).map((f) => [String(f.name), f.file]));
   const id = userId(name);
   const t0 = performance.now();
   const heads = await readHeads(byName, wasm.ggufHeadBytes());
   const report = guarded(() => wasm.inspectModel(id, heads));
   report.inspect_ms = performance.now() - t0;
+  inspected(report); // said before the weights are read: they may take a while
+  // The same files opened again (same name, sizes and times of change): the copy already kept.
+  const stamp = JSON.stringify(report.manifest.files.map((f) => [byName.get(f).size, byName.get(f).lastModified]));
+  const kept = index.find((m) => m.user && m.name === String(name) && m.stamp === stamp);
+  if (kept) return { manifest: kept, report, info: (await ensureModel(kept.id, null)).info, stored: true };
   const files = {};
   for (const f of report.manifest.files) files[f] = new Uint8Array(await byName.get(f).arrayBuffer());
-  const manifest = { ...report.manifest, id, dir: id, name: String(name), user: true, sizes: Object.fromEntries(Object.entries(files).map(([f, b]) => [f, b.byteLength])) };
+  const manifest = { ...report.manifest, id, dir: id, name: String(name), user: true, stamp, sizes: Object.fromEntries(Object.entries(files).map(([f, b]) => [f, b.byteLength])) };
   const t1 = performance.now();
   const model = guarded(() => wasm.AttnModel.load(JSON.stringify(manifest), files));
   report.load_ms = performance.now() - t1;

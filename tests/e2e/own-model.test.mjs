@@ -120,7 +120,14 @@ test('the folder picker names the model after its folder', async () => {
     await page.click('#open-model');
     await page.setInputFiles('#open-folder', path.join(dir, 'tiny-bert'));
     await waitModel(page, 'own-tiny-bert');
-    assert.match((await seen(page)).notice, /^Opened “tiny-bert”/);
+    const s = await seen(page);
+    assert.match(s.notice, /^Opened “tiny-bert”/);
+    // The same folder again is the copy already kept, not a second entry.
+    await page.selectOption('#model', 'minilm-l6');
+    await waitModel(page, 'minilm-l6');
+    await page.setInputFiles('#open-folder', path.join(dir, 'tiny-bert'));
+    await waitModel(page, 'own-tiny-bert');
+    assert.deepEqual((await seen(page)).picker, s.picker);
   });
 });
 
