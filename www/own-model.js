@@ -90,7 +90,7 @@ export async function readHeads(byName, ggufHeadBytes) {
   return heads;
 }
 
-const bytes = (n) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(2)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.max(1, Math.round(n / 1024))} KiB`);
+const bytes = (n) => (n >= 1 << 30 ? `${Number((n / (1 << 30)).toFixed(2))} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.max(1, Math.round(n / 1024))} KiB`);
 const count = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)} B` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : `${(n / 1e3).toFixed(1)} k`);
 const FAMILY = { bert: 'BERT encoder', llama: 'Llama decoder' };
 

@@ -32,6 +32,7 @@ const downloadBytes = (m) => Object.values(m.sizes || {}).reduce((a, b) => a + b
 /** How a model is named in the picker: its name and what it costs to download the first time. */
 export function modelLabel(m) {
   const bytes = downloadBytes(m);
+  if (m.user) return `${m.name} · ${(bytes / 1e6).toFixed(1)} MB`; // kept here: nothing to download
   return bytes ? `${m.name || m.id} · ${MB(bytes)}` : m.name || m.id;
 }
 

@@ -11,7 +11,11 @@ export function bindOpenModel(el, session) {
     el.openModel.setAttribute('aria-expanded', String(!el.openPanel.hidden));
   });
   // The rejection is already said in the notice: nothing else to do with it.
-  const open = (picked) => session.openModel(picked).catch(() => {});
+  const open = (picked) => {
+    el.openPanel.hidden = true;
+    el.openModel.setAttribute('aria-expanded', 'false');
+    return session.openModel(picked).catch(() => {});
+  };
   for (const input of [el.openFolder, el.openFiles]) {
     input.addEventListener('change', () => {
       if (input.files.length) open(collectFiles(input.files));
