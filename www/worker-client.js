@@ -112,9 +112,9 @@ export function loadModel(id, onProgress) {
 /**
  * A user's model files ([{ name, file }], own-model.js) → { manifest, report, info, stored }: the
  * worker inspects their headers (onInspected(report) then, before the weights are read), loads
- * them and keeps them in OPFS (stored: false when it could not; the same files opened again
- * are the copy already kept). Rejects with what is wrong or does not fit; nothing changes then. The catalogue that
- * init() gave every session on the page gains the model.
+ * them and keeps them in OPFS (stored: false when it could not; the same files opened again are
+ * the copy already kept). Rejects with what is wrong or does not fit; nothing changes then. The
+ * catalogue that init() gave every session on the page gains the model.
  */
 export async function openModel(files, name, onInspected = () => {}) {
   // Ask that what the user keeps is not evicted under storage pressure (a no-op where denied).

@@ -383,6 +383,7 @@ async function fetchFiles(manifest, reqId) {
 
 // ---------------------------------------------------------------- a user's own models
 const USER_DIR = 'attnviz-models';
+
 /** An id of its own for a user's model, from its name (the permalink's `m`). */
 function userId(name) {
   const slug = String(name).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'model';
@@ -394,10 +395,9 @@ function userId(name) {
 /** Inspect, load, then keep a user's files; nothing changes (index, OPFS) when one step fails. */
 async function openUserModel(list, name, inspected) {
   const byName = new Map((Array.isArray(list) ? list : []).filter((f) => f && f.file instanceof Blob).map((f) => [String(f.name), f.file]));
-  const id = userId(name);
   const t0 = performance.now();
   const heads = await readHeads(byName, wasm.ggufHeadBytes());
-  const report = guarded(() => wasm.inspectModel(id, heads));
+  const report = guarded(() => wasm.inspectModel(String(name), heads));
   report.inspect_ms = performance.now() - t0;
   inspected(report); // said before the weights are read: they may take a while
   // The same files opened again (same name, sizes and times of change): the copy already kept.
@@ -406,6 +406,8 @@ async function openUserModel(list, name, inspected) {
   if (kept) return { manifest: kept, report, info: (await ensureModel(kept.id, null)).info, stored: true };
   const files = {};
   for (const f of report.manifest.files) files[f] = new Uint8Array(await byName.get(f).arrayBuffer());
+  // From here to index.push nothing awaits: two models opened at once get ids of their own.
+  const id = userId(name);
   const manifest = { ...report.manifest, id, dir: id, name: String(name), user: true, stamp, sizes: Object.fromEntries(Object.entries(files).map(([f, b]) => [f, b.byteLength])) };
   const t1 = performance.now();
   const model = guarded(() => wasm.AttnModel.load(JSON.stringify(manifest), files));
