@@ -210,6 +210,17 @@ test('the widget opens a model through el.openModel(files)', async () => {
     assert.deepEqual(out.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
     assert.match(out.refused, /tokenizer\.json/);
     assert.equal(out.still, 'own-tiny-widget-bert');
+    // A kept model's id works as the model attribute of another widget.
+    const other = await page.evaluate(() => new Promise((resolve) => {
+      const v = document.createElement('attention-viz');
+      v.setAttribute('model', 'own-tiny-widget-bert');
+      v.setAttribute('text', 'A dog ran.');
+      v.addEventListener('attention-ready', (e) => resolve(e.detail));
+      v.addEventListener('attention-error', (e) => resolve(e.detail));
+      document.body.appendChild(v);
+    }));
+    assert.equal(other.model, 'own-tiny-widget-bert', JSON.stringify(other));
+    assert.deepEqual(other.tokens, ['[CLS]', 'a', 'dog', 'ran', '.', '[SEP]']);
     await page.evaluate(() => document.getElementById('w').removeModel('own-tiny-widget-bert'));
     await page.waitForFunction(() => document.getElementById('w').viewState.model === 'minilm-l6');
   } finally {
