@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight models in Hugging Face layout, for the tests of "Open your model".
 
-    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert, DIR/tiny-bert-f16
+    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert, tiny-bert-f16, tiny-bert-bf16
 
 Each folder is what a user drops on the page: config.json (model_type bert), model.safetensors
 and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, hidden 32: about
@@ -69,14 +69,25 @@ def bert_weights(seed: int = 14) -> dict[str, np.ndarray]:
 
 
 DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64"}
+BF16 = "bf16"  # numpy has no bfloat16: such tensors are written from f32, rounded to nearest even
 
 
-def write_safetensors(path: str, tensors: dict[str, np.ndarray]) -> None:
+def bf16_bits(a: np.ndarray) -> np.ndarray:
+    """The upper 16 bits of each f32, rounded to nearest even (as torch's .to(bfloat16))."""
+    bits = a.astype("<f4").view("<u4").astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+
+
+def write_safetensors(path: str, tensors: dict[str, np.ndarray], floats: str | None = None) -> None:
+    """floats: None keeps each tensor's dtype; BF16 writes the f32 ones as bfloat16."""
     header, blobs, offset = {}, [], 0
     for name in sorted(tensors):
         a = np.ascontiguousarray(tensors[name])
-        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": DTYPES[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
+        if floats == BF16 and a.dtype == np.float32:
+            raw, dtype = bf16_bits(a).tobytes(), "BF16"
+        else:
+            raw, dtype = a.astype(a.dtype.newbyteorder("<")).tobytes(), DTYPES[a.dtype]
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
         blobs.append(raw)
         offset += len(raw)
     head = json.dumps(header, separators=(",", ":")).encode()
@@ -96,22 +107,27 @@ def tokenizer() -> Tokenizer:
 
 
 def write_bert(folder: str, dtype=np.float32) -> str:
+    """dtype: np.float32, np.float16 or BF16."""
     os.makedirs(folder, exist_ok=True)
-    w = {k: (v.astype(dtype) if v.dtype == np.float32 else v) for k, v in bert_weights().items()}
-    write_safetensors(os.path.join(folder, "model.safetensors"), w)
+    w = bert_weights()
+    if dtype == np.float16:
+        w = {k: (v.astype(dtype) if v.dtype == np.float32 else v) for k, v in w.items()}
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, BF16 if dtype == BF16 else None)
+    torch_dtype = {BF16: "bfloat16", np.float16: "float16"}.get(dtype, "float32")
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump({**CONFIG, "torch_dtype": "float16" if dtype == np.float16 else "float32"}, f, indent=2)
+        json.dump({**CONFIG, "torch_dtype": torch_dtype}, f, indent=2)
     tokenizer().save(os.path.join(folder, "tokenizer.json"))
     return folder
 
 
 def write_all(out: str) -> list[str]:
-    return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16)]
+    return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16),
+            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="folder to write tiny-bert/ and tiny-bert-f16/ into")
+    ap.add_argument("--out", required=True, help="folder to write tiny-bert/, tiny-bert-f16/ and tiny-bert-bf16/ into")
     for folder in write_all(ap.parse_args(argv).out):
         print(folder)
     return 0

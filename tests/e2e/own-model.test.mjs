@@ -103,15 +103,18 @@ test('a dropped folder draws, stays for the next visit, and can be removed', asy
   });
 });
 
-test('the f16 variant opens from the multi-file picker', async () => {
+test('the f16 and bf16 variants open from the multi-file picker', async () => {
   await onPage(async (page) => {
     await typeText(page, TEXT);
-    await page.click('#open-model');
-    await page.setInputFiles('#open-files', NAMES.map((n) => path.join(dir, 'tiny-bert-f16', n)));
-    await waitModel(page, 'own-');
-    const s = await seen(page);
-    assert.match(s.notice, /safetensors F16/);
-    assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert-f16'), '--text', TEXT).tokens.source);
+    for (const [variant, dtype] of [['tiny-bert-f16', 'F16'], ['tiny-bert-bf16', 'BF16']]) {
+      const before = (await seen(page)).draws;
+      await page.click('#open-model');
+      await page.setInputFiles('#open-files', NAMES.map((n) => path.join(dir, variant, n)));
+      await page.waitForFunction((d) => document.getElementById('notice').textContent.includes(`safetensors ${d}:`) && /^Opened/.test(document.getElementById('notice').textContent), dtype);
+      await waitModel(page, 'own-', before);
+      const s = await seen(page);
+      assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(dir, variant), '--text', TEXT).tokens.source, variant);
+    }
   });
 });
 
