@@ -77,7 +77,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         let mut formats: Vec<String> = gguf.tensors.values().map(|t| format!("{:?}", t.format)).collect();
         formats.sort();
         formats.dedup();
-        let parameters = gguf.tensors.values().map(|t| t.dims.iter().map(|&d| d as u64).product::<u64>()).sum();
+        let parameters = gguf.tensors.values().map(|t| t.dims.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64))).fold(0u64, u64::saturating_add);
         // The weights stay in the file's bytes. The copy of its start made for this inspection
         // is freed before the file is copied in, but the file does not fit in the hole it
         // leaves (SmolLM2: measured 193 MiB after 256 tokens, this says 193).
@@ -97,7 +97,8 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         (c, format!("safetensors {}", h.dtypes.join(" + ")), h.parameters, h.parameters.saturating_mul(4).saturating_add(tokenizer), st.size)
     };
     let t = c.max_positions as u64;
-    let maps = [c.layers as u64, c.heads as u64, t, t, 4].iter().product::<u64>();
+    // The configs have been checked against the budget already; saturate all the same.
+    let maps = [c.layers as u64, c.heads as u64, t, t].iter().try_fold(4u64, |a, &n| a.checked_mul(n)).unwrap_or(u64::MAX);
     // The files are freed before the first forward: its maps can reuse their memory.
     let memory_bytes = weight_bytes.saturating_add(working.max(maps));
     if memory_bytes > MEMORY_BUDGET_BYTES {
