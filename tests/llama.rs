@@ -5,6 +5,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use attnviz::attention::{AttentionKind, GenerateOptions, HeadRequest, StopReason};
+use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Family, Manifest, Model};
 use attnviz::weights::gguf;
 use std::collections::HashMap;
@@ -217,6 +218,10 @@ fn a_hugging_face_folder_of_the_same_weights_gives_the_same_attention() {
     let names: Vec<String> = files.keys().cloned().collect();
     let manifest = Manifest::infer("smollm2-hf", &names, files.get("config.json").map(|v| v.as_slice())).unwrap();
     assert_eq!(manifest.architecture, "llama");
+    // What the page reads first: the folder's headers.
+    let heads: Vec<FileHead> = files.iter().map(|(n, b)| FileHead { name: n, size: b.len() as u64, head: b }).collect();
+    let i = inspect("smollm2-hf", &heads).unwrap();
+    assert_eq!((i.architecture.as_str(), i.format.as_str(), i.layers, i.heads, i.kv_heads, i.hidden_size), ("llama", "safetensors F32", 2, 9, 3, 576));
     let hf = Model::load_owned(manifest, files).unwrap();
     let text = "Ich möchte café crème — naïve façade, 2024 🎉";
     let (a, b) = (hf.attend(text).unwrap(), smollm2().attend(text).unwrap());

@@ -13,6 +13,7 @@ import { renderSide } from './page/side.js';
 import { renderProgress, renderStatus } from './page/status.js';
 import { bindEntropyChart } from './page/entropy-panel.js';
 import { renderHeadsTable } from './page/heads-table.js';
+import { bindOpenModel, syncOpenModel } from './page/open-model.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -31,26 +32,32 @@ function elements() {
     headsRank: $('heads-rank'),
     canvas: $('view'), wrap: $('canvas-wrap'), sideTitle: $('side-title'), sideHint: $('side-hint'), topList: $('top-list'), notes: $('notes'),
     chart: $('entropy-chart'), chartBox: $('chart-box'), chartReadout: $('chart-readout'),
+    openModel: $('open-model'), removeModel: $('remove-model'), openPanel: $('open-panel'), openHelp: $('open-help'), openFolder: $('open-folder'), openFiles: $('open-files'),
     png: $('export-png'), svg: $('export-svg'), link: $('copy-link'), msg: $('action-msg'), credits: $('credits'), build: $('build'),
   };
 }
 
 const canvasWidth = (el) => Math.max(280, el.wrap.clientWidth - 2);
 
-function fillCatalog(el, catalog) {
+function fillCatalog(el, catalog, session) {
   el.build.textContent = `attnviz ${catalog.build.version} · wasm SIMD ${catalog.build.simd ? 'on' : 'off'} · architectures: ${catalog.supported.join(', ')}`;
   el.model.textContent = '';
   el.credits.textContent = '';
+  const yours = document.createElement('optgroup');
+  yours.label = 'Your models (kept in this browser)';
   for (const m of catalog.models) {
     const o = document.createElement('option');
     o.value = m.id;
     o.textContent = modelLabel(m);
-    el.model.appendChild(o);
+    (m.user ? yours : el.model).appendChild(o);
+    if (m.user) continue;
     const li = document.createElement('li');
     li.textContent = m.credit || `${m.name || m.id}${m.license ? `, licence ${m.license}` : ''}`;
     el.credits.appendChild(li);
   }
+  if (yours.childElementCount) el.model.appendChild(yours);
   el.model.disabled = false;
+  if (session.manifest) el.model.value = session.manifest.id;
 }
 
 function main() {
@@ -86,6 +93,8 @@ function main() {
   Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || (!!session.state.compare && !session.compareFresh()) });
   // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
   Object.defineProperty(debug, 'focus', { get: () => session.focus });
+  // what inspectModel() found on the last model opened, with the worker's timings and memory
+  Object.defineProperty(debug, 'opened', { get: () => session.opened });
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;
@@ -94,7 +103,7 @@ function main() {
     name: 'page',
     onUpdate(reason) {
       if (reason === 'catalog') {
-        fillCatalog(el, session.catalog);
+        fillCatalog(el, session.catalog, session);
         debug.build = session.catalog.build;
       } else if (reason === 'progress') renderProgress(el, session);
       else if (reason === 'hover') renderSide(el, session);
@@ -105,6 +114,7 @@ function main() {
         generation.sync();
         if (session.phase === 'error' && !session.result) document.body.dataset.state = 'error';
         if (session.manifest) el.model.value = session.manifest.id;
+        syncOpenModel(el, session);
       }
     },
   });
@@ -207,6 +217,7 @@ function main() {
   }
   el.model.addEventListener('change', () => session.pickModel(el.model.value));
   bindControls(el, session);
+  bindOpenModel(el, session);
   const chart = bindEntropyChart(el, session);
   // bars of the entropy chart as drawn (0 until its wasm has loaded)
   Object.defineProperty(debug, 'chartBars', { get: () => (chart.geometry() ? chart.geometry().bars.length : 0) });

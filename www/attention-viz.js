@@ -16,6 +16,9 @@
 // compare="" gives an editable widget that box, empty).
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
 // after the first draw, `attention-error` (detail: { message }).
+// Methods: openModel(files, { name }) opens the reader's own model (a folder's Files, e.g. an
+// <input webkitdirectory>'s FileList, or one .gguf; read in the browser, kept in OPFS) and resolves
+// to what was found, or rejects saying why not; removeModel(id) forgets one.
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }).
 
@@ -29,6 +32,7 @@ import { themeOf, tokenLabel } from './views/common.js';
 import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
 import { stepLabels } from './views/cross.js';
 import { renderHeadsTable } from './page/heads-table.js';
+import { collectFiles } from './own-model.js';
 
 export { configure };
 
@@ -291,6 +295,7 @@ class AttentionViz extends HTMLElement {
         this.$.progress.value = p.loaded;
       }
       this.generation.sync();
+      this.showWarning();
       if (session.manifest) this.$.credit.textContent = session.manifest.credit || session.manifest.name || session.manifest.id;
       if (session.phase === 'error' && !session.result) this.showError(session.error);
       else if (session.phase === 'loading' && !session.result) {
@@ -299,6 +304,13 @@ class AttentionViz extends HTMLElement {
         this.$.msg.firstChild.textContent = session.loadingText();
       } else if (session.error) this.showError(session.error);
     }
+  }
+
+  showWarning() {
+    const session = this.session;
+    const warn = [session.notice, session.result && session.summary().truncation, textLimitNotice(session.state)].filter(Boolean).join(' ');
+    this.$.warn.hidden = !warn;
+    this.$.warn.textContent = warn;
   }
 
   showError(message) {
@@ -345,9 +357,7 @@ class AttentionViz extends HTMLElement {
     const sum = session.summary();
     const n = r.tokens.source.length;
     this.$.status.textContent = `${n} tokens${session.forwardMs != null ? ` · ${session.forwardMs.toFixed(0)} ms` : ''}`;
-    const warn = [sum.truncation, textLimitNotice(s)].filter(Boolean).join(' ');
-    this.$.warn.hidden = !warn;
-    this.$.warn.textContent = warn;
+    this.showWarning();
     this.$.out.hidden = sum.output == null;
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';
     this.$.outText.textContent = sum.output ?? '';
@@ -407,6 +417,16 @@ class AttentionViz extends HTMLElement {
       this.$.step.value = String(s.step);
     }
     this.$.canvas.dataset.view = s.view;
+  }
+
+  /** Open the reader's own model: a FileList or array of Files (a folder's, or one .gguf). */
+  async openModel(files, { name = null } = {}) {
+    return this.session.openModel(collectFiles(files, name));
+  }
+
+  /** Forget a model opened with openModel (its id: `viewState.model` while it is shown). */
+  removeModel(id) {
+    return this.session.removeModel(id);
   }
 
   /** The current state (read-only copy). */

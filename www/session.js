@@ -7,7 +7,8 @@
 // 'hover' (a read-out under the pointer changed).
 
 import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
-import { Channel, init, loadModel } from './worker-client.js';
+import { Channel, init, loadModel, openModel, removeModel } from './worker-client.js';
+import { describeReport } from './own-model.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
 import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
@@ -32,6 +33,7 @@ const downloadBytes = (m) => Object.values(m.sizes || {}).reduce((a, b) => a + b
 /** How a model is named in the picker: its name and what it costs to download the first time. */
 export function modelLabel(m) {
   const bytes = downloadBytes(m);
+  if (m.user) return `${m.name} · ${(bytes / 1e6).toFixed(1)} MB`; // kept here: nothing to download
   return bytes ? `${m.name || m.id} · ${MB(bytes)}` : m.name || m.id;
 }
 
@@ -78,6 +80,7 @@ export class Session {
     this.progress = null; // { loaded, total } while a model downloads
     this.error = null; // the last failure, as text
     this.notice = null; // something the user should know (e.g. an unknown model in a permalink)
+    this.opened = null; // inspectModel()'s report on the last model the user opened
     this.busy = false; // a forward has taken longer than BUSY_AFTER_MS
     this.result = null; // the drawn attend() answer
     this.resultFor = null; // { model, text } of that answer
@@ -138,6 +141,42 @@ export class Session {
     }
     if (!this.state.text) this.state.text = m.example || '';
     await this.selectModel(m.id, { keepText: true });
+  }
+
+  /**
+   * Open a user's model ({ name, files } from own-model.js): inspected, loaded and kept by the
+   * worker, then shown. Resolves to inspectModel()'s report; on failure the model in use stays,
+   * the notice says why, and the promise rejects with that message.
+   */
+  async openModel({ name, files }) {
+    this.notice = `Reading “${name}”…`;
+    this.emit('status');
+    let opened;
+    try {
+      opened = await openModel(files, name, (report) => {
+        this.notice = `Found in “${name}”: ${describeReport(report)} Loading…`;
+        this.emit('status');
+      });
+    } catch (e) {
+      this.notice = `Could not open “${name}”: ${e.message}`;
+      this.emit('status');
+      throw e;
+    }
+    this.opened = opened.report; // what was found, with the worker's timings and memory
+    this.emit('catalog');
+    const shown = this.pickModel(opened.manifest.id);
+    const kept = opened.stored ? ' Kept in this browser for your next visit (never uploaded).' : ' It could not be kept in this browser’s storage: open it again next time.';
+    this.notice = `Opened “${name}”: ${describeReport(opened.report)}${kept}`;
+    this.emit('status');
+    await shown;
+    return opened.report;
+  }
+
+  /** Forget one of the user's models; when it is shown, the default model takes its place. */
+  async removeModel(id) {
+    await removeModel(id);
+    this.emit('catalog');
+    if (this.state.model === id) await this.pickModel(defaultState().model);
   }
 
   /** The user picked another model: its layers and heads start afresh. */

@@ -109,6 +109,32 @@ export function loadModel(id, onProgress) {
   return loadPromises.get(id);
 }
 
+/**
+ * A user's model files ([{ name, file }], own-model.js) → { manifest, report, info, stored }: the
+ * worker inspects their headers (onInspected(report) then, before the weights are read), loads
+ * them and keeps them in OPFS (stored: false when it could not; the same files opened again are
+ * the copy already kept). Rejects with what is wrong or does not fit; nothing changes then. The
+ * catalogue that init() gave every session on the page gains the model.
+ */
+export async function openModel(files, name, onInspected = () => {}) {
+  // Ask that what the user keeps is not evicted under storage pressure (a no-op where denied).
+  if (navigator.storage && navigator.storage.persist) navigator.storage.persist().catch(() => {});
+  const catalog = await init();
+  const m = await request({ type: 'open', files, name }, (p) => onInspected(p.inspected));
+  if (!catalog.models.some((x) => x.id === m.manifest.id)) catalog.models.push(m.manifest);
+  loadPromises.set(m.manifest.id, Promise.resolve(m.info));
+  return m;
+}
+
+/** Forget a user's model: from the worker, OPFS and the catalogue. */
+export async function removeModel(id) {
+  const catalog = await init();
+  await request({ type: 'remove', model: id });
+  const i = catalog.models.findIndex((m) => m.id === id);
+  if (i >= 0) catalog.models.splice(i, 1);
+  loadPromises.delete(id);
+}
+
 /** A private lane for one view (page or widget). */
 export class Channel {
   constructor(name) {

@@ -15,6 +15,12 @@
 //     and labels, src/heads.rs)
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
+//   → { id, type: 'open', files: [{ name, file: File }], name }  ← { id, type: 'progress', inspected: report }
+//                                                       ← { id, type: 'opened', manifest, report, info, stored }
+//     (a user's model: its headers inspected, then loaded, then kept in OPFS; report: inspectModel()'s)
+//   → { id, type: 'remove', model }                    ← { id, type: 'removed' } (a user's model, from OPFS)
+// A user's models kept in OPFS (attnviz-models/<id>/: its files and manifest.json, written last)
+// join the index at init with `user: true`; their files are read from OPFS instead of fetched.
 //   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
 //   any failure                                        ← { id, type: 'error', message }
 //   a request superseded by a newer one on its channel ← { id, type: 'superseded' }
@@ -29,9 +35,12 @@
 // the fresh one. (The dead instance's memory stays referenced by its glue module, which an ES
 // module map never drops: a crash costs that memory until the page is reloaded.)
 
+import { readHeads } from './own-model.js';
+
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
 let wasmModule = null; // the compiled pkg/attnviz_bg.wasm, kept to start fresh instances
+let wasmExports = null; // the current instance's exports (its memory, measured for the tests)
 let generation = 0; // how many instances were started (1 until a crash)
 let initPromise = null;
 let index = null; // manifests from models/index.json, filtered to supported architectures
@@ -49,7 +58,7 @@ self.onmessage = (ev) => {
   const msg = ev.data;
   if (!msg || typeof msg !== 'object') return;
   // init and load are never superseded (several widgets may wait on one load).
-  if (msg.type === 'init' || msg.type === 'load') {
+  if (msg.type === 'init' || msg.type === 'load' || msg.type === 'open' || msg.type === 'remove') {
     handle(msg);
     return;
   }
@@ -130,6 +139,18 @@ async function handle(msg) {
         self.postMessage({ id: msg.id, type: 'positions', positions }, floatBuffers(positions));
         break;
       }
+      case 'open': {
+        await ensureInit();
+        const inspected = (report) => self.postMessage({ id: msg.id, type: 'progress', inspected: report });
+        self.postMessage({ id: msg.id, type: 'opened', ...(await openUserModel(msg.files, msg.name, inspected)) });
+        break;
+      }
+      case 'remove': {
+        await ensureInit();
+        await removeUserModel(String(msg.model));
+        self.postMessage({ id: msg.id, type: 'removed' });
+        break;
+      }
       case '__panicForTest': {
         // TEST HOOK (tests/e2e/robust-page.test.mjs): the page never sends it.
         await ensureInit();
@@ -182,7 +203,7 @@ async function ensureInit(newBase) {
       if (!res.ok) throw new Error(`models/index.json: HTTP ${res.status}`);
       const all = await res.json();
       const sup = new Set(supported());
-      index = (Array.isArray(all) ? all : []).filter((m) => m && sup.has(m.architecture));
+      index = (Array.isArray(all) ? all : []).filter((m) => m && sup.has(m.architecture)).concat(await listUserModels());
     })();
     initPromise.catch(() => {
       initPromise = null;
@@ -210,7 +231,7 @@ async function startInstance() {
   if (generation > 0) url.searchParams.set('instance', String(generation + 1));
   const glue = await import(url.href);
   if (!wasmModule) wasmModule = await compileWasm();
-  await glue.default({ module_or_path: wasmModule });
+  wasmExports = await glue.default({ module_or_path: wasmModule });
   generation += 1;
   wasm = glue;
 }
@@ -265,7 +286,7 @@ function ensureModel(id, reqId) {
       const manifest = index.find((m) => m.id === id || m.dir === id);
       if (!manifest) throw new Error(`model "${id}" is not available (known: ${index.map((m) => m.id).join(', ')})`);
       if (models.has(manifest.id)) return models.get(manifest.id);
-      const files = await fetchFiles(manifest, reqId);
+      const files = manifest.user ? await readUserModel(manifest) : await fetchFiles(manifest, reqId);
       await ensureInit(); // the instance may have been restarted while the files came
       const model = guarded(() => wasm.AttnModel.load(JSON.stringify(manifest), files));
       const entry = { model, info: guarded(() => model.info()), manifest };
@@ -358,6 +379,132 @@ async function fetchFiles(manifest, reqId) {
     report(true);
   }
   return out;
+}
+
+// ---------------------------------------------------------------- a user's own models
+const USER_DIR = 'attnviz-models';
+
+/** An id of its own for a user's model, from its name (the permalink's `m`). */
+function userId(name) {
+  const slug = String(name).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'model';
+  let id = `own-${slug}`;
+  for (let i = 2; index.some((m) => m.id === id || m.dir === id); i++) id = `own-${slug}-${i}`;
+  return id;
+}
+
+/** Inspect, load, then keep a user's files; nothing changes (index, OPFS) when one step fails. */
+async function openUserModel(list, name, inspected) {
+  const byName = new Map((Array.isArray(list) ? list : []).filter((f) => f && f.file instanceof Blob).map((f) => [String(f.name), f.file]));
+  const t0 = performance.now();
+  const heads = await readHeads(byName, wasm.ggufHeadBytes());
+  const report = guarded(() => wasm.inspectModel(String(name), heads));
+  report.inspect_ms = performance.now() - t0;
+  inspected(report); // said before the weights are read: they may take a while
+  // The same files opened again (same name, sizes and times of change): the copy already kept.
+  const stamp = JSON.stringify(report.manifest.files.map((f) => [byName.get(f).size, byName.get(f).lastModified]));
+  const kept = index.find((m) => m.user && m.name === String(name) && m.stamp === stamp);
+  if (kept) return { manifest: kept, report, info: (await ensureModel(kept.id, null)).info, stored: true };
+  const files = {};
+  for (const f of report.manifest.files) files[f] = new Uint8Array(await byName.get(f).arrayBuffer());
+  // From here to index.push nothing awaits: two models opened at once get ids of their own.
+  const id = userId(name);
+  const manifest = { ...report.manifest, id, dir: id, name: String(name), user: true, stamp, sizes: Object.fromEntries(Object.entries(files).map(([f, b]) => [f, b.byteLength])) };
+  const t1 = performance.now();
+  const model = guarded(() => wasm.AttnModel.load(JSON.stringify(manifest), files));
+  report.load_ms = performance.now() - t1;
+  report.wasm_memory_bytes = wasmMemoryBytes();
+  const entry = { model, info: guarded(() => model.info()), manifest };
+  models.set(id, entry);
+  index.push(manifest);
+  const stored = await storeUserModel(manifest, byName);
+  return { manifest, report, info: entry.info, stored };
+}
+
+function wasmMemoryBytes() {
+  return wasmExports && wasmExports.memory ? wasmExports.memory.buffer.byteLength : null;
+}
+
+async function userDir(create) {
+  const root = await navigator.storage.getDirectory();
+  return root.getDirectoryHandle(USER_DIR, { create });
+}
+
+async function writeFile(dir, name, blob) {
+  const h = await dir.getFileHandle(name, { create: true });
+  if (h.createWritable) {
+    const w = await h.createWritable();
+    await w.write(blob);
+    await w.close();
+    return;
+  }
+  // Safari writes OPFS files only through sync access handles, which exist in workers.
+  const a = await h.createSyncAccessHandle();
+  try {
+    a.truncate(0);
+    a.write(new Uint8Array(await blob.arrayBuffer()), { at: 0 });
+    a.flush();
+  } finally {
+    a.close();
+  }
+}
+
+/** Copies the files into OPFS, manifest.json last (a folder without it is an unfinished copy). */
+async function storeUserModel(manifest, byName) {
+  try {
+    const dir = await (await userDir(true)).getDirectoryHandle(manifest.id, { create: true });
+    for (const f of manifest.files) await writeFile(dir, f, byName.get(f));
+    await writeFile(dir, 'manifest.json', new Blob([JSON.stringify(manifest)]));
+    return true;
+  } catch (e) {
+    console.warn(`attnviz: ${manifest.name} is loaded but could not be kept for the next visit: ${e.message}`);
+    await forgetStored(manifest.id);
+    return false;
+  }
+}
+
+async function forgetStored(id) {
+  try {
+    await (await userDir(false)).removeEntry(id, { recursive: true });
+  } catch {
+    // not stored
+  }
+}
+
+/** The manifests of the models kept in OPFS (none where OPFS is missing). */
+async function listUserModels() {
+  const out = [];
+  try {
+    for await (const [name, h] of (await userDir(false)).entries()) {
+      if (h.kind !== 'directory') continue;
+      try {
+        const m = JSON.parse(await (await (await h.getFileHandle('manifest.json')).getFile()).text());
+        if (m && m.user && m.id === name && Array.isArray(m.files)) out.push(m);
+      } catch {
+        // an unfinished copy: not offered
+      }
+    }
+  } catch {
+    // no OPFS here, or nothing kept yet
+  }
+  return out.sort((a, b) => String(a.name).localeCompare(String(b.name)));
+}
+
+async function readUserModel(manifest) {
+  const dir = await (await userDir(false)).getDirectoryHandle(manifest.id);
+  const out = {};
+  for (const f of manifest.files) out[f] = new Uint8Array(await (await (await dir.getFileHandle(f)).getFile()).arrayBuffer());
+  return out;
+}
+
+async function removeUserModel(id) {
+  const m = index.find((x) => x.id === id && x.user);
+  if (!m) throw new Error(`"${id}" is not one of your models`);
+  index = index.filter((x) => x !== m);
+  const entry = models.get(id);
+  models.delete(id);
+  loading.delete(id);
+  if (entry) entry.model.free();
+  await forgetStored(id);
 }
 
 // ---------------------------------------------------------------- transferring answers

@@ -96,7 +96,7 @@ impl LlamaConfig {
         self.max_position_embeddings.clamp(1, MAX_POSITIONS)
     }
 
-    fn from_gguf(g: &Gguf) -> Result<LlamaConfig> {
+    pub(crate) fn from_gguf(g: &Gguf) -> Result<LlamaConfig> {
         let arch = g.str("general.architecture")?;
         if arch != "llama" {
             return Err(Error::UnsupportedArchitecture(format!("GGUF architecture `{arch}` (this build runs llama)")));
@@ -133,7 +133,7 @@ impl LlamaConfig {
         Ok(config)
     }
 
-    fn from_hf_json(bytes: &[u8]) -> Result<LlamaConfig> {
+    pub(crate) fn from_hf_json(bytes: &[u8]) -> Result<LlamaConfig> {
         #[derive(Deserialize)]
         struct Hf {
             hidden_size: usize,

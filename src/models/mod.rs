@@ -2,6 +2,7 @@
 //! files themselves. Shared building blocks (`Linear`, `LayerNorm`) live here.
 
 pub mod bert;
+pub mod inspect;
 pub mod llama;
 pub mod marian;
 
@@ -127,7 +128,10 @@ impl Manifest {
             match model_type {
                 "bert" => "bert".to_string(),
                 "llama" => "llama".to_string(),
-                other => return Err(Error::UnsupportedArchitecture(format!("model_type `{other}` (supported: {})", SUPPORTED.join(", ")))),
+                other => {
+                    let supported = inspect::CONFIG_MODEL_TYPES.join(", ");
+                    return Err(Error::UnsupportedArchitecture(format!("config.json has model_type `{other}` (supported model_types: {supported}; or one Llama .gguf file)")));
+                }
             }
         } else if let Some(gguf) = names.iter().find(|n| n.ends_with(".gguf")) {
             return Ok(Manifest {

@@ -4,6 +4,7 @@
 //! hot path).
 
 use crate::attention::{AttentionKind, GenerateOptions, HeadRequest};
+use crate::models::inspect::{inspect, FileHead, GGUF_HEAD_BYTES};
 use crate::models::{Manifest, Model, SUPPORTED};
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
@@ -80,6 +81,41 @@ pub fn supported_architectures() -> Array {
     SUPPORTED.iter().map(|s| JsValue::from_str(s)).collect()
 }
 
+/// The `(name, value)` pairs of a `{ "<file name>": … }` object.
+fn named_files(files: &Object) -> Result<Vec<(String, JsValue)>, JsError> {
+    Object::entries(files)
+        .iter()
+        .map(|entry| {
+            let pair: Array = entry.unchecked_into();
+            Ok((pair.get(0).as_string().ok_or_else(|| JsError::new("file names must be strings"))?, pair.get(1)))
+        })
+        .collect()
+}
+
+/// What a user's files are, from their first bytes alone (no weight decoded): `files` is
+/// `{ "<file name>": { size, head: Uint8Array } }`, `head` being all of config.json, the whole
+/// safetensors header, the first `ggufHeadBytes()` of a GGUF, empty for the others. Returns an
+/// [`crate::models::inspect::Inspection`] or throws an Error that says what will not load.
+#[wasm_bindgen(js_name = inspectModel)]
+pub fn inspect_model(id: &str, files: &Object) -> Result<JsValue, JsError> {
+    let mut heads = Vec::new();
+    for (name, f) in named_files(files)? {
+        let size =
+            Reflect::get(&f, &JsValue::from_str("size")).ok().and_then(|v| v.as_f64()).filter(|s| *s >= 0.0).ok_or_else(|| JsError::new(&format!("file `{name}` has no size")))?;
+        let head =
+            Reflect::get(&f, &JsValue::from_str("head")).ok().filter(|h| h.is_instance_of::<Uint8Array>()).map(|h| h.unchecked_into::<Uint8Array>().to_vec()).unwrap_or_default();
+        heads.push((name, size as u64, head));
+    }
+    let files: Vec<FileHead> = heads.iter().map(|(name, size, head)| FileHead { name, size: *size, head }).collect();
+    to_js(&inspect(id, &files).map_err(err)?)
+}
+
+/// How many first bytes of a GGUF file `inspectModel` needs (its metadata and tensor table).
+#[wasm_bindgen(js_name = ggufHeadBytes)]
+pub fn gguf_head_bytes() -> f64 {
+    GGUF_HEAD_BYTES as f64
+}
+
 #[wasm_bindgen]
 pub struct AttnModel {
     model: Model,
@@ -114,10 +150,7 @@ impl AttnModel {
     /// from the files (config.json, a Marian .bin).
     pub fn load(manifest_json: &str, files: &Object) -> Result<AttnModel, JsError> {
         let mut arrays = Vec::new();
-        for entry in Object::entries(files).iter() {
-            let pair: Array = entry.unchecked_into();
-            let name = pair.get(0).as_string().ok_or_else(|| JsError::new("file names must be strings"))?;
-            let data = pair.get(1);
+        for (name, data) in named_files(files)? {
             if !data.is_instance_of::<Uint8Array>() {
                 return Err(JsError::new(&format!("file `{name}` must be a Uint8Array")));
             }

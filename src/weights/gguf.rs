@@ -199,6 +199,15 @@ fn format_of(ggml_type: u32, name: &str) -> Result<BlockFormat> {
 /// Parses the header, metadata and tensor table, and checks that every tensor's bytes lie
 /// inside the file. Takes the bytes: tensors are read from them in place.
 pub fn read(bytes: Vec<u8>, file: &str) -> Result<Gguf> {
+    let size = bytes.len() as u64;
+    read_header(bytes, size, file)
+}
+
+/// As [`read`] from the first bytes of a file of `file_size` bytes (at least up to the end of
+/// its tensor table): what the page inspects before reading a whole file. Tensors are checked
+/// against `file_size`; reading one past `bytes` is an error, never an out-of-bounds index.
+pub fn read_header(bytes: Vec<u8>, file_size: u64, file: &str) -> Result<Gguf> {
+    let file_size = usize::try_from(file_size).unwrap_or(usize::MAX);
     let mut r = Reader { bytes: &bytes, pos: 0, values_left: MAX_METADATA_VALUES };
     if r.take(4, "the header").ok() != Some(b"GGUF".as_slice()) {
         return Err(invalid_model(format!("{file} is not a GGUF file (no `GGUF` magic)")));
@@ -237,7 +246,7 @@ pub fn read(bytes: Vec<u8>, file: &str) -> Result<Gguf> {
             dims.push(
                 usize::try_from(d)
                     .ok()
-                    .filter(|&d| d <= bytes.len().saturating_mul(2))
+                    .filter(|&d| d <= file_size.saturating_mul(2))
                     .ok_or_else(|| invalid_model(format!("{file}: tensor `{name}` has a dimension of {d}, more than the file can hold")))?,
             );
         }
@@ -261,8 +270,8 @@ pub fn read(bytes: Vec<u8>, file: &str) -> Result<Gguf> {
         let start = usize::try_from(offset).ok().and_then(|o| o.checked_add(data_start));
         let end = start.zip(size).and_then(|(s, n)| s.checked_add(n));
         match end {
-            Some(end) if end <= bytes.len() => {}
-            _ => return Err(invalid_model(format!("{file}: tensor `{name}` ({format:?} {dims:?} at offset {offset}) does not fit in the file's {} bytes", bytes.len()))),
+            Some(end) if end <= file_size => {}
+            _ => return Err(invalid_model(format!("{file}: tensor `{name}` ({format:?} {dims:?} at offset {offset}) does not fit in the file's {file_size} bytes"))),
         }
         let start = start.unwrap_or_default();
         if tensors.insert(name.clone(), TensorInfo { name: name.clone(), dims, format, start }).is_some() {

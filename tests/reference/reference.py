@@ -123,8 +123,13 @@ def read_safetensors(path: str, dtype=np.float64) -> dict[str, np.ndarray]:
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        dt = _ST_DTYPES[info["dtype"]]
         start, end = info["data_offsets"]
+        if info["dtype"] == "BF16":
+            # bfloat16 is the upper half of a float32
+            bits = np.frombuffer(raw, dtype="<u2", count=(end - start) // 2, offset=base + start)
+            out[name] = (bits.astype("<u4") << 16).view("<f4").reshape(info["shape"]).astype(dtype)
+            continue
+        dt = _ST_DTYPES[info["dtype"]]
         arr = np.frombuffer(raw, dtype=dt, count=(end - start) // np.dtype(dt).itemsize,
                             offset=base + start)
         out[name] = arr.reshape(info["shape"]).astype(dtype)

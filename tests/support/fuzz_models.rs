@@ -5,6 +5,7 @@
 //! and a file that parses goes on through `Model::load` and a forward, as in the page.
 
 use attnviz::attention::GenerateOptions;
+use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Manifest, Model};
 use attnviz::output::AttendResult;
 use attnviz::weights::gguf::{write, Value as GgufValue};
@@ -114,6 +115,10 @@ pub fn run(target: Target, data: &[u8]) -> Outcome {
 /// and a forward over [`TEXT`] turned into the page's result; for a model that generates, a
 /// greedy and a sampled continuation of a few tokens instead.
 pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcome {
+    // What the page does first with a user's files: inspect them (here with every byte as the
+    // head, a superset of what the worker reads). It may refuse what loads, never panic.
+    let heads: Vec<FileHead> = files.iter().map(|(name, bytes)| FileHead { name, size: bytes.len() as u64, head: bytes }).collect();
+    std::hint::black_box(&inspect("custom", &heads));
     let manifest = if manifest_json.trim().is_empty() {
         let names: Vec<String> = files.keys().cloned().collect();
         Manifest::infer("custom", &names, files.get("config.json").map(|v| v.as_slice()))

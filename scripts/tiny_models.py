@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Writes tiny random-weight models in Hugging Face layout, for the tests of "Open your model".
+
+    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert, tiny-bert-f16, tiny-bert-bf16
+
+Each folder is what a user drops on the page: config.json (model_type bert), model.safetensors
+and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, hidden 32: about
+130 KB, built in well under a second with numpy and tokenizers alone (no torch, no hub). The
+weights are seeded, so a run writes the same bytes every time. safetensors is written by hand:
+an 8-byte little-endian header length, a JSON header, the raw little-endian data.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = "the cat sat on mat a dog ran and it was tired animal didn ' t cross street because".split()
+LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+VOCAB = SPECIAL + WORDS + list(".,!?") + LETTERS + [f"##{c}" for c in LETTERS]
+
+CONFIG = {
+    "model_type": "bert",
+    "architectures": ["BertModel"],
+    "vocab_size": len(VOCAB),
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "max_position_embeddings": 64,
+    "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12,
+    "hidden_act": "gelu",
+}
+
+
+def bert_weights(seed: int = 14) -> dict[str, np.ndarray]:
+    """BertModel's tensors, HF names, [out, in] linear weights; LayerNorms near identity."""
+    rng = np.random.default_rng(seed)
+    c = CONFIG
+    d, ffn = c["hidden_size"], c["intermediate_size"]
+    r = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
+    ln = lambda: (1.0 + r(d) * 0.5, r(d))  # noqa: E731
+    w = {
+        "embeddings.word_embeddings.weight": r(c["vocab_size"], d),
+        "embeddings.position_embeddings.weight": r(c["max_position_embeddings"], d),
+        "embeddings.token_type_embeddings.weight": r(c["type_vocab_size"], d),
+    }
+    w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"] = ln()
+    for i in range(c["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        for name, out, inp in [("attention.self.query", d, d), ("attention.self.key", d, d), ("attention.self.value", d, d),
+                               ("attention.output.dense", d, d), ("intermediate.dense", ffn, d), ("output.dense", d, ffn)]:
+            # Queries and keys larger than the rest: the maps are peaked, not uniform.
+            scale = 1.5 if name in ("attention.self.query", "attention.self.key") else 1.0
+            w[p + name + ".weight"] = r(out, inp) * scale
+            w[p + name + ".bias"] = r(out)
+        w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"] = ln()
+        w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"] = ln()
+    # An integer buffer, as real checkpoints carry: readers must skip it.
+    w["embeddings.position_ids"] = np.arange(c["max_position_embeddings"], dtype=np.int64)[None, :]
+    return w
+
+
+DTYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64"}
+BF16 = "bf16"  # numpy has no bfloat16: such tensors are written from f32, rounded to nearest even
+
+
+def bf16_bits(a: np.ndarray) -> np.ndarray:
+    """The upper 16 bits of each f32, rounded to nearest even (as torch's .to(bfloat16))."""
+    bits = a.astype("<f4").view("<u4").astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+
+
+def write_safetensors(path: str, tensors: dict[str, np.ndarray], floats: str | None = None) -> None:
+    """floats: None keeps each tensor's dtype; BF16 writes the f32 ones as bfloat16."""
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name])
+        if floats == BF16 and a.dtype == np.float32:
+            raw, dtype = bf16_bits(a).tobytes(), "BF16"
+        else:
+            raw, dtype = a.astype(a.dtype.newbyteorder("<")).tobytes(), DTYPES[a.dtype]
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)  # the data starts 8-byte aligned, as the reference writer does
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+def tokenizer() -> Tokenizer:
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(VOCAB)}, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                       special_tokens=[("[CLS]", VOCAB.index("[CLS]")), ("[SEP]", VOCAB.index("[SEP]"))])
+    tok.decoder = decoders.WordPiece()
+    return tok
+
+
+def write_bert(folder: str, dtype=np.float32) -> str:
+    """dtype: np.float32, np.float16 or BF16."""
+    os.makedirs(folder, exist_ok=True)
+    w = bert_weights()
+    if dtype == np.float16:
+        w = {k: (v.astype(dtype) if v.dtype == np.float32 else v) for k, v in w.items()}
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, BF16 if dtype == BF16 else None)
+    torch_dtype = {BF16: "bfloat16", np.float16: "float16"}.get(dtype, "float32")
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump({**CONFIG, "torch_dtype": torch_dtype}, f, indent=2)
+    tokenizer().save(os.path.join(folder, "tokenizer.json"))
+    return folder
+
+
+def write_all(out: str) -> list[str]:
+    return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16),
+            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16)]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="folder to write tiny-bert/, tiny-bert-f16/ and tiny-bert-bf16/ into")
+    for folder in write_all(ap.parse_args(argv).out):
+        print(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

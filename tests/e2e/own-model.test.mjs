@@ -1,0 +1,232 @@
+// "Open your model…" (issue 14): a tiny random BERT folder in Hugging Face layout (written for this
+// run by scripts/tiny_models.py) dropped on the page draws with its own tokens (the CLI's), is in
+// the picker after a reload and loads from OPFS, and is gone once removed; bad folders are refused
+// with a message that says why, and the page goes on with the model it had. The widget's
+// openModel() does the same through the same session code.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { cliJson, watchLongTasks } from './cli-helpers.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TEXT = 'The cat sat on the mat.';
+let server;
+let browser;
+let dir;
+useServerAndBrowser({}, (s, b) => {
+  server = s;
+  browser = b;
+});
+before(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'attnviz-own-'));
+  execFileSync(path.join(ROOT, '.venv/bin/python'), [path.join(ROOT, 'scripts/tiny_models.py'), '--out', dir]);
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const NAMES = ['config.json', 'model.safetensors', 'tokenizer.json'];
+/** The files of a tiny folder as { name: Buffer }. */
+const folder = (sub) => Object.fromEntries(NAMES.map((n) => [n, readFileSync(path.join(dir, sub, n))]));
+
+/** Drop files on the page's body as a browser does (a DataTransfer of File objects). */
+function drop(page, files) {
+  const list = Object.entries(files).map(([name, b]) => [name, b.toString('base64')]);
+  return page.evaluate((l) => {
+    const dt = new DataTransfer();
+    for (const [name, b64] of l) dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name));
+    document.body.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, list);
+}
+
+const seen = (page) => page.evaluate(() => ({ model: window.attnvizDebug.modelId, tokens: window.attnvizDebug.tokens, draws: window.attnvizDebug.drawCount, notice: document.getElementById('notice').textContent, picker: [...document.querySelectorAll('#model option')].map((o) => o.value) }));
+
+function waitModel(page, prefix, after = 0) {
+  return page.waitForFunction(([p, n]) => String(window.attnvizDebug.modelId).startsWith(p) && window.attnvizDebug.drawCount > n && !window.attnvizDebug.drawing, [prefix, after], { timeout: 60_000 });
+}
+
+async function typeText(page, text) {
+  const before = (await seen(page)).draws;
+  await page.fill('#text', text);
+  await page.waitForFunction(([t, n]) => window.attnvizDebug.text === t && window.attnvizDebug.drawCount > n, [text, before], { timeout: 60_000 });
+}
+
+/** Run fn(page, app) on a fresh page (a browser context of its own), closed afterwards. */
+async function onPage(fn) {
+  const app = await openApp(browser, server.url);
+  try {
+    await fn(app.page, app);
+  } finally {
+    await app.close();
+  }
+}
+
+test('a dropped folder draws, stays for the next visit, and can be removed', async () => {
+  await onPage(async (page, app) => {
+    await typeText(page, TEXT);
+    const want = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source;
+    const t0 = Date.now();
+    await drop(page, folder('tiny-bert'));
+    await waitModel(page, 'own-');
+    const ms = Date.now() - t0;
+    let s = await seen(page);
+    assert.deepEqual(s.tokens, want);
+    assert.match(s.notice, /BERT encoder, safetensors F32: 2 layers × 4 heads, hidden size 32/);
+    assert.match(s.notice, /Kept in this browser/);
+    assert.ok(await page.isVisible('#remove-model'), 'Remove shows for the user’s model');
+    const id = s.model;
+    console.log(`# dropped tiny-bert drawn in ${ms} ms: ${s.notice}`);
+
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.state === 'ready');
+    s = await seen(page);
+    assert.ok(s.picker.includes(id), `after a reload the picker offers ${id}: ${s.picker}`);
+    const label = await page.textContent(`#model optgroup option[value="${id}"]`);
+    assert.match(label, /^tiny-bert|^my model/);
+    const n = s.draws;
+    await page.selectOption('#model', id);
+    await waitModel(page, id, n);
+    await typeText(page, TEXT);
+    assert.deepEqual((await seen(page)).tokens, want);
+
+    await page.click('#remove-model');
+    await waitModel(page, 'minilm-l6');
+    assert.ok(!(await seen(page)).picker.includes(id));
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.state === 'ready');
+    assert.ok(!(await seen(page)).picker.includes(id), 'removed models are not offered after a reload');
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
+test('the f16 and bf16 variants open from the multi-file picker', async () => {
+  await onPage(async (page) => {
+    await typeText(page, TEXT);
+    for (const [variant, dtype] of [['tiny-bert-f16', 'F16'], ['tiny-bert-bf16', 'BF16']]) {
+      const before = (await seen(page)).draws;
+      await page.click('#open-model');
+      await page.setInputFiles('#open-files', NAMES.map((n) => path.join(dir, variant, n)));
+      await page.waitForFunction((d) => document.getElementById('notice').textContent.includes(`safetensors ${d}:`) && /^Opened/.test(document.getElementById('notice').textContent), dtype);
+      await waitModel(page, 'own-', before);
+      const s = await seen(page);
+      assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(dir, variant), '--text', TEXT).tokens.source, variant);
+    }
+  });
+});
+
+test('the folder picker names the model after its folder', async () => {
+  await onPage(async (page) => {
+    await page.click('#open-model');
+    await page.setInputFiles('#open-folder', path.join(dir, 'tiny-bert'));
+    await waitModel(page, 'own-tiny-bert');
+    const s = await seen(page);
+    assert.match(s.notice, /^Opened “tiny-bert”/);
+    // The same folder again is the copy already kept, not a second entry.
+    await page.selectOption('#model', 'minilm-l6');
+    await waitModel(page, 'minilm-l6');
+    await page.setInputFiles('#open-folder', path.join(dir, 'tiny-bert'));
+    await waitModel(page, 'own-tiny-bert');
+    assert.deepEqual((await seen(page)).picker, s.picker);
+  });
+});
+
+test('one .gguf file (SmolLM2, 98 MB) opens without freezing the page', async () => {
+  await onPage(async (page) => {
+    await watchLongTasks(page);
+    await page.click('#open-model');
+    await page.setInputFiles('#open-files', path.join(ROOT, 'models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'));
+    await waitModel(page, 'own-smollm2');
+    const s = await seen(page);
+    assert.match(s.notice, /Llama decoder, GGUF F32 \+ Q4_1 \+ Q8_0: 30 layers × 9 heads \(3 key\/value heads\), hidden size 576, 134\.5 M parameters/);
+    assert.equal(s.tokens[0], 'The');
+    const r = await page.evaluate(() => window.attnvizDebug.opened);
+    const tasks = await page.evaluate(() => window.longTasks);
+    const mib = (b) => (b / 2 ** 20).toFixed(1);
+    console.log(`# SmolLM2 .gguf opened: inspect ${r.inspect_ms.toFixed(0)} ms (headers read + inspectModel), load ${r.load_ms.toFixed(0)} ms, estimate ${mib(r.memory_bytes)} MiB, wasm memory after load ${mib(r.wasm_memory_bytes)} MiB (MiniLM loaded too); longest main-thread task ${Math.max(0, ...tasks).toFixed(0)} ms`);
+    // The files are read and parsed in the worker: the page's own tasks stay short.
+    assert.ok(Math.max(0, ...tasks) < 500, `main-thread tasks: ${tasks}`);
+  });
+});
+
+test('bad folders are refused with the reason; the page keeps its model', async () => {
+  await onPage(async (page, app) => {
+    const good = folder('tiny-bert');
+    const header = (h) => {
+      const json = Buffer.from(JSON.stringify(h));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(json.length));
+      return Buffer.concat([len, json, Buffer.alloc(64)]);
+    };
+    const cases = [
+      ['missing tokenizer.json', { 'config.json': good['config.json'], 'model.safetensors': good['model.safetensors'] }, /needs config\.json, model\.safetensors and tokenizer\.json/],
+      ['truncated safetensors', { ...good, 'model.safetensors': good['model.safetensors'].subarray(0, 40_000) }, /model\.safetensors is cut short/],
+      ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"gpt2"')) }, /model_type `gpt2`.*supported model_types: bert, llama/],
+      ['a 5 GB claim', { ...good, 'model.safetensors': header({ w: { dtype: 'F32', shape: [1342177280], data_offsets: [0, 5368709120] } }) }, /more than the 1 GiB memory budget/],
+    ];
+    for (const [what, files, message] of cases) {
+      const before = await seen(page);
+      await drop(page, files);
+      await page.waitForFunction(() => /^Could not open/.test(document.getElementById('notice').textContent), null, { timeout: 30_000 });
+      const s = await seen(page);
+      assert.match(s.notice, message, what);
+      assert.equal(s.model, 'minilm-l6', `${what}: the model in use stays`);
+      assert.deepEqual(s.picker, before.picker, `${what}: nothing is added to the picker`);
+      await typeText(page, `Still working after the ${what}.`);
+      assert.ok((await seen(page)).tokens.includes('working'), `${what}: the page still draws`);
+    }
+    // A file name is the user's text: shown as text, never as HTML.
+    await drop(page, { '<img src=x onerror="window.pwned=1">.gguf': Buffer.from('GGUF not really') });
+    await page.waitForFunction(() => /^Could not open “<img/.test(document.getElementById('notice').textContent), null, { timeout: 30_000 });
+    assert.match((await seen(page)).notice, /GGUF version \d+; this build reads versions 2 and 3/);
+    assert.equal(await page.evaluate(() => document.querySelectorAll('#notice *').length + (window.pwned ? 1 : 0)), 0);
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
+test('the widget opens a model through el.openModel(files)', async () => {
+  const w = await openWidget(browser, server.url, { model: 'minilm', text: TEXT });
+  try {
+    const { page } = w;
+    await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready', null, { timeout: 60_000 });
+    const list = Object.entries(folder('tiny-bert')).map(([n, b]) => [n, b.toString('base64')]);
+    const out = await page.evaluate(async (l) => {
+      const el = document.getElementById('w');
+      const files = l.map(([name, b64]) => new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name));
+      const drawn = new Promise((resolve) => el.addEventListener('attention-change', (e) => { if (e.detail.model.startsWith('own-')) resolve(e.detail); }));
+      const report = await el.openModel(files, { name: 'Tiny widget BERT' });
+      const detail = await drawn;
+      let refused = null;
+      try {
+        await el.openModel(files.filter((f) => f.name !== 'tokenizer.json'));
+      } catch (e) {
+        refused = e.message;
+      }
+      return { report, model: detail.model, tokens: detail.tokens, refused, still: el.viewState.model };
+    }, list);
+    assert.equal(out.report.layers, 2);
+    assert.equal(out.report.heads, 4);
+    assert.equal(out.model, 'own-tiny-widget-bert');
+    assert.deepEqual(out.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
+    assert.match(out.refused, /tokenizer\.json/);
+    assert.equal(out.still, 'own-tiny-widget-bert');
+    // A kept model's id works as the model attribute of another widget.
+    const other = await page.evaluate(() => new Promise((resolve) => {
+      const v = document.createElement('attention-viz');
+      v.setAttribute('model', 'own-tiny-widget-bert');
+      v.setAttribute('text', 'A dog ran.');
+      v.addEventListener('attention-ready', (e) => resolve(e.detail));
+      v.addEventListener('attention-error', (e) => resolve(e.detail));
+      document.body.appendChild(v);
+    }));
+    assert.equal(other.model, 'own-tiny-widget-bert', JSON.stringify(other));
+    assert.deepEqual(other.tokens, ['[CLS]', 'a', 'dog', 'ran', '.', '[SEP]']);
+    await page.evaluate(() => document.getElementById('w').removeModel('own-tiny-widget-bert'));
+    await page.waitForFunction(() => document.getElementById('w').viewState.model === 'minilm-l6');
+  } finally {
+    await w.close();
+  }
+});

@@ -1,0 +1,104 @@
+// "Open your model…": the user's files, as the page's pickers and drops and the widget's
+// openModel() hand them over, become [{ name, file }] for the worker, which reads them (off the
+// main thread), inspects their headers, loads and keeps them (worker.js). Nothing is uploaded.
+// File names and config values are the user's: shells show them with textContent only.
+
+/** Files a folder holds that a model may use: those at its top level (an HF checkout's
+ *  subfolders, e.g. 1_Pooling/, are not model files). */
+function topLevel(files) {
+  return files.filter((f) => (f.webkitRelativePath || f.name).split('/').length <= 2);
+}
+
+/** What to call the model: its folder's name, or the .gguf's, or the first file's. */
+function nameOf(files) {
+  const rel = files.map((f) => f.webkitRelativePath).find(Boolean);
+  if (rel) return rel.split('/')[0];
+  const gguf = files.find((f) => /\.gguf$/i.test(f.name));
+  return gguf ? gguf.name.replace(/\.gguf$/i, '') : 'my model';
+}
+
+/**
+ * A FileList or array of Files (a folder picker's, a multi-file picker's, or a host page's) →
+ * { name, files: [{ name, file }] }. `name` overrides the model's name.
+ */
+export function collectFiles(list, name = null) {
+  const files = topLevel(Array.from(list || []).filter((f) => f instanceof Blob));
+  if (!files.length) throw new Error('no files given: pick a model folder (config.json, model.safetensors, tokenizer.json) or one .gguf file');
+  return { name: String(name || nameOf(files)), files: files.map((f) => ({ name: f.name, file: f })) };
+}
+
+/** The entries of a dropped folder (top level only). */
+function readFolder(dir) {
+  const reader = dir.createReader();
+  const all = [];
+  return new Promise((resolve, reject) => {
+    const next = () =>
+      reader.readEntries((batch) => {
+        if (!batch.length) resolve(all);
+        else {
+          all.push(...batch);
+          next();
+        }
+      }, reject);
+    next();
+  });
+}
+
+const fileOf = (entry) => new Promise((resolve, reject) => entry.file(resolve, reject));
+
+/**
+ * A drop's DataTransfer → { name, files } (as collectFiles): one folder (its top-level files)
+ * or loose files. Call it within the drop event: its items are gone once the handler returns.
+ */
+export function collectDrop(dt) {
+  const entries = Array.from(dt.items || [])
+    .filter((i) => i.kind === 'file')
+    .map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null));
+  const loose = Array.from(dt.files || []);
+  const dir = entries.find((e) => e && e.isDirectory);
+  if (!dir) return Promise.resolve(collectFiles(loose));
+  return readFolder(dir).then(async (es) => {
+    const files = await Promise.all(es.filter((e) => e.isFile).map(fileOf));
+    return collectFiles(files, dir.name);
+  });
+}
+
+const MAX_CONFIG_BYTES = 1 << 20;
+const MAX_SAFETENSORS_HEADER = 100e6; // src/models/inspect.rs
+
+/** The first bytes of a file that inspectModel() reads: only headers, never the weights. */
+async function headOf(name, file, ggufHeadBytes) {
+  const read = async (start, end) => new Uint8Array(await file.slice(start, end).arrayBuffer());
+  if (name === 'config.json') {
+    if (file.size > MAX_CONFIG_BYTES) throw new Error(`config.json is ${file.size} bytes: real ones are a few KB (at most ${MAX_CONFIG_BYTES} accepted)`);
+    return read(0, file.size);
+  }
+  if (name.endsWith('.safetensors')) {
+    const len = await read(0, 8);
+    const n = len.length === 8 ? Number(new DataView(len.buffer).getBigUint64(0, true)) : 0;
+    return n > 0 && n <= MAX_SAFETENSORS_HEADER ? read(0, 8 + n) : len; // else inspectModel says what is wrong
+  }
+  if (name.endsWith('.gguf')) return read(0, Math.min(file.size, ggufHeadBytes));
+  return new Uint8Array(0);
+}
+
+/** Map name → Blob → inspectModel()'s argument { name: { size, head } } (the worker's and
+ *  scripts/measure-own-model.mjs's). */
+export async function readHeads(byName, ggufHeadBytes) {
+  const heads = {};
+  for (const [name, file] of byName) heads[name] = { size: file.size, head: await headOf(name, file, ggufHeadBytes) };
+  return heads;
+}
+
+const bytes = (n) => (n >= 1 << 30 ? `${Number((n / (1 << 30)).toFixed(2))} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.max(1, Math.round(n / 1024))} KiB`);
+const count = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)} B` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : `${(n / 1e3).toFixed(1)} k`);
+const FAMILY = { bert: 'BERT encoder', llama: 'Llama decoder' };
+
+/** One sentence on what inspectModel() found (src/models/inspect.rs). */
+export function describeReport(r) {
+  const kv = r.kv_heads < r.heads ? ` (${r.kv_heads} key/value heads)` : '';
+  return `${FAMILY[r.architecture] || r.architecture}, ${r.format}: ${r.layers} layers × ${r.heads} heads${kv}, hidden size ${r.hidden_size}, ${count(r.parameters)} parameters, ${bytes(r.file_bytes)} of files; about ${bytes(r.memory_bytes)} of memory (budget ${bytes(r.memory_budget)}).`;
+}
+
+/** What the page says it opens. */
+export const SUPPORTED_TEXT = 'a Hugging Face folder of a BERT model (config.json with model_type bert, model.safetensors in f32, f16 or bf16, tokenizer.json) or a Llama model (model_type llama, or one .gguf file: F32, F16, Q4_0, Q4_1, Q8_0)';

@@ -1,0 +1,52 @@
+// The page's "Open your model…": the button and its panel (a folder picker and a multi-file
+// picker), drops of a folder or files anywhere on the page, and "Remove" for a model the user
+// opened. The work is the session's (openModel, removeModel), shared with the widget.
+
+import { collectDrop, collectFiles, SUPPORTED_TEXT } from '../own-model.js';
+
+export function bindOpenModel(el, session) {
+  el.openHelp.textContent = `Opens ${SUPPORTED_TEXT}. The files are read here and never leave your browser.`;
+  el.openModel.addEventListener('click', () => {
+    el.openPanel.hidden = !el.openPanel.hidden;
+    el.openModel.setAttribute('aria-expanded', String(!el.openPanel.hidden));
+  });
+  // The rejection is already said in the notice: nothing else to do with it.
+  const open = (picked) => {
+    el.openPanel.hidden = true;
+    el.openModel.setAttribute('aria-expanded', 'false');
+    return session.openModel(picked).catch(() => {});
+  };
+  for (const input of [el.openFolder, el.openFiles]) {
+    input.addEventListener('change', () => {
+      if (input.files.length) open(collectFiles(input.files));
+      input.value = ''; // picking the same folder again opens it again
+    });
+  }
+  const hasFiles = (e) => e.dataTransfer && Array.from(e.dataTransfer.types || []).includes('Files');
+  document.addEventListener('dragover', (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    document.body.classList.add('dropping');
+  });
+  document.addEventListener('dragleave', (e) => {
+    if (!e.relatedTarget) document.body.classList.remove('dropping');
+  });
+  document.addEventListener('drop', (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    document.body.classList.remove('dropping');
+    collectDrop(e.dataTransfer).then(open, (err) => {
+      session.notice = `Could not open the dropped files: ${err.message}`;
+      session.emit('status');
+    });
+  });
+  el.removeModel.addEventListener('click', () => {
+    const m = session.manifest;
+    if (m && m.user) session.removeModel(m.id).catch((err) => session.fail(err));
+  });
+}
+
+/** Show "Remove" for a model the user opened. */
+export function syncOpenModel(el, session) {
+  el.removeModel.hidden = !(session.manifest && session.manifest.user);
+}
