@@ -75,3 +75,10 @@ fn int8_attention_stays_within_the_drift_bound_and_keeps_the_published_similarit
         assert!((got - want).abs() <= SIMILARITY_TOLERANCE, "int8 similarity {got:.5} vs published {want}");
     }
 }
+
+#[test]
+fn a_model_without_int8_weights_says_so() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/en-pt");
+    let err = Model::load_dir_variant(&dir, Some("int8")).err().expect("en-pt has no int8 file set");
+    assert!(err.to_string().contains("no `int8` weights"), "{err}");
+}
