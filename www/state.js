@@ -77,6 +77,7 @@ export function defaultState() {
     gstep: null, // the scrubbed generation step (0-based), or null: after the last token
     sort: 'score', // head overview ranking: a score column, ".asc" appended for lowest first
     measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
+    weights: 'int8', // int8 (a quarter of the download, where a model has them) | exact (its f32 file)
   };
 }
 
@@ -113,6 +114,7 @@ export function encodeState(s) {
   if (s.seed) p.set('sd', String(s.seed));
   if (s.gstep !== null && s.gstep !== undefined) p.set('gs', String(s.gstep));
   if (s.measure && s.measure !== d.measure) p.set('ms', s.measure);
+  if (s.weights === 'exact') p.set('w', 'exact');
   if (s.sort && s.sort !== d.sort) p.set('so', s.sort);
   return p.toString();
 }
@@ -150,6 +152,7 @@ export function decodeState(hash, base = defaultState()) {
   const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
   s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
   s.measure = MEASURES.includes(p.get('ms')) ? p.get('ms') : 'raw';
+  s.weights = p.get('w') === 'exact' ? 'exact' : 'int8';
   const so = /^([a-z]+)(\.asc)?$/.exec(p.get('so') || '');
   s.sort = so && SCORE_KEYS.includes(so[1]) ? so[0] : 'score';
   Object.assign(s, generationOptions((k) => p.get(k), { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' }, 0));

@@ -172,7 +172,16 @@ impl Manifest {
                 vec![bin, "tokenizer.json".into()]
             }
         };
-        Ok(Manifest { id: id.to_string(), name: id.to_string(), architecture, files, license: String::new(), credit: String::new(), example: String::new(), variants: Default::default() })
+        Ok(Manifest {
+            id: id.to_string(),
+            name: id.to_string(),
+            architecture,
+            files,
+            license: String::new(),
+            credit: String::new(),
+            example: String::new(),
+            variants: Default::default(),
+        })
     }
 }
 

@@ -21,7 +21,10 @@ pub struct Tensor {
 pub enum TensorData {
     F32(Vec<f32>),
     /// `scales`: one for the whole tensor, or one per row (`shape[0]` rows); readers check it.
-    Int8 { values: Vec<i8>, scales: Vec<f32> },
+    Int8 {
+        values: Vec<i8>,
+        scales: Vec<f32>,
+    },
 }
 
 impl TensorData {
