@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const root = process.env.ATTNVIZ_DIR || path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// This checkout (not ATTNVIZ_DIR, which the peers' own adapter reads: both can run side by side).
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const inputsFile = process.env.PEER_INPUTS || path.join(process.env.PEERS_DIR || '', 'inputs.json');
 
 let glue = null;

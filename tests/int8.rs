@@ -5,15 +5,10 @@
 use attnviz::models::Model;
 use std::path::Path;
 
-/// The parity sentences of tests/reference/test_parity.py (BERT_SENTENCES).
-const SENTENCES: [&str; 6] = [
-    "The weather is lovely today.",
-    "It's so sunny outside!",
-    "Ich möchte café crème — naïve façade.",
-    "日本語のテキストと emoji 🎉",
-    "Attention is all you need, they said in 2017.",
-    "Unbelievably, the tokenizer splits unaffordable words into wordpieces.",
-];
+/// The parity sentences (tests/reference/test_parity.py reads the same file).
+fn sentences() -> Vec<String> {
+    serde_json::from_str(include_str!("reference/bert_sentences.json")).expect("tests/reference/bert_sentences.json is a list of strings")
+}
 
 /// The bound for "a viewer cannot tell the maps apart" on any attention probability.
 /// Per-row int8 (absmax, round to nearest) does not meet it: 60 of 72 heads exceed it on these
@@ -39,7 +34,8 @@ fn int8_attention_stays_within_the_drift_bound_and_keeps_the_published_similarit
     let (mut max, mut sum, mut n, mut worst) = (0.0f32, 0.0f64, 0usize, String::new());
     let mut per_head = std::collections::BTreeMap::<(usize, usize), f32>::new();
     let mut embeddings = Vec::new();
-    for text in SENTENCES {
+    let sentences = sentences();
+    for text in &sentences {
         let (a, b) = (exact.attend(text).unwrap(), int8.attend(text).unwrap());
         assert_eq!(a.output.source_tokens, b.output.source_tokens);
         for (x, y) in a.attentions.iter().zip(&b.attentions) {
@@ -60,7 +56,7 @@ fn int8_attention_stays_within_the_drift_bound_and_keeps_the_published_similarit
         embeddings.push(b.output.sentence_embedding.unwrap());
     }
     let mean = sum / n as f64;
-    eprintln!("int8 vs f32 attention drift over {} sentences ({n} probabilities): max {max:.2e} ({worst}), mean {mean:.2e}", SENTENCES.len());
+    eprintln!("int8 vs f32 attention drift over {} sentences ({n} probabilities): max {max:.2e} ({worst}), mean {mean:.2e}", sentences.len());
     let above: Vec<String> = per_head.iter().filter(|(_, &d)| d > VIEWER_BOUND).map(|((l, h), d)| format!("l{l}h{h} {d:.3}")).collect();
     eprintln!("heads above {VIEWER_BOUND} (layer, head, max): {} of {}: {}", above.len(), per_head.len(), above.join(", "));
     assert!(max <= MAX_PROB_DRIFT, "max drift {max} at {worst} exceeds {MAX_PROB_DRIFT}");
