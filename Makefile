@@ -152,10 +152,18 @@ test-e2e: | node_modules/.bin/wasm-opt
 	node --test tests/e2e/*.test.mjs
 
 # Speed is measured here, never asserted in tests: medians and ratios, compared within one run.
+# The peer ratios need a built copy of ../shared/peers (its README: copy it out, ./build.sh); bench
+# runs them when $(PEERS_DIR) has candle's wasm build and says how to get it otherwise.
+PEERS_DIR ?= $(abspath ../peers)
 bench: setup models build
 	cargo bench --bench forward
 	node scripts/bench-wasm.mjs
+	node --test tests/e2e/first-visit.test.mjs
 	node --test --test-name-pattern=performance tests/e2e/page.test.mjs
+	@if [ -f "$(PEERS_DIR)/candle-bert/pkg/candle_bert.js" ] && [ -f "$(PEERS_DIR)/run.mjs" ]; then \
+	  echo "[bench] peer ratios against candle's BERT ($(PEERS_DIR))"; \
+	  PEERS_DIR="$(PEERS_DIR)" MINILM_DIR="$(CURDIR)/models/minilm" node "$(PEERS_DIR)/run.mjs" --adapter benches/peer-adapters.mjs; \
+	else echo "[bench] no peer build at PEERS_DIR=$(PEERS_DIR) (copy ../shared/peers there and run its build.sh): peer ratios skipped"; fi
 
 # Re-shoots the README's pictures from the real page.
 screenshots: setup models build

@@ -3,7 +3,7 @@
 //   www/        ES modules in the page (browser); worker.js runs in a Web Worker, sw.js is a
 //               classic-script service worker.
 //   tests/e2e/  Node test files whose page.evaluate() callbacks run in the browser: both sets.
-//   scripts/    Node scripts (.mjs).
+//   scripts/, benches/  Node scripts (.mjs).
 import js from '@eslint/js';
 import globals from 'globals';
 
@@ -35,7 +35,7 @@ export default [
     languageOptions: { globals: { ...globals.node, ...globals.browser } },
   },
   {
-    files: ['scripts/**/*.mjs', 'eslint.config.js'],
+    files: ['scripts/**/*.mjs', 'benches/**/*.mjs', 'eslint.config.js'],
     languageOptions: { globals: { ...globals.node } },
   },
 ];

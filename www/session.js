@@ -27,8 +27,21 @@ const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 
 /** Bytes as the picker and the status line say them. */
 const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
 
+/**
+ * The files a model loads with the chosen weights (state.weights): its int8 set by default where
+ * the manifest has one (MiniLM: a quarter of the f32 download), else, and for 'exact', its own
+ * `files`. The worker resolves a model key (modelKey) with the same rule.
+ */
+const modelFiles = (m, weights) => (weights !== 'exact' && m.variants && m.variants.int8) || m.files;
+
+/** The worker's name for a model with its weights: `id`, or `id@exact` for the f32 file of a model that has an int8 one. */
+const modelKey = (m, weights) => (weights === 'exact' && m.variants && m.variants.int8 ? `${m.id}@exact` : m.id);
+
+/** Which weights are loaded, for the status line; null for a model with one set of weights. */
+const weightsLabel = (m, weights) => (m.variants && m.variants.int8 ? (weights === 'exact' ? 'exact f32 weights' : 'int8 weights') : null);
+
 /** What a model's files weigh (its manifest's sizes): the download of its first pick. */
-const downloadBytes = (m) => Object.values(m.sizes || {}).reduce((a, b) => a + b, 0);
+const downloadBytes = (m, weights) => modelFiles(m, weights).reduce((a, f) => a + ((m.sizes || {})[f] || 0), 0);
 
 /** How a model is named in the picker: its name and what it costs to download the first time. */
 export function modelLabel(m) {
@@ -205,11 +218,11 @@ export class Session {
     const seq = ++this.loadSeq;
     this.phase = 'loading';
     this.error = null;
-    this.progress = { loaded: 0, total: downloadBytes(m) };
+    this.progress = { loaded: 0, total: downloadBytes(m, this.state.weights) };
     this.emit('status');
     let info;
     try {
-      info = await loadModel(m.id, (p) => {
+      info = await loadModel(modelKey(m, this.state.weights), (p) => {
         if (seq !== this.loadSeq) return;
         this.progress = { loaded: p.loaded, total: p.total };
         this.emit('progress');
@@ -291,7 +304,8 @@ export class Session {
     }
     this.attendInFlight = true;
     this.attendQueued = false;
-    const { model, text } = this.state;
+    const model = this.modelKey();
+    const { text } = this.state;
     const gen = this.genParams();
     const valueNorms = this.state.measure === 'value-norm';
     const busyTimer = setTimeout(() => {
@@ -308,7 +322,7 @@ export class Session {
     }
     clearTimeout(busyTimer);
     this.attendInFlight = false;
-    if (this.attendQueued || model !== this.state.model || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams()) || valueNorms !== (this.state.measure === 'value-norm')) {
+    if (this.attendQueued || model !== this.modelKey() || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams()) || valueNorms !== (this.state.measure === 'value-norm')) {
       this.compute();
       return;
     }
@@ -467,8 +481,16 @@ export class Session {
   }
 
   /** Change the view state; fetches step internals when the view needs them. */
+  /** The worker's key of the current model with the chosen weights. */
+  modelKey() {
+    return this.manifest ? modelKey(this.manifest, this.state.weights) : this.state.model;
+  }
+
   patch(p) {
+    const key = this.modelKey();
     this.state = { ...this.state, ...p };
+    // Other weights ("exact weights" toggled): load them; the drawing stays until they are in.
+    if (this.manifest && this.modelKey() !== key) this.selectModel(this.manifest.id);
     if ('view' in p || 'kind' in p || 'layer' in p || 'hideSpecial' in p || 'merge' in p) this.focus = null;
     if (this.shape) this.state = clampToResult(this.state, this.shape);
     this.hoverText = null;
@@ -489,7 +511,7 @@ export class Session {
   loadingText() {
     const m = this.manifest;
     if (!m) return 'Loading…';
-    const bytes = downloadBytes(m);
+    const bytes = downloadBytes(m, this.state.weights);
     const big = bytes > 20e6 ? ` (${MB(bytes)}, downloaded on first use, then kept in this browser)` : '';
     return `Loading ${m.name || m.id}${big}…`;
   }
@@ -505,7 +527,7 @@ export class Session {
     if (!r) return { text: this.phase === 'loading' ? this.loadingText() : '', truncation: null, output: null, outputLabel: null };
     const n = r.tokens.source.length;
     const tgt = (r.tokens.target || []).length;
-    const parts = [name, `${n} token${n === 1 ? '' : 's'}`];
+    const parts = [name, weightsLabel(m, this.state.weights), `${n} token${n === 1 ? '' : 's'}`].filter(Boolean);
     if (tgt) parts.push(`${tgt} ${r.generation ? 'generated' : 'output'} token${tgt === 1 ? '' : 's'}`);
     if (this.forwardMs != null) parts.push(`${this.forwardMs.toFixed(1)} ms per forward`);
     const max = this.info && this.info.max_positions;

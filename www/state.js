@@ -81,6 +81,7 @@ export function defaultState() {
     sort: 'score', // head overview ranking: a score column, ".asc" appended for lowest first
     measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
     compare: '', // sentence B ("Compare with…"), drawn beside the text in the head view and heatmap; '' = none
+    weights: 'int8', // int8 (a quarter of the download, where a model has them) | exact (its f32 file)
   };
 }
 
@@ -118,6 +119,7 @@ export function encodeState(s) {
   if (s.seed) p.set('sd', String(s.seed));
   if (s.gstep !== null && s.gstep !== undefined) p.set('gs', String(s.gstep));
   if (s.measure && s.measure !== d.measure) p.set('ms', s.measure);
+  if (s.weights === 'exact') p.set('w', 'exact');
   if (s.sort && s.sort !== d.sort) p.set('so', s.sort);
   return p.toString();
 }
@@ -156,6 +158,7 @@ export function decodeState(hash, base = defaultState()) {
   const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
   s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
   s.measure = MEASURES.includes(p.get('ms')) ? p.get('ms') : 'raw';
+  s.weights = p.get('w') === 'exact' ? 'exact' : 'int8';
   const so = /^([a-z]+)(\.asc)?$/.exec(p.get('so') || '');
   s.sort = so && SCORE_KEYS.includes(so[1]) ? so[0] : 'score';
   Object.assign(s, generationOptions((k) => p.get(k), { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' }, 0));

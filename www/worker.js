@@ -263,7 +263,7 @@ function guarded(call) {
 function restart() {
   const had = new Set();
   for (const entry of models.values()) {
-    had.add(entry.manifest.id);
+    had.add(entry.key);
     // Forget the object without calling into the dead instance (its finalizer would).
     if (typeof entry.model.__destroy_into_raw === 'function') entry.model.__destroy_into_raw();
   }
@@ -278,20 +278,31 @@ function restart() {
   for (const id of had) ensureModel(id, null).catch(() => {});
 }
 
+/**
+ * A model by key: its id or dir, loaded from its int8 file set where the manifest has one
+ * (`variants.int8`), or `<id>@exact` for its own `files` (the f32 weights). The session names
+ * models with the same rule (session.js modelKey; this worker may run from a Blob, so it cannot
+ * import it).
+ */
 function ensureModel(id, reqId) {
   if (models.has(id)) return Promise.resolve(models.get(id));
   if (!loading.has(id)) {
     const p = (async () => {
       await ensureInit();
-      const manifest = index.find((m) => m.id === id || m.dir === id);
-      if (!manifest) throw new Error(`model "${id}" is not available (known: ${index.map((m) => m.id).join(', ')})`);
-      if (models.has(manifest.id)) return models.get(manifest.id);
+      const [name, weights] = String(id).split('@');
+      const listed = index.find((m) => m.id === name || m.dir === name);
+      if (!listed || (weights && weights !== 'exact')) throw new Error(`model "${id}" is not available (known: ${index.map((m) => m.id).join(', ')})`);
+      const int8 = weights !== 'exact' && listed.variants && listed.variants.int8;
+      const manifest = int8 ? { ...listed, files: int8 } : listed;
+      const suffix = weights === 'exact' ? '@exact' : '';
+      const key = `${manifest.id}${suffix}`;
+      if (models.has(key)) return models.get(key);
       const files = manifest.user ? await readUserModel(manifest) : await fetchFiles(manifest, reqId);
       await ensureInit(); // the instance may have been restarted while the files came
       const model = guarded(() => wasm.AttnModel.load(JSON.stringify(manifest), files));
-      const entry = { model, info: guarded(() => model.info()), manifest };
-      models.set(manifest.id, entry);
-      models.set(manifest.dir, entry);
+      const entry = { model, info: guarded(() => model.info()), manifest, key };
+      models.set(key, entry);
+      models.set(`${manifest.dir}${suffix}`, entry);
       return entry;
     })();
     loading.set(id, p);

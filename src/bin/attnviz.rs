@@ -23,7 +23,8 @@ const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format
        attnviz step --model <dir> --text <TEXT> --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
        attnviz positions --model <dir> [--count N]
        attnviz heads --model <dir> --text <TEXT> [--format json|table] [GENERATE]
-GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--top-k K] [--seed S]";
+GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--top-k K] [--seed S]
+Every command: --weights f32|int8 (default f32, the exact weights; int8: the manifest's int8 file set)";
 
 enum Command {
     Attend { table: bool, value_norms: bool },
@@ -34,6 +35,8 @@ enum Command {
 
 struct Args {
     model: PathBuf,
+    /// A manifest file set (`int8`); None: `files`, the exact f32 weights.
+    weights: Option<String>,
     text: String,
     generate: GenerateOptions,
     command: Command,
@@ -54,6 +57,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
     };
     let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, DEFAULT_POSITIONS);
     let mut value_norms = false;
+    let mut weights = None;
     let mut generate = GenerateOptions::default();
     let number = |flag: &str, v: String| v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"));
     while let Some(flag) = it.next() {
@@ -85,6 +89,11 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                 let v = value()?;
                 generate.temperature = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
             }
+            "--weights" => match value()?.as_str() {
+                "f32" => weights = None,
+                "int8" => weights = Some("int8".to_string()),
+                v => return Err(format!("--weights must be f32 or int8, not `{v}`")),
+            },
             "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
         }
@@ -108,7 +117,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         None if positions => String::new(),
         None => return Err(required("--text")),
     };
-    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, text, generate, command }))
+    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, weights, text, generate, command }))
 }
 
 fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::Result<()> {
@@ -172,7 +181,7 @@ fn json_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let model = Model::load_dir(&args.model).map_err(|e| e.to_string())?;
+    let model = Model::load_dir_variant(&args.model, args.weights.as_deref()).map_err(|e| e.to_string())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let id = model.manifest.id.as_str();

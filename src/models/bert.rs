@@ -7,7 +7,7 @@
 use super::{post_norm_output, value_output_norms, LayerNorm, Linear};
 use crate::attention::{AttentionKind, ForwardOutput, Probe, Site};
 use crate::error::{invalid_model, Result};
-use crate::tensor::{gelu, multi_head_attention, Mask, Mat};
+use crate::tensor::{gelu, multi_head_attention, Mask, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;
 use serde::Deserialize;
@@ -62,26 +62,29 @@ impl BertConfig {
     }
 }
 
-/// `embeddings.*`
+/// `embeddings.*` (f32, or int8 with a scale per row: a lookup decodes only the rows it uses)
 struct BertEmbeddings {
-    word_embeddings: Mat,       // [vocab, d]
-    position_embeddings: Mat,   // [max_pos, d]
-    token_type_embeddings: Mat, // [type_vocab, d]
+    word_embeddings: WeightMatrix,       // [vocab, d]
+    position_embeddings: WeightMatrix,   // [max_pos, d]
+    token_type_embeddings: WeightMatrix, // [type_vocab, d]
     layer_norm: LayerNorm,
 }
 
 impl BertEmbeddings {
     /// The learned position embeddings of positions `0..n`: `# [n, d]` row-major.
     fn position_rows(&self, n: usize) -> Vec<f32> {
-        (0..n.min(self.position_embeddings.rows())).flat_map(|i| self.position_embeddings.row(i).iter().copied()).collect()
+        let (rows, d) = (n.min(self.position_embeddings.rows()), self.position_embeddings.cols());
+        let mut out = vec![0.0; rows * d];
+        out.chunks_exact_mut(d).enumerate().for_each(|(i, row)| self.position_embeddings.row_into(i, row));
+        out
     }
 
     fn load(w: &mut TensorStore, p: &str, c: &BertConfig) -> Result<BertEmbeddings> {
         let d = c.hidden_size;
         Ok(BertEmbeddings {
-            word_embeddings: w.matrix(&format!("{p}.word_embeddings.weight"), c.vocab_size, d)?,
-            position_embeddings: w.matrix(&format!("{p}.position_embeddings.weight"), c.max_position_embeddings, d)?,
-            token_type_embeddings: w.matrix(&format!("{p}.token_type_embeddings.weight"), c.type_vocab_size, d)?,
+            word_embeddings: w.weight_matrix(&format!("{p}.word_embeddings.weight"), c.vocab_size, d)?,
+            position_embeddings: w.weight_matrix(&format!("{p}.position_embeddings.weight"), c.max_position_embeddings, d)?,
+            token_type_embeddings: w.weight_matrix(&format!("{p}.token_type_embeddings.weight"), c.type_vocab_size, d)?,
             layer_norm: LayerNorm::load(w, &format!("{p}.LayerNorm"), d, c.layer_norm_eps as f32)?,
         })
     }
@@ -90,15 +93,18 @@ impl BertEmbeddings {
     fn forward(&self, ids: &[u32]) -> Result<Mat> {
         let (vocab, d) = (self.word_embeddings.rows(), self.word_embeddings.cols());
         let mut x = Mat::zeros(ids.len(), d);
+        let (mut pe, mut te) = (vec![0.0; d], vec![0.0; d]);
+        self.token_type_embeddings.row_into(0, &mut te);
         for (i, &id) in ids.iter().enumerate() {
             let id = id as usize;
             if id >= vocab {
                 return Err(invalid_model(format!("tokenizer produced id {id} outside the vocabulary ({vocab})")));
             }
+            self.position_embeddings.row_into(i, &mut pe);
             let row = x.row_mut(i);
-            let (we, pe, te) = (self.word_embeddings.row(id), self.position_embeddings.row(i), self.token_type_embeddings.row(0));
+            self.word_embeddings.row_into(id, row);
             for j in 0..d {
-                row[j] = we[j] + pe[j] + te[j];
+                row[j] += pe[j] + te[j];
             }
         }
         self.layer_norm.apply(&mut x);

@@ -217,7 +217,7 @@ impl Source<'_> {
     fn matrix(&mut self, names: (&str, &str), rows: usize, cols: usize) -> Result<WeightMatrix> {
         match self {
             Source::Gguf(g) => Ok(WeightMatrix::Blocks(g.matrix(names.0, rows, cols)?)),
-            Source::Hf(w, _) => Ok(WeightMatrix::F32(w.matrix(names.1, rows, cols)?)),
+            Source::Hf(w, _) => w.weight_matrix(names.1, rows, cols),
         }
     }
 
@@ -334,9 +334,9 @@ impl LlamaAttention {
     /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
     /// `[T, heads·d_k]` (before o_proj); keys and values are appended to `cache`.
     fn forward(&self, h: &Mat, start: usize, rope: &RotaryTable, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
-        let mut q = self.q_proj.linear(h); // [T, heads·d_k]
-        let mut k = self.k_proj.linear(h); // [T, kv·d_k]
-        let v = self.v_proj.linear(h); // [T, kv·d_k]
+        let mut q = self.q_proj.linear(h, None); // [T, heads·d_k]
+        let mut k = self.k_proj.linear(h, None); // [T, kv·d_k]
+        let v = self.v_proj.linear(h, None); // [T, kv·d_k]
         rope.apply(&mut q, start);
         rope.apply(&mut k, start);
         cache.k.extend_from_slice(k.as_slice());
@@ -344,7 +344,7 @@ impl LlamaAttention {
         let keys = start + h.rows();
         let (k_all, v_all) = (self.expand(&cache.k, keys), self.expand(&cache.v, keys)); // [Tk, heads·d_k]
         if probe.wants_value_norms() {
-            probe.record_value_norms(self.site, super::value_output_norms(&v_all, &self.o_proj.to_mat(), self.num_heads));
+            probe.record_value_norms(self.site, super::value_output_norms(&v_all, &self.o_proj, self.num_heads));
         }
         let att = multi_head_attention(&q, &k_all, &v_all, self.num_heads, Mask::Causal { first_query_position: start }, probe.traced_head(self.site));
         probe.record(self.site, self.num_heads, att)
@@ -360,12 +360,12 @@ struct LlamaMlp {
 
 impl LlamaMlp {
     fn forward(&self, x: &Mat) -> Mat {
-        let mut gate = self.gate_proj.linear(x); // [T, ffn]
-        let up = self.up_proj.linear(x); // [T, ffn]
+        let mut gate = self.gate_proj.linear(x, None); // [T, ffn]
+        let up = self.up_proj.linear(x, None); // [T, ffn]
         for (g, u) in gate.as_mut_slice().iter_mut().zip(up.as_slice()) {
             *g = silu(*g) * u;
         }
-        self.down_proj.linear(&gate) // [T, d]
+        self.down_proj.linear(&gate, None) // [T, d]
     }
 }
 
@@ -409,7 +409,7 @@ impl LlamaDecoderLayer {
     fn forward(&self, x: &Mat, start: usize, rope: &RotaryTable, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
         let site = self.self_attn.site;
         let context = self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
-        let projected = self.self_attn.o_proj.linear(&context); // [T, d]
+        let projected = self.self_attn.o_proj.linear(&context, None); // [T, d]
         let mut residual = projected.clone();
         residual.add_assign(x);
         let normed = self.post_attention_layernorm.forward(&residual); // the FFN's input
@@ -559,7 +559,7 @@ impl LlamaModel {
         }
         let last = Mat::from_vec(1, x.cols(), x.row(x.rows() - 1).to_vec());
         let h = self.norm.forward(&last);
-        Ok(self.lm_head.as_ref().unwrap_or(&self.embed_tokens).linear(&h).into_vec())
+        Ok(self.lm_head.as_ref().unwrap_or(&self.embed_tokens).linear(&h, None).into_vec())
     }
 
     /// Every attention map of one full run over `ids` (no cache, no generation): what a KV-cache

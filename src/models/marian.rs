@@ -252,7 +252,7 @@ impl MarianModel {
         for layer in 0..c.dec_depth {
             let p = format!("decoder_l{}", layer + 1);
             let rnn = Ssru {
-                w: Linear { weight: w.matrix(&format!("{p}_rnn_W"), d, d)?, bias: None },
+                w: Linear { weight: w.weight_matrix(&format!("{p}_rnn_W"), d, d)?, bias: None },
                 wf: Linear::load_named(&mut w, &format!("{p}_rnn_Wf"), &format!("{p}_rnn_bf"), d, d)?,
                 ffn_ln: LayerNorm::load_named(&mut w, &format!("{p}_rnn_ffn_ln_scale"), &format!("{p}_rnn_ffn_ln_bias"), d, LN_EPS)?,
             };

@@ -10,14 +10,14 @@ use crate::attention::{Attended, AttentionKind, BlockNorm, ForwardOutput, Genera
 use crate::error::{invalid_model, Error, Result};
 use crate::heads::{induction_scores, score_block, HeadScores};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
-use crate::tensor::{layer_norm, linear, matmul_bt, Mat, View};
+use crate::tensor::{layer_norm, Mat, WeightMatrix};
 use crate::weights::TensorStore;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// `y = x · Wᵀ + b` with a PyTorch-layout weight `# [out, in]`.
+/// `y = x · Wᵀ + b` with a PyTorch-layout weight `# [out, in]`, f32 or int8 as the file has it.
 pub struct Linear {
-    pub weight: Mat,
+    pub weight: WeightMatrix,
     pub bias: Option<Vec<f32>>,
 }
 
@@ -28,11 +28,11 @@ impl Linear {
     }
 
     pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, out: usize, inp: usize) -> Result<Linear> {
-        Ok(Linear { weight: w.matrix(weight, out, inp)?, bias: Some(w.vector(bias, out)?) })
+        Ok(Linear { weight: w.weight_matrix(weight, out, inp)?, bias: Some(w.vector(bias, out)?) })
     }
 
     pub fn forward(&self, x: &Mat) -> Mat {
-        linear(x, &self.weight, self.bias.as_deref())
+        self.weight.linear(x, self.bias.as_deref())
     }
 }
 
@@ -86,12 +86,12 @@ pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, sit
 /// included), `v` `# [Tk, heads·d_k]`, sent through the head's columns of the output projection
 /// `wo` `# [d, heads·d_k]`: ‖v_h(x_j) · W_O[:, h]ᵀ‖ (Kobayashi et al., EMNLP 2020). The output
 /// bias is shared by all keys and left out.
-pub(crate) fn value_output_norms(v: &Mat, wo: &Mat, heads: usize) -> Vec<f32> {
+pub(crate) fn value_output_norms(v: &Mat, wo: &WeightMatrix, heads: usize) -> Vec<f32> {
     let (tk, d, d_k) = (v.rows(), wo.rows(), v.cols() / heads);
     let mut f = vec![0.0f32; tk * d]; // [Tk, d] for one head
     let mut norms = Vec::with_capacity(heads * tk);
     for h in 0..heads {
-        matmul_bt(View::cols_of(v, h * d_k, d_k), View::cols_of(wo, h * d_k, d_k), &mut f, 0, d);
+        wo.matmul_cols(v, h * d_k, d_k, &mut f);
         norms.extend(f.chunks_exact(d).map(|row| row.iter().map(|x| x * x).sum::<f32>().sqrt()));
     }
     norms
@@ -111,11 +111,25 @@ pub struct Manifest {
     pub credit: String,
     #[serde(default)]
     pub example: String,
+    /// Other file sets of the same model, by name: `int8` lists MiniLM's int8 weights in place of
+    /// the f32 ones (`files`, the exact weights).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub variants: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Manifest {
     pub fn from_json(bytes: &[u8]) -> Result<Manifest> {
         serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("manifest.json is not valid ({e})")))
+    }
+
+    /// The manifest loading the file set `variant` instead of `files`.
+    pub fn with_variant(mut self, variant: &str) -> Result<Manifest> {
+        let files = self.variants.get(variant).ok_or_else(|| {
+            let known: Vec<&str> = self.variants.keys().map(String::as_str).collect();
+            invalid_model(format!("model `{}` has no `{variant}` weights (it has: f32{})", self.id, known.iter().map(|k| format!(", {k}")).collect::<String>()))
+        })?;
+        self.files = files.clone();
+        Ok(self)
     }
 
     /// For a folder without a manifest (a Hugging Face checkout or a Marian export), decide from
@@ -142,6 +156,7 @@ impl Manifest {
                 license: String::new(),
                 credit: String::new(),
                 example: String::new(),
+                variants: Default::default(),
             });
         } else if names.iter().any(|n| n.ends_with(".bin") && n.starts_with("model")) {
             "marian".to_string()
@@ -161,7 +176,16 @@ impl Manifest {
                 vec![bin, "tokenizer.json".into()]
             }
         };
-        Ok(Manifest { id: id.to_string(), name: id.to_string(), architecture, files, license: String::new(), credit: String::new(), example: String::new() })
+        Ok(Manifest {
+            id: id.to_string(),
+            name: id.to_string(),
+            architecture,
+            files,
+            license: String::new(),
+            credit: String::new(),
+            example: String::new(),
+            variants: Default::default(),
+        })
     }
 }
 
@@ -313,6 +337,11 @@ impl Model {
     /// Reads `manifest.json` (or infers one) and the listed files from a folder (native; in
     /// the browser the worker fetches the files and calls [`Model::load`]).
     pub fn load_dir(dir: &std::path::Path) -> Result<Model> {
+        Model::load_dir_variant(dir, None)
+    }
+
+    /// As [`Model::load_dir`], with the manifest's file set `variant` (e.g. `int8`) when given.
+    pub fn load_dir_variant(dir: &std::path::Path, variant: Option<&str>) -> Result<Model> {
         let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.join(name).display())));
         if !dir.is_dir() {
             return Err(invalid_model(format!("{} is not a folder", dir.display())));
@@ -327,6 +356,10 @@ impl Model {
             let config = if dir.join("config.json").is_file() { Some(read("config.json")?) } else { None };
             let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
             Manifest::infer(&id, &names, config.as_deref())?
+        };
+        let manifest = match variant {
+            Some(v) => manifest.with_variant(v)?,
+            None => manifest,
         };
         let sizes = manifest.files.iter().map(|name| Ok((name.as_str(), plain_file_in(dir, name)?))).collect::<Result<Vec<_>>>()?;
         crate::limits::check_file_sizes(sizes)?;

@@ -128,7 +128,7 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
                 let values = values.iter().map(|&b| b as i8).collect();
                 // Stored [out, in] although the header says [in, out]; Wemb is stored as declared.
                 let shape = if name == "Wemb" || shape.len() != 2 { shape } else { vec![shape[1], shape[0]] };
-                store.insert(name, Tensor { shape, data: TensorData::Int8 { values, scale: 1.0 / alpha } });
+                store.insert(name, Tensor { shape, data: TensorData::Int8 { values, scales: vec![1.0 / alpha] } });
             }
             _ => {}
         }

@@ -6,10 +6,10 @@ pub mod marian_bin;
 pub mod safetensors_file;
 
 use crate::error::{invalid_model, Result};
-use crate::tensor::{Mat, QuantizedMat};
+use crate::tensor::{Mat, QuantizedMat, WeightMatrix};
 use std::collections::HashMap;
 
-/// A named tensor with its shape: f32, or int8 with one scale (real = q · scale), which is
+/// A named tensor with its shape: f32, or int8 with scales (real = q · scale of its row), which is
 /// dequantised when a model asks for a float matrix.
 #[derive(Debug, Clone)]
 pub struct Tensor {
@@ -20,7 +20,11 @@ pub struct Tensor {
 #[derive(Debug, Clone)]
 pub enum TensorData {
     F32(Vec<f32>),
-    Int8 { values: Vec<i8>, scale: f32 },
+    /// `scales`: one for the whole tensor, or one per row (`shape[0]` rows); readers check it.
+    Int8 {
+        values: Vec<i8>,
+        scales: Vec<f32>,
+    },
 }
 
 impl TensorData {
@@ -78,16 +82,25 @@ impl TensorStore {
     fn take_f32(&mut self, name: &str, numel: Option<usize>, want: &str) -> Result<Vec<f32>> {
         Ok(match self.take_checked(name, numel, want)? {
             TensorData::F32(v) => v,
-            TensorData::Int8 { values, scale } => values.into_iter().map(|q| q as f32 * scale).collect(),
+            TensorData::Int8 { values, scales } => WeightMatrix::Int8(int8_matrix(values, scales, 1, numel.unwrap_or(0))).to_mat().into_vec(),
         })
     }
 
     /// An int8 matrix kept quantised (see [`QuantizedMat`]); an f32 tensor is an error.
     pub fn quantized_matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QuantizedMat> {
-        match self.take_checked(name, rows.checked_mul(cols), &format!("[{rows}, {cols}]"))? {
-            TensorData::Int8 { values, scale } => Ok(QuantizedMat { rows, cols, data: values, scale }),
-            TensorData::F32(_) => Err(invalid_model(format!("{}tensor `{name}` is float, expected int8", self.file))),
+        match self.weight_matrix(name, rows, cols)? {
+            WeightMatrix::Int8(q) => Ok(q),
+            _ => Err(invalid_model(format!("{}tensor `{name}` is float, expected int8", self.file))),
         }
+    }
+
+    /// A weight matrix `[rows, cols]` as stored: int8 stays int8 (the GEMM reads it directly),
+    /// floats become f32.
+    pub fn weight_matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<WeightMatrix> {
+        Ok(match self.take_checked(name, rows.checked_mul(cols), &format!("[{rows}, {cols}]"))? {
+            TensorData::F32(v) => WeightMatrix::F32(Mat::from_vec(rows, cols, v)),
+            TensorData::Int8 { values, scales } => WeightMatrix::Int8(int8_matrix(values, scales, rows, cols)),
+        })
     }
 
     /// A matrix `[rows, cols]` (a leading 1 in the file's shape is accepted: Marian stores
@@ -97,7 +110,27 @@ impl TensorStore {
         Ok(Mat::from_vec(rows, cols, data))
     }
 
+    /// A float tensor of any shape, flattened, taken out (an int8 tensor's scales); None when
+    /// absent or not float.
+    pub fn vector_any(&mut self, name: &str) -> Option<Vec<f32>> {
+        match self.tensors.remove(name)?.data {
+            TensorData::F32(v) => Some(v),
+            TensorData::Int8 { .. } => None,
+        }
+    }
+
     pub fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>> {
         self.take_f32(name, Some(len), &format!("[{len}]"))
+    }
+}
+
+/// Int8 values with one scale per row of `[rows, cols]`, or one for all (repeated). The
+/// readers guarantee `scales.len()` is 1 or the tensor's first dimension; a tensor asked for
+/// with another row split (a vector) falls back to one row per scale.
+fn int8_matrix(values: Vec<i8>, scales: Vec<f32>, rows: usize, cols: usize) -> QuantizedMat {
+    match scales.len() {
+        1 => QuantizedMat::per_matrix(rows, cols, values, scales[0]),
+        n if n == rows => QuantizedMat { rows, cols, data: values, scales },
+        n => QuantizedMat { rows: n, cols: values.len() / n.max(1), data: values, scales },
     }
 }

@@ -15,10 +15,12 @@ function binary() {
 }
 
 /** `attnviz <args…> --format json` run in the repository, parsed (step and positions print JSON
- *  without being asked). */
+ *  without being asked). For MiniLM the CLI reads the int8 weights, the file the page loads by
+ *  default, so both compute with the same numbers. */
 export function cliJson(...args) {
   const format = args[0] === 'step' || args[0] === 'positions' ? [] : ['--format', 'json'];
-  const out = execFileSync(binary(), [...args, ...format], { cwd: ROOT, maxBuffer: 256 << 20 });
+  const weights = args.includes('models/minilm') ? ['--weights', 'int8'] : [];
+  const out = execFileSync(binary(), [...args, ...format, ...weights], { cwd: ROOT, maxBuffer: 256 << 20 });
   return JSON.parse(out.toString());
 }
 

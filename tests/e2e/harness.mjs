@@ -107,8 +107,9 @@ export async function launchBrowser(extraArgs = []) {
  * page reports document.body.dataset.state === 'ready'. Throws with the page's error text if it
  * reports 'error', or with the last state and console errors on timeout.
  */
-export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS } = {}) {
+export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS, onContext = () => {} } = {}) {
   const context = await browser.newContext();
+  onContext(context); // before the first request (firstVisitBytes counts them all)
   const page = await context.newPage();
   const origin = new URL(url).origin;
   const app = {
@@ -241,4 +242,22 @@ export function installInkProbe(page) {
       return rightInk;
     };
   });
+}
+
+/**
+ * A first visit to `url` in a fresh context (empty HTTP cache, no service worker yet): every
+ * response's bytes as they came over the wire (Playwright's request.sizes(): headers + encoded
+ * body, i.e. after Content-Encoding; the page's and its workers' requests, counted on the context)
+ * until the first map is drawn (openApp's 'ready'). Returns { total, files: [[path, bytes], …]
+ * largest first, app } (close app when done).
+ */
+export async function firstVisitBytes(browser, url) {
+  const pending = [];
+  const app = await openApp(browser, url, {
+    onContext: (context) => context.on('requestfinished', (req) => {
+      pending.push(req.sizes().then((s) => [new URL(req.url()).pathname, s.responseHeadersSize + s.responseBodySize]));
+    }),
+  });
+  const files = (await Promise.all(pending)).sort((a, b) => b[1] - a[1]);
+  return { total: files.reduce((a, [, n]) => a + n, 0), files, app };
 }

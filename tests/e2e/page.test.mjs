@@ -288,7 +288,8 @@ test('the step view probabilities equal the CLI JSON for the same sentence, laye
   const head = 3;
   const cli = path.join(ROOT, 'target', 'release', 'attnviz');
   if (!existsSync(cli)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
-  const json = JSON.parse(execFileSync(cli, ['attend', '--model', path.join(ROOT, 'models', 'minilm'), '--text', text, '--format', 'json'], { maxBuffer: 1 << 28 }).toString());
+  // The page loads MiniLM's int8 weights by default: the CLI reads the same file.
+  const json = JSON.parse(execFileSync(cli, ['attend', '--model', path.join(ROOT, 'models', 'minilm'), '--weights', 'int8', '--text', text, '--format', 'json'], { maxBuffer: 1 << 28 }).toString());
   const block = json.attentions.find((a) => a.kind === 'encoder_self' && a.layer === layer);
   const [H, Tq, Tk] = block.shape;
   assert.equal(H, 12);

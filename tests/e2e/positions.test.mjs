@@ -26,7 +26,8 @@ function cliPositions(dir, count = 128) {
   const built = ['release', 'test-release'].map((p) => path.join(ROOT, 'target', p, 'attnviz')).find((p) => existsSync(p));
   const cli = built || path.join(ROOT, 'target', 'release', 'attnviz');
   if (!built) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
-  return JSON.parse(execFileSync(cli, ['positions', '--model', path.join(ROOT, 'models', dir), '--count', String(count)], { maxBuffer: 1 << 26 }).toString());
+  const weights = dir === 'minilm' ? ['--weights', 'int8'] : []; // the file the page loads by default
+  return JSON.parse(execFileSync(cli, ['positions', '--model', path.join(ROOT, 'models', dir), '--count', String(count), ...weights], { maxBuffer: 1 << 26 }).toString());
 }
 
 const READOUT = /position (\d+) · dim (\d+) = (-?[\d.]+(?:e[+-]?\d+)?)/;

@@ -28,7 +28,8 @@ const CLI_ARRAY = { q: 'q', k: 'k', v: 'v', scores: 'scores', scaled: 'scaled', 
 function cliStep() {
   const cli = path.join(ROOT, 'target', 'release', 'attnviz');
   if (!existsSync(cli)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
-  const args = ['step', '--model', path.join(ROOT, 'models', 'minilm'), '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(HEAD)];
+  // --weights int8: the file the page loads by default.
+  const args = ['step', '--model', path.join(ROOT, 'models', 'minilm'), '--weights', 'int8', '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(HEAD)];
   return JSON.parse(execFileSync(cli, args, { maxBuffer: 1 << 26 }).toString());
 }
 

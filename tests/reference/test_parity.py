@@ -33,14 +33,9 @@ ATTN_TOL = 1e-4
 EMB_TOL = 1e-4
 ROW_SUM_TOL = 1e-5
 
-BERT_SENTENCES = [
-    "The weather is lovely today.",
-    "It's so sunny outside!",
-    "Ich möchte café crème — naïve façade.",
-    "日本語のテキストと emoji 🎉",
-    "Attention is all you need, they said in 2017.",
-    "Unbelievably, the tokenizer splits unaffordable words into wordpieces.",
-]
+# Shared with tests/int8.rs (int8 vs f32 drift on the same sentences).
+with open(os.path.join(HERE, "bert_sentences.json"), encoding="utf-8") as _f:
+    BERT_SENTENCES = json.load(_f)
 MARIAN_SENTENCES = [
     "How are you today?",
     "The cat sat on the mat.",

@@ -109,6 +109,11 @@ export function syncControls(el, session) {
   el.measure.value = s.measure;
   el.measureCtl.hidden = !ctl.measure;
 
+  // Only a model with int8 weights (MiniLM) has a choice: int8 by default, its f32 file on a click.
+  const m = session.manifest;
+  el.exactCtl.hidden = !(m && m.variants && m.variants.int8);
+  el.exact.checked = s.weights === 'exact';
+
   el.hideSpecial.checked = s.hideSpecial;
   el.merge.checked = s.merge;
   el.threshold.value = String(s.threshold);
@@ -187,6 +192,7 @@ export function bindControls(el, session) {
   el.headsAll.addEventListener('click', () => session.allHeads());
   el.agg.addEventListener('change', () => session.patch({ agg: el.agg.value }));
   el.measure.addEventListener('change', () => session.patch({ measure: el.measure.value }));
+  el.exact.addEventListener('change', () => session.patch({ weights: el.exact.checked ? 'exact' : 'int8' }));
   el.query.addEventListener('change', () => session.patch({ query: Number(el.query.value) }));
   el.step.addEventListener('input', () => session.patch({ step: Number(el.step.value) }));
   el.hideSpecial.addEventListener('change', () => session.patch({ hideSpecial: el.hideSpecial.checked, pin: null }));
