@@ -176,7 +176,7 @@ pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
 // ---- deterministic small weights -------------------------------------------------------------
 
 /// `n` values in [-0.5, 0.5) from a xorshift seeded by `seed`.
-fn values(seed: u64, n: usize) -> Vec<f32> {
+pub fn values(seed: u64, n: usize) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {
