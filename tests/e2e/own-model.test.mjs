@@ -1,5 +1,6 @@
 // "Open your model…" (issue 14): a tiny random BERT folder in Hugging Face layout (written for this
-// run by scripts/tiny_models.py) dropped on the page draws with its own tokens (the CLI's), is in
+// run by scripts/tiny_models.py) dropped on the page draws with its own tokens (the CLI's), so
+// does a tiny opus-mt folder (its translation and cross view the CLI's), the BERT one is in
 // the picker after a reload and loads from OPFS, and is gone once removed; bad folders are refused
 // with a message that says why, and the page goes on with the model it had. The widget's
 // openModel() does the same through the same session code.
@@ -99,6 +100,34 @@ test('a dropped folder draws, stays for the next visit, and can be removed', asy
     await page.reload();
     await page.waitForFunction(() => document.body.dataset.state === 'ready');
     assert.ok(!(await seen(page)).picker.includes(id), 'removed models are not offered after a reload');
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
+test('a dropped opus-mt (Hugging Face Marian) folder translates and draws its three kinds, the cross view too', async () => {
+  await onPage(async (page, app) => {
+    await typeText(page, TEXT);
+    const want = cliJson('attend', '--model', path.join(dir, 'tiny-marian'), '--text', TEXT);
+    await drop(page, folder('tiny-marian'));
+    await waitModel(page, 'own-');
+    const s = await seen(page);
+    assert.match(s.notice, /Marian encoder-decoder \(opus-mt\), safetensors F32: 2 encoder \+ 2 decoder layers × 4 heads, hidden size 32/);
+    assert.deepEqual(s.tokens, want.tokens.source);
+    const out = await page.evaluate(() => ({ target: window.attnvizDebug.targetTokens, text: window.attnvizDebug.outputText }));
+    assert.deepEqual(out.target, want.tokens.target);
+    assert.equal(out.text, want.output_text);
+    // The kind tabs offer the decoder's masked self-attention beside the other two.
+    const kinds = await page.$$eval('#kinds [role=tab]', (tabs) => tabs.map((t) => t.dataset.kind));
+    assert.deepEqual(kinds, ['encoder_self', 'decoder_self', 'cross']);
+    let n = (await seen(page)).draws;
+    await page.click('#kinds [data-kind=decoder_self]');
+    await page.waitForFunction((c) => window.attnvizDebug.drawCount > c && !window.attnvizDebug.drawing, n);
+    n = (await seen(page)).draws;
+    await page.click('[role=tab][data-view=cross]');
+    await page.waitForFunction((c) => window.attnvizDebug.view === 'cross' && window.attnvizDebug.drawCount > c && !window.attnvizDebug.drawing, n, { timeout: 30_000 });
+    const aria = await page.getAttribute('#view', 'aria-label');
+    assert.match(aria, /cross-attention/i);
+    console.log(`# dropped tiny-marian: ${s.notice}; translation “${out.text}”`);
     assert.deepEqual(app.pageErrors, []);
   });
 });
