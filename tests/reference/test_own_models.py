@@ -93,3 +93,35 @@ def test_hf_sinusoid_is_the_transformers_layout():
     """sin of p/10000^(2i/d) in the first half, cos in the second (not Bergamot's d/2−1)."""
     t = reference_opus_mt.hf_sinusoid(3, 8)
     assert np.allclose(t[1], np.concatenate([np.sin(1 / 10000 ** (np.arange(4) / 4)), np.cos(1 / 10000 ** (np.arange(4) / 4))]))
+
+
+# ----------------------------------------------------------------------------- opus-mt's tokenizer.json
+
+import json  # noqa: E402
+
+from tokenizers import Tokenizer  # noqa: E402
+
+import opus_mt_tokenizer  # noqa: E402  (scripts/, on the path above)
+
+ENPT_SPM = os.path.join(ROOT, "models", "en-pt", "vocab.enpt.spm")
+SPM_TEXTS = ["How are you today?", "The cat sat on the mat.", "Ich möchte café crème — naïve façade.",
+             "日本語のテキストと emoji 🎉", "“Curly quotes” and a naïve café.", "  two  spaces ﬁ ①"]
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["spm-order", "vocab.json-order"])
+def test_opus_mt_tokenizer_cuts_as_the_spm_with_vocab_json_ids(shuffle):
+    """scripts/opus_mt_tokenizer.py on a real SentencePiece model (the en-pt one, whose own
+    tokenizer.json agrees with it): the same pieces, numbered as vocab.json says."""
+    pieces, _, _ = opus_mt_tokenizer.read_spm(ENPT_SPM)
+    order = list(range(len(pieces)))
+    if shuffle:
+        np.random.default_rng(3).shuffle(order)
+    vocab = {pieces[i][0]: n for n, i in enumerate(order)}
+    mine = Tokenizer.from_str(json.dumps(opus_mt_tokenizer.build(ENPT_SPM, vocab)))
+    ref = Tokenizer.from_file(os.path.join(ROOT, "models", "en-pt", "tokenizer.json"))
+    for text in SPM_TEXTS:
+        want = ref.encode(text, add_special_tokens=False)
+        got = mine.encode(text, add_special_tokens=False)
+        assert got.tokens == want.tokens, text
+        assert got.ids == [vocab.get(t, vocab["<unk>"]) for t in want.tokens], text  # unknown characters: <unk>
+    assert mine.token_to_id("</s>") == vocab["</s>"]
