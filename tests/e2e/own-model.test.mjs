@@ -184,6 +184,7 @@ test('one .gguf file (SmolLM2, 98 MB) opens without freezing the page', async ()
 test('bad folders are refused with the reason; the page keeps its model', async () => {
   await onPage(async (page, app) => {
     const good = folder('tiny-bert');
+    const marian = folder('tiny-marian');
     const header = (h) => {
       const json = Buffer.from(JSON.stringify(h));
       const len = Buffer.alloc(8);
@@ -192,6 +193,7 @@ test('bad folders are refused with the reason; the page keeps its model', async 
     };
     const cases = [
       ['missing tokenizer.json', { 'config.json': good['config.json'], 'model.safetensors': good['model.safetensors'] }, /needs config\.json, model\.safetensors and tokenizer\.json/],
+      ['an opus-mt folder as published (no tokenizer.json)', { 'config.json': marian['config.json'], 'model.safetensors': marian['model.safetensors'], 'source.spm': Buffer.from('spm'), 'vocab.json': Buffer.from('{}') }, /opus-mt ships source\.spm, target\.spm and vocab\.json instead of tokenizer\.json: make one with scripts\/opus_mt_tokenizer\.py/],
       ['truncated safetensors', { ...good, 'model.safetensors': good['model.safetensors'].subarray(0, 40_000) }, /model\.safetensors is cut short/],
       ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"gpt2"')) }, /model_type `gpt2`.*supported model_types: bert, llama/],
       ['a 5 GB claim', { ...good, 'model.safetensors': header({ w: { dtype: 'F32', shape: [1342177280], data_offsets: [0, 5368709120] } }) }, /more than the 1 GiB memory budget/],
