@@ -211,14 +211,16 @@ impl MarianConfig {
 
     fn checked(self) -> Result<MarianConfig> {
         let (d, heads) = (self.dim_emb, self.heads);
+        // Named as each convention names it.
+        let d_name = if self.flavor == MarianFlavor::Bergamot { "dim-emb" } else { "d_model" };
         if self.vocab == 0 || d == 0 || self.dim_ffn == 0 || self.max_source < 2 || self.max_target == 0 {
             return Err(invalid_model(format!(
-                "Marian model has an empty dimension (vocabulary {}, d_model {d}, FFN {}, {} positions)",
+                "Marian model has an empty dimension (vocabulary {}, {d_name} {d}, FFN {}, {} positions)",
                 self.vocab, self.dim_ffn, self.max_source
             )));
         }
         if heads == 0 || d % heads != 0 || d % 2 != 0 {
-            return Err(invalid_model(format!("d_model {d} does not split into {heads} heads")));
+            return Err(invalid_model(format!("{d_name} {d} does not split into {heads} heads")));
         }
         if self.enc_depth == 0 || self.dec_depth == 0 {
             return Err(invalid_model("Marian model has no encoder or no decoder layers"));
@@ -655,8 +657,8 @@ impl MarianModel {
             }
             // logits = y · Wembᵀ + b                                               # [1, vocab]
             let mut logits = self.wemb.linear(&y, Some(&self.logits_bias));
-            if let Some(banned) = self.config.banned_id {
-                logits.row_mut(0)[banned as usize] = f32::NEG_INFINITY;
+            if let Some(banned) = self.config.banned_id.and_then(|id| logits.row_mut(0).get_mut(id as usize)) {
+                *banned = f32::NEG_INFINITY;
             }
             let next = argmax(logits.row(0)) as u32;
             target_ids.push(next);
