@@ -29,7 +29,7 @@ from tokenizers import Tokenizer
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from reference import attention_block, cli_parser, gelu_erf, layer_norm, read_safetensors, relu, run_cli, sigmoid, softmax  # noqa: E402
+from reference import attention_block, cli_parser, gelu_erf, layer_norm, read_safetensors, relu, run_cli, sigmoid, softmax, value_norms, value_vectors  # noqa: E402
 
 EPS = 1e-5
 # Choices shared with the Rust side (src/models/marian.rs), not properties of the model: the
@@ -67,6 +67,7 @@ class OpusMt:
         self.pos = hf_sinusoid(max(self.max_source, self.max_target), self.d)
         self.eos, self.pad = c.get("eos_token_id", 0), c["pad_token_id"]
         self.start = c.get("decoder_start_token_id", self.pad)
+        self.norms: dict[str, np.ndarray] = {}
 
     def _ln(self, name, x):
         return layer_norm(x, self.w[name + ".weight"], self.w[name + ".bias"], EPS)
@@ -75,7 +76,8 @@ class OpusMt:
         return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
 
     def _attn(self, p, x, kv, causal: bool):
-        """p: `model.encoder.layers.0.self_attn` …; returns LN(x + attention) and probs [H, Tq, Tk]."""
+        """p: `model.encoder.layers.0.self_attn` …; returns LN(x + attention) and probs [H, Tq, Tk];
+        `self.norms` gets ‖α f_h(x_j)‖ [H, Tq, Tk] (Kobayashi et al. 2020) under (p, len(x))."""
         tq, tk, h = x.shape[0], kv.shape[0], self.heads
         dk = self.d // h
         q = self._lin(p + ".q_proj", x).reshape(tq, h, dk).transpose(1, 0, 2)
@@ -85,6 +87,7 @@ class OpusMt:
         if causal:
             scores = np.where(np.tril(np.ones((tq, tk), dtype=bool)), scores, -np.inf)
         probs = softmax(scores)
+        self.norms[p] = value_norms(probs, value_vectors(v, self.w[p + ".out_proj.weight"].T))
         ctx = (probs @ v).transpose(1, 0, 2).reshape(tq, self.d)
         return self._ln(p + "_layer_norm", x + self._lin(p + ".out_proj", ctx)), probs
 
@@ -137,18 +140,25 @@ class OpusMt:
                 break
         # The maps: one causal pass over every decoder input (equal to the steps' rows).
         _, selfs, crosses = self.decode([self.start] + out[:-1], memory)
-        return {"ids": ids, "tokens": tokens, "target_ids": out, "truncated": truncated, "stop_reason": stop,
+        self.encode(ids)  # the encoder's value norms again (the decoder passes left only theirs)
+        return {"norms": dict(self.norms),"ids": ids, "tokens": tokens, "target_ids": out, "truncated": truncated, "stop_reason": stop,
                 "encoder": enc_attn, "decoder_self": selfs, "cross": crosses}
 
 
-def attend(model_dir: str, text: str) -> dict:
+def attend(model_dir: str, text: str, measure: str = "weight") -> dict:
+    """measure="value-norm" adds "value_norms" blocks laid out like "attentions"."""
     m = OpusMt(os.path.abspath(model_dir))
     r = m.forward(text)
     text_ids = [i for i in r["target_ids"] if i != m.eos]
     attns = [attention_block("encoder_self", i, p) for i, p in enumerate(r["encoder"])]
     for i, (s, x) in enumerate(zip(r["decoder_self"], r["cross"])):
         attns += [attention_block("decoder_self", i, s), attention_block("cross", i, x)]
-    return {
+    n = r["norms"]
+    norms = [attention_block("encoder_self", i, n[f"model.encoder.layers.{i}.self_attn"]) for i in range(len(r["encoder"]))]
+    for i in range(len(r["cross"])):
+        norms += [attention_block("decoder_self", i, n[f"model.decoder.layers.{i}.self_attn"]),
+                  attention_block("cross", i, n[f"model.decoder.layers.{i}.encoder_attn"])]
+    out = {
         "model": os.path.basename(os.path.normpath(model_dir)),
         "text": text,
         "tokens": {"source": r["tokens"], "target": [m.tok.id_to_token(i) for i in r["target_ids"]]},
@@ -158,11 +168,14 @@ def attend(model_dir: str, text: str) -> dict:
         "stop_reason": r["stop_reason"],
         "attentions": attns,
     }
+    if measure == "value-norm":
+        out["value_norms"] = norms
+    return out
 
 
 def main(argv=None) -> int:
     args = cli_parser("an opus-mt folder (config.json, model.safetensors, tokenizer.json)").parse_args(argv)
-    return run_cli(lambda: attend(args.model, args.text))
+    return run_cli(lambda: attend(args.model, args.text, args.measure))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,19 @@ def test_tiny_marian_matches_reference(folders, text):
             assert float(np.abs(np.triu(got, 1)).max()) == 0.0
 
 
+@pytest.mark.parametrize("text", MARIAN_TEXTS[:2])
+def test_tiny_marian_value_norms_match_reference(folders, text):
+    """‖α f_h(x_j)‖ of the three kinds (the decoder's from a KV cache in Rust, from full passes here)."""
+    rust = rust_attend(folders[3], text, "--measure", "value-norm")
+    ref = reference_opus_mt.attend(folders[3], text, "value-norm")
+    got = {(b["kind"], b["layer"]): b for b in rust["value_norms"]}
+    for b in ref["value_norms"]:
+        g = got[(b["kind"], b["layer"])]
+        assert g["shape"] == b["shape"]
+        err = float(np.abs(np.asarray(g["data"]) - np.asarray(b["data"])).max())
+        assert err <= ATTN_TOL * max(1.0, float(np.abs(b["data"]).max())), f"{b['kind']} {b['layer']}: max |Δ| {err}"
+
+
 def test_tiny_marian_covers_both_stop_reasons(folders):
     reasons = {rust_attend(folders[3], t)["stop_reason"] for t in MARIAN_TEXTS}
     assert reasons == {"eos", "max_length"}
