@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight models in Hugging Face layout, for the tests of "Open your model".
 
-    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert, tiny-bert-f16, tiny-bert-bf16
+    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-marian
 
 Each folder is what a user drops on the page: config.json (model_type bert), model.safetensors
 and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, hidden 32: about
-130 KB, built in well under a second with numpy and tokenizers alone (no torch, no hub). The
+130 KB. tiny-marian is an opus-mt folder (model_type marian: encoder-decoder, 2 + 2 layers ×
+4 heads, d_model 32, swish, shared embeddings, final_logits_bias) with a Unigram (SentencePiece-
+like) tokenizer.json whose ids play vocab.json's part: `</s>` 0, `<unk>` 1, `<pad>` last. All are built in well under a second with numpy and tokenizers alone (no torch, no hub). The
 weights are seeded, so a run writes the same bytes every time. safetensors is written by hand:
 an 8-byte little-endian header length, a JSON header, the raw little-endian data.
 """
@@ -120,14 +122,88 @@ def write_bert(folder: str, dtype=np.float32) -> str:
     return folder
 
 
+MARIAN_PIECES = (["</s>", "<unk>"] + ["▁" + w for w in WORDS if w.isalpha()] + ["▁o", "▁gato", "▁sentou", "▁no", "▁tapete"]
+                 + ["▁" + c for c in LETTERS] + LETTERS + list(".,!?'") + ["<pad>"])
+
+MARIAN_CONFIG = {
+    "model_type": "marian",
+    "architectures": ["MarianMTModel"],
+    "vocab_size": len(MARIAN_PIECES),
+    "decoder_vocab_size": len(MARIAN_PIECES),
+    "d_model": 32,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+    "activation_function": "swish",
+    "max_position_embeddings": 64,
+    "scale_embedding": True,
+    "normalize_before": False,
+    "share_encoder_decoder_embeddings": True,
+    "static_position_embeddings": True,
+    "eos_token_id": 0,
+    "pad_token_id": len(MARIAN_PIECES) - 1,
+    "decoder_start_token_id": len(MARIAN_PIECES) - 1,
+    "bad_words_ids": [[len(MARIAN_PIECES) - 1]],
+    "max_length": 64,
+}
+
+
+def marian_weights(seed: int = 15) -> dict[str, np.ndarray]:
+    """MarianMTModel's tensors, HF names, [out, in] linear weights; LayerNorms near identity."""
+    rng = np.random.default_rng(seed)
+    c = MARIAN_CONFIG
+    d, ffn, v = c["d_model"], c["encoder_ffn_dim"], c["vocab_size"]
+    r = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
+    w = {"model.shared.weight": r(v, d), "final_logits_bias": r(1, v)}
+    for stack, layers in (("encoder", c["encoder_layers"]), ("decoder", c["decoder_layers"])):
+        for i in range(layers):
+            p = f"model.{stack}.layers.{i}."
+            attns = ["self_attn"] + (["encoder_attn"] if stack == "decoder" else [])
+            for a in attns:
+                for m in ("q", "k", "v", "out"):
+                    # Queries and keys larger than the rest: the maps are peaked, not uniform.
+                    w[f"{p}{a}.{m}_proj.weight"] = r(d, d) * (2.0 if m in ("q", "k") else 1.0)
+                    w[f"{p}{a}.{m}_proj.bias"] = r(d)
+                w[f"{p}{a}_layer_norm.weight"], w[f"{p}{a}_layer_norm.bias"] = 1.0 + r(d) * 0.5, r(d)
+            w[p + "fc1.weight"], w[p + "fc1.bias"], w[p + "fc2.weight"], w[p + "fc2.bias"] = r(ffn, d), r(ffn), r(d, ffn), r(d)
+            w[p + "final_layer_norm.weight"], w[p + "final_layer_norm.bias"] = 1.0 + r(d) * 0.5, r(d)
+    # A reachable end of sentence: `</s>` a little more likely than the rest.
+    w["final_logits_bias"][0, 0] += 1.0
+    return w
+
+
+def marian_tokenizer() -> Tokenizer:
+    """A Unigram model over MARIAN_PIECES (ids = positions), Metaspace `▁` word starts, no
+    post-processor (the model appends `</s>`), as a converted opus-mt source.spm would be."""
+    scores = [(p, -2.0 if p.startswith("▁") and len(p) > 2 else -6.0) for p in MARIAN_PIECES]
+    tok = Tokenizer(models.Unigram(scores, unk_id=1, byte_fallback=False))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.add_special_tokens(["</s>", "<unk>", "<pad>"])
+    return tok
+
+
+def write_marian(folder: str) -> str:
+    os.makedirs(folder, exist_ok=True)
+    write_safetensors(os.path.join(folder, "model.safetensors"), marian_weights())
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump({**MARIAN_CONFIG, "torch_dtype": "float32"}, f, indent=2)
+    marian_tokenizer().save(os.path.join(folder, "tokenizer.json"))
+    return folder
+
+
 def write_all(out: str) -> list[str]:
     return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16),
-            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16)]
+            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16), write_marian(os.path.join(out, "tiny-marian"))]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="folder to write tiny-bert/, tiny-bert-f16/ and tiny-bert-bf16/ into")
+    ap.add_argument("--out", required=True, help="folder to write tiny-bert/, tiny-bert-f16/, tiny-bert-bf16/ and tiny-marian/ into")
     for folder in write_all(ap.parse_args(argv).out):
         print(folder)
     return 0

@@ -849,8 +849,21 @@ pub struct HeadTrace {
 }
 
 impl HeadTrace {
-    /// Appends the query rows of a later call with the same keys (incremental decoding).
-    pub fn append_queries(&mut self, later: HeadTrace) {
+    /// Appends the query rows of a later call (incremental decoding) over the same keys, or over
+    /// more of them (a KV cache that grew, its first keys the earlier ones): the earlier rows
+    /// then get the new keys as masked, with score 0 and probability 0, as a causal mask shows.
+    pub fn append_queries(&mut self, mut later: HeadTrace) {
+        let tk = self.key_len.max(later.key_len);
+        if later.key_len > self.key_len {
+            for rows in [&mut self.scores, &mut self.scaled, &mut self.mask, &mut self.probs] {
+                *rows = widen(rows, self.key_len, tk);
+            }
+            (self.k, self.v, self.key_len) = (later.k, later.v, later.key_len);
+        } else if later.key_len < tk {
+            for rows in [&mut later.scores, &mut later.scaled, &mut later.mask, &mut later.probs] {
+                *rows = widen(rows, later.key_len, tk);
+            }
+        }
         self.query_len += later.query_len;
         self.q.extend(later.q);
         self.scores.extend(later.scores);
@@ -859,6 +872,16 @@ impl HeadTrace {
         self.probs.extend(later.probs);
         self.output.extend(later.output);
     }
+}
+
+/// Rows of `from` columns padded with zeros to `to` columns.
+fn widen(rows: &[f32], from: usize, to: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows.len() / from.max(1) * to);
+    for row in rows.chunks_exact(from.max(1)) {
+        out.extend_from_slice(row);
+        out.resize(out.len() + to - from, 0.0);
+    }
+    out
 }
 
 /// Result of one multi-head attention call.

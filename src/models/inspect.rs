@@ -3,6 +3,7 @@
 //! it found, and refuse what will not load or not fit, before it reads gigabytes.
 
 use super::llama::LlamaConfig;
+use super::marian::MarianConfig;
 use super::{bert::BertConfig, check_attention_budget, Manifest};
 use crate::error::{invalid_model, Error, Result};
 use crate::limits::{budget, check_file_sizes, human_bytes, MEMORY_BUDGET_BYTES};
@@ -16,7 +17,11 @@ pub const MAX_SAFETENSORS_HEADER: u64 = 100_000_000;
 pub const GGUF_HEAD_BYTES: u64 = 32 << 20;
 
 /// `model_type`s of config.json that load (the `architecture` a manifest gets from them).
-pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "llama"];
+pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "llama", "marian"];
+
+/// What an opus-mt folder must hold: Hugging Face ships its tokenizer as source.spm,
+/// target.spm and vocab.json, which the page cannot read.
+pub const MARIAN_HF_FILES: &str = "a Marian (opus-mt) folder needs config.json, model.safetensors and tokenizer.json; opus-mt ships source.spm, target.spm and vocab.json instead of tokenizer.json: make one with scripts/opus_mt_tokenizer.py (the `tokenizers` library; its ids are vocab.json's) and put it beside the others";
 
 /// One of the user's files: its name, its size, and its first bytes (all of config.json; the
 /// whole safetensors header; the first [`GGUF_HEAD_BYTES`] of a GGUF; nothing of the others).
@@ -29,11 +34,14 @@ pub struct FileHead<'a> {
 /// What [`inspect`] found, for the page to show before loading.
 #[derive(Clone, Debug, Serialize)]
 pub struct Inspection {
-    /// bert | llama
+    /// bert | llama | marian
     pub architecture: String,
     /// e.g. `safetensors F32`, `GGUF Q4_1 + Q8_0`
     pub format: String,
     pub layers: usize,
+    /// Marian: the decoder's layers (`layers` are the encoder's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decoder_layers: Option<usize>,
     pub heads: usize,
     pub kv_heads: usize,
     pub hidden_size: usize,
@@ -56,13 +64,15 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let file = |name: &str| files.iter().find(|f| f.name == name);
     let config = file("config.json").map(|f| f.head);
     let mut manifest = Manifest::infer(id, &names, config)?;
-    if manifest.architecture == "marian" {
+    if manifest.architecture == "marian" && config.is_none() {
         return Err(Error::UnsupportedArchitecture("Marian .bin folders can be read by the command line, not yet opened in the page".into()));
     }
     let used: Vec<&FileHead> = manifest.files.iter().filter_map(|n| file(n)).collect();
     check_file_sizes(used.iter().map(|f| (f.name, f.size)))?;
     let file_bytes: u64 = used.iter().map(|f| f.size).sum();
     let mut cut_short = Ok(());
+    // Marian: the decoder's layers and its maps (self-attention and cross-attention), bytes.
+    let mut decoder: Option<(usize, u64)> = None;
     // `working`: what the load holds besides the weights and then frees (wasm memory never
     // shrinks, so it counts): the safetensors file.
     let (c, format, parameters, weight_bytes, working) = if let Some(g) = used.iter().find(|f| f.name.ends_with(".gguf")) {
@@ -87,6 +97,13 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         let st = used.iter().find(|f| f.name.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file"))?;
         let c = match manifest.architecture.as_str() {
             "bert" => Sizes::bert(&BertConfig::from_json(config)?)?,
+            "marian" => {
+                let m = MarianConfig::from_hf_json(config)?;
+                let (ts, tt) = (m.max_source as u64, m.max_target as u64);
+                let per_layer = (m.heads as u64).saturating_mul(tt).saturating_mul(tt.saturating_add(ts)).saturating_mul(4);
+                decoder = Some((m.dec_depth, per_layer.saturating_mul(m.dec_depth as u64)));
+                Sizes { layers: m.enc_depth, heads: m.heads, kv_heads: m.heads, hidden: m.dim_emb, max_positions: m.max_source }
+            }
             _ => Sizes::llama(&LlamaConfig::from_hf_json(config)?),
         };
         let h = safetensors_header(st)?;
@@ -99,6 +116,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let t = c.max_positions as u64;
     // The configs have been checked against the budget already; saturate all the same.
     let maps = [c.layers as u64, c.heads as u64, t, t].iter().try_fold(4u64, |a, &n| a.checked_mul(n)).unwrap_or(u64::MAX);
+    let maps = maps.saturating_add(decoder.map_or(0, |d| d.1));
     // The files are freed before the first forward: its maps can reuse their memory.
     let memory_bytes = weight_bytes.saturating_add(working.max(maps));
     if memory_bytes > MEMORY_BUDGET_BYTES {
@@ -118,6 +136,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         architecture: manifest.architecture.clone(),
         format,
         layers: c.layers,
+        decoder_layers: decoder.map(|d| d.0),
         heads: c.heads,
         kv_heads: c.kv_heads,
         hidden_size: c.hidden,
@@ -244,7 +263,7 @@ mod tests {
         let e = run(CONFIG, &w, w.len() as u64).unwrap_err().to_string();
         assert!(e.contains("cut short"), "{e}");
         let e = run(&CONFIG.replace("bert", "gpt2"), &w, w.len() as u64).unwrap_err().to_string();
-        assert!(e.contains("`gpt2`") && e.contains("bert, llama"), "{e}");
+        assert!(e.contains("`gpt2`") && e.contains("bert, llama, marian"), "{e}");
         assert!(run(CONFIG, b"\xff\xff\xff\xff\xff\xff\xff\xff", 8).is_err());
     }
 }

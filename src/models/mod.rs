@@ -142,6 +142,7 @@ impl Manifest {
             match model_type {
                 "bert" => "bert".to_string(),
                 "llama" => "llama".to_string(),
+                "marian" => "marian".to_string(),
                 other => {
                     let supported = inspect::CONFIG_MODEL_TYPES.join(", ");
                     return Err(Error::UnsupportedArchitecture(format!("config.json has model_type `{other}` (supported model_types: {supported}; or one Llama .gguf file)")));
@@ -168,6 +169,10 @@ impl Manifest {
             "bert" => return Err(invalid_model("a BERT folder needs config.json, model.safetensors and tokenizer.json")),
             "llama" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
             "llama" => return Err(invalid_model("a llama folder needs config.json, model.safetensors and tokenizer.json (or one .gguf file)")),
+            "marian" if config_json.is_some() && has("model.safetensors") && has("tokenizer.json") => {
+                vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()]
+            }
+            "marian" if config_json.is_some() => return Err(invalid_model(inspect::MARIAN_HF_FILES)),
             _ => {
                 let bin = names.iter().find(|n| n.ends_with(".bin") && n.starts_with("model")).cloned().unwrap_or_default();
                 if !has("tokenizer.json") {
@@ -326,8 +331,15 @@ impl Model {
                 Family::Bert(bert::BertModel::load(file("config.json")?, weights, file("tokenizer.json")?)?)
             }
             "marian" => {
-                let bin = manifest.files.iter().find(|f| f.ends_with(".bin")).ok_or_else(|| invalid_model("no Marian .bin file in the manifest"))?;
-                Family::Marian(marian::MarianModel::load(file(bin)?, bin, file("tokenizer.json")?)?)
+                if let Some(weights_name) = manifest.files.iter().find(|f| f.ends_with(".safetensors")) {
+                    // A Hugging Face opus-mt folder.
+                    let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
+                    weights.set_file(weights_name);
+                    Family::Marian(marian::MarianModel::load_hf(file("config.json")?, weights, file("tokenizer.json")?)?)
+                } else {
+                    let bin = manifest.files.iter().find(|f| f.ends_with(".bin")).ok_or_else(|| invalid_model("no Marian .bin or .safetensors file in the manifest"))?;
+                    Family::Marian(marian::MarianModel::load(file(bin)?, bin, file("tokenizer.json")?)?)
+                }
             }
             other => return Err(Error::UnsupportedArchitecture(format!("`{other}` (this build runs: {})", SUPPORTED.join(", ")))),
         };
@@ -446,13 +458,11 @@ impl Model {
             }
             Family::Marian(mm) => {
                 let c = &mm.config;
-                (
-                    vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)],
-                    c.heads,
-                    c.dim_emb / c.heads,
-                    mm.tokenizer().max_tokens() + 1,
-                    ["</s>", "<unk>"].map(String::from).to_vec(),
-                )
+                let mut kinds = vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)];
+                if mm.has_decoder_self_attention() {
+                    kinds.insert(1, (AttentionKind::DecoderSelf, c.dec_depth));
+                }
+                (kinds, c.heads, c.dim_emb / c.heads, mm.tokenizer().max_tokens() + 1, mm.special_tokens())
             }
             Family::Llama(l) => {
                 let c = &l.config;
@@ -493,7 +503,7 @@ impl Model {
             }
             Family::Marian(m) => {
                 let dims = m.config.dim_emb;
-                PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: marian::position_table(n, dims) }
+                PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: marian::position_table(n, dims, m.config.flavor) }
             }
             Family::Llama(l) => PositionTable { kind: PositionKind::Rotary, positions: n, dims: l.config.head_dim(), data: l.rotary_table(n) },
         }

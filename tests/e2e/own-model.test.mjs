@@ -1,5 +1,6 @@
 // "Open your model…" (issue 14): a tiny random BERT folder in Hugging Face layout (written for this
-// run by scripts/tiny_models.py) dropped on the page draws with its own tokens (the CLI's), is in
+// run by scripts/tiny_models.py) dropped on the page draws with its own tokens (the CLI's), so
+// does a tiny opus-mt folder (its translation and cross view the CLI's), the BERT one is in
 // the picker after a reload and loads from OPFS, and is gone once removed; bad folders are refused
 // with a message that says why, and the page goes on with the model it had. The widget's
 // openModel() does the same through the same session code.
@@ -103,6 +104,34 @@ test('a dropped folder draws, stays for the next visit, and can be removed', asy
   });
 });
 
+test('a dropped opus-mt (Hugging Face Marian) folder translates and draws its three kinds, the cross view too', async () => {
+  await onPage(async (page, app) => {
+    await typeText(page, TEXT);
+    const want = cliJson('attend', '--model', path.join(dir, 'tiny-marian'), '--text', TEXT);
+    await drop(page, folder('tiny-marian'));
+    await waitModel(page, 'own-');
+    const s = await seen(page);
+    assert.match(s.notice, /Marian encoder-decoder \(opus-mt\), safetensors F32: 2 encoder \+ 2 decoder layers × 4 heads, hidden size 32/);
+    assert.deepEqual(s.tokens, want.tokens.source);
+    const out = await page.evaluate(() => ({ target: window.attnvizDebug.targetTokens, text: window.attnvizDebug.outputText }));
+    assert.deepEqual(out.target, want.tokens.target);
+    assert.equal(out.text, want.output_text);
+    // The kind tabs offer the decoder's masked self-attention beside the other two.
+    const kinds = await page.$$eval('#kinds [role=tab]', (tabs) => tabs.map((t) => t.dataset.kind));
+    assert.deepEqual(kinds, ['encoder_self', 'decoder_self', 'cross']);
+    let n = (await seen(page)).draws;
+    await page.click('#kinds [data-kind=decoder_self]');
+    await page.waitForFunction((c) => window.attnvizDebug.drawCount > c && !window.attnvizDebug.drawing, n);
+    n = (await seen(page)).draws;
+    await page.click('[role=tab][data-view=cross]');
+    await page.waitForFunction((c) => window.attnvizDebug.view === 'cross' && window.attnvizDebug.drawCount > c && !window.attnvizDebug.drawing, n, { timeout: 30_000 });
+    const aria = await page.getAttribute('#view', 'aria-label');
+    assert.match(aria, /cross-attention/i);
+    console.log(`# dropped tiny-marian: ${s.notice}; translation “${out.text}”`);
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
 test('the f16 and bf16 variants open from the multi-file picker', async () => {
   await onPage(async (page) => {
     await typeText(page, TEXT);
@@ -155,6 +184,7 @@ test('one .gguf file (SmolLM2, 98 MB) opens without freezing the page', async ()
 test('bad folders are refused with the reason; the page keeps its model', async () => {
   await onPage(async (page, app) => {
     const good = folder('tiny-bert');
+    const marian = folder('tiny-marian');
     const header = (h) => {
       const json = Buffer.from(JSON.stringify(h));
       const len = Buffer.alloc(8);
@@ -163,6 +193,7 @@ test('bad folders are refused with the reason; the page keeps its model', async 
     };
     const cases = [
       ['missing tokenizer.json', { 'config.json': good['config.json'], 'model.safetensors': good['model.safetensors'] }, /needs config\.json, model\.safetensors and tokenizer\.json/],
+      ['an opus-mt folder as published (no tokenizer.json)', { 'config.json': marian['config.json'], 'model.safetensors': marian['model.safetensors'], 'source.spm': Buffer.from('spm'), 'vocab.json': Buffer.from('{}') }, /opus-mt ships source\.spm, target\.spm and vocab\.json instead of tokenizer\.json: make one with scripts\/opus_mt_tokenizer\.py/],
       ['truncated safetensors', { ...good, 'model.safetensors': good['model.safetensors'].subarray(0, 40_000) }, /model\.safetensors is cut short/],
       ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"gpt2"')) }, /model_type `gpt2`.*supported model_types: bert, llama/],
       ['a 5 GB claim', { ...good, 'model.safetensors': header({ w: { dtype: 'F32', shape: [1342177280], data_offsets: [0, 5368709120] } }) }, /more than the 1 GiB memory budget/],

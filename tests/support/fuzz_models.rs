@@ -51,13 +51,17 @@ impl Target {
         match self {
             Target::Safetensors => vec![bert_safetensors(&BertShape::DEFAULT), bert_safetensors(&BertShape { layers: 1, ..BertShape::DEFAULT })],
             Target::MarianBin => vec![marian_bin(true), marian_bin(false)],
-            Target::ConfigJson => vec![bert_config(&BertShape::DEFAULT), bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT })],
+            Target::ConfigJson => vec![bert_config(&BertShape::DEFAULT), bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT }), OPUS_MT_CONFIG.to_vec()],
             Target::ManifestJson => vec![bert_manifest(), marian_manifest(), Vec::new(), br#"{"id":"x","architecture":"gpt2","files":["config.json"]}"#.to_vec()],
             Target::TokenizerJson => vec![bert_tokenizer(), marian_tokenizer()],
             Target::Gguf => vec![llama_gguf(&LlamaShape::DEFAULT), llama_gguf(&LlamaShape::SMALL)],
         }
     }
 }
+
+/// An opus-mt (HF Marian) config.json: over the BERT folder's weights it is refused, but the
+/// fuzzer mutates its keys through the Marian config reader.
+const OPUS_MT_CONFIG: &[u8] = br#"{"model_type":"marian","d_model":8,"encoder_layers":2,"decoder_layers":2,"encoder_attention_heads":2,"decoder_attention_heads":2,"encoder_ffn_dim":16,"decoder_ffn_dim":16,"vocab_size":29,"activation_function":"swish","max_position_embeddings":16,"scale_embedding":true,"eos_token_id":0,"pad_token_id":28,"decoder_start_token_id":28}"#;
 
 /// What happened to one input; a panic is the only failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,7 +180,7 @@ pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
 // ---- deterministic small weights -------------------------------------------------------------
 
 /// `n` values in [-0.5, 0.5) from a xorshift seeded by `seed`.
-fn values(seed: u64, n: usize) -> Vec<f32> {
+pub fn values(seed: u64, n: usize) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {
