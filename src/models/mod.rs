@@ -2,6 +2,7 @@
 //! files themselves. Shared building blocks (`Linear`, `LayerNorm`) live here.
 
 pub mod bert;
+pub mod decoder;
 pub mod inspect;
 pub mod llama;
 pub mod marian;
