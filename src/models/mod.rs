@@ -3,6 +3,7 @@
 
 pub mod bert;
 pub mod decoder;
+pub mod gpt2;
 pub mod inspect;
 pub mod llama;
 pub mod marian;
@@ -143,6 +144,7 @@ impl Manifest {
             match model_type {
                 "bert" => "bert".to_string(),
                 "llama" => "llama".to_string(),
+                "gpt2" => "gpt2".to_string(),
                 other => {
                     let supported = inspect::CONFIG_MODEL_TYPES.join(", ");
                     return Err(Error::UnsupportedArchitecture(format!("config.json has model_type `{other}` (supported model_types: {supported}; or one Llama .gguf file)")));
@@ -169,6 +171,8 @@ impl Manifest {
             "bert" => return Err(invalid_model("a BERT folder needs config.json, model.safetensors and tokenizer.json")),
             "llama" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
             "llama" => return Err(invalid_model("a llama folder needs config.json, model.safetensors and tokenizer.json (or one .gguf file)")),
+            "gpt2" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
+            "gpt2" => return Err(invalid_model("a GPT-2 folder needs config.json, model.safetensors and tokenizer.json")),
             _ => {
                 let bin = names.iter().find(|n| n.ends_with(".bin") && n.starts_with("model")).cloned().unwrap_or_default();
                 if !has("tokenizer.json") {
@@ -232,12 +236,13 @@ pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize,
 pub const INDUCTION_TOKENS: usize = 20;
 
 /// Architectures this build runs.
-pub const SUPPORTED: &[&str] = &["bert", "marian", "llama"];
+pub const SUPPORTED: &[&str] = &["bert", "marian", "llama", "gpt2"];
 
 pub enum Family {
     Bert(bert::BertModel),
     Marian(marian::MarianModel),
     Llama(llama::LlamaModel),
+    Gpt2(gpt2::Gpt2Model),
 }
 
 pub struct Model {
@@ -245,7 +250,7 @@ pub struct Model {
     pub family: Family,
 }
 
-/// How a model tells positions apart: a fixed sinusoid (Marian) or a learned table (BERT).
+/// How a model tells positions apart: a fixed sinusoid (Marian) or a learned table (BERT, GPT-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PositionKind {
@@ -326,6 +331,12 @@ impl Model {
                 weights.set_file(weights_name);
                 Family::Bert(bert::BertModel::load(file("config.json")?, weights, file("tokenizer.json")?)?)
             }
+            "gpt2" => {
+                let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
+                let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
+                weights.set_file(weights_name);
+                Family::Gpt2(gpt2::Gpt2Model::load(file("config.json")?, weights, file("tokenizer.json")?)?)
+            }
             "marian" => {
                 let bin = manifest.files.iter().find(|f| f.ends_with(".bin")).ok_or_else(|| invalid_model("no Marian .bin file in the manifest"))?;
                 Family::Marian(marian::MarianModel::load(file(bin)?, bin, file("tokenizer.json")?)?)
@@ -378,6 +389,7 @@ impl Model {
             Family::Bert(m) => m.forward(text, probe),
             Family::Marian(m) => m.forward(text, probe),
             Family::Llama(m) => m.forward(text, generate, probe),
+            Family::Gpt2(m) => m.forward(text, generate, probe),
         }
     }
 
@@ -408,6 +420,7 @@ impl Model {
         let special = self.info().special_tokens;
         let induction = match &self.family {
             Family::Llama(l) => Some(l.repeated_random_maps(INDUCTION_TOKENS)?),
+            Family::Gpt2(g) => Some(g.repeated_random_maps(INDUCTION_TOKENS)?),
             _ => None,
         };
         let mut scores = Vec::new();
@@ -428,6 +441,7 @@ impl Model {
             Family::Bert(m) => m.tokenizer().encode(text),
             Family::Marian(m) => m.tokenizer().encode(text),
             Family::Llama(m) => m.tokenizer().encode(text),
+            Family::Gpt2(m) => m.tokenizer().encode(text),
         }
     }
 
@@ -462,6 +476,12 @@ impl Model {
                 let special: Vec<String> = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| l.tokenizer().id_to_token_opt(id)).collect();
                 (vec![(AttentionKind::DecoderSelf, c.num_hidden_layers)], c.num_attention_heads, c.head_dim(), c.max_positions(), special)
             }
+            Family::Gpt2(g) => {
+                let c = &g.config;
+                generates = true;
+                let special: Vec<String> = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| g.tokenizer().id_to_token_opt(id)).collect();
+                (vec![(AttentionKind::DecoderSelf, c.n_layer)], c.n_head, c.head_dim(), c.max_positions(), special)
+            }
         };
         ModelInfo {
             id: m.id.clone(),
@@ -495,6 +515,11 @@ impl Model {
             Family::Marian(m) => {
                 let dims = m.config.dim_emb;
                 PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: marian::position_table(n, dims) }
+            }
+            Family::Gpt2(g) => {
+                let dims = g.config.n_embd;
+                let data = g.position_table(n);
+                PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data }
             }
             Family::Llama(l) => PositionTable { kind: PositionKind::Rotary, positions: n, dims: l.config.head_dim(), data: l.rotary_table(n) },
         }
