@@ -164,7 +164,7 @@ test('bad folders are refused with the reason; the page keeps its model', async 
     const cases = [
       ['missing tokenizer.json', { 'config.json': good['config.json'], 'model.safetensors': good['model.safetensors'] }, /needs config\.json, model\.safetensors and tokenizer\.json/],
       ['truncated safetensors', { ...good, 'model.safetensors': good['model.safetensors'].subarray(0, 40_000) }, /model\.safetensors is cut short/],
-      ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"gpt2"')) }, /model_type `gpt2`.*supported model_types: bert, llama/],
+      ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"t5"')) }, /model_type `t5`.*supported model_types: bert, llama, gpt2/],
       ['a 5 GB claim', { ...good, 'model.safetensors': header({ w: { dtype: 'F32', shape: [1342177280], data_offsets: [0, 5368709120] } }) }, /more than the 1 GiB memory budget/],
     ];
     for (const [what, files, message] of cases) {
