@@ -137,8 +137,14 @@ impl Gpt2Config {
 
 /// A Conv1D module (`<prefix>.weight` stored `[in, out]`, `<prefix>.bias` `[out]`) as a
 /// [`Linear`] `[out, in]`: transposed once here.
+/// The shape itself is checked, not only the element count: a weight saved in nn.Linear's
+/// `[out, in]` would otherwise load silently transposed.
 fn conv1d(w: &mut TensorStore, prefix: &str, inp: usize, out: usize) -> Result<Linear> {
-    let weight = w.matrix(&format!("{prefix}.weight"), inp, out)?.transpose(); // [out, in]
+    let name = format!("{prefix}.weight");
+    if let Some(shape) = w.shape(&name).filter(|s| *s != [inp, out]) {
+        return Err(invalid_model(format!("tensor `{name}` has shape {shape:?}, expected [{inp}, {out}] (a GPT-2 Conv1D weight is stored [in, out])")));
+    }
+    let weight = w.matrix(&name, inp, out)?.transpose(); // [out, in]
     Ok(Linear { weight: WeightMatrix::F32(weight), bias: Some(w.vector(&format!("{prefix}.bias"), out)?) })
 }
 
