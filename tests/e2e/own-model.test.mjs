@@ -103,6 +103,31 @@ test('a dropped folder draws, stays for the next visit, and can be removed', asy
   });
 });
 
+test('a dropped GPT-2 folder draws causal maps with its tokens and generates', async () => {
+  await onPage(async (page, app) => {
+    await typeText(page, TEXT);
+    const folderDir = path.join(dir, 'tiny-gpt2');
+    await drop(page, folder('tiny-gpt2'));
+    await waitModel(page, 'own-');
+    let s = await seen(page);
+    assert.deepEqual(s.tokens, cliJson('attend', '--model', folderDir, '--text', TEXT).tokens.source);
+    assert.ok(s.tokens.some((t) => t.startsWith('Ġ')), `byte-level tokens: ${s.tokens}`);
+    assert.match(s.notice, /GPT-2 decoder, safetensors F32: 2 layers × 4 heads, hidden size 32/);
+    assert.equal(await page.locator('#generation').isVisible(), true, 'the generation panel is offered for GPT-2');
+
+    // Generate 3 tokens (greedy): the same ids as the CLI's, and the map covers them.
+    await page.locator('#generation .gen-n').fill('3');
+    await page.click('#generation .gen-go');
+    await page.waitForFunction(() => window.attnvizDebug.generation && window.attnvizDebug.generation.steps === 3 && !window.attnvizDebug.drawing, null, { timeout: 60_000 });
+    const g = await page.evaluate(() => window.attnvizDebug.generation);
+    const cli = cliJson('attend', '--model', folderDir, '--text', TEXT, '--generate', '3');
+    assert.deepEqual(g.rawTokens, cli.tokens.target);
+    assert.equal(g.promptLen, cli.generation.prompt_len);
+    assert.equal(g.sampling.method, 'greedy');
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
 test('the f16 and bf16 variants open from the multi-file picker', async () => {
   await onPage(async (page) => {
     await typeText(page, TEXT);
