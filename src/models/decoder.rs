@@ -22,31 +22,37 @@ pub(crate) struct LayerCache {
     pub v: Vec<f32>,
 }
 
+/// What generation needs to know about a causal language model besides its forward.
+pub(crate) struct DecoderSpec<'a> {
+    pub tokenizer: &'a TextTokenizer,
+    pub layers: usize,
+    /// Prompt and continuation together (at most [`MAX_POSITIONS`]).
+    pub max_positions: usize,
+    pub vocab_size: usize,
+    pub eos_token_ids: &'a [u32],
+    pub bos_token_id: Option<u32>,
+    /// Whether a BOS is put before the prompt when the tokenizer has not put one there.
+    pub add_bos: bool,
+}
+
 /// A causal language model, as generation sees it.
 pub(crate) trait CausalLm {
-    fn tokenizer(&self) -> &TextTokenizer;
-    fn num_layers(&self) -> usize;
-    /// Prompt and continuation together (at most [`MAX_POSITIONS`]).
-    fn max_positions(&self) -> usize;
-    fn vocab_size(&self) -> usize;
-    fn eos_token_ids(&self) -> &[u32];
-    fn bos_token_id(&self) -> Option<u32>;
-    /// Whether a BOS is put before the prompt when the tokenizer has not put one there.
-    fn add_bos(&self) -> bool;
+    fn spec(&self) -> DecoderSpec<'_>;
     /// Feeds `ids` at positions `start..` (the cache holds `start` earlier positions) and
     /// returns the next-token logits of the last one.                            # [vocab]
     fn step(&self, ids: &[u32], start: usize, cache: &mut [LayerCache], probe: &mut Probe) -> Result<Vec<f32>>;
 
     fn new_cache(&self) -> Vec<LayerCache> {
-        (0..self.num_layers()).map(|_| LayerCache::default()).collect()
+        (0..self.spec().layers).map(|_| LayerCache::default()).collect()
     }
 }
 
 /// Every attention map of one full run over `ids` (no cache, no generation): what a KV-cache
 /// generation's maps must equal.
 pub(crate) fn attend_ids(m: &impl CausalLm, ids: &[u32]) -> Result<Vec<AttentionBlock>> {
-    if ids.is_empty() || ids.len() > m.max_positions() {
-        return Err(Error::InvalidInput(format!("1 to {} token ids are needed, not {}", m.max_positions(), ids.len())));
+    let spec = m.spec();
+    if ids.is_empty() || ids.len() > spec.max_positions {
+        return Err(Error::InvalidInput(format!("1 to {} token ids are needed, not {}", spec.max_positions, ids.len())));
     }
     let mut probe = Probe::attention_maps();
     m.step(ids, 0, &mut m.new_cache(), &mut probe)?;
@@ -56,21 +62,22 @@ pub(crate) fn attend_ids(m: &impl CausalLm, ids: &[u32]) -> Result<Vec<Attention
 /// The maps of a random sequence of `n` ordinary tokens (fixed seed) followed by the same
 /// `n` again: what induction heads are found on.
 pub(crate) fn repeated_random_maps(m: &impl CausalLm, n: usize) -> Result<Vec<AttentionBlock>> {
-    let n = n.clamp(1, m.max_positions() / 2);
+    let spec = m.spec();
+    let n = n.clamp(1, spec.max_positions / 2);
     let mut rng = SplitMix(0x1d0c_710a);
     // Skip the first ids (control and byte tokens) and anything the model treats as special.
-    let low = (m.vocab_size() / 64).min(1000) as f64;
-    let span = m.vocab_size() as f64 - low;
+    let low = (spec.vocab_size / 64).min(1000) as f64;
+    let span = spec.vocab_size as f64 - low;
     let mut ids: Vec<u32> = Vec::with_capacity(2 * n);
     // A vocabulary with fewer ordinary tokens than `n` repeats what it has.
-    let distinct = (span as usize).saturating_sub(m.eos_token_ids().len() + 1).clamp(1, n);
+    let distinct = (span as usize).saturating_sub(spec.eos_token_ids.len() + 1).clamp(1, n);
     // Bounded: a vocabulary of special tokens alone ends the search instead of spinning.
     for _ in 0..1000 * distinct {
         if ids.len() == distinct {
             break;
         }
         let id = (low + rng.next_f64() * span) as u32;
-        if !m.eos_token_ids().contains(&id) && Some(id) != m.bos_token_id() && !ids.contains(&id) {
+        if !spec.eos_token_ids.contains(&id) && Some(id) != spec.bos_token_id && !ids.contains(&id) {
             ids.push(id);
         }
     }
@@ -117,19 +124,20 @@ fn choose(logits: &[f32], options: &GenerateOptions, rng: &mut SplitMix) -> u32 
 /// one query per generated token). A traced head (the step view) is recorded by one full
 /// run over the final sequence instead, so that its matrices cover every position at once.
 pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
-    let tokenizer = m.tokenizer();
+    let spec = m.spec();
+    let tokenizer = spec.tokenizer;
     let enc = tokenizer.encode(text)?;
     let mut ids = enc.ids.clone();
     let mut tokens = enc.tokens.clone();
     let mut word_ids = enc.word_ids.clone();
-    if let Some(bos) = m.bos_token_id().filter(|_| m.add_bos()) {
+    if let Some(bos) = spec.bos_token_id.filter(|_| spec.add_bos) {
         if ids.first() != Some(&bos) {
             ids.insert(0, bos);
             tokens.insert(0, tokenizer.id_to_token(bos));
             word_ids.insert(0, None);
         }
     }
-    let max = m.max_positions();
+    let max = spec.max_positions;
     // A long prompt is cut to leave room for the tokens asked for (at least one position
     // stays the prompt's), so Generate always continues.
     let room = max - options.max_new_tokens.min(max - 1);
@@ -158,7 +166,7 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
         steps.push(GenerationStep { position: ids.len() - 1, token: tokenizer.id_to_token(id), id, top: top(tokenizer, &logits) });
         ids.push(id);
         logits = m.step(&[id], ids.len() - 1, &mut cache, live)?;
-        if m.eos_token_ids().contains(&id) {
+        if spec.eos_token_ids.contains(&id) {
             stop_reason = Some(StopReason::Eos);
             break;
         }
@@ -171,7 +179,7 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
     }
     let generated: Vec<u32> = ids[prompt_len..].to_vec();
     let target_tokens: Vec<String> = generated.iter().map(|&id| tokenizer.id_to_token(id)).collect();
-    let target_word_ids = continue_word_ids(&word_ids, &tokens, &target_tokens, &generated, m.eos_token_ids());
+    let target_word_ids = continue_word_ids(&word_ids, &tokens, &target_tokens, &generated, spec.eos_token_ids);
     let output_text = if options.max_new_tokens > 0 { Some(tokenizer.decode(&generated)?) } else { None };
     Ok(ForwardOutput {
         source_tokens: tokens,

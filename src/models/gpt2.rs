@@ -8,9 +8,9 @@
 //! [`super::decoder`]. Each struct mirrors one PyTorch module (named like its weights) and has
 //! its own `forward`.
 
-use super::decoder::{self, CausalLm, LayerCache, MAX_POSITIONS};
+use super::decoder::{self, CausalLm, DecoderSpec, LayerCache, MAX_POSITIONS};
 use super::{value_output_norms, LayerNorm, Linear};
-use crate::attention::{AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, OutputTrace, Probe, Site};
+use crate::attention::{AttentionKind, BlockNorm, OutputTrace, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{gelu, gelu_tanh, multi_head_attention, Mask, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
@@ -303,48 +303,21 @@ impl Gpt2Model {
     pub fn attend_ids(&self, ids: &[u32]) -> Result<Vec<crate::attention::AttentionBlock>> {
         decoder::attend_ids(self, ids)
     }
-
-    /// The maps of a random sequence followed by the same again: what induction heads are
-    /// found on (see [`decoder::repeated_random_maps`]).
-    pub fn repeated_random_maps(&self, n: usize) -> Result<Vec<crate::attention::AttentionBlock>> {
-        decoder::repeated_random_maps(self, n)
-    }
-
-    /// The prompt, then up to `options.max_new_tokens` generated tokens through the KV cache
-    /// (see [`decoder::generate`]).
-    pub fn forward(&self, text: &str, options: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
-        decoder::generate(self, text, options, probe)
-    }
 }
 
 impl CausalLm for Gpt2Model {
-    fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
-    fn num_layers(&self) -> usize {
-        self.h.len()
-    }
-
-    fn max_positions(&self) -> usize {
-        self.config.max_positions()
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.config.vocab_size
-    }
-
-    fn eos_token_ids(&self) -> &[u32] {
-        &self.config.eos_token_ids
-    }
-
-    fn bos_token_id(&self) -> Option<u32> {
-        self.config.bos_token_id
-    }
-
-    /// GPT-2 is trained without a BOS before the text.
-    fn add_bos(&self) -> bool {
-        false
+    fn spec(&self) -> DecoderSpec<'_> {
+        let c = &self.config;
+        DecoderSpec {
+            tokenizer: &self.tokenizer,
+            layers: self.h.len(),
+            max_positions: c.max_positions(),
+            vocab_size: c.vocab_size,
+            eos_token_ids: &c.eos_token_ids,
+            bos_token_id: c.bos_token_id,
+            // GPT-2 is trained without a BOS before the text.
+            add_bos: false,
+        }
     }
 
     fn step(&self, ids: &[u32], start: usize, cache: &mut [LayerCache], probe: &mut Probe) -> Result<Vec<f32>> {

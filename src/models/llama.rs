@@ -7,8 +7,8 @@
 //! one module of Hugging Face's `LlamaForCausalLM` (named like its weights) and has its own
 //! `forward`.
 
-use super::decoder::{self, CausalLm, LayerCache};
-use crate::attention::{AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, OutputTrace, Probe, Site};
+use super::decoder::{self, CausalLm, DecoderSpec, LayerCache};
+use crate::attention::{AttentionKind, BlockNorm, OutputTrace, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{multi_head_attention, rms_norm, silu, Mask, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
@@ -483,47 +483,20 @@ impl LlamaModel {
     pub fn attend_ids(&self, ids: &[u32]) -> Result<Vec<crate::attention::AttentionBlock>> {
         decoder::attend_ids(self, ids)
     }
-
-    /// The maps of a random sequence followed by the same again: what induction heads are
-    /// found on (see [`decoder::repeated_random_maps`]).
-    pub fn repeated_random_maps(&self, n: usize) -> Result<Vec<crate::attention::AttentionBlock>> {
-        decoder::repeated_random_maps(self, n)
-    }
-
-    /// The prompt, then up to `options.max_new_tokens` generated tokens through the KV cache
-    /// (see [`decoder::generate`]).
-    pub fn forward(&self, text: &str, options: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
-        decoder::generate(self, text, options, probe)
-    }
 }
 
 impl CausalLm for LlamaModel {
-    fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
-    fn num_layers(&self) -> usize {
-        self.layers.len()
-    }
-
-    fn max_positions(&self) -> usize {
-        self.config.max_positions()
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.config.vocab_size
-    }
-
-    fn eos_token_ids(&self) -> &[u32] {
-        &self.config.eos_token_ids
-    }
-
-    fn bos_token_id(&self) -> Option<u32> {
-        self.config.bos_token_id
-    }
-
-    fn add_bos(&self) -> bool {
-        self.config.add_bos
+    fn spec(&self) -> DecoderSpec<'_> {
+        let c = &self.config;
+        DecoderSpec {
+            tokenizer: &self.tokenizer,
+            layers: self.layers.len(),
+            max_positions: c.max_positions(),
+            vocab_size: c.vocab_size,
+            eos_token_ids: &c.eos_token_ids,
+            bos_token_id: c.bos_token_id,
+            add_bos: c.add_bos,
+        }
     }
 
     fn step(&self, ids: &[u32], start: usize, cache: &mut [LayerCache], probe: &mut Probe) -> Result<Vec<f32>> {

@@ -388,8 +388,8 @@ impl Model {
         match &self.family {
             Family::Bert(m) => m.forward(text, probe),
             Family::Marian(m) => m.forward(text, probe),
-            Family::Llama(m) => m.forward(text, generate, probe),
-            Family::Gpt2(m) => m.forward(text, generate, probe),
+            Family::Llama(m) => decoder::generate(m, text, generate, probe),
+            Family::Gpt2(m) => decoder::generate(m, text, generate, probe),
         }
     }
 
@@ -419,8 +419,8 @@ impl Model {
         let a = self.attend_generating(text, generate)?;
         let special = self.info().special_tokens;
         let induction = match &self.family {
-            Family::Llama(l) => Some(l.repeated_random_maps(INDUCTION_TOKENS)?),
-            Family::Gpt2(g) => Some(g.repeated_random_maps(INDUCTION_TOKENS)?),
+            Family::Llama(l) => Some(decoder::repeated_random_maps(l, INDUCTION_TOKENS)?),
+            Family::Gpt2(g) => Some(decoder::repeated_random_maps(g, INDUCTION_TOKENS)?),
             _ => None,
         };
         let mut scores = Vec::new();
