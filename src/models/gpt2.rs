@@ -10,7 +10,7 @@
 
 use super::decoder::{self, CausalLm, DecoderSpec, LayerCache, MAX_POSITIONS};
 use super::{value_output_norms, LayerNorm, Linear};
-use crate::attention::{AttentionKind, BlockNorm, OutputTrace, Probe, Site};
+use crate::attention::{AttentionKind, BlockNorm, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{gelu, gelu_tanh, multi_head_attention, Mask, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
@@ -222,23 +222,12 @@ impl Gpt2Block {
         self.ln_1.apply(&mut h);
         let context = self.attn.forward(&h, start, cache, probe); // [T, d]
         let projected = self.attn.c_proj.forward(&context); // [T, d]
-        let mut residual = projected.clone();
-        residual.add_assign(x);
-        let mut normed = residual.clone(); // the MLP's input
-        self.ln_2.apply(&mut normed);
-        probe.record_block(site, || OutputTrace {
-            d_model: x.cols(),
-            query_len: x.rows(),
-            norm: BlockNorm::PreLayerNorm,
-            concat: context.as_slice().to_vec(),
-            projected: projected.into_vec(),
-            input: x.as_slice().to_vec(),
-            residual: residual.as_slice().to_vec(),
-            normed: normed.as_slice().to_vec(),
-        });
-        let mut out = self.mlp.forward(&normed);
-        out.add_assign(&residual);
-        out
+        let ln_2 = |r: &Mat| {
+            let mut normed = r.clone();
+            self.ln_2.apply(&mut normed);
+            normed
+        };
+        super::pre_norm_rest(x, &context, projected, BlockNorm::PreLayerNorm, ln_2, |h| self.mlp.forward(h), site, probe)
     }
 }
 

@@ -8,7 +8,7 @@
 //! `forward`.
 
 use super::decoder::{self, CausalLm, DecoderSpec, LayerCache};
-use crate::attention::{AttentionKind, BlockNorm, OutputTrace, Probe, Site};
+use crate::attention::{AttentionKind, BlockNorm, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{multi_head_attention, rms_norm, silu, Mask, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
@@ -399,22 +399,7 @@ impl LlamaDecoderLayer {
         let site = self.self_attn.site;
         let context = self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
         let projected = self.self_attn.o_proj.linear(&context, None); // [T, d]
-        let mut residual = projected.clone();
-        residual.add_assign(x);
-        let normed = self.post_attention_layernorm.forward(&residual); // the FFN's input
-        probe.record_block(site, || OutputTrace {
-            d_model: x.cols(),
-            query_len: x.rows(),
-            norm: BlockNorm::PreRmsNorm,
-            concat: context.as_slice().to_vec(),
-            projected: projected.into_vec(),
-            input: x.as_slice().to_vec(),
-            residual: residual.as_slice().to_vec(),
-            normed: normed.as_slice().to_vec(),
-        });
-        let mut out = self.mlp.forward(&normed);
-        out.add_assign(&residual);
-        out
+        super::pre_norm_rest(x, &context, projected, BlockNorm::PreRmsNorm, |r| self.post_attention_layernorm.forward(r), |h| self.mlp.forward(h), site, probe)
     }
 }
 

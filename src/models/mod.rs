@@ -84,6 +84,29 @@ pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, sit
     h
 }
 
+/// The rest of a pre-norm decoder block once its heads have run (Llama, GPT-2): residual =
+/// x + projected (`projected` = context · Wᴼᵀ (+ bᴼ)), normed = `norm`(residual), the
+/// feed-forward's input, kept for the step view as `kind` says, then residual + `ffn`(normed).
+#[allow(clippy::too_many_arguments)] // the block's pieces, each named at the two call sites
+pub(crate) fn pre_norm_rest(x: &Mat, context: &Mat, projected: Mat, kind: BlockNorm, norm: impl Fn(&Mat) -> Mat, ffn: impl Fn(&Mat) -> Mat, site: Site, probe: &mut Probe) -> Mat {
+    let mut residual = projected.clone();
+    residual.add_assign(x);
+    let normed = norm(&residual); // [T, d]
+    probe.record_block(site, || OutputTrace {
+        d_model: x.cols(),
+        query_len: x.rows(),
+        norm: kind,
+        concat: context.as_slice().to_vec(),
+        projected: projected.into_vec(),
+        input: x.as_slice().to_vec(),
+        residual: residual.as_slice().to_vec(),
+        normed: normed.as_slice().to_vec(),
+    });
+    let mut out = ffn(&normed);
+    out.add_assign(&residual);
+    out
+}
+
 /// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias
 /// included), `v` `# [Tk, heads·d_k]`, sent through the head's columns of the output projection
 /// `wo` `# [d, heads·d_k]`: ‖v_h(x_j) · W_O[:, h]ᵀ‖ (Kobayashi et al., EMNLP 2020). The output
