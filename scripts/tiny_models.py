@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight models in Hugging Face layout, for the tests of "Open your model".
 
-    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-gpt2
+    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert{,-f16,-bf16}, tiny-gpt2{,-f16,-bf16}
 
 Each folder is what a user drops on the page: config.json (model_type bert), model.safetensors
 and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, hidden 32: about
@@ -190,27 +190,33 @@ def gpt2_weights(vocab: int, seed: int = 2) -> dict[str, np.ndarray]:
     return w
 
 
-def write_gpt2(folder: str) -> str:
+def write_gpt2(folder: str, dtype=np.float32) -> str:
+    """dtype: np.float32, np.float16 or BF16."""
     os.makedirs(folder, exist_ok=True)
     tok = gpt2_tokenizer()
     vocab = tok.get_vocab_size()
     assert tok.token_to_id(EOT) == 0
-    write_safetensors(os.path.join(folder, "model.safetensors"), gpt2_weights(vocab))
+    w = gpt2_weights(vocab)
+    if dtype == np.float16:
+        w = {k: v.astype(dtype) for k, v in w.items()}
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, BF16 if dtype == BF16 else None)
+    torch_dtype = {BF16: "bfloat16", np.float16: "float16"}.get(dtype, "float32")
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump({**GPT2_CONFIG, "vocab_size": vocab, "torch_dtype": "float32"}, f, indent=2)
+        json.dump({**GPT2_CONFIG, "vocab_size": vocab, "torch_dtype": torch_dtype}, f, indent=2)
     tok.save(os.path.join(folder, "tokenizer.json"))
     return folder
 
 
 def write_all(out: str) -> list[str]:
-    """[tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-gpt2]"""
+    """[tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-gpt2, tiny-gpt2-f16, tiny-gpt2-bf16]"""
     return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16),
-            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16), write_gpt2(os.path.join(out, "tiny-gpt2"))]
+            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16), write_gpt2(os.path.join(out, "tiny-gpt2")),
+            write_gpt2(os.path.join(out, "tiny-gpt2-f16"), np.float16), write_gpt2(os.path.join(out, "tiny-gpt2-bf16"), BF16)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="folder to write tiny-bert/, tiny-bert-f16/, tiny-bert-bf16/ and tiny-gpt2/ into")
+    ap.add_argument("--out", required=True, help="folder to write tiny-bert{,-f16,-bf16}/ and tiny-gpt2{,-f16,-bf16}/ into")
     for folder in write_all(ap.parse_args(argv).out):
         print(folder)
     return 0

@@ -59,7 +59,7 @@ def test_half_precision_is_the_rounded_f32(folders, variant):
 
 # ----------------------------------------------------------------------------- GPT-2
 
-GPT2 = 3  # index of tiny-gpt2 in tiny_models.write_all's list
+GPT2 = 3  # index of tiny-gpt2 in tiny_models.write_all's list (then its f16 and bf16 copies)
 GPT2_TEXTS = ["The cat sat on the mat.", "Once upon a time, there was a cat", "Hello 1 2 3 — café ☕"]
 HIDDEN_TOL = 1e-4   # hidden states (the residual stream, O(1) values), max abs
 PROB_TOL = 1e-4     # next-token probabilities, abs
@@ -90,10 +90,11 @@ def rust_step(folder: str, text: str, layer: int, head: int = 0) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.parametrize("variant", [0, 1, 2], ids=["f32", "f16", "bf16"])
 @pytest.mark.parametrize("generate", [0, 4], ids=["prompt", "generate4"])
 @pytest.mark.parametrize("text", GPT2_TEXTS)
-def test_tiny_gpt2_matches_reference(folders, text, generate):
-    folder = folders[GPT2]
+def test_tiny_gpt2_matches_reference(folders, text, generate, variant):
+    folder = folders[GPT2 + variant]
     extra = ["--generate", str(generate)] if generate else []
     rust = rust_attend(folder, text, *extra, "--measure", "value-norm")
     ref = reference_gpt2.attend(folder, text, generate, values=True, raw=True)
