@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { hoverStepPanel, openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { cliJson, watchLongTasks } from './cli-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -129,15 +129,7 @@ test('a dropped GPT-2 folder draws causal maps with its tokens and generates', a
     // residual stream, the feed-forward's input.
     await page.click('#tab-view-step');
     await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels() && !window.attnvizDebug.drawing, null, { timeout: 60_000 });
-    const panel = (await page.evaluate(() => window.attnvizDebug.stepPanels())).find((p) => p.id === 'normed');
-    assert.ok(panel, 'the step view shows the block’s norm');
-    await page.evaluate((y) => {
-      document.getElementById('canvas-wrap').scrollTop = Math.max(0, y - 150);
-      const top = document.querySelector('canvas#view').getBoundingClientRect().top + y;
-      window.scrollBy(0, top - 300);
-    }, panel.y);
-    const cbox = await page.locator('canvas#view').boundingBox();
-    await page.mouse.move(cbox.x + panel.x + 2.5 * panel.cw, cbox.y + panel.y + 1.5 * panel.ch);
+    await hoverStepPanel(page, 'normed');
     await page.waitForFunction(() => /^LayerNorm \(the feed-forward’s input\): row 2/.test(document.getElementById('side-hint').textContent));
     assert.deepEqual(app.pageErrors, []);
   });
