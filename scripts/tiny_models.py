@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight models in Hugging Face layout, for the tests of "Open your model".
 
-    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-marian
+    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert{,-f16,-bf16}, tiny-gpt2{,-f16,-bf16}, tiny-marian
 
 Each folder is what a user drops on the page: config.json (model_type bert), model.safetensors
 and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, hidden 32: about
@@ -10,6 +10,10 @@ and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, h
 like) tokenizer.json whose ids play vocab.json's part: `</s>` 0, `<unk>` 1, `<pad>` last. All are built in well under a second with numpy and tokenizers alone (no torch, no hub). The
 weights are seeded, so a run writes the same bytes every time. safetensors is written by hand:
 an 8-byte little-endian header length, a JSON header, the raw little-endian data.
+
+tiny-gpt2 is a GPT2LMHeadModel folder (model_type gpt2): `transformer.`-prefixed names, Conv1D
+weights stored [in, out], the causal-mask buffers `h.N.attn.bias` real checkpoints carry, no
+lm_head (tied to wte), and a byte-level BPE tokenizer.json trained here on a few sentences.
 """
 from __future__ import annotations
 
@@ -196,14 +200,100 @@ def write_marian(folder: str) -> str:
     return folder
 
 
+GPT2_CORPUS = [
+    "The cat sat on the mat. The dog ran and it was tired.",
+    "The animal didn't cross the street because it was tired!",
+    "Once upon a time, there was a little cat who liked the mat.",
+    "Hello world, hello attention: 1 2 3 4 5 6 7 8 9 10.",
+]
+EOT = "<|endoftext|>"
+
+GPT2_CONFIG = {
+    "model_type": "gpt2",
+    "architectures": ["GPT2LMHeadModel"],
+    "vocab_size": 0,  # set from the tokenizer
+    "n_positions": 64,
+    "n_ctx": 64,
+    "n_embd": 32,
+    "n_layer": 2,
+    "n_head": 4,
+    "n_inner": None,
+    "activation_function": "gelu_new",
+    "layer_norm_epsilon": 1e-5,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "tie_word_embeddings": True,
+}
+
+
+def gpt2_tokenizer() -> Tokenizer:
+    """Byte-level BPE as GPT-2's: every byte is a token, merges learnt from GPT2_CORPUS,
+    <|endoftext|> is id 0. Deterministic (the trainer breaks ties by order)."""
+    from tokenizers import trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator(GPT2_CORPUS, trainer=trainer)
+    return tok
+
+
+def gpt2_weights(vocab: int, seed: int = 2) -> dict[str, np.ndarray]:
+    """GPT2LMHeadModel's tensors, HF names (`transformer.` prefix), Conv1D weights [in, out]."""
+    rng = np.random.default_rng(seed)
+    c = GPT2_CONFIG
+    d, ffn, t = c["n_embd"], 4 * c["n_embd"], c["n_positions"]
+    r = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
+    ln = lambda: (1.0 + r(d) * 0.5, r(d))  # noqa: E731
+    p = "transformer."
+    w = {p + "wte.weight": r(vocab, d) * 2.0, p + "wpe.weight": r(t, d)}
+    for i in range(c["n_layer"]):
+        h = f"{p}h.{i}."
+        w[h + "ln_1.weight"], w[h + "ln_1.bias"] = ln()
+        w[h + "ln_2.weight"], w[h + "ln_2.bias"] = ln()
+        # Queries and keys larger than the rest: the maps are peaked, not uniform.
+        qkv = r(d, 3 * d)
+        qkv[:, :2 * d] *= 2.0
+        w[h + "attn.c_attn.weight"], w[h + "attn.c_attn.bias"] = qkv, r(3 * d)
+        w[h + "attn.c_proj.weight"], w[h + "attn.c_proj.bias"] = r(d, d), r(d)
+        w[h + "mlp.c_fc.weight"], w[h + "mlp.c_fc.bias"] = r(d, ffn), r(ffn)
+        w[h + "mlp.c_proj.weight"], w[h + "mlp.c_proj.bias"] = r(ffn, d), r(d)
+        # The causal-mask buffer GPT-2 checkpoints carry (readers must ignore it).
+        w[h + "attn.bias"] = np.tril(np.ones((t, t), dtype=np.float32))[None, None]
+    w[p + "ln_f.weight"], w[p + "ln_f.bias"] = ln()
+    return w
+
+
+def write_gpt2(folder: str, dtype=np.float32) -> str:
+    """dtype: np.float32, np.float16 or BF16."""
+    os.makedirs(folder, exist_ok=True)
+    tok = gpt2_tokenizer()
+    vocab = tok.get_vocab_size()
+    assert tok.token_to_id(EOT) == 0
+    w = gpt2_weights(vocab)
+    if dtype == np.float16:
+        w = {k: v.astype(dtype) for k, v in w.items()}
+    write_safetensors(os.path.join(folder, "model.safetensors"), w, BF16 if dtype == BF16 else None)
+    torch_dtype = {BF16: "bfloat16", np.float16: "float16"}.get(dtype, "float32")
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump({**GPT2_CONFIG, "vocab_size": vocab, "torch_dtype": torch_dtype}, f, indent=2)
+    tok.save(os.path.join(folder, "tokenizer.json"))
+    return folder
+
+
 def write_all(out: str) -> list[str]:
+    """[tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-gpt2, tiny-gpt2-f16, tiny-gpt2-bf16, tiny-marian]"""
     return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16),
-            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16), write_marian(os.path.join(out, "tiny-marian"))]
+            write_bert(os.path.join(out, "tiny-bert-bf16"), BF16), write_gpt2(os.path.join(out, "tiny-gpt2")),
+            write_gpt2(os.path.join(out, "tiny-gpt2-f16"), np.float16), write_gpt2(os.path.join(out, "tiny-gpt2-bf16"), BF16),
+            write_marian(os.path.join(out, "tiny-marian"))]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="folder to write tiny-bert/, tiny-bert-f16/, tiny-bert-bf16/ and tiny-marian/ into")
+    ap.add_argument("--out", required=True, help="folder to write tiny-bert{,-f16,-bf16}/, tiny-gpt2{,-f16,-bf16}/ and tiny-marian/ into")
     for folder in write_all(ap.parse_args(argv).out):
         print(folder)
     return 0

@@ -237,6 +237,8 @@ pub enum BlockNorm {
     PostLayerNorm,
     /// x + attention is the block's output; RMSNorm of it is the feed-forward's input (Llama).
     PreRmsNorm,
+    /// x + attention is the block's output; LayerNorm of it is the feed-forward's input (GPT-2).
+    PreLayerNorm,
 }
 
 /// The end of a post-norm attention block (BERT, Marian): every head's output concatenated,

@@ -125,7 +125,7 @@ pub struct StepResult<'a, F> {
     pub d_model: usize,
     /// `post_layer_norm`: `normed` = LayerNorm(residual) is the block's output (BERT, Marian);
     /// `pre_rms_norm`: `residual` is the block's output and `normed` = RMSNorm(residual) the
-    /// feed-forward's input (Llama).
+    /// feed-forward's input (Llama); `pre_layer_norm`: the same with LayerNorm (GPT-2).
     pub block_norm: BlockNorm,
     /// `# [query_len, d_model]` every head's output side by side: head h is columns h·d_k…
     pub concat: F,

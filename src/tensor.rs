@@ -484,6 +484,13 @@ pub fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
+/// GELU's tanh approximation, `x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))` (GPT-2's
+/// "gelu_new", PyTorch's `gelu(approximate="tanh")`).
+pub fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x)).tanh())
+}
+
 pub fn relu(x: f32) -> f32 {
     x.max(0.0)
 }
@@ -1111,6 +1118,13 @@ mod tests {
         assert_eq!(row[2], 0.0);
         assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
         assert!(row[1] > row[0] && row[0] > row[3]);
+    }
+
+    #[test]
+    fn gelu_tanh_is_gpt2s_gelu_new() {
+        // 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))) computed in f64.
+        assert!((gelu_tanh(1.0) - 0.841_191_97).abs() < 1e-6);
+        assert!((gelu_tanh(-0.5) - (-0.154_286)).abs() < 1e-6);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! header, the GGUF metadata and tensor table): no weight is decoded, so the page can say what
 //! it found, and refuse what will not load or not fit, before it reads gigabytes.
 
+use super::gpt2::Gpt2Config;
 use super::llama::LlamaConfig;
 use super::marian::MarianConfig;
 use super::{bert::BertConfig, check_attention_budget, Manifest};
@@ -17,7 +18,7 @@ pub const MAX_SAFETENSORS_HEADER: u64 = 100_000_000;
 pub const GGUF_HEAD_BYTES: u64 = 32 << 20;
 
 /// `model_type`s of config.json that load (the `architecture` a manifest gets from them).
-pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "llama", "marian"];
+pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "llama", "marian", "gpt2"];
 
 /// What an opus-mt folder must hold: Hugging Face ships its tokenizer as source.spm,
 /// target.spm and vocab.json, which the page cannot read.
@@ -34,7 +35,7 @@ pub struct FileHead<'a> {
 /// What [`inspect`] found, for the page to show before loading.
 #[derive(Clone, Debug, Serialize)]
 pub struct Inspection {
-    /// bert | llama | marian
+    /// bert | llama | marian | gpt2
     pub architecture: String,
     /// e.g. `safetensors F32`, `GGUF Q4_1 + Q8_0`
     pub format: String,
@@ -104,6 +105,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
                 decoder = Some((m.dec_depth, per_layer.saturating_mul(m.dec_depth as u64)));
                 Sizes { layers: m.enc_depth, heads: m.heads, kv_heads: m.heads, hidden: m.dim_emb, max_positions: m.max_source }
             }
+            "gpt2" => Sizes::gpt2(&Gpt2Config::from_json(config)?),
             _ => Sizes::llama(&LlamaConfig::from_hf_json(config)?),
         };
         let h = safetensors_header(st)?;
@@ -164,6 +166,10 @@ impl Sizes {
         Ok(Sizes { layers, heads, kv_heads: heads, hidden: c.hidden_size, max_positions: t })
     }
 
+    fn gpt2(c: &Gpt2Config) -> Sizes {
+        Sizes { layers: c.n_layer, heads: c.n_head, kv_heads: c.n_head, hidden: c.n_embd, max_positions: c.max_positions() }
+    }
+
     fn llama(c: &LlamaConfig) -> Sizes {
         Sizes { layers: c.num_hidden_layers, heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, hidden: c.hidden_size, max_positions: c.max_positions() }
     }
@@ -210,8 +216,10 @@ fn safetensors_header(f: &FileHead) -> Result<SafetensorsHeader> {
         let numel = shape.iter().try_fold(1u64, |a, d| d.as_u64().and_then(|d| a.checked_mul(d))).ok_or_else(|| bad(format!("tensor `{name}` has a bad shape")))?;
         let end = t.get("data_offsets").and_then(|o| o.get(1)).and_then(|e| e.as_u64()).ok_or_else(|| bad(format!("tensor `{name}` has no data_offsets")))?;
         data_end = data_end.max(end);
-        // Integer tensors (BERT's position_ids) are buffers, not weights: the loader skips them.
-        if matches!(dtype, "F32" | "F16" | "BF16") {
+        // Integer tensors (BERT's position_ids) are buffers, not weights: the loader skips them;
+        // so are GPT-2's causal-mask buffers (`h.N.attn.bias`, `attn.masked_bias`), float or not.
+        let buffer = name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
+        if matches!(dtype, "F32" | "F16" | "BF16") && !buffer {
             parameters = parameters.saturating_add(numel);
             if !dtypes.iter().any(|d| d == dtype) {
                 dtypes.push(dtype.to_string());
@@ -262,8 +270,18 @@ mod tests {
         let w = st(r#"{"a":{"dtype":"F32","shape":[10,4],"data_offsets":[0,160]}}"#, 100);
         let e = run(CONFIG, &w, w.len() as u64).unwrap_err().to_string();
         assert!(e.contains("cut short"), "{e}");
-        let e = run(&CONFIG.replace("bert", "gpt2"), &w, w.len() as u64).unwrap_err().to_string();
-        assert!(e.contains("`gpt2`") && e.contains("bert, llama, marian"), "{e}");
+        let e = run(&CONFIG.replace("bert", "t5"), &w, w.len() as u64).unwrap_err().to_string();
+        assert!(e.contains("`t5`") && e.contains("bert, llama, marian, gpt2"), "{e}");
         assert!(run(CONFIG, b"\xff\xff\xff\xff\xff\xff\xff\xff", 8).is_err());
+    }
+
+    #[test]
+    fn reads_a_gpt2_config_and_skips_its_mask_buffers() {
+        let cfg = r#"{"model_type":"gpt2","vocab_size":10,"n_embd":4,"n_layer":3,"n_head":2,"n_positions":32}"#;
+        let w = st(r#"{"wte.weight":{"dtype":"F32","shape":[10,4],"data_offsets":[0,160]},"h.0.attn.bias":{"dtype":"F32","shape":[1,1,2,2],"data_offsets":[160,176]}}"#, 176);
+        let i = run(cfg, &w, w.len() as u64).unwrap();
+        assert_eq!((i.architecture.as_str(), i.layers, i.heads, i.kv_heads, i.hidden_size, i.max_positions, i.parameters), ("gpt2", 3, 2, 2, 4, 32, 40));
+        let e = run(&cfg.replace(r#""n_head":2"#, r#""n_head":3"#), &w, w.len() as u64).unwrap_err().to_string();
+        assert!(e.contains("n_embd 4 is not a multiple of n_head 3"), "{e}");
     }
 }

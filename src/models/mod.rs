@@ -2,6 +2,8 @@
 //! files themselves. Shared building blocks (`Linear`, `LayerNorm`) live here.
 
 pub mod bert;
+pub mod decoder;
+pub mod gpt2;
 pub mod inspect;
 pub mod llama;
 pub mod marian;
@@ -82,6 +84,29 @@ pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, sit
     h
 }
 
+/// The rest of a pre-norm decoder block once its heads have run (Llama, GPT-2): residual =
+/// x + projected (`projected` = context · Wᴼᵀ (+ bᴼ)), normed = `norm`(residual), the
+/// feed-forward's input, kept for the step view as `kind` says, then residual + `ffn`(normed).
+#[allow(clippy::too_many_arguments)] // the block's pieces, each named at the two call sites
+pub(crate) fn pre_norm_rest(x: &Mat, context: &Mat, projected: Mat, kind: BlockNorm, norm: impl Fn(&Mat) -> Mat, ffn: impl Fn(&Mat) -> Mat, site: Site, probe: &mut Probe) -> Mat {
+    let mut residual = projected.clone();
+    residual.add_assign(x);
+    let normed = norm(&residual); // [T, d]
+    probe.record_block(site, || OutputTrace {
+        d_model: x.cols(),
+        query_len: x.rows(),
+        norm: kind,
+        concat: context.as_slice().to_vec(),
+        projected: projected.into_vec(),
+        input: x.as_slice().to_vec(),
+        residual: residual.as_slice().to_vec(),
+        normed: normed.as_slice().to_vec(),
+    });
+    let mut out = ffn(&normed);
+    out.add_assign(&residual);
+    out
+}
+
 /// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias
 /// included), `v` `# [Tk, heads·d_k]`, sent through the head's columns of the output projection
 /// `wo` `# [d, heads·d_k]`: ‖v_h(x_j) · W_O[:, h]ᵀ‖ (Kobayashi et al., EMNLP 2020). The output
@@ -143,6 +168,7 @@ impl Manifest {
                 "bert" => "bert".to_string(),
                 "llama" => "llama".to_string(),
                 "marian" => "marian".to_string(),
+                "gpt2" => "gpt2".to_string(),
                 other => {
                     let supported = inspect::CONFIG_MODEL_TYPES.join(", ");
                     return Err(Error::UnsupportedArchitecture(format!("config.json has model_type `{other}` (supported model_types: {supported}; or one Llama .gguf file)")));
@@ -173,6 +199,8 @@ impl Manifest {
                 vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()]
             }
             "marian" if config_json.is_some() => return Err(invalid_model(inspect::MARIAN_HF_FILES)),
+            "gpt2" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
+            "gpt2" => return Err(invalid_model("a GPT-2 folder needs config.json, model.safetensors and tokenizer.json")),
             _ => {
                 let bin = names.iter().find(|n| n.ends_with(".bin") && n.starts_with("model")).cloned().unwrap_or_default();
                 if !has("tokenizer.json") {
@@ -236,12 +264,13 @@ pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize,
 pub const INDUCTION_TOKENS: usize = 20;
 
 /// Architectures this build runs.
-pub const SUPPORTED: &[&str] = &["bert", "marian", "llama"];
+pub const SUPPORTED: &[&str] = &["bert", "marian", "llama", "gpt2"];
 
 pub enum Family {
     Bert(bert::BertModel),
     Marian(marian::MarianModel),
     Llama(llama::LlamaModel),
+    Gpt2(gpt2::Gpt2Model),
 }
 
 pub struct Model {
@@ -249,7 +278,7 @@ pub struct Model {
     pub family: Family,
 }
 
-/// How a model tells positions apart: a fixed sinusoid (Marian) or a learned table (BERT).
+/// How a model tells positions apart: a fixed sinusoid (Marian) or a learned table (BERT, GPT-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PositionKind {
@@ -330,6 +359,12 @@ impl Model {
                 weights.set_file(weights_name);
                 Family::Bert(bert::BertModel::load(file("config.json")?, weights, file("tokenizer.json")?)?)
             }
+            "gpt2" => {
+                let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
+                let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
+                weights.set_file(weights_name);
+                Family::Gpt2(gpt2::Gpt2Model::load(file("config.json")?, weights, file("tokenizer.json")?)?)
+            }
             "marian" => {
                 if let Some(weights_name) = manifest.files.iter().find(|f| f.ends_with(".safetensors")) {
                     // A Hugging Face opus-mt folder.
@@ -388,7 +423,8 @@ impl Model {
         match &self.family {
             Family::Bert(m) => m.forward(text, probe),
             Family::Marian(m) => m.forward(text, probe),
-            Family::Llama(m) => m.forward(text, generate, probe),
+            Family::Llama(m) => decoder::generate(m, text, generate, probe),
+            Family::Gpt2(m) => decoder::generate(m, text, generate, probe),
         }
     }
 
@@ -418,7 +454,8 @@ impl Model {
         let a = self.attend_generating(text, generate)?;
         let special = self.info().special_tokens;
         let induction = match &self.family {
-            Family::Llama(l) => Some(l.repeated_random_maps(INDUCTION_TOKENS)?),
+            Family::Llama(l) => Some(decoder::repeated_random_maps(l, INDUCTION_TOKENS)?),
+            Family::Gpt2(g) => Some(decoder::repeated_random_maps(g, INDUCTION_TOKENS)?),
             _ => None,
         };
         let mut scores = Vec::new();
@@ -439,6 +476,7 @@ impl Model {
             Family::Bert(m) => m.tokenizer().encode(text),
             Family::Marian(m) => m.tokenizer().encode(text),
             Family::Llama(m) => m.tokenizer().encode(text),
+            Family::Gpt2(m) => m.tokenizer().encode(text),
         }
     }
 
@@ -470,6 +508,12 @@ impl Model {
                 generates = true;
                 let special: Vec<String> = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| l.tokenizer().id_to_token_opt(id)).collect();
                 (vec![(AttentionKind::DecoderSelf, c.num_hidden_layers)], c.num_attention_heads, c.head_dim(), c.max_positions(), special)
+            }
+            Family::Gpt2(g) => {
+                let c = &g.config;
+                generates = true;
+                let special: Vec<String> = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| g.tokenizer().id_to_token_opt(id)).collect();
+                (vec![(AttentionKind::DecoderSelf, c.n_layer)], c.n_head, c.head_dim(), c.max_positions(), special)
             }
         };
         ModelInfo {
@@ -504,6 +548,11 @@ impl Model {
             Family::Marian(m) => {
                 let dims = m.config.dim_emb;
                 PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: marian::position_table(n, dims, m.config.flavor) }
+            }
+            Family::Gpt2(g) => {
+                let dims = g.config.n_embd;
+                let data = g.position_table(n);
+                PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data }
             }
             Family::Llama(l) => PositionTable { kind: PositionKind::Rotary, positions: n, dims: l.config.head_dim(), data: l.rotary_table(n) },
         }

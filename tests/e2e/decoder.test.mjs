@@ -7,7 +7,7 @@
 // takes generate="4" and generate-step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { hoverStepPanel, openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
@@ -227,15 +227,7 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
       } else assert.ok(dist(c.masked, MASKED) >= 8, `mask panel (${c.i}, ${c.j}) on or below the diagonal is grey`);
     }
     // Llama's block: × Wᴼ without a bias, then RMSNorm of the residual stream (the feed-forward's input).
-    const panel = (await page.evaluate(() => window.attnvizDebug.stepPanels())).find((p) => p.id === 'normed');
-    // Scroll the map's box, then the window, until the panel is in view.
-    await page.evaluate((y) => {
-      document.getElementById('canvas-wrap').scrollTop = Math.max(0, y - 150);
-      const top = document.querySelector('canvas#view').getBoundingClientRect().top + y;
-      window.scrollBy(0, top - 300);
-    }, panel.y);
-    const cbox = await page.locator('canvas#view').boundingBox();
-    await page.mouse.move(cbox.x + panel.x + 2.5 * panel.cw, cbox.y + panel.y + 1.5 * panel.ch);
+    await hoverStepPanel(page, 'normed');
     await page.waitForFunction(() => /^RMSNorm \(the feed-forward’s input\): row 2/.test(document.getElementById('side-hint').textContent));
     const options = await page.locator('#query option').allTextContents();
     assert.equal(options.length, T);

@@ -261,3 +261,18 @@ export async function firstVisitBytes(browser, url) {
   const files = (await Promise.all(pending)).sort((a, b) => b[1] - a[1]);
   return { total: files.reduce((a, [, n]) => a + n, 0), files, app };
 }
+
+/** Moves the mouse over cell (row 1, column 2) of the step view's panel `id` (scrolling the
+ *  map's box, then the window, until it is in view) and returns the panel. */
+export async function hoverStepPanel(page, id) {
+  const panel = (await page.evaluate(() => window.attnvizDebug.stepPanels())).find((p) => p.id === id);
+  if (!panel) throw new Error(`the step view has no panel ${id}`);
+  await page.evaluate((y) => {
+    document.getElementById('canvas-wrap').scrollTop = Math.max(0, y - 150);
+    const top = document.querySelector('canvas#view').getBoundingClientRect().top + y;
+    window.scrollBy(0, top - 300);
+  }, panel.y);
+  const cbox = await page.locator('canvas#view').boundingBox();
+  await page.mouse.move(cbox.x + panel.x + 2.5 * panel.cw, cbox.y + panel.y + 1.5 * panel.ch);
+  return panel;
+}

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { hoverStepPanel, openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { cliJson, watchLongTasks } from './cli-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -132,6 +132,38 @@ test('a dropped opus-mt (Hugging Face Marian) folder translates and draws its th
   });
 });
 
+test('a dropped GPT-2 folder draws causal maps with its tokens and generates', async () => {
+  await onPage(async (page, app) => {
+    await typeText(page, TEXT);
+    const folderDir = path.join(dir, 'tiny-gpt2');
+    await drop(page, folder('tiny-gpt2'));
+    await waitModel(page, 'own-');
+    let s = await seen(page);
+    assert.deepEqual(s.tokens, cliJson('attend', '--model', folderDir, '--text', TEXT).tokens.source);
+    assert.ok(s.tokens.some((t) => t.startsWith('Ġ')), `byte-level tokens: ${s.tokens}`);
+    assert.match(s.notice, /GPT-2 decoder, safetensors F32: 2 layers × 4 heads, hidden size 32/);
+    assert.equal(await page.locator('#generation').isVisible(), true, 'the generation panel is offered for GPT-2');
+
+    // Generate 3 tokens (greedy): the same ids as the CLI's, and the map covers them.
+    await page.locator('#generation .gen-n').fill('3');
+    await page.click('#generation .gen-go');
+    await page.waitForFunction(() => window.attnvizDebug.generation && window.attnvizDebug.generation.steps === 3 && !window.attnvizDebug.drawing, null, { timeout: 60_000 });
+    const g = await page.evaluate(() => window.attnvizDebug.generation);
+    const cli = cliJson('attend', '--model', folderDir, '--text', TEXT, '--generate', '3');
+    assert.deepEqual(g.rawTokens, cli.tokens.target);
+    assert.equal(g.promptLen, cli.generation.prompt_len);
+    assert.equal(g.sampling.method, 'greedy');
+
+    // The step view: GPT-2's block is pre-norm with biases, × Wᴼ + bᴼ, then LayerNorm of the
+    // residual stream, the feed-forward's input.
+    await page.click('#tab-view-step');
+    await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels() && !window.attnvizDebug.drawing, null, { timeout: 60_000 });
+    await hoverStepPanel(page, 'normed');
+    await page.waitForFunction(() => /^LayerNorm \(the feed-forward’s input\): row 2/.test(document.getElementById('side-hint').textContent));
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
 test('the f16 and bf16 variants open from the multi-file picker', async () => {
   await onPage(async (page) => {
     await typeText(page, TEXT);
@@ -195,7 +227,7 @@ test('bad folders are refused with the reason; the page keeps its model', async 
       ['missing tokenizer.json', { 'config.json': good['config.json'], 'model.safetensors': good['model.safetensors'] }, /needs config\.json, model\.safetensors and tokenizer\.json/],
       ['an opus-mt folder as published (no tokenizer.json)', { 'config.json': marian['config.json'], 'model.safetensors': marian['model.safetensors'], 'source.spm': Buffer.from('spm'), 'vocab.json': Buffer.from('{}') }, /opus-mt ships source\.spm, target\.spm and vocab\.json instead of tokenizer\.json: make one with scripts\/opus_mt_tokenizer\.py/],
       ['truncated safetensors', { ...good, 'model.safetensors': good['model.safetensors'].subarray(0, 40_000) }, /model\.safetensors is cut short/],
-      ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"gpt2"')) }, /model_type `gpt2`.*supported model_types: bert, llama/],
+      ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"t5"')) }, /model_type `t5`.*supported model_types: bert, llama, marian, gpt2/],
       ['a 5 GB claim', { ...good, 'model.safetensors': header({ w: { dtype: 'F32', shape: [1342177280], data_offsets: [0, 5368709120] } }) }, /more than the 1 GiB memory budget/],
     ];
     for (const [what, files, message] of cases) {

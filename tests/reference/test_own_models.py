@@ -1,15 +1,19 @@
-"""A user's own BERT folder (Hugging Face layout, no manifest.json), f32, f16 and bf16: the Rust CLI
-against the numpy reference, ≤ 1e-4. The folders are written by scripts/tiny_models.py into a
-temporary folder for this run (nothing generated is kept in git)."""
+"""A user's own BERT folder (Hugging Face layout, no manifest.json), f32, f16 and bf16, and a GPT-2
+folder: the Rust CLI against the numpy references (reference.py, reference_gpt2.py), ≤ 1e-4. The
+folders are written by scripts/tiny_models.py into a temporary folder for this run (nothing
+generated is kept in git)."""
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from test_parity import ATTN_TOL, EMB_TOL, ROOT, _blocks, ref_attend, rust_attend
+import reference_gpt2
+from test_parity import ATTN_TOL, BIN, EMB_TOL, ROOT, _blocks, _need_binary, ref_attend, rust_attend
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import tiny_models  # noqa: E402
@@ -53,18 +57,107 @@ def test_half_precision_is_the_rounded_f32(folders, variant):
     assert 0 < float(np.abs(da - db).max()) < 0.1
 
 
+# ----------------------------------------------------------------------------- GPT-2
+
+GPT2 = 3  # index of tiny-gpt2 in tiny_models.write_all's list (then its f16 and bf16 copies)
+GPT2_TEXTS = ["The cat sat on the mat.", "Once upon a time, there was a cat", "Hello 1 2 3 — café ☕"]
+HIDDEN_TOL = 1e-4   # hidden states (the residual stream, O(1) values), max abs
+PROB_TOL = 1e-4     # next-token probabilities, abs
+
+
+def _decoder_maps(result: dict) -> dict[int, np.ndarray]:
+    out = {}
+    for b in result["attentions"]:
+        assert b["kind"] == "decoder_self", b["kind"]
+        out[b["layer"]] = np.asarray(b["data"], dtype=np.float64).reshape(b["shape"])
+    return out
+
+
+def _max_diff(got: dict, want: dict) -> float:
+    assert sorted(got) == sorted(want) == [0, 1]
+    worst = 0.0
+    for layer, w in want.items():
+        assert got[layer].shape == w.shape, f"layer {layer}: {got[layer].shape} != {w.shape}"
+        worst = max(worst, float(np.abs(got[layer] - w).max()))
+    return worst
+
+
+def rust_step(folder: str, text: str, layer: int, head: int = 0) -> dict:
+    _need_binary()
+    proc = subprocess.run([BIN, "step", "--model", folder, "--text", text, "--kind", "decoder_self", "--layer", str(layer), "--head", str(head)],
+                          cwd=ROOT, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("variant", [0, 1, 2], ids=["f32", "f16", "bf16"])
+@pytest.mark.parametrize("generate", [0, 4], ids=["prompt", "generate4"])
+@pytest.mark.parametrize("text", GPT2_TEXTS)
+def test_tiny_gpt2_matches_reference(folders, text, generate, variant):
+    folder = folders[GPT2 + variant]
+    extra = ["--generate", str(generate)] if generate else []
+    rust = rust_attend(folder, text, *extra, "--measure", "value-norm")
+    ref = reference_gpt2.attend(folder, text, generate, values=True, raw=True)
+    assert rust["tokens"] == ref["tokens"]
+    assert len(rust["tokens"]["source"]) > 3
+    assert rust["generation"]["token_ids"] == ref["generation"]["token_ids"]
+    got, want = _decoder_maps(rust), _decoder_maps(ref)
+    t = len(ref["generation"]["token_ids"])
+    for layer, w in want.items():
+        assert w.shape == (4, t, t)
+        assert float(w.max()) > 0.9  # peaked, not uniform: a forward that ignored the weights would not pass
+        assert np.all(got[layer][:, np.triu(np.ones((t, t), dtype=bool), k=1)] == 0.0), "a query sees the future"
+    err = _max_diff(got, want)
+    assert err <= ATTN_TOL, f"attention max |Δ| {err}"
+    norms = _max_diff({b["layer"]: np.asarray(b["data"]).reshape(b["shape"]) for b in rust["value_norms"]},
+                      {b["layer"]: np.asarray(b["data"]).reshape(b["shape"]) for b in ref["value_norms"]})
+    assert norms <= ATTN_TOL, f"value norms max |Δ| {norms}"
+    probs = ref["_raw"]["next"]
+    for g in rust["generation"]["next"]:
+        assert abs(g["p"] - float(probs[g["id"]])) <= PROB_TOL, g
+    assert [g["id"] for g in rust["generation"]["next"]][:1] == [int(np.argmax(probs))]
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_tiny_gpt2_hidden_states_match_reference(folders, layer):
+    """The step view's block internals are the residual stream: the block's input (the hidden
+    state after the previous layer, or the embeddings), x + attention, and ln_2 of it."""
+    folder, text = folders[GPT2], GPT2_TEXTS[1]
+    rust = rust_step(folder, text, layer, head=2)
+    r = reference_gpt2.load(folder).generate(text)
+    assert rust["block_norm"] == "pre_layer_norm"
+    t, d = len(r["ids"]), 32
+    for key in ("block_input", "residual", "normed"):
+        got = np.asarray(rust[key]).reshape(t, d)
+        err = float(np.abs(got - r[key][layer]).max())
+        assert err <= HIDDEN_TOL, f"layer {layer} {key}: max |Δ| {err}"
+
+
+def test_tiny_gpt2_loads_without_the_transformer_prefix(folders, tmp_path):
+    """Names as GPT2Model saves them (no `transformer.`) give the same maps."""
+    import shutil
+    src = folders[GPT2]
+    dst = tmp_path / "gpt2-bare"
+    shutil.copytree(src, dst)
+    w = reference_gpt2.read_safetensors(os.path.join(src, "model.safetensors"), np.float32)
+    tiny_models.write_safetensors(str(dst / "model.safetensors"), {k.removeprefix("transformer."): v for k, v in w.items()})
+    a, b = rust_attend(src, GPT2_TEXTS[0]), rust_attend(str(dst), GPT2_TEXTS[0])
+    assert _max_diff(_decoder_maps(a), _decoder_maps(b)) == 0.0
+
+
 # ----------------------------------------------------------------------------- opus-mt (HF Marian)
 
 import reference_opus_mt  # noqa: E402
 
 MARIAN_TEXTS = TEXTS + ["o o o o o o o o", "a dog ran and the cat sat"]
 MARIAN_KINDS = ("encoder_self", "decoder_self", "cross")
+MARIAN = 6  # index of tiny-marian in tiny_models.write_all's list
 
 
 @pytest.mark.parametrize("text", MARIAN_TEXTS)
 def test_tiny_marian_matches_reference(folders, text):
     """All three attention kinds and the greedy ids of the opus-mt folder, CLI against numpy."""
-    folder = folders[3]
+    folder = folders[MARIAN]
     rust, ref = rust_attend(folder, text), reference_opus_mt.attend(folder, text)
     assert rust["tokens"] == ref["tokens"]
     assert rust["stop_reason"] == ref["stop_reason"] and rust["output_text"] == ref["output_text"]
@@ -87,8 +180,8 @@ def test_tiny_marian_matches_reference(folders, text):
 @pytest.mark.parametrize("text", MARIAN_TEXTS[:2])
 def test_tiny_marian_value_norms_match_reference(folders, text):
     """‖α f_h(x_j)‖ of the three kinds (the decoder's from a KV cache in Rust, from full passes here)."""
-    rust = rust_attend(folders[3], text, "--measure", "value-norm")
-    ref = reference_opus_mt.attend(folders[3], text, "value-norm")
+    rust = rust_attend(folders[MARIAN], text, "--measure", "value-norm")
+    ref = reference_opus_mt.attend(folders[MARIAN], text, "value-norm")
     got = {(b["kind"], b["layer"]): b for b in rust["value_norms"]}
     for b in ref["value_norms"]:
         g = got[(b["kind"], b["layer"])]
@@ -98,7 +191,7 @@ def test_tiny_marian_value_norms_match_reference(folders, text):
 
 
 def test_tiny_marian_covers_both_stop_reasons(folders):
-    reasons = {rust_attend(folders[3], t)["stop_reason"] for t in MARIAN_TEXTS}
+    reasons = {rust_attend(folders[MARIAN], t)["stop_reason"] for t in MARIAN_TEXTS}
     assert reasons == {"eos", "max_length"}
 
 

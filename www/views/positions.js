@@ -68,7 +68,7 @@ export function paperNote(t) {
     );
   }
   return (
-    'BERT does not compute its positions: row p of its learned position_embeddings table, trained with the rest of the model, is added to the token at position p. ' +
+    'This model does not compute its positions: row p of its learned position table (BERT’s position_embeddings, GPT-2’s wpe), trained with the rest of the model, is added to the token at position p. ' +
     'The paper’s fixed sinusoid, PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(…), is not used.'
   );
 }

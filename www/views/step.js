@@ -114,18 +114,20 @@ function* matricesSteps(s) {
   ];
   // Where the heads meet: all heads' outputs side by side, ×Wᴼ (+ bᴼ), + x, then the norm —
   // after the residual add (post-norm: BERT, the translator; the block's output) or, in Llama
-  // (pre-norm, no bias), RMSNorm of the residual stream: the feed-forward's input.
+  // (pre-norm, no bias) and GPT-2 (pre-norm, with bias), RMSNorm or LayerNorm of the residual
+  // stream: the feed-forward's input.
   const D = s.d_model;
   if (D && s.concat) {
     const wide = (id, title, note, data) => ({ ...m(id, title, note, data, tq, 'q', D, 'dim', 'signed'), wide: true });
     const rms = s.block_norm === 'pre_rms_norm';
+    const pre = rms || s.block_norm === 'pre_layer_norm';
     const proj = rms ? '× Wᴼ' : '× Wᴼ + bᴼ';
     list.push(
       { ...wide('concat', 'Concat(heads)', `${D / dk} heads side by side; this one outlined`, s.concat), band: [s.head * dk, dk] },
       wide('projected', proj, 'output projection', s.projected),
       wide('block_input', 'x', 'the block’s input (residual stream)', s.block_input),
-      wide('residual', `x + (${proj})`, rms ? 'residual add: the attention block’s output' : 'residual add', s.residual),
-      wide('normed', rms ? 'RMSNorm' : 'LayerNorm', rms ? 'the feed-forward’s input' : 'the block’s output', s.normed),
+      wide('residual', `x + (${proj})`, pre ? 'residual add: the attention block’s output' : 'residual add', s.residual),
+      wide('normed', rms ? 'RMSNorm' : 'LayerNorm', pre ? 'the feed-forward’s input' : 'the block’s output', s.normed),
     );
   }
   for (const mat of list) {
