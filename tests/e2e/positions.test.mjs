@@ -54,7 +54,7 @@ function assertMatches(text, want, at) {
 
 for (const [dir, id, kind, note, what] of [
   ['en-pt', 'en-pt-tiny', 'sinusoidal', 'the paper interleaves them', 'sinusoidal position vectors'],
-  ['minilm', 'minilm-l6', 'learned', 'learned position_embeddings', 'learned position vectors'],
+  ['minilm', 'minilm-l6', 'learned', 'learned position table', 'learned position vectors'],
   ['smollm2', 'smollm2-135m', 'rotary', 'rotate each pair of query and key dimensions', 'rotary angles'],
 ]) {
   test(`positions view (${kind}): draws, reads out the CLI's numbers, exports the charts`, async () => {
