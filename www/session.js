@@ -9,6 +9,7 @@
 import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
 import { Channel, init, loadModel, openModel, removeModel } from './worker-client.js';
 import { describeReport } from './own-model.js';
+import { modelFiles, modelKey } from './weights.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
 import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
@@ -26,16 +27,6 @@ const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 
 
 /** Bytes as the picker and the status line say them. */
 const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
-
-/**
- * The files a model loads with the chosen weights (state.weights): its int8 set by default where
- * the manifest has one (MiniLM: a quarter of the f32 download), else, and for 'exact', its own
- * `files`. The worker resolves a model key (modelKey) with the same rule.
- */
-const modelFiles = (m, weights) => (weights !== 'exact' && m.variants && m.variants.int8) || m.files;
-
-/** The worker's name for a model with its weights: `id`, or `id@exact` for the f32 file of a model that has an int8 one. */
-const modelKey = (m, weights) => (weights === 'exact' && m.variants && m.variants.int8 ? `${m.id}@exact` : m.id);
 
 /** Which weights are loaded, for the status line; null for a model with one set of weights. */
 const weightsLabel = (m, weights) => (m.variants && m.variants.int8 ? (weights === 'exact' ? 'exact f32 weights' : 'int8 weights') : null);

@@ -36,6 +36,7 @@
 // module map never drops: a crash costs that memory until the page is reloaded.)
 
 import { readHeads } from './own-model.js';
+import { modelFiles } from './weights.js';
 
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
@@ -292,8 +293,8 @@ function ensureModel(id, reqId) {
       const [name, weights] = String(id).split('@');
       const listed = index.find((m) => m.id === name || m.dir === name);
       if (!listed || (weights && weights !== 'exact')) throw new Error(`model "${id}" is not available (known: ${index.map((m) => m.id).join(', ')})`);
-      const int8 = weights !== 'exact' && listed.variants && listed.variants.int8;
-      const manifest = int8 ? { ...listed, files: int8 } : listed;
+      const fileSet = modelFiles(listed, weights);
+      const manifest = fileSet === listed.files ? listed : { ...listed, files: fileSet };
       const suffix = weights === 'exact' ? '@exact' : '';
       const key = `${manifest.id}${suffix}`;
       if (models.has(key)) return models.get(key);
