@@ -90,7 +90,7 @@ function main() {
   // the lines from the focused query, and the PCA behind them.
   debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
   // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
-  Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || (!!session.state.compare && !session.compareFresh()) });
+  Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || session.needsStepData() || (!!session.state.compare && !session.compareFresh()) });
   // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
   Object.defineProperty(debug, 'focus', { get: () => session.focus });
   // what inspectModel() found on the last model opened, with the worker's timings and memory

@@ -493,6 +493,11 @@ export class Session {
     this.emit('state');
   }
 
+  /** The view draws one head's step internals (step, qk) and they are not fetched yet. */
+  needsStepData() {
+    return viewFor(this.state.view).needsStep && !!this.result && !this.stepData();
+  }
+
   /** The value-weighted measure is chosen but the drawn result has no value norms yet. */
   needsNorms() {
     return this.state.measure === 'value-norm' && !!this.result && !this.result.value_norms;

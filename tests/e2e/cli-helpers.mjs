@@ -58,8 +58,11 @@ export function canvasDigest(page, selector) {
   }, selector);
 }
 
-/** Wait until the page's pred(arg) holds and it has nothing left to draw. */
+/**
+ * Wait until the page's pred(arg) holds and it has nothing left to compute or draw (a view's
+ * step data, value norms or a comparison still on their way count as not drawn).
+ */
 export async function waitDrawn(page, pred, arg) {
   await page.waitForFunction(pred, arg, { timeout: 60_000, polling: 100 });
-  await page.waitForFunction(() => !window.attnvizDebug.drawing, null, { timeout: 30_000 });
+  await page.waitForFunction(() => !window.attnvizDebug.computing && !window.attnvizDebug.drawing, null, { timeout: 30_000 });
 }
