@@ -18,7 +18,7 @@
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
 // after the first draw, `attention-error` (detail: { message }).
 // Methods: openModel(files, { name }) opens the reader's own model (a folder's Files, e.g. an
-// <input webkitdirectory>'s FileList, or one .gguf; read in the browser, kept in OPFS) and resolves
+// <input webkitdirectory>'s FileList, or one .gguf; read and kept in the browser) and resolves
 // to what was found, or rejects saying why not; removeModel(id) forgets one.
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }).

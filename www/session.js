@@ -169,7 +169,12 @@ export class Session {
     this.opened = opened.report; // what was found, with the worker's timings and memory
     this.emit('catalog');
     const shown = this.pickModel(opened.manifest.id);
-    const kept = opened.stored ? ' Kept in this browser for your next visit (never uploaded).' : ' It could not be kept in this browser’s storage: open it again next time.';
+    // Which storage holds it (OPFS or IndexedDB) is no concern of the reader's; whether it stays is.
+    const kept = opened.stored
+      ? ' Kept in this browser for your next visit (never uploaded).'
+      : opened.storage
+        ? ' It could not be kept in this browser’s storage: open it again next time.'
+        : ' This browser gives the page no storage to keep it in (a private window?): after a reload, open it again.';
     this.notice = `Opened “${name}”: ${describeReport(opened.report)}${kept}`;
     this.emit('status');
     await shown;

@@ -110,10 +110,11 @@ export function loadModel(id, onProgress) {
 }
 
 /**
- * A user's model files ([{ name, file }], own-model.js) → { manifest, report, info, stored }: the
- * worker inspects their headers (onInspected(report) then, before the weights are read), loads
- * them and keeps them in OPFS (stored: false when it could not; the same files opened again are
- * the copy already kept). Rejects with what is wrong or does not fit; nothing changes then. The
+ * A user's model files ([{ name, file }], own-model.js) → { manifest, report, info, stored, storage }:
+ * the worker inspects their headers (onInspected(report) then, before the weights are read), loads
+ * them and keeps them in this browser (model-store.js; stored: false when it could not, storage:
+ * false when the browser offers no storage at all; the same files opened again are the copy
+ * already kept). Rejects with what is wrong or does not fit; nothing changes then. The
  * catalogue that init() gave every session on the page gains the model.
  */
 export async function openModel(files, name, onInspected = () => {}) {
@@ -126,7 +127,7 @@ export async function openModel(files, name, onInspected = () => {}) {
   return m;
 }
 
-/** Forget a user's model: from the worker, OPFS and the catalogue. */
+/** Forget a user's model: from the worker, the browser's storage and the catalogue. */
 export async function removeModel(id) {
   const catalog = await init();
   await request({ type: 'remove', model: id });

@@ -16,11 +16,12 @@
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
 //   → { id, type: 'open', files: [{ name, file: File }], name }  ← { id, type: 'progress', inspected: report }
-//                                                       ← { id, type: 'opened', manifest, report, info, stored }
-//     (a user's model: its headers inspected, then loaded, then kept in OPFS; report: inspectModel()'s)
-//   → { id, type: 'remove', model }                    ← { id, type: 'removed' } (a user's model, from OPFS)
-// A user's models kept in OPFS (attnviz-models/<id>/: its files and manifest.json, written last)
-// join the index at init with `user: true`; their files are read from OPFS instead of fetched.
+//                                                       ← { id, type: 'opened', manifest, report, info, stored, storage }
+//     (a user's model: its headers inspected, then loaded, then kept; report: inspectModel()'s;
+//     storage: false where this browser keeps nothing for us, so stored is false too)
+//   → { id, type: 'remove', model }                    ← { id, type: 'removed' } (a user's model, from storage)
+// A user's models kept in this browser (model-store.js: OPFS, else IndexedDB) join the index at
+// init with `user: true`; their files are read from there instead of fetched.
 //   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
 //   any failure                                        ← { id, type: 'error', message }
 //   a request superseded by a newer one on its channel ← { id, type: 'superseded' }
@@ -35,6 +36,7 @@
 // the fresh one. (The dead instance's memory stays referenced by its glue module, which an ES
 // module map never drops: a crash costs that memory until the page is reloaded.)
 
+import { modelStore } from './model-store.js';
 import { readHeads } from './own-model.js';
 import { modelFiles } from './weights.js';
 
@@ -394,7 +396,6 @@ async function fetchFiles(manifest, reqId) {
 }
 
 // ---------------------------------------------------------------- a user's own models
-const USER_DIR = 'attnviz-models';
 
 /** An id of its own for a user's model, from its name (the permalink's `m`). */
 function userId(name) {
@@ -404,7 +405,7 @@ function userId(name) {
   return id;
 }
 
-/** Inspect, load, then keep a user's files; nothing changes (index, OPFS) when one step fails. */
+/** Inspect, load, then keep a user's files; nothing changes (index, storage) when one step fails. */
 async function openUserModel(list, name, inspected) {
   const byName = new Map((Array.isArray(list) ? list : []).filter((f) => f && f.file instanceof Blob).map((f) => [String(f.name), f.file]));
   const t0 = performance.now();
@@ -415,7 +416,7 @@ async function openUserModel(list, name, inspected) {
   // The same files opened again (same name, sizes and times of change): the copy already kept.
   const stamp = JSON.stringify(report.manifest.files.map((f) => [byName.get(f).size, byName.get(f).lastModified]));
   const kept = index.find((m) => m.user && m.name === String(name) && m.stamp === stamp);
-  if (kept) return { manifest: kept, report, info: (await ensureModel(kept.id, null)).info, stored: true };
+  if (kept) return { manifest: kept, report, info: (await ensureModel(kept.id, null)).info, stored: true, storage: true };
   const files = {};
   for (const f of report.manifest.files) files[f] = new Uint8Array(await byName.get(f).arrayBuffer());
   // From here to index.push nothing awaits: two models opened at once get ids of their own.
@@ -429,82 +430,43 @@ async function openUserModel(list, name, inspected) {
   models.set(id, entry);
   index.push(manifest);
   const stored = await storeUserModel(manifest, byName);
-  return { manifest, report, info: entry.info, stored };
+  return { manifest, report, info: entry.info, stored, storage: !!(await modelStore()) };
 }
 
 function wasmMemoryBytes() {
   return wasmExports && wasmExports.memory ? wasmExports.memory.buffer.byteLength : null;
 }
 
-async function userDir(create) {
-  const root = await navigator.storage.getDirectory();
-  return root.getDirectoryHandle(USER_DIR, { create });
-}
-
-async function writeFile(dir, name, blob) {
-  const h = await dir.getFileHandle(name, { create: true });
-  if (h.createWritable) {
-    const w = await h.createWritable();
-    await w.write(blob);
-    await w.close();
-    return;
-  }
-  // Safari writes OPFS files only through sync access handles, which exist in workers.
-  const a = await h.createSyncAccessHandle();
-  try {
-    a.truncate(0);
-    a.write(new Uint8Array(await blob.arrayBuffer()), { at: 0 });
-    a.flush();
-  } finally {
-    a.close();
-  }
-}
-
-/** Copies the files into OPFS, manifest.json last (a folder without it is an unfinished copy). */
+/** Keeps the files (model-store.js); false, with a warning, when it could not. */
 async function storeUserModel(manifest, byName) {
+  const store = await modelStore();
+  if (!store) return false;
   try {
-    const dir = await (await userDir(true)).getDirectoryHandle(manifest.id, { create: true });
-    for (const f of manifest.files) await writeFile(dir, f, byName.get(f));
-    await writeFile(dir, 'manifest.json', new Blob([JSON.stringify(manifest)]));
+    await store.keep(manifest, byName);
     return true;
   } catch (e) {
     console.warn(`attnviz: ${manifest.name} is loaded but could not be kept for the next visit: ${e.message}`);
-    await forgetStored(manifest.id);
     return false;
   }
 }
 
-async function forgetStored(id) {
-  try {
-    await (await userDir(false)).removeEntry(id, { recursive: true });
-  } catch {
-    // not stored
-  }
-}
-
-/** The manifests of the models kept in OPFS (none where OPFS is missing). */
+/** The manifests of the models kept (none where the browser keeps nothing for us). */
 async function listUserModels() {
-  const out = [];
   try {
-    for await (const [name, h] of (await userDir(false)).entries()) {
-      if (h.kind !== 'directory') continue;
-      try {
-        const m = JSON.parse(await (await (await h.getFileHandle('manifest.json')).getFile()).text());
-        if (m && m.user && m.id === name && Array.isArray(m.files)) out.push(m);
-      } catch {
-        // an unfinished copy: not offered
-      }
-    }
+    const store = await modelStore();
+    const out = store ? await store.list() : [];
+    return out.sort((a, b) => String(a.name).localeCompare(String(b.name)));
   } catch {
-    // no OPFS here, or nothing kept yet
+    return []; // storage went away since: offer none
   }
-  return out.sort((a, b) => String(a.name).localeCompare(String(b.name)));
 }
 
 async function readUserModel(manifest) {
-  const dir = await (await userDir(false)).getDirectoryHandle(manifest.id);
+  const store = await modelStore();
+  if (!store) throw new Error(`${manifest.name} is no longer kept in this browser: open its files again`);
+  const blobs = await store.read(manifest);
   const out = {};
-  for (const f of manifest.files) out[f] = new Uint8Array(await (await (await dir.getFileHandle(f)).getFile()).arrayBuffer());
+  for (const f of manifest.files) out[f] = new Uint8Array(await blobs[f].arrayBuffer());
   return out;
 }
 
@@ -516,7 +478,8 @@ async function removeUserModel(id) {
   models.delete(id);
   loading.delete(id);
   if (entry) entry.model.free();
-  await forgetStored(id);
+  const store = await modelStore();
+  if (store) await store.remove(id);
 }
 
 // ---------------------------------------------------------------- transferring answers

@@ -105,11 +105,12 @@ export async function launchBrowser(extraArgs = []) {
  * Open `url` in a new context, record console errors, uncaught page errors, failed requests
  * (network failures and HTTP >= 400) and requests leaving the page's origin, then wait until the
  * page reports document.body.dataset.state === 'ready'. Throws with the page's error text if it
- * reports 'error', or with the last state and console errors on timeout.
+ * reports 'error', or with the last state and console errors on timeout. onContext(context) may
+ * be async (routes, init scripts); contextOptions go to browser.newContext().
  */
-export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS, onContext = () => {} } = {}) {
-  const context = await browser.newContext();
-  onContext(context); // before the first request (firstVisitBytes counts them all)
+export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS, onContext = () => {}, contextOptions = {} } = {}) {
+  const context = await browser.newContext(contextOptions);
+  await onContext(context); // before the first request (firstVisitBytes counts them all)
   const page = await context.newPage();
   const origin = new URL(url).origin;
   const app = {

@@ -2,7 +2,8 @@
 // run by scripts/tiny_models.py) dropped on the page draws with its own tokens (the CLI's), so
 // does a tiny opus-mt folder (its translation and cross view the CLI's), the BERT one is in
 // the picker after a reload and loads from OPFS, and is gone once removed; bad folders are refused
-// with a message that says why, and the page goes on with the model it had. The widget's
+// with a message that says why, and the page goes on with the model it had. Where OPFS is
+// missing the model is kept in IndexedDB instead; where neither is, the page says so. The widget's
 // openModel() does the same through the same session code.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -56,9 +57,9 @@ async function typeText(page, text) {
   await page.waitForFunction(([t, n]) => window.attnvizDebug.text === t && window.attnvizDebug.drawCount > n, [text, before], { timeout: 60_000 });
 }
 
-/** Run fn(page, app) on a fresh page (a browser context of its own), closed afterwards. */
-async function onPage(fn) {
-  const app = await openApp(browser, server.url);
+/** Run fn(page, app) on a fresh page (a browser context of its own, openApp's opts), closed afterwards. */
+async function onPage(fn, opts = {}) {
+  const app = await openApp(browser, server.url, opts);
   try {
     await fn(app.page, app);
   } finally {
@@ -66,42 +67,87 @@ async function onPage(fn) {
   }
 }
 
+/**
+ * Drop tiny-bert: it draws with the CLI's tokens and is kept; after a reload the picker offers it
+ * and it draws again from the browser's storage; once removed it is gone, after a reload too.
+ */
+async function dropReloadRemove(page, app) {
+  await typeText(page, TEXT);
+  const want = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source;
+  const t0 = Date.now();
+  await drop(page, folder('tiny-bert'));
+  await waitModel(page, 'own-');
+  const ms = Date.now() - t0;
+  let s = await seen(page);
+  assert.deepEqual(s.tokens, want);
+  assert.match(s.notice, /BERT encoder, safetensors F32: 2 layers × 4 heads, hidden size 32/);
+  assert.match(s.notice, /Kept in this browser/);
+  assert.ok(await page.isVisible('#remove-model'), 'Remove shows for the user’s model');
+  const id = s.model;
+  console.log(`# dropped tiny-bert drawn in ${ms} ms: ${s.notice}`);
+
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.state === 'ready');
+  s = await seen(page);
+  assert.ok(s.picker.includes(id), `after a reload the picker offers ${id}: ${s.picker}`);
+  const label = await page.textContent(`#model optgroup option[value="${id}"]`);
+  assert.match(label, /^tiny-bert|^my model/);
+  const n = s.draws;
+  await page.selectOption('#model', id);
+  await waitModel(page, id, n);
+  await typeText(page, TEXT);
+  assert.deepEqual((await seen(page)).tokens, want);
+
+  await page.click('#remove-model');
+  await waitModel(page, 'minilm-l6');
+  assert.ok(!(await seen(page)).picker.includes(id));
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.state === 'ready');
+  assert.ok(!(await seen(page)).picker.includes(id), 'removed models are not offered after a reload');
+  assert.deepEqual(app.pageErrors, []);
+}
+
 test('a dropped folder draws, stays for the next visit, and can be removed', async () => {
+  await onPage(dropReloadRemove);
+});
+
+// Where OPFS is missing (older Safari, some private modes and webviews) the model is kept in
+// IndexedDB. An init script does not reach the Web Worker, which is where models are stored, so
+// the worker's own script is served with the same lines first (the service worker is blocked: it
+// would answer the worker's request before the route sees it).
+const NO_OPFS = 'delete StorageManager.prototype.getDirectory;';
+const NO_STORAGE = `${NO_OPFS} for (let o = self; o; o = Object.getPrototypeOf(o)) delete o.indexedDB;`; // an accessor on a prototype
+const without = (code) => ({
+  contextOptions: { serviceWorkers: 'block' },
+  onContext: async (context) => {
+    await context.addInitScript(code);
+    await context.route(/\/worker\.js(\?|$)/, async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, body: `${code}\n${await res.text()}` });
+    });
+  },
+});
+
+test('without OPFS a dropped folder is kept in IndexedDB: offered after a reload, gone once removed', async () => {
   await onPage(async (page, app) => {
-    await typeText(page, TEXT);
-    const want = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source;
-    const t0 = Date.now();
+    assert.equal(await page.evaluate(() => 'getDirectory' in navigator.storage), false, 'no OPFS in the page');
+    await dropReloadRemove(page, app);
+    const dbs = await page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
+    assert.ok(dbs.includes('attnviz-models'), `kept in IndexedDB: ${dbs}`);
+  }, without(NO_OPFS));
+});
+
+test('with neither OPFS nor IndexedDB the page says the model will not be kept, and it is not', async () => {
+  await onPage(async (page, app) => {
     await drop(page, folder('tiny-bert'));
     await waitModel(page, 'own-');
-    const ms = Date.now() - t0;
-    let s = await seen(page);
-    assert.deepEqual(s.tokens, want);
-    assert.match(s.notice, /BERT encoder, safetensors F32: 2 layers × 4 heads, hidden size 32/);
-    assert.match(s.notice, /Kept in this browser/);
-    assert.ok(await page.isVisible('#remove-model'), 'Remove shows for the user’s model');
-    const id = s.model;
-    console.log(`# dropped tiny-bert drawn in ${ms} ms: ${s.notice}`);
-
+    const s = await seen(page);
+    assert.match(s.notice, /no storage to keep it in .*after a reload, open it again/);
     await page.reload();
     await page.waitForFunction(() => document.body.dataset.state === 'ready');
-    s = await seen(page);
-    assert.ok(s.picker.includes(id), `after a reload the picker offers ${id}: ${s.picker}`);
-    const label = await page.textContent(`#model optgroup option[value="${id}"]`);
-    assert.match(label, /^tiny-bert|^my model/);
-    const n = s.draws;
-    await page.selectOption('#model', id);
-    await waitModel(page, id, n);
-    await typeText(page, TEXT);
-    assert.deepEqual((await seen(page)).tokens, want);
-
-    await page.click('#remove-model');
-    await waitModel(page, 'minilm-l6');
-    assert.ok(!(await seen(page)).picker.includes(id));
-    await page.reload();
-    await page.waitForFunction(() => document.body.dataset.state === 'ready');
-    assert.ok(!(await seen(page)).picker.includes(id), 'removed models are not offered after a reload');
+    assert.ok(!(await seen(page)).picker.includes(s.model), 'not offered after a reload');
     assert.deepEqual(app.pageErrors, []);
-  });
+  }, without(NO_STORAGE));
 });
 
 test('a dropped opus-mt (Hugging Face Marian) folder translates and draws its three kinds, the cross view too', async () => {
