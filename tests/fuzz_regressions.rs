@@ -26,6 +26,15 @@ fn the_fuzzers_seeds_load_and_attend() {
     assert_eq!(marian, Outcome::Attended);
     let unigram = no_panic("marian tokenizer", || run(Target::TokenizerJson, &fuzz_models::marian_tokenizer()));
     assert_eq!(unigram, Outcome::Attended);
+    // The GPT-2 and opus-mt files go into their own folders, so their own loaders (dispatched on
+    // config.json's model_type) load them: refused, they would leave gpt2.rs and marian.rs unfuzzed.
+    let (gpt2, opus) = (fuzz_models::gpt2::files(), fuzz_models::opus_mt::files());
+    for (folder, files) in [("gpt2", &gpt2), ("opus-mt", &opus)] {
+        for (target, name) in [(Target::ConfigJson, "config.json"), (Target::Safetensors, "model.safetensors"), (Target::TokenizerJson, "tokenizer.json")] {
+            let outcome = no_panic(&format!("{folder} {name}"), || run(target, &files[name]));
+            assert_eq!(outcome, Outcome::Attended, "{folder} {name}");
+        }
+    }
 }
 
 #[test]

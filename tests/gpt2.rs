@@ -5,103 +5,14 @@
 //! independent numpy reference is in tests/reference/test_own_models.py.
 #![cfg(not(target_arch = "wasm32"))]
 
+#[path = "support/fuzz_models.rs"]
+#[allow(dead_code)]
+mod fuzz_models;
+
 use attnviz::attention::{AttentionKind, GenerateOptions, StopReason};
 use attnviz::models::{Family, Manifest, Model, PositionKind};
+use fuzz_models::gpt2::{config_json, safetensors, tensors, tokenizer_json, D, HEADS, LAYERS, POSITIONS};
 use std::collections::HashMap;
-
-const D: usize = 16;
-const HEADS: usize = 4;
-const LAYERS: usize = 2;
-const POSITIONS: usize = 40;
-/// 256 byte tokens, then `<|endoftext|>`.
-const VOCAB: usize = 257;
-const EOT: u32 = 256;
-
-/// GPT-2's byte → printable character table (bytes_to_unicode).
-fn byte_chars() -> Vec<char> {
-    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
-    let mut n = 0;
-    (0u32..256)
-        .map(|b| {
-            if printable(b) {
-                char::from_u32(b).unwrap()
-            } else {
-                n += 1;
-                char::from_u32(255 + n).unwrap()
-            }
-        })
-        .collect()
-}
-
-fn tokenizer_json() -> Vec<u8> {
-    let vocab: serde_json::Map<String, serde_json::Value> =
-        byte_chars().iter().enumerate().map(|(i, c)| (c.to_string(), i.into())).chain([("<|endoftext|>".to_string(), EOT.into())]).collect();
-    let byte_level = serde_json::json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
-    serde_json::to_vec(&serde_json::json!({
-        "version": "1.0", "truncation": null, "padding": null,
-        "added_tokens": [{"id": EOT, "content": "<|endoftext|>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
-        "normalizer": null, "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level,
-        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": []}
-    }))
-    .unwrap()
-}
-
-fn config_json() -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "model_type": "gpt2", "vocab_size": VOCAB, "n_positions": POSITIONS, "n_embd": D, "n_layer": LAYERS, "n_head": HEADS,
-        "n_inner": null, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "bos_token_id": EOT, "eos_token_id": EOT
-    }))
-    .unwrap()
-}
-
-/// Seeded values in [-scale, scale).
-fn random(n: usize, seed: &mut u64, scale: f32) -> Vec<f32> {
-    (0..n)
-        .map(|_| {
-            *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            ((*seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
-
-/// GPT2LMHeadModel's tensors with `prefix` (`transformer.` or none), Conv1D weights `[in, out]`.
-fn tensors(prefix: &str) -> Vec<(String, Vec<usize>, Vec<f32>)> {
-    let mut seed = 2u64;
-    let mut t = Vec::new();
-    let mut add = |name: String, shape: Vec<usize>, scale: f32, offset: f32, seed: &mut u64| {
-        let data = random(shape.iter().product(), seed, scale).into_iter().map(|v| v + offset).collect();
-        t.push((format!("{prefix}{name}"), shape, data));
-    };
-    add("wte.weight".into(), vec![VOCAB, D], 1.0, 0.0, &mut seed);
-    add("wpe.weight".into(), vec![POSITIONS, D], 0.5, 0.0, &mut seed);
-    for i in 0..LAYERS {
-        for ln in ["ln_1", "ln_2"] {
-            add(format!("h.{i}.{ln}.weight"), vec![D], 0.3, 1.0, &mut seed);
-            add(format!("h.{i}.{ln}.bias"), vec![D], 0.2, 0.0, &mut seed);
-        }
-        for (name, inp, out, scale) in [("attn.c_attn", D, 3 * D, 1.0), ("attn.c_proj", D, D, 0.4), ("mlp.c_fc", D, 4 * D, 0.4), ("mlp.c_proj", 4 * D, D, 0.4)] {
-            add(format!("h.{i}.{name}.weight"), vec![inp, out], scale, 0.0, &mut seed);
-            add(format!("h.{i}.{name}.bias"), vec![out], 0.2, 0.0, &mut seed);
-        }
-    }
-    add("ln_f.weight".into(), vec![D], 0.3, 1.0, &mut seed);
-    add("ln_f.bias".into(), vec![D], 0.2, 0.0, &mut seed);
-    t
-}
-
-fn safetensors(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Vec<u8> {
-    let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
-    for (name, shape, values) in tensors {
-        let start = data.len();
-        values.iter().for_each(|v| data.extend_from_slice(&v.to_le_bytes()));
-        header.insert(name.clone(), serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}));
-    }
-    let head = serde_json::to_vec(&header).unwrap();
-    let mut out = (head.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&data);
-    out
-}
 
 fn load_with(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> attnviz::Result<Model> {
     let names: Vec<String> = ["config.json", "model.safetensors", "tokenizer.json"].map(String::from).to_vec();

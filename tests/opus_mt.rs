@@ -1,4 +1,4 @@
-//! A Hugging Face opus-mt (Marian) folder, built here with tiny seeded weights: it loads from
+//! A Hugging Face opus-mt (Marian) folder with tiny seeded weights (tests/support/fuzz_models.rs): it loads from
 //! the folder alone, runs the paper's encoder-decoder (encoder self-attention, masked decoder
 //! self-attention, cross-attention), is recognised from its headers, and is refused with a
 //! message that names what is wrong. Parity with numpy: tests/reference/test_own_models.py.
@@ -10,83 +10,9 @@ mod fuzz_models;
 use attnviz::attention::{AttentionKind, HeadRequest};
 use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Manifest, Model, PositionKind};
-use fuzz_models::values;
-use serde_json::{json, Value};
+use fuzz_models::opus_mt::{config, safetensors, tokenizer, D, FFN, HEADS, LAYERS, PIECES};
+use serde_json::json;
 use std::collections::HashMap;
-
-const PIECES: [&str; 16] = ["</s>", "<unk>", "▁the", "▁cat", "▁sat", "▁on", "▁mat", "▁o", "▁gato", "a", "t", "e", "s", ".", "▁", "<pad>"];
-const D: usize = 8;
-const FFN: usize = 16;
-const LAYERS: usize = 2;
-const HEADS: usize = 2;
-
-fn config(edit: impl FnOnce(&mut Value)) -> Vec<u8> {
-    let pad = PIECES.len() - 1;
-    let mut c = json!({
-        "model_type": "marian", "vocab_size": PIECES.len(), "d_model": D, "encoder_layers": LAYERS, "decoder_layers": LAYERS,
-        "encoder_attention_heads": HEADS, "decoder_attention_heads": HEADS, "encoder_ffn_dim": FFN, "decoder_ffn_dim": FFN,
-        "activation_function": "swish", "max_position_embeddings": 32, "scale_embedding": true, "eos_token_id": 0,
-        "pad_token_id": pad, "decoder_start_token_id": pad
-    });
-    edit(&mut c);
-    serde_json::to_vec(&c).unwrap()
-}
-
-/// Every tensor of MarianMTModel, `[out, in]`, f32; `skip`/`reshape` break one on purpose.
-fn safetensors(broken: Option<&str>) -> Vec<u8> {
-    let mut tensors: Vec<(String, Vec<usize>)> = vec![("model.shared.weight".into(), vec![PIECES.len(), D]), ("final_logits_bias".into(), vec![1, PIECES.len()])];
-    for (stack, attns) in [("encoder", &["self_attn"][..]), ("decoder", &["self_attn", "encoder_attn"][..])] {
-        for l in 0..LAYERS {
-            let p = format!("model.{stack}.layers.{l}");
-            for a in attns {
-                for m in ["q", "k", "v", "out"] {
-                    tensors.push((format!("{p}.{a}.{m}_proj.weight"), vec![D, D]));
-                    tensors.push((format!("{p}.{a}.{m}_proj.bias"), vec![D]));
-                }
-                tensors.push((format!("{p}.{a}_layer_norm.weight"), vec![D]));
-                tensors.push((format!("{p}.{a}_layer_norm.bias"), vec![D]));
-            }
-            tensors.extend([
-                (format!("{p}.fc1.weight"), vec![FFN, D]),
-                (format!("{p}.fc1.bias"), vec![FFN]),
-                (format!("{p}.fc2.weight"), vec![D, FFN]),
-                (format!("{p}.fc2.bias"), vec![D]),
-            ]);
-            tensors.extend([(format!("{p}.final_layer_norm.weight"), vec![D]), (format!("{p}.final_layer_norm.bias"), vec![D])]);
-        }
-    }
-    let mut header = serde_json::Map::new();
-    let mut data = Vec::new();
-    for (i, (name, mut shape)) in tensors.into_iter().enumerate() {
-        if broken == Some(name.as_str()) {
-            shape[0] += 1;
-        }
-        // Layer norms near 1 and everything else in [-1, 1): peaked maps, no degenerate rows.
-        let ln = name.ends_with("norm.weight");
-        let v: Vec<f32> = values(i as u64 + 1, shape.iter().product()).iter().map(|x| if ln { 1.0 + x } else { 2.0 * x }).collect();
-        let start = data.len();
-        data.extend(v.iter().flat_map(|x| x.to_le_bytes()));
-        header.insert(name, json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}));
-    }
-    let header = serde_json::to_vec(&Value::Object(header)).unwrap();
-    [&(header.len() as u64).to_le_bytes()[..], &header, &data].concat()
-}
-
-/// Unigram over [`PIECES`], Metaspace word starts, no post-processor (the model appends `</s>`).
-fn tokenizer() -> Vec<u8> {
-    let special = |id: usize| json!({"id": id, "content": PIECES[id], "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true});
-    let vocab: Vec<Value> = PIECES.iter().map(|p| json!([p, if p.len() > 3 { -2.0 } else { -6.0 }])).collect();
-    let t = json!({
-        "version": "1.0", "truncation": null, "padding": null,
-        "added_tokens": [special(0), special(1), special(PIECES.len() - 1)],
-        "normalizer": null,
-        "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
-        "post_processor": null,
-        "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
-        "model": {"type": "Unigram", "unk_id": 1, "vocab": vocab, "byte_fallback": false}
-    });
-    serde_json::to_vec(&t).unwrap()
-}
 
 fn files(config: Vec<u8>, weights: Vec<u8>) -> HashMap<String, Vec<u8>> {
     [("config.json", config), ("model.safetensors", weights), ("tokenizer.json", tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()

@@ -1,5 +1,5 @@
-//! Tiny valid model folders (a BERT, a Marian translator and a Llama GGUF, a few KB each) and the page's load
-//! path over them, for the coverage-guided fuzzers in fuzz/ and for the replay of their seeds
+//! Tiny valid model folders (a BERT, a GPT-2, a Hugging Face opus-mt translator, a Bergamot
+//! Marian translator and a Llama GGUF, a few KB each) and the page's load path over them, for the coverage-guided fuzzers in fuzz/ and for the replay of their seeds
 //! and regression inputs in tests/fuzz_regressions.rs. One fuzz input replaces one file of a
 //! folder; everything else stays valid, so the fuzzer spends its time in the parser it targets
 //! and a file that parses goes on through `Model::load` and a forward, as in the page.
@@ -16,15 +16,18 @@ use std::sync::OnceLock;
 /// The parsers a user's file reaches, one fuzz target each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// `model.safetensors` of the tiny BERT.
+    /// `model.safetensors` of the tiny BERT, GPT-2 or opus-mt folder (picked by its tensor names).
     Safetensors,
     /// The tiny Marian `.bin`.
     MarianBin,
-    /// `config.json` of the tiny BERT (folder without a manifest: the page infers one from it).
+    /// `config.json` of the tiny BERT, GPT-2 or opus-mt folder (picked by its `model_type`; a
+    /// folder without a manifest: the page infers one from it, so each reaches its own loader).
     ConfigJson,
     /// `manifest.json` text, tried on the BERT folder and on the Marian folder.
     ManifestJson,
-    /// `tokenizer.json`: of the Marian folder when it mentions `Unigram`, else of the BERT one.
+    /// `tokenizer.json`: of the GPT-2 folder when it mentions `BPE`, of the opus-mt one when it
+    /// mentions `Unigram` and `<pad>`, of the Bergamot Marian one when `Unigram` alone, else of
+    /// the BERT one.
     TokenizerJson,
     /// The tiny Llama's `.gguf` (weights, config and tokenizer in one file), loaded, attended
     /// and generating.
@@ -49,19 +52,21 @@ impl Target {
     /// Valid starting inputs for this target (the files of the tiny folders, and variants).
     pub fn seeds(self) -> Vec<Vec<u8>> {
         match self {
-            Target::Safetensors => vec![bert_safetensors(&BertShape::DEFAULT), bert_safetensors(&BertShape { layers: 1, ..BertShape::DEFAULT })],
+            Target::Safetensors => vec![
+                bert_safetensors(&BertShape::DEFAULT),
+                bert_safetensors(&BertShape { layers: 1, ..BertShape::DEFAULT }),
+                gpt2::safetensors(&gpt2::tensors("transformer.")),
+                gpt2::safetensors(&gpt2::tensors("")),
+                opus_mt::safetensors(None),
+            ],
             Target::MarianBin => vec![marian_bin(true), marian_bin(false)],
-            Target::ConfigJson => vec![bert_config(&BertShape::DEFAULT), bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT }), OPUS_MT_CONFIG.to_vec()],
+            Target::ConfigJson => vec![bert_config(&BertShape::DEFAULT), bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT }), gpt2::config_json(), opus_mt::config(|_| {})],
             Target::ManifestJson => vec![bert_manifest(), marian_manifest(), Vec::new(), br#"{"id":"x","architecture":"gpt2","files":["config.json"]}"#.to_vec()],
-            Target::TokenizerJson => vec![bert_tokenizer(), marian_tokenizer()],
+            Target::TokenizerJson => vec![bert_tokenizer(), marian_tokenizer(), gpt2::tokenizer_json(), opus_mt::tokenizer()],
             Target::Gguf => vec![llama_gguf(&LlamaShape::DEFAULT), llama_gguf(&LlamaShape::SMALL)],
         }
     }
 }
-
-/// An opus-mt (HF Marian) config.json: over the BERT folder's weights it is refused, but the
-/// fuzzer mutates its keys through the Marian config reader.
-const OPUS_MT_CONFIG: &[u8] = br#"{"model_type":"marian","d_model":8,"encoder_layers":2,"decoder_layers":2,"encoder_attention_heads":2,"decoder_attention_heads":2,"encoder_ffn_dim":16,"decoder_ffn_dim":16,"vocab_size":29,"activation_function":"swish","max_position_embeddings":16,"scale_embedding":true,"eos_token_id":0,"pad_token_id":28,"decoder_start_token_id":28}"#;
 
 /// What happened to one input; a panic is the only failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,20 +89,26 @@ pub fn run(target: Target, data: &[u8]) -> Outcome {
     // Built once per process: the fuzzers run this millions of times.
     static BERT: OnceLock<HashMap<String, Vec<u8>>> = OnceLock::new();
     static MARIAN: OnceLock<HashMap<String, Vec<u8>>> = OnceLock::new();
+    static GPT2: OnceLock<HashMap<String, Vec<u8>>> = OnceLock::new();
+    static OPUS_MT: OnceLock<HashMap<String, Vec<u8>>> = OnceLock::new();
     let bert = || BERT.get_or_init(bert_files);
     let marian = || MARIAN.get_or_init(marian_files);
+    let gpt2 = || GPT2.get_or_init(gpt2::files);
+    let opus_mt = || OPUS_MT.get_or_init(opus_mt::files);
     let replace = |folder: &HashMap<String, Vec<u8>>, name: &str| {
         let mut files = folder.clone();
         files.insert(name.to_string(), data.to_vec());
         files
     };
+    // The folder a file belongs in, from what it says (the page dispatches on config.json's
+    // model_type): each family's loader sees its own files mutated, not only BERT's.
     match target {
-        Target::Safetensors => run_page("", &replace(bert(), "model.safetensors")),
-        Target::ConfigJson => run_page("", &replace(bert(), "config.json")),
+        Target::Safetensors => run_page("", &replace(pick(data, &[(b"c_attn", gpt2()), (b"_proj.", opus_mt())], bert()), "model.safetensors")),
+        Target::ConfigJson => run_page("", &replace(pick(data, &[(b"gpt2", gpt2()), (b"marian", opus_mt())], bert()), "config.json")),
         Target::MarianBin => run_page("", &replace(marian(), MARIAN_BIN)),
         Target::Gguf => run_page(LLAMA_MANIFEST, &[(LLAMA_GGUF.to_string(), data.to_vec())].into()),
         Target::TokenizerJson => {
-            let folder = if data.windows(7).any(|w| w == b"Unigram") { marian() } else { bert() };
+            let folder = pick(data, &[(b"BPE", gpt2()), (b"<pad>", opus_mt()), (b"Unigram", marian())], bert());
             run_page("", &replace(folder, "tokenizer.json"))
         }
         Target::ManifestJson => {
@@ -112,6 +123,14 @@ pub fn run(target: Target, data: &[u8]) -> Outcome {
             }
         }
     }
+}
+
+/// A model folder: file name → bytes.
+type Folder = HashMap<String, Vec<u8>>;
+
+/// The first folder whose marker `data` holds, else `or`.
+fn pick<'a>(data: &[u8], folders: &[(&[u8], &'a Folder)], or: &'a Folder) -> &'a Folder {
+    folders.iter().find(|(marker, _)| data.windows(marker.len()).any(|w| w == *marker)).map_or(or, |(_, folder)| folder)
 }
 
 /// What `AttnModel::load`, `info` and `attend` in src/wasm/mod.rs do, natively: the manifest
@@ -307,6 +326,186 @@ pub fn bert_manifest() -> Vec<u8> {
 pub fn bert_files() -> HashMap<String, Vec<u8>> {
     let s = BertShape::DEFAULT;
     [("config.json", bert_config(&s)), ("model.safetensors", bert_safetensors(&s)), ("tokenizer.json", bert_tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+// ---- the tiny GPT-2 (a GPT2LMHeadModel folder; also tests/gpt2.rs) ---------------------------
+
+/// Conv1D weights stored `[in, out]`, a byte-level tokenizer.json with every byte a token.
+pub mod gpt2 {
+    use std::collections::HashMap;
+
+    pub const D: usize = 16;
+    pub const HEADS: usize = 4;
+    pub const LAYERS: usize = 2;
+    pub const POSITIONS: usize = 40;
+    /// 256 byte tokens, then `<|endoftext|>`.
+    pub const VOCAB: usize = 257;
+    pub const EOT: u32 = 256;
+
+    pub fn tokenizer_json() -> Vec<u8> {
+        let vocab: serde_json::Map<String, serde_json::Value> =
+            super::byte_symbols().enumerate().map(|(i, c)| (c.to_string(), i.into())).chain([("<|endoftext|>".to_string(), EOT.into())]).collect();
+        let byte_level = serde_json::json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
+        serde_json::to_vec(&serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null,
+            "added_tokens": [{"id": EOT, "content": "<|endoftext|>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
+            "normalizer": null, "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level,
+            "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": []}
+        }))
+        .unwrap()
+    }
+
+    pub fn config_json() -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "model_type": "gpt2", "vocab_size": VOCAB, "n_positions": POSITIONS, "n_embd": D, "n_layer": LAYERS, "n_head": HEADS,
+            "n_inner": null, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "bos_token_id": EOT, "eos_token_id": EOT
+        }))
+        .unwrap()
+    }
+
+    /// Seeded values in [-scale, scale).
+    pub fn random(n: usize, seed: &mut u64, scale: f32) -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                ((*seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+            })
+            .collect()
+    }
+
+    /// GPT2LMHeadModel's tensors with `prefix` (`transformer.` or none), Conv1D weights `[in, out]`.
+    pub fn tensors(prefix: &str) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        let mut seed = 2u64;
+        let mut t = Vec::new();
+        let mut add = |name: String, shape: Vec<usize>, scale: f32, offset: f32, seed: &mut u64| {
+            let data = random(shape.iter().product(), seed, scale).into_iter().map(|v| v + offset).collect();
+            t.push((format!("{prefix}{name}"), shape, data));
+        };
+        add("wte.weight".into(), vec![VOCAB, D], 1.0, 0.0, &mut seed);
+        add("wpe.weight".into(), vec![POSITIONS, D], 0.5, 0.0, &mut seed);
+        for i in 0..LAYERS {
+            for ln in ["ln_1", "ln_2"] {
+                add(format!("h.{i}.{ln}.weight"), vec![D], 0.3, 1.0, &mut seed);
+                add(format!("h.{i}.{ln}.bias"), vec![D], 0.2, 0.0, &mut seed);
+            }
+            for (name, inp, out, scale) in [("attn.c_attn", D, 3 * D, 1.0), ("attn.c_proj", D, D, 0.4), ("mlp.c_fc", D, 4 * D, 0.4), ("mlp.c_proj", 4 * D, D, 0.4)] {
+                add(format!("h.{i}.{name}.weight"), vec![inp, out], scale, 0.0, &mut seed);
+                add(format!("h.{i}.{name}.bias"), vec![out], 0.2, 0.0, &mut seed);
+            }
+        }
+        add("ln_f.weight".into(), vec![D], 0.3, 1.0, &mut seed);
+        add("ln_f.bias".into(), vec![D], 0.2, 0.0, &mut seed);
+        t
+    }
+
+    pub fn safetensors(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Vec<u8> {
+        let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+        for (name, shape, values) in tensors {
+            let start = data.len();
+            values.iter().for_each(|v| data.extend_from_slice(&v.to_le_bytes()));
+            header.insert(name.clone(), serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}));
+        }
+        let head = serde_json::to_vec(&header).unwrap();
+        let mut out = (head.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&data);
+        out
+    }
+
+    /// The folder as the page hands it over (no manifest: inferred from config.json).
+    pub fn files() -> HashMap<String, Vec<u8>> {
+        [("config.json", config_json()), ("model.safetensors", safetensors(&tensors("transformer."))), ("tokenizer.json", tokenizer_json())]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+}
+
+// ---- the tiny opus-mt (a Hugging Face MarianMTModel folder; also tests/opus_mt.rs) -----------
+
+pub mod opus_mt {
+    use super::values;
+    use serde_json::{json, Value};
+    use std::collections::HashMap;
+
+    pub const PIECES: [&str; 16] = ["</s>", "<unk>", "▁the", "▁cat", "▁sat", "▁on", "▁mat", "▁o", "▁gato", "a", "t", "e", "s", ".", "▁", "<pad>"];
+    pub const D: usize = 8;
+    pub const FFN: usize = 16;
+    pub const LAYERS: usize = 2;
+    pub const HEADS: usize = 2;
+
+    pub fn config(edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+        let pad = PIECES.len() - 1;
+        let mut c = json!({
+            "model_type": "marian", "vocab_size": PIECES.len(), "d_model": D, "encoder_layers": LAYERS, "decoder_layers": LAYERS,
+            "encoder_attention_heads": HEADS, "decoder_attention_heads": HEADS, "encoder_ffn_dim": FFN, "decoder_ffn_dim": FFN,
+            "activation_function": "swish", "max_position_embeddings": 32, "scale_embedding": true, "eos_token_id": 0,
+            "pad_token_id": pad, "decoder_start_token_id": pad
+        });
+        edit(&mut c);
+        serde_json::to_vec(&c).unwrap()
+    }
+
+    /// Every tensor of MarianMTModel, `[out, in]`, f32; `skip`/`reshape` break one on purpose.
+    pub fn safetensors(broken: Option<&str>) -> Vec<u8> {
+        let mut tensors: Vec<(String, Vec<usize>)> = vec![("model.shared.weight".into(), vec![PIECES.len(), D]), ("final_logits_bias".into(), vec![1, PIECES.len()])];
+        for (stack, attns) in [("encoder", &["self_attn"][..]), ("decoder", &["self_attn", "encoder_attn"][..])] {
+            for l in 0..LAYERS {
+                let p = format!("model.{stack}.layers.{l}");
+                for a in attns {
+                    for m in ["q", "k", "v", "out"] {
+                        tensors.push((format!("{p}.{a}.{m}_proj.weight"), vec![D, D]));
+                        tensors.push((format!("{p}.{a}.{m}_proj.bias"), vec![D]));
+                    }
+                    tensors.push((format!("{p}.{a}_layer_norm.weight"), vec![D]));
+                    tensors.push((format!("{p}.{a}_layer_norm.bias"), vec![D]));
+                }
+                tensors.extend([
+                    (format!("{p}.fc1.weight"), vec![FFN, D]),
+                    (format!("{p}.fc1.bias"), vec![FFN]),
+                    (format!("{p}.fc2.weight"), vec![D, FFN]),
+                    (format!("{p}.fc2.bias"), vec![D]),
+                ]);
+                tensors.extend([(format!("{p}.final_layer_norm.weight"), vec![D]), (format!("{p}.final_layer_norm.bias"), vec![D])]);
+            }
+        }
+        let mut header = serde_json::Map::new();
+        let mut data = Vec::new();
+        for (i, (name, mut shape)) in tensors.into_iter().enumerate() {
+            if broken == Some(name.as_str()) {
+                shape[0] += 1;
+            }
+            // Layer norms near 1 and everything else in [-1, 1): peaked maps, no degenerate rows.
+            let ln = name.ends_with("norm.weight");
+            let v: Vec<f32> = values(i as u64 + 1, shape.iter().product()).iter().map(|x| if ln { 1.0 + x } else { 2.0 * x }).collect();
+            let start = data.len();
+            data.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+            header.insert(name, json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}));
+        }
+        let header = serde_json::to_vec(&Value::Object(header)).unwrap();
+        [&(header.len() as u64).to_le_bytes()[..], &header, &data].concat()
+    }
+
+    /// Unigram over [`PIECES`], Metaspace word starts, no post-processor (the model appends `</s>`).
+    pub fn tokenizer() -> Vec<u8> {
+        let special = |id: usize| json!({"id": id, "content": PIECES[id], "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true});
+        let vocab: Vec<Value> = PIECES.iter().map(|p| json!([p, if p.len() > 3 { -2.0 } else { -6.0 }])).collect();
+        let t = json!({
+            "version": "1.0", "truncation": null, "padding": null,
+            "added_tokens": [special(0), special(1), special(PIECES.len() - 1)],
+            "normalizer": null,
+            "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+            "post_processor": null,
+            "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+            "model": {"type": "Unigram", "unk_id": 1, "vocab": vocab, "byte_fallback": false}
+        });
+        serde_json::to_vec(&t).unwrap()
+    }
+
+    /// The folder as the page hands it over (no manifest: inferred from config.json).
+    pub fn files() -> HashMap<String, Vec<u8>> {
+        [("config.json", config(|_| {})), ("model.safetensors", safetensors(None)), ("tokenizer.json", tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
 }
 
 // ---- the tiny Marian translator ---------------------------------------------------------------
