@@ -473,13 +473,14 @@ async function readUserModel(manifest) {
 async function removeUserModel(id) {
   const m = index.find((x) => x.id === id && x.user);
   if (!m) throw new Error(`"${id}" is not one of your models`);
+  // From storage first: if that fails, the model stays listed and the error says why.
+  const store = await modelStore();
+  if (store) await store.remove(id);
   index = index.filter((x) => x !== m);
   const entry = models.get(id);
   models.delete(id);
   loading.delete(id);
   if (entry) entry.model.free();
-  const store = await modelStore();
-  if (store) await store.remove(id);
 }
 
 // ---------------------------------------------------------------- transferring answers
