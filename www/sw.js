@@ -7,8 +7,9 @@
 // loaded ({ type: 'keep', urls }) and they are copied from the browser's HTTP cache
 // (cache: 'force-cache'); later loads refresh the copies as they pass through fetch below.
 const SHELL = 'attnviz-shell-v2';
-// What the page's Web Worker loads (the page cannot list those among its own resources).
-const WORKER_FILES = ['worker.js', 'worker-client.js', 'pkg/attnviz.js', 'pkg/attnviz_bg.wasm', 'models/index.json'];
+// What the page's Web Worker loads (the page cannot list those among its own resources). The
+// page adds the wasm build the worker loaded (pkg/ or pkg/relaxed/, wasm-build.js) to its list.
+const WORKER_FILES = ['worker.js', 'worker-client.js', 'wasm-build.js', 'models/index.json'];
 
 self.addEventListener('install', (event) => event.waitUntil(self.skipWaiting()));
 
