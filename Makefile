@@ -118,6 +118,8 @@ lint: | node_modules/.bin/eslint
 	echo "[lint] cargo clippy --target $(WASM_TARGET) --lib -- -D warnings (the wasm-only code: facade, charts)"; \
 	if rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET); then \
 	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings; \
+	  echo "[lint] the same with pkg/relaxed/'s RUSTFLAGS (its cfg'd code)"; \
+	  RUSTFLAGS='$(WASM_RELAXED_RUSTFLAGS)' cargo clippy --target $(WASM_TARGET) --lib --target-dir target/relaxed -- -D warnings; \
 	else echo "[lint] skipped the wasm clippy: rustup has no $(WASM_TARGET) target here (Debian toolchain path)"; fi; \
 	echo "[lint] npx eslint ."; \
 	npx --no-install eslint .; \

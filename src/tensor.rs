@@ -225,7 +225,10 @@ mod lanes {
         /// for a given machine, so a value still never depends on the block that computed it).
         #[inline(always)]
         pub fn mul_add(self, a: F4, b: F4) -> F4 {
+            // Stable since Rust 1.82: only this build needs it (the crate's rust-version, 1.80,
+            // is what the plain builds need).
             #[cfg(target_feature = "relaxed-simd")]
+            #[allow(clippy::incompatible_msrv)]
             let sum = f32x4_relaxed_madd(a.0, b.0, self.0);
             #[cfg(not(target_feature = "relaxed-simd"))]
             let sum = f32x4_add(self.0, f32x4_mul(a.0, b.0));
