@@ -41,16 +41,16 @@ help:
 	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
 	@echo "  make setup       install toolchain, wasm-bindgen-cli, npm deps, chromium (scripts/setup.sh)"
 	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
-	@echo "  make build       release wasm (+simd128) -> wasm-bindgen --target web -> wasm-opt, into pkg/"
+	@echo "  make build       release wasm -> wasm-bindgen --target web -> wasm-opt: pkg/ (+simd128), pkg/relaxed/ (+relaxed-simd)"
 	@echo "  make test-rust   cargo test --release (native)"
 	@echo "  make fuzz-smoke  each fuzz target (fuzz/) for FUZZ_SMOKE_SECONDS (20); part of make test"
 	@echo "  make fuzz        each fuzz target for FUZZ_RUNS inputs (1000000) or FUZZ_SECONDS (0: no limit)"
-	@echo "  make test-wasm   #[wasm_bindgen_test] tests (tests/wasm.rs) in headless Chromium"
+	@echo "  make test-wasm   #[wasm_bindgen_test] tests (tests/wasm.rs) in headless Chromium, on both wasm builds"
 	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
 	@echo "  make test-e2e    end-to-end page tests (node --test tests/e2e/) in headless Chromium"
 	@echo "  make bench       native + wasm forward medians, GEMM vs nalgebra, page keystroke latency"
 	@echo "  make screenshots re-shoot docs/screenshots/ from the real page"
-	@echo "  make check-simd  count SIMD instructions in pkg/attnviz_bg.wasm (wabt)"
+	@echo "  make check-simd  count SIMD instructions in pkg/attnviz_bg.wasm and relaxed ones in pkg/relaxed/ (wabt)"
 	@echo "  make clean       remove build output (target/, pkg/*); distclean also models/, node_modules/, .toolchain/, .venv/"
 
 setup:
@@ -67,24 +67,38 @@ models:
 node_modules/.bin/wasm-opt node_modules/.bin/eslint:
 	bash scripts/setup.sh --no-models --no-browser
 
+# Two wasm builds, each with its own cargo target dir (their flags differ; one dir would rebuild
+# everything at each switch) and its own stamp:
+#   pkg/          +simd128 (.cargo/config.toml): every browser with wasm SIMD
+#   pkg/relaxed/  +simd128,+relaxed-simd: the GEMM's multiply-adds are f32x4.relaxed_madd (an FMA
+#                 where the CPU has one); the page loads it where WebAssembly.validate accepts a
+#                 relaxed-SIMD opcode (www/wasm-build.js)
+# $(call wasm_pkg,<out dir>,<target dir suffix>,<RUSTFLAGS or empty: .cargo/config.toml's>,<wasm-opt flags>)
+WASM_RELAXED_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd
+define wasm_pkg
+$(WASM_ENV); \
+out=$(1); tdir="$$WASM_TARGET_DIR$(2)"; \
+echo "[build] $$out: cargo build --release --lib --target $(WASM_TARGET) --target-dir $$tdir $(if $(3),RUSTFLAGS='$(3)' )(toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
+$(if $(3),RUSTFLAGS='$(3)') $$WASM_CARGO build --release --lib --target $(WASM_TARGET) --target-dir "$$tdir" $$WASM_CARGO_FLAGS; \
+raw="$$tdir/$(WASM_TARGET)/release/attnviz.wasm"; \
+stamp="$$( { $(SHA256) < "$$raw"; wasm-bindgen --version; echo '$(4)'; } | $(SHA256) | cut -c1-64)"; \
+if [ -f $$out/attnviz.js ] && [ -f $$out/attnviz_bg.wasm ] && [ "$$(cat $$out/.build-stamp 2>/dev/null)" = "$$stamp" ]; then \
+  echo "[build] $$out/ is up to date with $$raw"; exit 0; \
+fi; \
+rm -f $$out/.build-stamp; \
+echo "[build] wasm-bindgen --target web --out-dir $$out"; \
+wasm-bindgen --target web --out-dir $$out "$$raw"; \
+before=$$(wc -c < $$out/attnviz_bg.wasm); \
+echo "[build] wasm-opt -O3 (about 30 s)"; \
+node_modules/.bin/wasm-opt $(4) $$out/attnviz_bg.wasm -o $$out/attnviz_bg.wasm.opt; \
+mv $$out/attnviz_bg.wasm.opt $$out/attnviz_bg.wasm; \
+echo "$$stamp" > $$out/.build-stamp; \
+echo "[build] wasm-opt: $$before -> $$(wc -c < $$out/attnviz_bg.wasm) bytes; $$out/ ready"
+endef
+
 build: | .toolchain/env node_modules/.bin/wasm-opt
-	@$(WASM_ENV); \
-	echo "[build] cargo build --release --lib --target $(WASM_TARGET) (toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
-	$$WASM_CARGO build --release --lib --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS; \
-	raw="$$WASM_TARGET_DIR/$(WASM_TARGET)/release/attnviz.wasm"; \
-	stamp="$$( { $(SHA256) < "$$raw"; wasm-bindgen --version; echo '$(WASM_OPT_FLAGS)'; } | $(SHA256) | cut -c1-64)"; \
-	if [ -f pkg/attnviz.js ] && [ -f pkg/attnviz_bg.wasm ] && [ "$$(cat pkg/.build-stamp 2>/dev/null)" = "$$stamp" ]; then \
-	  echo "[build] pkg/ is up to date with $$raw"; exit 0; \
-	fi; \
-	rm -f pkg/.build-stamp; \
-	echo "[build] wasm-bindgen --target web --out-dir pkg"; \
-	wasm-bindgen --target web --out-dir pkg "$$raw"; \
-	before=$$(wc -c < pkg/attnviz_bg.wasm); \
-	echo "[build] wasm-opt -O3 (about 30 s)"; \
-	node_modules/.bin/wasm-opt $(WASM_OPT_FLAGS) pkg/attnviz_bg.wasm -o pkg/attnviz_bg.wasm.opt; \
-	mv pkg/attnviz_bg.wasm.opt pkg/attnviz_bg.wasm; \
-	echo "$$stamp" > pkg/.build-stamp; \
-	echo "[build] wasm-opt: $$before -> $$(wc -c < pkg/attnviz_bg.wasm) bytes; pkg/ ready"
+	@$(call wasm_pkg,pkg,,,$(WASM_OPT_FLAGS))
+	@$(call wasm_pkg,pkg/relaxed,/relaxed,$(WASM_RELAXED_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd)
 
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
@@ -104,6 +118,8 @@ lint: | node_modules/.bin/eslint
 	echo "[lint] cargo clippy --target $(WASM_TARGET) --lib -- -D warnings (the wasm-only code: facade, charts)"; \
 	if rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET); then \
 	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings; \
+	  echo "[lint] the same with pkg/relaxed/'s RUSTFLAGS (its cfg'd code)"; \
+	  RUSTFLAGS='$(WASM_RELAXED_RUSTFLAGS)' cargo clippy --target $(WASM_TARGET) --lib --target-dir target/relaxed -- -D warnings; \
 	else echo "[lint] skipped the wasm clippy: rustup has no $(WASM_TARGET) target here (Debian toolchain path)"; fi; \
 	echo "[lint] npx eslint ."; \
 	npx --no-install eslint .; \
@@ -131,8 +147,10 @@ test-wasm: | .toolchain/env
 	$(WASM_ENV); \
 	export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner; \
 	export CHROMEDRIVER="$(CHROMEDRIVER)" WASM_BINDGEN_TEST_TIMEOUT=$${WASM_BINDGEN_TEST_TIMEOUT:-300}; \
-	echo "[test-wasm] cargo test $(TEST_PROFILE) --target $(WASM_TARGET) --test wasm (headless Chromium via $(CHROMEDRIVER))"; \
-	$$WASM_CARGO test $(TEST_PROFILE) --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS --test wasm
+	echo "[test-wasm] pkg/'s build: cargo test $(TEST_PROFILE) --target $(WASM_TARGET) --test wasm (headless Chromium via $(CHROMEDRIVER))"; \
+	ATTNVIZ_EXPECT_RELAXED_SIMD=0 $$WASM_CARGO test $(TEST_PROFILE) --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS --test wasm; \
+	echo "[test-wasm] pkg/relaxed/'s build (RUSTFLAGS='$(WASM_RELAXED_RUSTFLAGS)'): the same suite"; \
+	ATTNVIZ_EXPECT_RELAXED_SIMD=1 RUSTFLAGS='$(WASM_RELAXED_RUSTFLAGS)' $$WASM_CARGO test $(TEST_PROFILE) --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR/relaxed" $$WASM_CARGO_FLAGS --test wasm
 
 # Needs the native CLI (the parity tests run target/release/attnviz) and the models.
 test-py:
@@ -173,7 +191,10 @@ check-simd:
 	@command -v wasm-objdump >/dev/null || { echo "wasm-objdump missing (apt-get install wabt)"; exit 1; }; \
 	n=$$(wasm-objdump -d pkg/attnviz_bg.wasm | grep -cE '\b(f32x4|i32x4|v128)\.' || true); \
 	echo "[check-simd] pkg/attnviz_bg.wasm: $$n SIMD instructions (f32x4/i32x4/v128)"; \
-	[ "$$n" -gt 0 ]
+	[ "$$n" -gt 0 ]; \
+	r=$$(wasm-objdump -d pkg/relaxed/attnviz_bg.wasm | grep -c '\.relaxed_' || true); \
+	echo "[check-simd] pkg/relaxed/attnviz_bg.wasm: $$r relaxed-SIMD instructions"; \
+	[ "$$r" -gt 0 ]
 
 clean:
 	cargo clean

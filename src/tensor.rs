@@ -220,9 +220,19 @@ mod lanes {
             let [[e, f], [g, h]] = widen(v128_load(p.add(16) as *const v128));
             [a, b, c, d, e, f, g, h]
         }
+        /// `self + a·b`. The relaxed-SIMD build (`+relaxed-simd`, pkg/relaxed/) lets the engine fuse
+        /// it into one FMA (one rounding instead of two; which one is the engine's choice, fixed
+        /// for a given machine, so a value still never depends on the block that computed it).
         #[inline(always)]
         pub fn mul_add(self, a: F4, b: F4) -> F4 {
-            F4(f32x4_add(self.0, f32x4_mul(a.0, b.0)))
+            // Stable since Rust 1.82: only this build needs it (the crate's rust-version, 1.80,
+            // is what the plain builds need).
+            #[cfg(target_feature = "relaxed-simd")]
+            #[allow(clippy::incompatible_msrv)]
+            let sum = f32x4_relaxed_madd(a.0, b.0, self.0);
+            #[cfg(not(target_feature = "relaxed-simd"))]
+            let sum = f32x4_add(self.0, f32x4_mul(a.0, b.0));
+            F4(sum)
         }
         #[inline(always)]
         pub fn sum(self) -> f32 {

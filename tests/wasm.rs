@@ -78,10 +78,14 @@ fn assert_same_as_native(result: &JsValue, native_json: &str) {
     assert!(worst <= 1e-5, "wasm vs native max abs diff {worst}");
 }
 
+/// `make test-wasm` runs this suite on both builds: pkg/'s flags, then pkg/relaxed/'s, telling the
+/// second one so (ATTNVIZ_EXPECT_RELAXED_SIMD=1) — the relaxed flags must have reached the code.
 #[wasm_bindgen_test]
-fn this_is_the_simd_build() {
+fn this_is_the_build_make_asked_for() {
     let info = build_info().unwrap_or_else(|_| panic!("buildInfo failed"));
     assert_eq!(get(&info, "simd").as_bool(), Some(true));
+    let relaxed = option_env!("ATTNVIZ_EXPECT_RELAXED_SIMD") == Some("1");
+    assert_eq!(get(&info, "relaxed_simd").as_bool(), Some(relaxed));
 }
 
 #[wasm_bindgen_test]

@@ -14,6 +14,7 @@ import { renderProgress, renderStatus } from './page/status.js';
 import { bindEntropyChart } from './page/entropy-panel.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './page/open-model.js';
+import { configure } from './worker-client.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -40,7 +41,8 @@ function elements() {
 const canvasWidth = (el) => Math.max(280, el.wrap.clientWidth - 2);
 
 function fillCatalog(el, catalog, session) {
-  el.build.textContent = `attnviz ${catalog.build.version} · wasm SIMD ${catalog.build.simd ? 'on' : 'off'} · architectures: ${catalog.supported.join(', ')}`;
+  const b = catalog.build;
+  el.build.textContent = `attnviz ${b.version} · ${b.label} (${b.dir}) · architectures: ${catalog.supported.join(', ')}`;
   el.model.textContent = '';
   el.credits.textContent = '';
   const yours = document.createElement('optgroup');
@@ -61,6 +63,8 @@ function fillCatalog(el, catalog, session) {
 }
 
 function main() {
+  // ?build=simd (a permalink flag, README): load pkg/ even where relaxed SIMD validates.
+  configure({ build: new URLSearchParams(location.search).get('build') });
   const el = elements();
   let geom = null; // where the last drawing put things, for hit tests
   let lastHash = '';
@@ -95,6 +99,8 @@ function main() {
   Object.defineProperty(debug, 'focus', { get: () => session.focus });
   // what inspectModel() found on the last model opened, with the worker's timings and memory
   Object.defineProperty(debug, 'opened', { get: () => session.opened });
+  // the attention weights of the result drawn last, as plain arrays (the two wasm builds' are compared)
+  debug.attentions = () => (session.result ? session.result.attentions.map(({ kind, data }) => ({ kind, data: Array.from(data) })) : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
   window.attnvizDebug = debug;
@@ -279,7 +285,7 @@ function main() {
   document.body.dataset.state = 'loading';
   session.start(initial).then(() => {
     el.text.value = session.state.text;
-    registerServiceWorker();
+    registerServiceWorker(session.catalog);
   });
 }
 
@@ -287,13 +293,15 @@ function main() {
 // the model files in the Cache API. It is registered once the page has drawn, and told which
 // files the page and the worker loaded, so it copies them from the HTTP cache instead of
 // downloading them again.
-function registerServiceWorker() {
+function registerServiceWorker(catalog) {
   if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
   navigator.serviceWorker
     .register(new URL('./sw.js', import.meta.url), { scope: './' })
     .then(() => navigator.serviceWorker.ready)
     .then((reg) => {
-      const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name)];
+      // The worker's build (pkg/ or pkg/relaxed/) is not among the page's own resources.
+      const dir = new URL(catalog ? catalog.build.dir : 'pkg/', location.href);
+      const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['attnviz.js', 'attnviz_bg.wasm'].map((f) => new URL(f, dir).href)];
       reg.active.postMessage({ type: 'keep', urls });
     })
     .catch((e) => console.warn('service worker not registered:', e.message));

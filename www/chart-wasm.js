@@ -1,20 +1,21 @@
 // The wasm module on the main thread, for the charts plotters-canvas draws into a <canvas> (the
 // worker has no DOM canvas to give it). One instance per page, loaded on first use; the worker
-// has fetched the same file by then, so the HTTP cache serves it.
+// has fetched the same file by then (the same build: its dir comes from the worker's init
+// answer), so the HTTP cache serves it.
 
 let module = null;
 let loading = null;
 
-/** The loaded module (the namespace of pkg/attnviz.js after its init), or null until loaded. */
+/** The loaded module (the namespace of <dir>attnviz.js after its init), or null until loaded. */
 export function chartWasm() {
   return module;
 }
 
-/** → a promise of the module (loads it once). */
-export function loadChartWasm() {
+/** → a promise of the module from `dir` (the worker's build: pkg/ or pkg/relaxed/; loads it once). */
+export function loadChartWasm(dir = 'pkg/') {
   if (!loading) {
-    loading = import(new URL('./pkg/attnviz.js', import.meta.url).href).then(async (m) => {
-      await m.default({ module_or_path: fetch(new URL('./pkg/attnviz_bg.wasm', import.meta.url), { cache: 'force-cache' }) });
+    loading = import(new URL(`./${dir}attnviz.js`, import.meta.url).href).then(async (m) => {
+      await m.default({ module_or_path: fetch(new URL(`./${dir}attnviz_bg.wasm`, import.meta.url), { cache: 'force-cache' }) });
       module = m;
       return m;
     });

@@ -8,8 +8,9 @@
 // (cache: 'force-cache'); later loads refresh the copies as they pass through fetch below.
 const SHELL = 'attnviz-shell-v2';
 // What the page's Web Worker loads (the page cannot list those among its own resources;
-// model-store.js only the worker imports).
-const WORKER_FILES = ['worker.js', 'worker-client.js', 'model-store.js', 'pkg/attnviz.js', 'pkg/attnviz_bg.wasm', 'models/index.json'];
+// model-store.js only the worker imports). The page adds the wasm build the worker loaded
+// (pkg/ or pkg/relaxed/, wasm-build.js) to its list.
+const WORKER_FILES = ['worker.js', 'worker-client.js', 'wasm-build.js', 'model-store.js', 'models/index.json'];
 
 self.addEventListener('install', (event) => event.waitUntil(self.skipWaiting()));
 

@@ -2,7 +2,10 @@
 // Each user of the worker gets a Channel; on a channel a newer request supersedes an older one
 // (the older promise resolves to { superseded: true } and its answer is never drawn).
 
+import { pickBuild } from './wasm-build.js';
+
 let base = new URL('./', import.meta.url).href;
+let buildRequest = null; // configure({ build }): 'simd' forces pkg/ (wasm-build.js)
 let worker = null;
 let nextId = 1;
 const waiting = new Map(); // id → { resolve, reject, onProgress, channel, type }
@@ -11,12 +14,14 @@ let initPromise = null;
 const loadPromises = new Map();
 let channelCount = 0;
 
-/** Set where pkg/, models/ and worker.js live (a URL or a path relative to the page). */
+/**
+ * Set where pkg/, models/ and worker.js live (a URL or a path relative to the page), and which wasm
+ * build to load (build: 'simd' for pkg/ even where relaxed SIMD validates; default: the best one).
+ */
 export function configure(opts = {}) {
-  if (opts.base) {
-    if (worker) throw new Error('attnviz: configure({ base }) must be called before the first use');
-    base = new URL(opts.base.endsWith('/') ? opts.base : `${opts.base}/`, document.baseURI).href;
-  }
+  if ((opts.base || opts.build) && worker) throw new Error('attnviz: configure({ base, build }) must be called before the first use');
+  if (opts.base) base = new URL(opts.base.endsWith('/') ? opts.base : `${opts.base}/`, document.baseURI).href;
+  if (opts.build) buildRequest = opts.build;
 }
 
 function ensureWorker() {
@@ -71,7 +76,7 @@ function request(msg, onProgress) {
 /** { build, supported, models } — the wasm build and the models this build can run. */
 export function init() {
   if (!initPromise) {
-    initPromise = request({ type: 'init', base }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
+    initPromise = request({ type: 'init', base, build: pickBuild(buildRequest).id }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
     initPromise.catch(() => {
       initPromise = null;
     });

@@ -1,7 +1,9 @@
 // The Web Worker that owns the wasm instance and every loaded model.
 //
 // Protocol (all messages carry `id`; requests also carry `channel`):
-//   → { id, channel, type: 'init', base }              ← { id, type: 'init', build, supported, models }
+//   → { id, channel, type: 'init', base, build }       ← { id, type: 'init', build, supported, models }
+//     (build: 'relaxed' or 'simd', the client's pick (wasm-build.js); the answer's build is
+//     buildInfo() with the pick's id, dir and label)
 //   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
 //                                                       ← { id, type: 'loaded', info }
 //   → { id, channel, type: 'attend', model, text, gen, valueNorms } ← { id, type: 'result', result, ms }
@@ -39,8 +41,10 @@
 import { modelStore } from './model-store.js';
 import { readHeads } from './own-model.js';
 import { modelFiles } from './weights.js';
+import { BUILDS, pickBuild } from './wasm-build.js';
 
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
+let build = null; // the wasm build loaded (wasm-build.js BUILDS), chosen at init
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
 let wasmModule = null; // the compiled pkg/attnviz_bg.wasm, kept to start fresh instances
 let wasmExports = null; // the current instance's exports (its memory, measured for the tests)
@@ -106,8 +110,8 @@ async function handle(msg) {
   try {
     switch (msg.type) {
       case 'init':
-        await ensureInit(msg.base);
-        self.postMessage({ id: msg.id, type: 'init', build: wasm.buildInfo(), supported: supported(), models: index });
+        await ensureInit(msg.base, msg.build);
+        self.postMessage({ id: msg.id, type: 'init', build: { ...wasm.buildInfo(), ...build }, supported: supported(), models: index });
         break;
       case 'load': {
         const m = await ensureModel(msg.model, msg.id);
@@ -197,9 +201,10 @@ function supported() {
   return Array.from(wasm.supportedArchitectures());
 }
 
-async function ensureInit(newBase) {
+async function ensureInit(newBase, buildId) {
   if (!initPromise) {
     if (newBase) base = new URL(newBase, base);
+    if (!build) build = BUILDS[buildId] || pickBuild();
     initPromise = (async () => {
       await startInstance();
       const res = await fetch(new URL('models/index.json', base));
@@ -216,8 +221,8 @@ async function ensureInit(newBase) {
 }
 
 async function compileWasm() {
-  const res = await fetch(new URL('pkg/attnviz_bg.wasm', base));
-  if (!res.ok) throw new Error(`pkg/attnviz_bg.wasm: HTTP ${res.status}`);
+  const res = await fetch(new URL(`${build.dir}attnviz_bg.wasm`, base));
+  if (!res.ok) throw new Error(`${build.dir}attnviz_bg.wasm: HTTP ${res.status}`);
   if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
     return WebAssembly.compileStreaming(res);
   }
@@ -230,7 +235,7 @@ async function compileWasm() {
  * matches it with ignoreSearch). The module is compiled once.
  */
 async function startInstance() {
-  const url = new URL('pkg/attnviz.js', base);
+  const url = new URL(`${build.dir}attnviz.js`, base);
   if (generation > 0) url.searchParams.set('instance', String(generation + 1));
   const glue = await import(url.href);
   if (!wasmModule) wasmModule = await compileWasm();

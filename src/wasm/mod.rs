@@ -67,12 +67,14 @@ pub fn panic_for_test(message: &str) {
 struct BuildInfo {
     version: &'static str,
     simd: bool,
+    relaxed_simd: bool,
 }
 
-/// `{ version, simd }` of this wasm build.
+/// `{ version, simd, relaxed_simd }` of this wasm build (relaxed_simd: the pkg/relaxed/ build, whose
+/// GEMM multiply-adds are `f32x4.relaxed_madd`).
 #[wasm_bindgen(js_name = buildInfo)]
 pub fn build_info() -> Result<JsValue, JsError> {
-    to_js(&BuildInfo { version: env!("CARGO_PKG_VERSION"), simd: cfg!(target_feature = "simd128") })
+    to_js(&BuildInfo { version: env!("CARGO_PKG_VERSION"), simd: cfg!(target_feature = "simd128"), relaxed_simd: cfg!(target_feature = "relaxed-simd") })
 }
 
 /// The `architecture` values of manifests this build can run.

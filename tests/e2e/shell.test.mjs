@@ -200,22 +200,24 @@ test('a first visit downloads each script and the wasm once; progress is in MiB 
   try {
     await page.goto(server.url);
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    // The wasm build the worker loaded (pkg/relaxed/ in Chromium, pkg/ without relaxed SIMD).
+    const dir = await page.evaluate(() => window.attnvizDebug.build.dir);
     // The service worker is registered after the first draw and fills its cache: wait for it.
-    await page.waitForFunction(async () => {
+    await page.waitForFunction(async (dir) => {
       const reg = await navigator.serviceWorker.getRegistration();
       if (!reg || !reg.active) return false;
       const keys = await caches.keys();
       for (const k of keys) {
         if (!k.startsWith('attnviz-shell')) continue;
         const c = await caches.open(k);
-        if ((await c.keys()).some((r) => r.url.endsWith('pkg/attnviz_bg.wasm'))) return true;
+        if ((await c.keys()).some((r) => r.url.endsWith(`/${dir}attnviz_bg.wasm`))) return true;
       }
       return false;
-    }, null, { timeout: 60_000, polling: 200 });
+    }, dir, { timeout: 60_000, polling: 200 });
     const log = server.stderr.slice(logFrom);
     const counts = {};
     for (const m of log.matchAll(/"GET (\S+) HTTP\/[\d.]+" 200 /g)) counts[m[1]] = (counts[m[1]] || 0) + 1;
-    for (const f of ['/app.js', '/session.js', '/views/index.js', '/worker.js', '/pkg/attnviz.js', '/pkg/attnviz_bg.wasm']) {
+    for (const f of ['/app.js', '/session.js', '/views/index.js', '/worker.js', `/${dir}attnviz.js`, `/${dir}attnviz_bg.wasm`]) {
       assert.equal(counts[f], 1, `${f} downloaded ${counts[f] || 0} times: ${JSON.stringify(counts)}`);
     }
     const twice = Object.entries(counts).filter(([, n]) => n > 1);

@@ -5,6 +5,7 @@ import { readTheme } from '../views/common.js';
 import * as entropyChart from '../views/entropy-chart.js';
 import { kindShown } from '../views/index.js';
 import { runSliced } from '../slices.js';
+import { loadChartWasm } from '../chart-wasm.js';
 
 const HINT = 'Mean entropy of each head’s rows (low = focused). Hover a bar for its value; click it to show that head.';
 
@@ -17,13 +18,12 @@ export function bindEntropyChart(el, session) {
   let cancel = null; // stops a chart still being prepared
   const chartState = () => ({ ...session.state, kind: kindShown(session.state), focusHead: hover });
 
-  // Loaded after the first drawing: the worker has fetched the wasm by then, so the HTTP cache
-  // serves it as it is.
+  // Loaded after the first drawing: the worker has fetched the wasm (the same build) by then, so
+  // the HTTP cache serves it as it is. The one main-thread instance (chart-wasm.js).
   function load() {
     loading = true;
-    import(new URL('../pkg/attnviz.js', import.meta.url).href)
-      .then(async (m) => {
-        await m.default({ module_or_path: fetch(new URL('../pkg/attnviz_bg.wasm', import.meta.url), { cache: 'force-cache' }) });
+    loadChartWasm(session.catalog.build.dir)
+      .then((m) => {
         wasm = m;
         draw();
       })

@@ -1,0 +1,82 @@
+// The two wasm builds (www/wasm-build.js, `make build`): Chromium validates relaxed SIMD, so the
+// page loads pkg/relaxed/ and its status line says "wasm relaxed SIMD"; a browser that does not
+// loads pkg/ ("wasm SIMD"), as does ?build=simd. Both draw the same attention weights within 1e-5.
+// A browser without relaxed SIMD is emulated where the page decides: its WebAssembly.validate
+// answers false (the worker loads whatever the page picked: the worker-client sends the pick).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openApp, useServerAndBrowser } from './harness.mjs';
+
+let server;
+let browser;
+useServerAndBrowser({}, (s, b) => {
+  server = s;
+  browser = b;
+});
+
+/** Open the page (with `search`, or as a browser without relaxed SIMD) → its build, status line, drawn attentions, wasm files fetched. */
+async function visit({ search = '', noRelaxed = false } = {}) {
+  const wasmFetched = [];
+  const app = await openApp(browser, `${server.url}${search}`, {
+    onContext(context) {
+      context.on('request', (req) => {
+        if (req.url().endsWith('.wasm')) wasmFetched.push(new URL(req.url()).pathname);
+      });
+      if (noRelaxed) context.addInitScript(() => {
+        WebAssembly.validate = () => false;
+      });
+    },
+  });
+  try {
+    await app.page.waitForFunction(() => window.attnvizDebug.drawCount > 0 && window.attnvizDebug.attentions());
+    const seen = await app.page.evaluate(() => ({
+      build: window.attnvizDebug.build,
+      status: document.getElementById('build').textContent,
+      text: window.attnvizDebug.text,
+      attentions: window.attnvizDebug.attentions(),
+    }));
+    assert.deepEqual(app.pageErrors, []);
+    return { ...seen, wasmFetched };
+  } finally {
+    await app.close();
+  }
+}
+
+function maxDiff(a, b) {
+  assert.equal(a.length, b.length, 'the same attention blocks');
+  let worst = 0;
+  for (let k = 0; k < a.length; k++) {
+    assert.equal(a[k].kind, b[k].kind);
+    assert.equal(a[k].data.length, b[k].data.length);
+    for (let i = 0; i < a[k].data.length; i++) worst = Math.max(worst, Math.abs(a[k].data[i] - b[k].data[i]));
+  }
+  return worst;
+}
+
+test('Chromium loads the relaxed-SIMD build, says so, and draws what the plain build draws within 1e-5', async (t) => {
+  const relaxed = await visit();
+  assert.equal(relaxed.build.id, 'relaxed', JSON.stringify(relaxed.build));
+  assert.equal(relaxed.build.relaxed_simd, true, 'the wasm in pkg/relaxed/ was built with +relaxed-simd');
+  assert.equal(relaxed.build.dir, 'pkg/relaxed/');
+  assert.match(relaxed.status, /· wasm relaxed SIMD \(pkg\/relaxed\/\) ·/);
+  assert.ok(relaxed.wasmFetched.length > 0 && relaxed.wasmFetched.every((p) => p.endsWith('/pkg/relaxed/attnviz_bg.wasm')), `wasm fetched: ${relaxed.wasmFetched}`);
+
+  const fallback = await visit({ noRelaxed: true });
+  assert.equal(fallback.build.id, 'simd', JSON.stringify(fallback.build));
+  assert.equal(fallback.build.relaxed_simd, false);
+  assert.equal(fallback.build.dir, 'pkg/');
+  assert.match(fallback.status, /· wasm SIMD \(pkg\/\) ·/);
+  assert.ok(fallback.wasmFetched.length > 0 && fallback.wasmFetched.every((p) => p.endsWith('/pkg/attnviz_bg.wasm') && !p.includes('relaxed')), `wasm fetched: ${fallback.wasmFetched}`);
+
+  assert.equal(fallback.text, relaxed.text);
+  const worst = maxDiff(relaxed.attentions, fallback.attentions);
+  assert.ok(worst <= 1e-5, `relaxed vs plain: max abs diff ${worst}`);
+  t.diagnostic(`relaxed vs plain build, default text: max abs attention difference ${worst.toExponential(2)}`);
+});
+
+test('?build=simd loads the plain build where relaxed SIMD validates', async () => {
+  const plain = await visit({ search: '?build=simd' });
+  assert.equal(plain.build.id, 'simd', JSON.stringify(plain.build));
+  assert.match(plain.status, /· wasm SIMD \(pkg\/\) ·/);
+  assert.ok(plain.wasmFetched.every((p) => !p.includes('relaxed')), `wasm fetched: ${plain.wasmFetched}`);
+});
