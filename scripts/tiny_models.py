@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tiny random-weight models in Hugging Face layout, for the tests of "Open your model".
 
-    .venv/bin/python scripts/tiny_models.py --out DIR     # DIR/tiny-bert{,-f16,-bf16}, tiny-gpt2{,-f16,-bf16}, tiny-marian
+    .venv/bin/python scripts/tiny_models.py --out DIR
+    # DIR/tiny-bert{,-f16,-bf16}, tiny-gpt2{,-f16,-bf16}, tiny-marian, tiny-roberta{,-f16}, tiny-distilbert{,-bf16}
 
 Each folder is what a user drops on the page: config.json (model_type bert), model.safetensors
 and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, hidden 32: about
@@ -14,6 +15,13 @@ an 8-byte little-endian header length, a JSON header, the raw little-endian data
 tiny-gpt2 is a GPT2LMHeadModel folder (model_type gpt2): `transformer.`-prefixed names, Conv1D
 weights stored [in, out], the causal-mask buffers `h.N.attn.bias` real checkpoints carry, no
 lm_head (tied to wte), and a byte-level BPE tokenizer.json trained here on a few sentences.
+
+tiny-roberta is a RobertaForMaskedLM folder (model_type roberta): BERT's module names under
+`roberta.`, 66 position rows of which the tokens take rows 2.. (padding_idx 1 + 1), one token
+type, LayerNorm eps 1e-5, an lm_head to ignore, and a byte-level BPE tokenizer.json with
+roberta-base's <s> <pad> </s> <unk> <mask> (ids 0-4) and its RobertaProcessing. tiny-distilbert
+is a DistilBertForMaskedLM folder (model_type distilbert: dim, n_layers, n_heads, hidden_dim;
+`distilbert.transformer.layer.N.attention.q_lin` …; no token types) with tiny-bert's tokenizer.
 """
 from __future__ import annotations
 
@@ -46,10 +54,10 @@ CONFIG = {
 }
 
 
-def bert_weights(seed: int = 14) -> dict[str, np.ndarray]:
-    """BertModel's tensors, HF names, [out, in] linear weights; LayerNorms near identity."""
+def bert_weights(c: dict = CONFIG, seed: int = 14) -> dict[str, np.ndarray]:
+    """BertModel's tensors for config `c` (BERT keys), HF names, [out, in] linear weights;
+    LayerNorms near identity."""
     rng = np.random.default_rng(seed)
-    c = CONFIG
     d, ffn = c["hidden_size"], c["intermediate_size"]
     r = lambda *shape: (rng.standard_normal(shape) * 0.2).astype(np.float32)  # noqa: E731
     ln = lambda: (1.0 + r(d) * 0.5, r(d))  # noqa: E731
@@ -112,18 +120,107 @@ def tokenizer() -> Tokenizer:
     return tok
 
 
-def write_bert(folder: str, dtype=np.float32) -> str:
-    """dtype: np.float32, np.float16 or BF16."""
+def write_folder(folder: str, config: dict, w: dict[str, np.ndarray], tok: Tokenizer, dtype=np.float32) -> str:
+    """config.json, model.safetensors (the float tensors of `w` as dtype: np.float32, np.float16
+    or BF16) and tokenizer.json in `folder`."""
     os.makedirs(folder, exist_ok=True)
-    w = bert_weights()
     if dtype == np.float16:
         w = {k: (v.astype(dtype) if v.dtype == np.float32 else v) for k, v in w.items()}
     write_safetensors(os.path.join(folder, "model.safetensors"), w, BF16 if dtype == BF16 else None)
     torch_dtype = {BF16: "bfloat16", np.float16: "float16"}.get(dtype, "float32")
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump({**CONFIG, "torch_dtype": torch_dtype}, f, indent=2)
-    tokenizer().save(os.path.join(folder, "tokenizer.json"))
+        json.dump({**config, "torch_dtype": torch_dtype}, f, indent=2)
+    tok.save(os.path.join(folder, "tokenizer.json"))
     return folder
+
+
+def write_bert(folder: str, dtype=np.float32) -> str:
+    """dtype: np.float32, np.float16 or BF16."""
+    return write_folder(folder, CONFIG, bert_weights(), tokenizer(), dtype)
+
+
+# ----------------------------------------------------------------------------- RoBERTa
+
+ROBERTA_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0-4, as roberta-base's
+
+ROBERTA_CONFIG = {
+    **CONFIG,
+    "model_type": "roberta",
+    "architectures": ["RobertaForMaskedLM"],
+    "vocab_size": 0,  # set from the tokenizer
+    # RoBERTa's positions start at padding_idx + 1 = 2: 64 tokens take rows 2..65.
+    "max_position_embeddings": 66,
+    "type_vocab_size": 1,
+    "layer_norm_eps": 1e-5,
+    "pad_token_id": 1,
+    "bos_token_id": 0,
+    "eos_token_id": 2,
+}
+
+
+def roberta_tokenizer() -> Tokenizer:
+    """Byte-level BPE as roberta-base's: <s> … </s> around the text (RobertaProcessing)."""
+    return byte_level_bpe(ROBERTA_SPECIAL, processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True, add_prefix_space=False))
+
+
+def write_roberta(folder: str, dtype=np.float32) -> str:
+    """RobertaForMaskedLM's layout: BERT's module names under `roberta.`, and an lm_head the
+    readers must ignore."""
+    tok = roberta_tokenizer()
+    config = {**ROBERTA_CONFIG, "vocab_size": tok.get_vocab_size()}
+    w = {"roberta." + k: v for k, v in bert_weights(config, seed=16).items()}
+    d = config["hidden_size"]
+    w["lm_head.dense.weight"], w["lm_head.dense.bias"] = np.zeros((d, d), np.float32), np.zeros(d, np.float32)
+    w["lm_head.bias"] = np.zeros(config["vocab_size"], np.float32)
+    return write_folder(folder, config, w, tok, dtype)
+
+
+# ----------------------------------------------------------------------------- DistilBERT
+
+DISTILBERT_CONFIG = {
+    "model_type": "distilbert",
+    "architectures": ["DistilBertForMaskedLM"],
+    "vocab_size": len(VOCAB),
+    "dim": 32,
+    "n_layers": 2,
+    "n_heads": 4,
+    "hidden_dim": 64,
+    "max_position_embeddings": 64,
+    "activation": "gelu",
+    "sinusoidal_pos_embds": False,
+    "dropout": 0.1,
+    "attention_dropout": 0.1,
+    "pad_token_id": 0,
+}
+
+# DistilBERT's names for BertModel's modules (transformers' modeling_distilbert.py).
+DISTILBERT_NAMES = [("attention.self.query", "attention.q_lin"), ("attention.self.key", "attention.k_lin"),
+                    ("attention.self.value", "attention.v_lin"), ("attention.output.dense", "attention.out_lin"),
+                    ("attention.output.LayerNorm", "sa_layer_norm"), ("intermediate.dense", "ffn.lin1"),
+                    ("output.dense", "ffn.lin2"), ("output.LayerNorm", "output_layer_norm")]
+
+
+def distilbert_name(bert_name: str) -> str:
+    name = bert_name.replace("encoder.layer.", "transformer.layer.")
+    for old, new in DISTILBERT_NAMES:
+        if old in name:
+            return "distilbert." + name.replace(old, new)
+    return "distilbert." + name
+
+
+def write_distilbert(folder: str, dtype=np.float32) -> str:
+    """DistilBertForMaskedLM's layout: BERT's modules renamed under `distilbert.`, no token type
+    embeddings, and the MLM head (vocab_transform, vocab_layer_norm, vocab_projector) the readers
+    must ignore. The WordPiece tokenizer is tiny-bert's."""
+    c = DISTILBERT_CONFIG
+    bert_keys = {**CONFIG, "vocab_size": c["vocab_size"], "hidden_size": c["dim"], "num_hidden_layers": c["n_layers"],
+                 "num_attention_heads": c["n_heads"], "intermediate_size": c["hidden_dim"], "max_position_embeddings": c["max_position_embeddings"]}
+    w = {distilbert_name(k): v for k, v in bert_weights(bert_keys, seed=17).items() if "token_type" not in k}
+    d = c["dim"]
+    w["vocab_transform.weight"], w["vocab_transform.bias"] = np.zeros((d, d), np.float32), np.zeros(d, np.float32)
+    w["vocab_layer_norm.weight"], w["vocab_layer_norm.bias"] = np.ones(d, np.float32), np.zeros(d, np.float32)
+    w["vocab_projector.bias"] = np.zeros(c["vocab_size"], np.float32)
+    return write_folder(folder, c, w, tokenizer(), dtype)
 
 
 MARIAN_PIECES = (["</s>", "<unk>"] + ["▁" + w for w in WORDS if w.isalpha()] + ["▁o", "▁gato", "▁sentou", "▁no", "▁tapete"]
@@ -226,18 +323,23 @@ GPT2_CONFIG = {
 }
 
 
-def gpt2_tokenizer() -> Tokenizer:
-    """Byte-level BPE as GPT-2's: every byte is a token, merges learnt from GPT2_CORPUS,
-    <|endoftext|> is id 0. Deterministic (the trainer breaks ties by order)."""
+def byte_level_bpe(special: list[str], post_processor) -> Tokenizer:
+    """Byte-level BPE: every byte is a token, merges learnt from GPT2_CORPUS, `special` are ids
+    0, 1, …. Deterministic (the trainer breaks ties by order)."""
     from tokenizers import trainers
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    tok.post_processor = post_processor
+    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tok.train_from_iterator(GPT2_CORPUS, trainer=trainer)
     return tok
+
+
+def gpt2_tokenizer() -> Tokenizer:
+    """GPT-2's: <|endoftext|> is id 0, no special tokens added around the text."""
+    return byte_level_bpe([EOT], processors.ByteLevel(trim_offsets=False))
 
 
 def gpt2_weights(vocab: int, seed: int = 2) -> dict[str, np.ndarray]:
@@ -268,32 +370,27 @@ def gpt2_weights(vocab: int, seed: int = 2) -> dict[str, np.ndarray]:
 
 def write_gpt2(folder: str, dtype=np.float32) -> str:
     """dtype: np.float32, np.float16 or BF16."""
-    os.makedirs(folder, exist_ok=True)
     tok = gpt2_tokenizer()
     vocab = tok.get_vocab_size()
     assert tok.token_to_id(EOT) == 0
-    w = gpt2_weights(vocab)
-    if dtype == np.float16:
-        w = {k: v.astype(dtype) for k, v in w.items()}
-    write_safetensors(os.path.join(folder, "model.safetensors"), w, BF16 if dtype == BF16 else None)
-    torch_dtype = {BF16: "bfloat16", np.float16: "float16"}.get(dtype, "float32")
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump({**GPT2_CONFIG, "vocab_size": vocab, "torch_dtype": torch_dtype}, f, indent=2)
-    tok.save(os.path.join(folder, "tokenizer.json"))
-    return folder
+    return write_folder(folder, {**GPT2_CONFIG, "vocab_size": vocab}, gpt2_weights(vocab), tok, dtype)
 
 
 def write_all(out: str) -> list[str]:
-    """[tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-gpt2, tiny-gpt2-f16, tiny-gpt2-bf16, tiny-marian]"""
+    """[tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-gpt2, tiny-gpt2-f16, tiny-gpt2-bf16, tiny-marian,
+    tiny-roberta, tiny-roberta-f16, tiny-distilbert, tiny-distilbert-bf16]"""
     return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16),
             write_bert(os.path.join(out, "tiny-bert-bf16"), BF16), write_gpt2(os.path.join(out, "tiny-gpt2")),
             write_gpt2(os.path.join(out, "tiny-gpt2-f16"), np.float16), write_gpt2(os.path.join(out, "tiny-gpt2-bf16"), BF16),
-            write_marian(os.path.join(out, "tiny-marian"))]
+            write_marian(os.path.join(out, "tiny-marian")), write_roberta(os.path.join(out, "tiny-roberta")),
+            write_roberta(os.path.join(out, "tiny-roberta-f16"), np.float16), write_distilbert(os.path.join(out, "tiny-distilbert")),
+            write_distilbert(os.path.join(out, "tiny-distilbert-bf16"), BF16)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="folder to write tiny-bert{,-f16,-bf16}/, tiny-gpt2{,-f16,-bf16}/ and tiny-marian/ into")
+    ap.add_argument("--out", required=True, help="folder to write tiny-bert{,-f16,-bf16}/, tiny-gpt2{,-f16,-bf16}/, tiny-marian/, "
+                    "tiny-roberta{,-f16}/ and tiny-distilbert{,-bf16}/ into")
     for folder in write_all(ap.parse_args(argv).out):
         print(folder)
     return 0

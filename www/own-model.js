@@ -92,7 +92,15 @@ export async function readHeads(byName, ggufHeadBytes) {
 
 const bytes = (n) => (n >= 1 << 30 ? `${Number((n / (1 << 30)).toFixed(2))} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.max(1, Math.round(n / 1024))} KiB`);
 const count = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(2)} B` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : `${(n / 1e3).toFixed(1)} k`);
-const FAMILY = { bert: 'BERT encoder', llama: 'Llama decoder', marian: 'Marian encoder-decoder (opus-mt)', gpt2: 'GPT-2 decoder' };
+const FAMILY = {
+  bert: 'BERT encoder',
+  roberta: 'RoBERTa encoder',
+  'xlm-roberta': 'XLM-RoBERTa encoder',
+  distilbert: 'DistilBERT encoder',
+  llama: 'Llama decoder',
+  marian: 'Marian encoder-decoder (opus-mt)',
+  gpt2: 'GPT-2 decoder',
+};
 
 /** One sentence on what inspectModel() found (src/models/inspect.rs). */
 export function describeReport(r) {
@@ -102,4 +110,4 @@ export function describeReport(r) {
 }
 
 /** What the page says it opens. */
-export const SUPPORTED_TEXT = 'a Hugging Face folder of a BERT model (config.json with model_type bert, model.safetensors in f32, f16 or bf16, tokenizer.json), a Llama model (model_type llama, or one .gguf file: F32, F16, Q4_0, Q4_1, Q8_0), a GPT-2 model (model_type gpt2) or a Marian opus-mt translator (model_type marian, model.safetensors, and a tokenizer.json made from its vocab.json and source.spm by scripts/opus_mt_tokenizer.py)';
+export const SUPPORTED_TEXT = 'a Hugging Face folder of a BERT-family encoder (config.json with model_type bert, roberta, xlm-roberta or distilbert, model.safetensors in f32, f16 or bf16, tokenizer.json), a Llama model (model_type llama, or one .gguf file: F32, F16, Q4_0, Q4_1, Q8_0), a GPT-2 model (model_type gpt2) or a Marian opus-mt translator (model_type marian, model.safetensors, and a tokenizer.json made from its vocab.json and source.spm by scripts/opus_mt_tokenizer.py)';

@@ -1,31 +1,75 @@
-//! BERT encoder (Hugging Face `BertModel`, e.g. sentence-transformers/all-MiniLM-L6-v2),
-//! post-LayerNorm, exact GELU. Sizes come from `config.json`; weight names are the HF ones
-//! (with or without a `bert.` prefix). Returns `encoder_self` attention for every layer and,
-//! as sentence-transformers does, the mean-pooled L2-normalised sentence embedding. Each struct
-//! mirrors one PyTorch module (named like its weights) and has its own `forward`.
+//! BERT-family encoders, post-LayerNorm, exact GELU: Hugging Face `BertModel` (e.g.
+//! sentence-transformers/all-MiniLM-L6-v2), `RobertaModel` / `XLMRobertaModel` (positions from
+//! `padding_idx + 1`, one token type) and `DistilBertModel` (its own config keys and weight
+//! names, mapped onto the same modules; no token types). Sizes come from `config.json`; weight
+//! names are the HF ones (with or without the `bert.`, `roberta.` or `distilbert.` prefix).
+//! Returns `encoder_self` attention for every layer and, as sentence-transformers does, the
+//! mean-pooled L2-normalised sentence embedding. Each struct mirrors one PyTorch module (named
+//! like its weights, BERT's) and has its own `forward`.
 
 use super::{post_norm_output, value_output_norms, LayerNorm, Linear};
 use crate::attention::{AttentionKind, ForwardOutput, Probe, Site};
-use crate::error::{invalid_model, Result};
+use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{gelu, multi_head_attention, Mask, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;
 use serde::Deserialize;
 
+/// The `model_type`s of config.json this file runs (each is also the manifest's `architecture`).
+pub const MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert"];
+
+/// How messages name a `model_type` of [`MODEL_TYPES`].
+pub fn family_name(model_type: &str) -> &'static str {
+    match model_type {
+        "roberta" => "RoBERTa",
+        "xlm-roberta" => "XLM-RoBERTa",
+        "distilbert" => "DistilBERT",
+        _ => "BERT",
+    }
+}
+
+/// Which member of the family a config.json describes: the one forward, three ways of naming
+/// and positioning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BertFlavor {
+    /// `model_type: bert`: positions 0, 1, 2, … and token type embeddings.
+    #[default]
+    Bert,
+    /// `model_type: roberta` or `xlm-roberta`: positions count the non-pad tokens from
+    /// `padding_idx + 1` (`pad_token_id`), one token type; weights under `roberta.`.
+    Roberta,
+    /// `model_type: distilbert`: other config keys and weight names, no token types.
+    DistilBert,
+}
+
+/// config.json of `BertModel` and `RobertaModel`, and of `DistilBertModel` through its own
+/// keys (the aliases; its LayerNorms have eps 1e-12, not in the config, and a
+/// `sinusoidal_pos_embds` table is stored in the weights like a learned one).
 #[derive(Clone, Debug, Deserialize)]
 pub struct BertConfig {
+    #[serde(skip)]
+    pub flavor: BertFlavor,
     pub vocab_size: usize,
+    #[serde(alias = "dim")]
     pub hidden_size: usize,
+    #[serde(alias = "n_layers")]
     pub num_hidden_layers: usize,
+    #[serde(alias = "n_heads")]
     pub num_attention_heads: usize,
+    #[serde(alias = "hidden_dim")]
     pub intermediate_size: usize,
+    #[serde(default = "default_positions")]
     pub max_position_embeddings: usize,
+    /// Rows of `token_type_embeddings`; 0 when the model has none (DistilBERT).
     #[serde(default = "default_type_vocab")]
     pub type_vocab_size: usize,
     #[serde(default = "default_eps")]
     pub layer_norm_eps: f64,
-    #[serde(default = "default_act")]
+    #[serde(default = "default_act", alias = "activation")]
     pub hidden_act: String,
+    /// RoBERTa's `padding_idx` (1 when absent, as in `RobertaConfig`).
+    #[serde(default)]
+    pub pad_token_id: Option<u32>,
 }
 
 fn default_type_vocab() -> usize {
@@ -37,46 +81,170 @@ fn default_eps() -> f64 {
 fn default_act() -> String {
     "gelu".into()
 }
+fn default_positions() -> usize {
+    512
+}
 
 impl BertConfig {
     pub fn from_json(bytes: &[u8]) -> Result<BertConfig> {
-        let c: BertConfig = serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("config.json is not a BERT config ({e})")))?;
-        let sizes = [
-            ("vocab_size", c.vocab_size),
-            ("hidden_size", c.hidden_size),
-            ("num_hidden_layers", c.num_hidden_layers),
-            ("intermediate_size", c.intermediate_size),
-            ("max_position_embeddings", c.max_position_embeddings),
-            ("type_vocab_size", c.type_vocab_size),
-        ];
+        #[derive(Deserialize)]
+        struct ModelType {
+            #[serde(default)]
+            model_type: Option<String>,
+        }
+        let not_config = |e: serde_json::Error| invalid_model(format!("config.json is not a BERT config ({e})"));
+        let flavor = match serde_json::from_slice::<ModelType>(bytes).map_err(not_config)?.model_type.as_deref() {
+            None | Some("bert") => BertFlavor::Bert,
+            Some("roberta" | "xlm-roberta") => BertFlavor::Roberta,
+            Some("distilbert") => BertFlavor::DistilBert,
+            Some(other) => return Err(crate::Error::UnsupportedArchitecture(format!("config.json: model_type `{other}` is not of the BERT family"))),
+        };
+        let mut c: BertConfig = serde_json::from_slice(bytes).map_err(not_config)?;
+        c.flavor = flavor;
+        // The keys of vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
+        // intermediate_size and hidden_act in this flavour's config.json, for messages.
+        let k = match flavor {
+            BertFlavor::DistilBert => {
+                (c.type_vocab_size, c.layer_norm_eps) = (0, 1e-12);
+                ["vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "activation"]
+            }
+            _ => ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act"],
+        };
+        let mut sizes =
+            vec![(k[0], c.vocab_size), (k[1], c.hidden_size), (k[2], c.num_hidden_layers), (k[4], c.intermediate_size), ("max_position_embeddings", c.max_position_embeddings)];
+        if flavor != BertFlavor::DistilBert {
+            sizes.push(("type_vocab_size", c.type_vocab_size));
+        }
         if let Some((key, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return Err(invalid_model(format!("config.json: {key} is 0 (it must be at least 1)")));
         }
-        if c.hidden_size == 0 || c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
-            return Err(invalid_model(format!("config.json: hidden_size {} is not a multiple of num_attention_heads {}", c.hidden_size, c.num_attention_heads)));
+        if c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
+            return Err(invalid_model(format!("config.json: {} {} is not a multiple of {} {}", k[1], c.hidden_size, k[3], c.num_attention_heads)));
         }
         if !matches!(c.hidden_act.as_str(), "gelu" | "gelu_python") {
-            return Err(crate::Error::UnsupportedArchitecture(format!("config.json: BERT hidden_act `{}` (only exact gelu)", c.hidden_act)));
+            return Err(crate::Error::UnsupportedArchitecture(format!("config.json: {} `{}` (only exact gelu)", k[5], c.hidden_act)));
+        }
+        if c.max_tokens() == 0 {
+            return Err(invalid_model(format!(
+                "config.json: max_position_embeddings {} leaves no position after padding_idx {} (pad_token_id)",
+                c.max_position_embeddings,
+                c.padding_idx().unwrap_or(0)
+            )));
         }
         Ok(c)
+    }
+
+    /// RoBERTa's `padding_idx`: a pad token sits at this row of `position_embeddings`, the
+    /// other tokens after it. None where positions are the token indices.
+    pub fn padding_idx(&self) -> Option<u32> {
+        (self.flavor == BertFlavor::Roberta).then(|| self.pad_token_id.unwrap_or(1))
+    }
+
+    /// Row of `position_embeddings` the first token takes: `padding_idx + 1` for RoBERTa, 0 else.
+    pub fn first_position(&self) -> usize {
+        self.padding_idx().map_or(0, |p| p as usize + 1)
+    }
+
+    /// Tokens the model reads at most (special tokens included): the position rows from
+    /// [`Self::first_position`] on.
+    pub fn max_tokens(&self) -> usize {
+        self.max_position_embeddings.saturating_sub(self.first_position())
+    }
+
+    /// Refuses a model whose attention maps at [`Self::max_tokens`] do not fit in the budget.
+    pub fn check_attention_budget(&self) -> Result<()> {
+        let (layers, heads, t) = (self.num_hidden_layers, self.num_attention_heads, self.max_tokens());
+        let what = format!("config.json: {layers} layers × {heads} heads at max_position_embeddings {}", self.max_position_embeddings);
+        super::check_attention_budget(&what, &[(layers, heads, t, t)])
+    }
+}
+
+/// Where a checkpoint keeps each module's weights: `{base}embeddings.*` and
+/// `{base}{layers}.N.{…}`, with `base` the model's own prefix (`bert.`, `roberta.`,
+/// `distilbert.`) or none. DistilBERT's modules are BERT's under other names.
+struct WeightNames {
+    base: &'static str,
+    layers: &'static str,
+    query: &'static str,
+    key: &'static str,
+    value: &'static str,
+    attention_output: &'static str,
+    attention_layer_norm: &'static str,
+    intermediate: &'static str,
+    output: &'static str,
+    output_layer_norm: &'static str,
+}
+
+const BERT_NAMES: WeightNames = WeightNames {
+    base: "bert.",
+    layers: "encoder.layer",
+    query: "attention.self.query",
+    key: "attention.self.key",
+    value: "attention.self.value",
+    attention_output: "attention.output.dense",
+    attention_layer_norm: "attention.output.LayerNorm",
+    intermediate: "intermediate.dense",
+    output: "output.dense",
+    output_layer_norm: "output.LayerNorm",
+};
+
+impl WeightNames {
+    fn of(flavor: BertFlavor) -> WeightNames {
+        match flavor {
+            BertFlavor::Bert => BERT_NAMES,
+            BertFlavor::Roberta => WeightNames { base: "roberta.", ..BERT_NAMES },
+            BertFlavor::DistilBert => WeightNames {
+                base: "distilbert.",
+                layers: "transformer.layer",
+                query: "attention.q_lin",
+                key: "attention.k_lin",
+                value: "attention.v_lin",
+                attention_output: "attention.out_lin",
+                attention_layer_norm: "sa_layer_norm",
+                intermediate: "ffn.lin1",
+                output: "ffn.lin2",
+                output_layer_norm: "output_layer_norm",
+            },
+        }
     }
 }
 
 /// `embeddings.*` (f32, or int8 with a scale per row: a lookup decodes only the rows it uses)
 struct BertEmbeddings {
-    word_embeddings: WeightMatrix,       // [vocab, d]
-    position_embeddings: WeightMatrix,   // [max_pos, d]
-    token_type_embeddings: WeightMatrix, // [type_vocab, d]
+    word_embeddings: WeightMatrix,     // [vocab, d]
+    position_embeddings: WeightMatrix, // [max_pos, d]
+    /// None in DistilBERT.
+    token_type_embeddings: Option<WeightMatrix>, // [type_vocab, d]
     layer_norm: LayerNorm,
+    /// RoBERTa's `padding_idx`; None where positions are the token indices.
+    padding_idx: Option<u32>,
 }
 
 impl BertEmbeddings {
-    /// The learned position embeddings of positions `0..n`: `# [n, d]` row-major.
+    /// The position embeddings added to the tokens at `0..n` (no pad token among them):
+    /// `# [n, d]` row-major.
     fn position_rows(&self, n: usize) -> Vec<f32> {
-        let (rows, d) = (n.min(self.position_embeddings.rows()), self.position_embeddings.cols());
+        let first = self.padding_idx.map_or(0, |p| p as usize + 1);
+        let (rows, d) = (n.min(self.position_embeddings.rows().saturating_sub(first)), self.position_embeddings.cols());
         let mut out = vec![0.0; rows * d];
-        out.chunks_exact_mut(d).enumerate().for_each(|(i, row)| self.position_embeddings.row_into(i, row));
+        out.chunks_exact_mut(d).enumerate().for_each(|(i, row)| self.position_embeddings.row_into(first + i, row));
         out
+    }
+
+    /// The row of `position_embeddings` each token takes: its index, or for RoBERTa what
+    /// Hugging Face's `create_position_ids_from_input_ids` gives: `padding_idx` for a pad
+    /// token, else `padding_idx` + the number of non-pad tokens up to it.
+    fn position_ids(&self, ids: &[u32]) -> Vec<usize> {
+        match self.padding_idx {
+            None => (0..ids.len()).collect(),
+            Some(pad) => ids
+                .iter()
+                .scan(pad as usize, |count, &id| {
+                    *count += (id != pad) as usize;
+                    Some(if id == pad { pad as usize } else { *count })
+                })
+                .collect(),
+        }
     }
 
     fn load(w: &mut TensorStore, p: &str, c: &BertConfig) -> Result<BertEmbeddings> {
@@ -84,23 +252,32 @@ impl BertEmbeddings {
         Ok(BertEmbeddings {
             word_embeddings: w.weight_matrix(&format!("{p}.word_embeddings.weight"), c.vocab_size, d)?,
             position_embeddings: w.weight_matrix(&format!("{p}.position_embeddings.weight"), c.max_position_embeddings, d)?,
-            token_type_embeddings: w.weight_matrix(&format!("{p}.token_type_embeddings.weight"), c.type_vocab_size, d)?,
+            token_type_embeddings: match c.flavor {
+                BertFlavor::DistilBert => None,
+                _ => Some(w.weight_matrix(&format!("{p}.token_type_embeddings.weight"), c.type_vocab_size, d)?),
+            },
             layer_norm: LayerNorm::load(w, &format!("{p}.LayerNorm"), d, c.layer_norm_eps as f32)?,
+            padding_idx: c.padding_idx(),
         })
     }
 
-    /// x = LN(word[id] + position[i] + token_type[0])                          # [T, d]
+    /// x = LN(word[id] + position[position id] + token_type[0])                # [T, d]
     fn forward(&self, ids: &[u32]) -> Result<Mat> {
         let (vocab, d) = (self.word_embeddings.rows(), self.word_embeddings.cols());
         let mut x = Mat::zeros(ids.len(), d);
         let (mut pe, mut te) = (vec![0.0; d], vec![0.0; d]);
-        self.token_type_embeddings.row_into(0, &mut te);
-        for (i, &id) in ids.iter().enumerate() {
+        if let Some(t) = &self.token_type_embeddings {
+            t.row_into(0, &mut te);
+        }
+        for (i, (&id, pos)) in ids.iter().zip(self.position_ids(ids)).enumerate() {
             let id = id as usize;
             if id >= vocab {
                 return Err(invalid_model(format!("tokenizer produced id {id} outside the vocabulary ({vocab})")));
             }
-            self.position_embeddings.row_into(i, &mut pe);
+            if pos >= self.position_embeddings.rows() {
+                return Err(Error::InvalidInput(format!("token {i} takes position {pos}, past the model's {} position embeddings", self.position_embeddings.rows())));
+            }
+            self.position_embeddings.row_into(pos, &mut pe);
             let row = x.row_mut(i);
             self.word_embeddings.row_into(id, row);
             for j in 0..d {
@@ -201,27 +378,29 @@ struct BertLayer {
 }
 
 impl BertLayer {
-    fn load(w: &mut TensorStore, p: &str, c: &BertConfig, layer: usize) -> Result<BertLayer> {
+    /// `p` = `{base}{layers}.N`; `n` names its modules (BERT's or DistilBERT's).
+    fn load(w: &mut TensorStore, p: &str, n: &WeightNames, c: &BertConfig, layer: usize) -> Result<BertLayer> {
         let (d, eps) = (c.hidden_size, c.layer_norm_eps as f32);
+        let site = Site { kind: AttentionKind::EncoderSelf, layer };
         Ok(BertLayer {
             attention: BertAttention {
                 self_attention: BertSelfAttention {
-                    query: Linear::load(w, &format!("{p}.attention.self.query"), d, d)?,
-                    key: Linear::load(w, &format!("{p}.attention.self.key"), d, d)?,
-                    value: Linear::load(w, &format!("{p}.attention.self.value"), d, d)?,
+                    query: Linear::load(w, &format!("{p}.{}", n.query), d, d)?,
+                    key: Linear::load(w, &format!("{p}.{}", n.key), d, d)?,
+                    value: Linear::load(w, &format!("{p}.{}", n.value), d, d)?,
                     num_attention_heads: c.num_attention_heads,
-                    site: Site { kind: AttentionKind::EncoderSelf, layer },
+                    site,
                 },
                 output: BertSelfOutput {
-                    dense: Linear::load(w, &format!("{p}.attention.output.dense"), d, d)?,
-                    layer_norm: LayerNorm::load(w, &format!("{p}.attention.output.LayerNorm"), d, eps)?,
-                    site: Site { kind: AttentionKind::EncoderSelf, layer },
+                    dense: Linear::load(w, &format!("{p}.{}", n.attention_output), d, d)?,
+                    layer_norm: LayerNorm::load(w, &format!("{p}.{}", n.attention_layer_norm), d, eps)?,
+                    site,
                 },
             },
-            intermediate: BertIntermediate { dense: Linear::load(w, &format!("{p}.intermediate.dense"), c.intermediate_size, d)? },
+            intermediate: BertIntermediate { dense: Linear::load(w, &format!("{p}.{}", n.intermediate), c.intermediate_size, d)? },
             output: BertOutput {
-                dense: Linear::load(w, &format!("{p}.output.dense"), d, c.intermediate_size)?,
-                layer_norm: LayerNorm::load(w, &format!("{p}.output.LayerNorm"), d, eps)?,
+                dense: Linear::load(w, &format!("{p}.{}", n.output), d, c.intermediate_size)?,
+                layer_norm: LayerNorm::load(w, &format!("{p}.{}", n.output_layer_norm), d, eps)?,
             },
         })
     }
@@ -258,25 +437,35 @@ pub struct BertModel {
 impl BertModel {
     pub fn load(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<BertModel> {
         let c = BertConfig::from_json(config_json)?;
-        let (layers, heads, positions) = (c.num_hidden_layers, c.num_attention_heads, c.max_position_embeddings);
-        let what = format!("config.json: {layers} layers × {heads} heads at max_position_embeddings {positions}");
-        super::check_attention_budget(&what, &[(layers, heads, positions, positions)])?;
-        let prefix = if weights.contains("bert.embeddings.word_embeddings.weight") { "bert." } else { "" };
+        c.check_attention_budget()?;
+        let (layers, tokens) = (c.num_hidden_layers, c.max_tokens());
+        let names = WeightNames::of(c.flavor);
+        // Task-head checkpoints (…ForMaskedLM) prefix the base model's names; the base model's
+        // own do not.
+        let prefix = if weights.contains(&format!("{}embeddings.word_embeddings.weight", names.base)) { names.base } else { "" };
         let w = &mut weights;
         let embeddings = BertEmbeddings::load(w, &format!("{prefix}embeddings"), &c)?;
-        let layer = (0..c.num_hidden_layers).map(|i| BertLayer::load(w, &format!("{prefix}encoder.layer.{i}"), &c, i)).collect::<Result<_>>()?;
-        let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_position_embeddings)?;
+        let layer = (0..layers).map(|i| BertLayer::load(w, &format!("{prefix}{}.{i}", names.layers), &names, &c, i)).collect::<Result<_>>()?;
+        let tokenizer = TextTokenizer::from_bytes(tokenizer_json, tokens)?;
         Ok(BertModel { config: c, embeddings, encoder: BertEncoder { layer }, tokenizer })
     }
 
-    /// The learned position embeddings of positions `0..n` (at most `max_position_embeddings`):
-    /// `# [n, hidden_size]` row-major.
+    /// The learned position embeddings added to the tokens at `0..n` (at most
+    /// [`BertConfig::max_tokens`]; RoBERTa's from row `padding_idx + 1`): `# [n, hidden_size]`
+    /// row-major.
     pub fn position_table(&self, n: usize) -> Vec<f32> {
         self.embeddings.position_rows(n)
     }
 
     pub fn tokenizer(&self) -> &TextTokenizer {
         &self.tokenizer
+    }
+
+    /// The special tokens of a BERT (`[CLS]` …) or RoBERTa (`<s>` …) vocabulary that the
+    /// tokenizer knows.
+    pub fn special_tokens(&self) -> Vec<String> {
+        let known = |t: &&str| self.tokenizer.token_to_id(t).is_some();
+        ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]", "<s>", "</s>", "<pad>", "<unk>", "<mask>"].into_iter().filter(known).map(String::from).collect()
     }
 
     /// `encoder_self` attention of every layer goes to `probe`.

@@ -5,7 +5,7 @@
 use super::gpt2::Gpt2Config;
 use super::llama::LlamaConfig;
 use super::marian::MarianConfig;
-use super::{bert::BertConfig, check_attention_budget, Manifest};
+use super::{bert, bert::BertConfig, Manifest};
 use crate::error::{invalid_model, Error, Result};
 use crate::limits::{budget, check_file_sizes, human_bytes, MEMORY_BUDGET_BYTES};
 use serde::Serialize;
@@ -18,7 +18,7 @@ pub const MAX_SAFETENSORS_HEADER: u64 = 100_000_000;
 pub const GGUF_HEAD_BYTES: u64 = 32 << 20;
 
 /// `model_type`s of config.json that load (the `architecture` a manifest gets from them).
-pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "llama", "marian", "gpt2"];
+pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert", "llama", "marian", "gpt2"];
 
 /// What an opus-mt folder must hold: Hugging Face ships its tokenizer as source.spm,
 /// target.spm and vocab.json, which the page cannot read.
@@ -35,7 +35,7 @@ pub struct FileHead<'a> {
 /// What [`inspect`] found, for the page to show before loading.
 #[derive(Clone, Debug, Serialize)]
 pub struct Inspection {
-    /// bert | llama | marian | gpt2
+    /// bert | roberta | xlm-roberta | distilbert | llama | marian | gpt2
     pub architecture: String,
     /// e.g. `safetensors F32`, `GGUF Q4_1 + Q8_0`
     pub format: String,
@@ -97,7 +97,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         let config = config.ok_or_else(|| invalid_model("config.json is missing"))?;
         let st = used.iter().find(|f| f.name.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file"))?;
         let c = match manifest.architecture.as_str() {
-            "bert" => Sizes::bert(&BertConfig::from_json(config)?)?,
+            a if bert::MODEL_TYPES.contains(&a) => Sizes::bert(&BertConfig::from_json(config)?)?,
             "marian" => {
                 let m = MarianConfig::from_hf_json(config)?;
                 let (ts, tt) = (m.max_source as u64, m.max_target as u64);
@@ -161,9 +161,8 @@ struct Sizes {
 
 impl Sizes {
     fn bert(c: &BertConfig) -> Result<Sizes> {
-        let (layers, heads, t) = (c.num_hidden_layers, c.num_attention_heads, c.max_position_embeddings);
-        check_attention_budget(&format!("config.json: {layers} layers × {heads} heads at max_position_embeddings {t}"), &[(layers, heads, t, t)])?;
-        Ok(Sizes { layers, heads, kv_heads: heads, hidden: c.hidden_size, max_positions: t })
+        c.check_attention_budget()?;
+        Ok(Sizes { layers: c.num_hidden_layers, heads: c.num_attention_heads, kv_heads: c.num_attention_heads, hidden: c.hidden_size, max_positions: c.max_tokens() })
     }
 
     fn gpt2(c: &Gpt2Config) -> Sizes {
@@ -271,7 +270,7 @@ mod tests {
         let e = run(CONFIG, &w, w.len() as u64).unwrap_err().to_string();
         assert!(e.contains("cut short"), "{e}");
         let e = run(&CONFIG.replace("bert", "t5"), &w, w.len() as u64).unwrap_err().to_string();
-        assert!(e.contains("`t5`") && e.contains("bert, llama, marian, gpt2"), "{e}");
+        assert!(e.contains("`t5`") && e.contains("bert, roberta, xlm-roberta, distilbert, llama, marian, gpt2"), "{e}");
         assert!(run(CONFIG, b"\xff\xff\xff\xff\xff\xff\xff\xff", 8).is_err());
     }
 

@@ -165,10 +165,7 @@ impl Manifest {
             let v: serde_json::Value = serde_json::from_slice(cfg).map_err(|e| invalid_model(format!("config.json is not JSON ({e})")))?;
             let model_type = v.get("model_type").and_then(|t| t.as_str()).unwrap_or("");
             match model_type {
-                "bert" => "bert".to_string(),
-                "llama" => "llama".to_string(),
-                "marian" => "marian".to_string(),
-                "gpt2" => "gpt2".to_string(),
+                known if inspect::CONFIG_MODEL_TYPES.contains(&known) => known.to_string(),
                 other => {
                     let supported = inspect::CONFIG_MODEL_TYPES.join(", ");
                     return Err(Error::UnsupportedArchitecture(format!("config.json has model_type `{other}` (supported model_types: {supported}; or one Llama .gguf file)")));
@@ -191,8 +188,10 @@ impl Manifest {
             return Err(invalid_model("no manifest.json, config.json or Marian model .bin found"));
         };
         let files = match architecture.as_str() {
-            "bert" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
-            "bert" => return Err(invalid_model("a BERT folder needs config.json, model.safetensors and tokenizer.json")),
+            a if bert::MODEL_TYPES.contains(&a) && has("model.safetensors") && has("tokenizer.json") => {
+                vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()]
+            }
+            a if bert::MODEL_TYPES.contains(&a) => return Err(invalid_model(format!("a {} folder needs config.json, model.safetensors and tokenizer.json", bert::family_name(a)))),
             "llama" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
             "llama" => return Err(invalid_model("a llama folder needs config.json, model.safetensors and tokenizer.json (or one .gguf file)")),
             "marian" if config_json.is_some() && has("model.safetensors") && has("tokenizer.json") => {
@@ -264,7 +263,7 @@ pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize,
 pub const INDUCTION_TOKENS: usize = 20;
 
 /// Architectures this build runs.
-pub const SUPPORTED: &[&str] = &["bert", "marian", "llama", "gpt2"];
+pub const SUPPORTED: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert", "marian", "llama", "gpt2"];
 
 pub enum Family {
     Bert(bert::BertModel),
@@ -353,7 +352,7 @@ impl Model {
     fn load_borrowed(manifest: Manifest, files: &HashMap<String, Vec<u8>>) -> Result<Model> {
         let file = |name: &str| files.get(name).map(|v| v.as_slice()).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")));
         let family = match manifest.architecture.as_str() {
-            "bert" => {
+            a if bert::MODEL_TYPES.contains(&a) => {
                 let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
                 let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
                 weights.set_file(weights_name);
@@ -486,13 +485,7 @@ impl Model {
         let (kinds, heads, head_dim, max_positions, special) = match &self.family {
             Family::Bert(b) => {
                 let c = &b.config;
-                (
-                    vec![(AttentionKind::EncoderSelf, c.num_hidden_layers)],
-                    c.num_attention_heads,
-                    c.hidden_size / c.num_attention_heads,
-                    c.max_position_embeddings,
-                    ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"].map(String::from).to_vec(),
-                )
+                (vec![(AttentionKind::EncoderSelf, c.num_hidden_layers)], c.num_attention_heads, c.hidden_size / c.num_attention_heads, c.max_tokens(), b.special_tokens())
             }
             Family::Marian(mm) => {
                 let c = &mm.config;
@@ -536,7 +529,8 @@ impl Model {
 
     /// The position vectors this model adds to its token embeddings, for positions
     /// `0..count` (`count` is clamped to 1..=`max_positions`): Marian's sinusoid (the one its
-    /// forward adds, sin half then cos half) or BERT's learned `position_embeddings` rows.
+    /// forward adds, sin half then cos half) or the BERT family's learned `position_embeddings`
+    /// rows (RoBERTa's from `padding_idx + 1`).
     pub fn positions(&self, count: usize) -> PositionTable {
         let n = count.clamp(1, self.info().max_positions.max(1));
         match &self.family {

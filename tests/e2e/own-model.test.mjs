@@ -1,6 +1,7 @@
 // "Open your model…" (issue 14): a tiny random BERT folder in Hugging Face layout (written for this
 // run by scripts/tiny_models.py) dropped on the page draws with its own tokens (the CLI's), so
-// does a tiny opus-mt folder (its translation and cross view the CLI's), the BERT one is in
+// do tiny RoBERTa and DistilBERT folders (value-weighted and in the heads overview too) and
+// a tiny opus-mt folder (its translation and cross view the CLI's), the BERT one is in
 // the picker after a reload and loads from OPFS, and is gone once removed; bad folders are refused
 // with a message that says why, and the page goes on with the model it had. Where OPFS is
 // missing the model is kept in IndexedDB instead; where neither is, the page says so. The widget's
@@ -13,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hoverStepPanel, openApp, openWidget, useServerAndBrowser } from './harness.mjs';
-import { cliJson, watchLongTasks } from './cli-helpers.mjs';
+import { cliJson, waitDrawn, watchLongTasks } from './cli-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TEXT = 'The cat sat on the mat.';
@@ -210,6 +211,41 @@ test('a dropped GPT-2 folder draws causal maps with its tokens and generates', a
   });
 });
 
+test('dropped RoBERTa and DistilBERT folders draw with their tokens, value-weighted and in the heads overview', async () => {
+  await onPage(async (page, app) => {
+    await typeText(page, TEXT);
+    const cases = [
+      ['tiny-roberta', /^Opened “[^”]*”: RoBERTa encoder, safetensors F32: 2 layers × 4 heads, hidden size 32/, '<s>'],
+      ['tiny-distilbert', /^Opened “[^”]*”: DistilBERT encoder, safetensors F32: 2 layers × 4 heads, hidden size 32/, '[CLS]'],
+    ];
+    for (const [name, notice, first] of cases) {
+      const want = cliJson('attend', '--model', path.join(dir, name), '--text', TEXT, '--measure', 'value-norm');
+      const before = (await seen(page)).draws;
+      await drop(page, folder(name));
+      await waitModel(page, 'own-', before);
+      const s = await seen(page);
+      assert.match(s.notice, notice, name);
+      assert.equal(s.tokens[0], first, name);
+      assert.deepEqual(s.tokens, want.tokens.source, name);
+      // The value-weighted measure (‖αf‖) and the heads overview work on it as on BERT.
+      await page.click('[role=tab][data-view=heatmap]');
+      await waitDrawn(page, () => window.attnvizDebug.view === 'heatmap');
+      await page.selectOption('#measure', 'value-norm');
+      await waitDrawn(page, () => window.attnvizDebug.state.measure === 'value-norm');
+      assert.match(await page.getAttribute('#view', 'aria-label'), /value-weighted/, name);
+      await page.selectOption('#measure', 'raw');
+      await page.click('[role=tab][data-view=heads]');
+      await waitDrawn(page, () => window.attnvizDebug.view === 'heads' && window.attnvizDebug.headsGrid() && window.attnvizDebug.headsGrid().scores);
+      const got = (await page.evaluate(() => window.attnvizDebug.headsGrid())).scores.heads;
+      const cliHeads = cliJson('heads', '--model', path.join(dir, name), '--text', TEXT).heads;
+      assert.deepEqual(got.map((x) => [x.layer, x.head, x.label]), cliHeads.map((x) => [x.layer, x.head, x.label]), `${name}: the CLI's head labels`);
+      assert.equal(got.length, 2 * 4);
+      console.log(`# dropped ${name}: ${s.notice}`);
+    }
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
 test('the f16 and bf16 variants open from the multi-file picker', async () => {
   await onPage(async (page) => {
     await typeText(page, TEXT);
@@ -273,7 +309,7 @@ test('bad folders are refused with the reason; the page keeps its model', async 
       ['missing tokenizer.json', { 'config.json': good['config.json'], 'model.safetensors': good['model.safetensors'] }, /needs config\.json, model\.safetensors and tokenizer\.json/],
       ['an opus-mt folder as published (no tokenizer.json)', { 'config.json': marian['config.json'], 'model.safetensors': marian['model.safetensors'], 'source.spm': Buffer.from('spm'), 'vocab.json': Buffer.from('{}') }, /opus-mt ships source\.spm, target\.spm and vocab\.json instead of tokenizer\.json: make one with scripts\/opus_mt_tokenizer\.py/],
       ['truncated safetensors', { ...good, 'model.safetensors': good['model.safetensors'].subarray(0, 40_000) }, /model\.safetensors is cut short/],
-      ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"t5"')) }, /model_type `t5`.*supported model_types: bert, llama, marian, gpt2/],
+      ['unknown model_type', { ...good, 'config.json': Buffer.from(good['config.json'].toString().replace('"bert"', '"t5"')) }, /model_type `t5`.*supported model_types: bert, roberta, xlm-roberta, distilbert, llama, marian, gpt2/],
       ['a 5 GB claim', { ...good, 'model.safetensors': header({ w: { dtype: 'F32', shape: [1342177280], data_offsets: [0, 5368709120] } }) }, /more than the 1 GiB memory budget/],
     ];
     for (const [what, files, message] of cases) {

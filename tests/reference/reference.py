@@ -205,18 +205,53 @@ def sinusoidal_positions(n: int, d: int, start: int = 0, dtype=np.float64) -> np
 
 # ----------------------------------------------------------------------------- BERT
 
+# DistilBertModel's module names -> BertModel's (transformers' modeling_distilbert.py).
+DISTILBERT_TO_BERT = [("transformer.layer.", "encoder.layer."), ("attention.q_lin.", "attention.self.query."),
+                      ("attention.k_lin.", "attention.self.key."), ("attention.v_lin.", "attention.self.value."),
+                      ("attention.out_lin.", "attention.output.dense."), ("sa_layer_norm.", "attention.output.LayerNorm."),
+                      ("ffn.lin1.", "intermediate.dense."), ("ffn.lin2.", "output.dense."),
+                      ("output_layer_norm.", "output.LayerNorm.")]
+
+
+def bert_position_ids(ids: np.ndarray, padding_idx: int | None) -> np.ndarray:
+    """BERT/DistilBERT: 0, 1, 2, …. RoBERTa: transformers' create_position_ids_from_input_ids,
+    mask = ids != padding_idx; cumsum(mask) * mask + padding_idx (pad tokens at padding_idx, the
+    others from padding_idx + 1 on)."""
+    if padding_idx is None:
+        return np.arange(len(ids))
+    mask = (ids != padding_idx).astype(np.int64)
+    return np.cumsum(mask) * mask + padding_idx
+
+
 class Bert:
+    """BertModel, RobertaModel / XLMRobertaModel (positions after padding_idx) and
+    DistilBertModel (its names and config keys mapped onto BERT's; no token types)."""
+
     def __init__(self, model_dir: str, dtype=np.float64):
         self.dtype = dtype
         with open(os.path.join(model_dir, "config.json")) as f:
             self.config = json.load(f)
         self.w = read_safetensors(os.path.join(model_dir, "model.safetensors"), dtype)
-        # some checkpoints prefix every name with "bert."
+        model_type = self.config.get("model_type", "bert")
+        # task-head checkpoints prefix every name with the base model's ("bert.", "roberta.", …)
+        base = {"roberta": "roberta.", "xlm-roberta": "roberta.", "distilbert": "distilbert."}.get(model_type, "bert.")
         if not any(k.startswith("embeddings.") for k in self.w):
-            self.w = {k[len("bert."):]: v for k, v in self.w.items() if k.startswith("bert.")}
+            self.w = {k[len(base):]: v for k, v in self.w.items() if k.startswith(base)}
+        if model_type == "distilbert":
+            c = self.config
+            self.config = {"num_attention_heads": c["n_heads"], "max_position_embeddings": c.get("max_position_embeddings", 512),
+                           "layer_norm_eps": 1e-12}
+            renamed = {}
+            for k, v in self.w.items():
+                for old, new in DISTILBERT_TO_BERT:
+                    k = k.replace(old, new, 1)
+                renamed[k] = v
+            self.w = renamed
+        self.padding_idx = int(self.config.get("pad_token_id", 1)) if model_type in ("roberta", "xlm-roberta") else None
         self.heads = int(self.config["num_attention_heads"])
         self.eps = float(self.config.get("layer_norm_eps", 1e-12))
-        self.max_len = int(self.config.get("max_position_embeddings", 512))
+        # RoBERTa's tokens take the rows after padding_idx
+        self.max_len = int(self.config.get("max_position_embeddings", 512)) - (0 if self.padding_idx is None else self.padding_idx + 1)
         self.layers = 0
         while f"encoder.layer.{self.layers}.attention.self.query.weight" in self.w:
             self.layers += 1
@@ -236,11 +271,11 @@ class Bert:
         enc = self.tok.encode(text)
         ids = np.array(enc.ids, dtype=np.int64)
         truncated = len(enc.overflowing) > 0
-        t = len(ids)
         w = self.w
+        token_type = w["embeddings.token_type_embeddings.weight"][0] if "embeddings.token_type_embeddings.weight" in w else 0.0
         x = (w["embeddings.word_embeddings.weight"][ids]
-             + w["embeddings.position_embeddings.weight"][:t]
-             + w["embeddings.token_type_embeddings.weight"][0])
+             + w["embeddings.position_embeddings.weight"][bert_position_ids(ids, self.padding_idx)]
+             + token_type)
         x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
         attentions, decomposed = [], []
         for i in range(self.layers):

@@ -1,5 +1,6 @@
-"""A user's own BERT folder (Hugging Face layout, no manifest.json), f32, f16 and bf16, and a GPT-2
-folder: the Rust CLI against the numpy references (reference.py, reference_gpt2.py), ≤ 1e-4. The
+"""A user's own BERT, RoBERTa and DistilBERT folder (Hugging Face layout, no manifest.json), f32,
+f16 and bf16, and a GPT-2 folder: the Rust CLI against the numpy references (reference.py,
+reference_gpt2.py), ≤ 1e-4. The
 folders are written by scripts/tiny_models.py into a temporary folder for this run (nothing
 generated is kept in git)."""
 from __future__ import annotations
@@ -12,13 +13,19 @@ import sys
 import numpy as np
 import pytest
 
+import reference
 import reference_gpt2
-from test_parity import ATTN_TOL, BIN, EMB_TOL, ROOT, _blocks, _need_binary, ref_attend, rust_attend
+from test_parity import ATTN_TOL, BIN, EMB_TOL, ROOT, _blocks, _need_binary, rust_attend
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import tiny_models  # noqa: E402
 
 TEXTS = ["The cat sat on the mat.", "The animal didn't cross the street because it was tired!", "zebra quux"]
+# Indices in tiny_models.write_all's list of the BERT-family folders.
+ENCODERS = {"bert": 0, "bert-f16": 1, "bert-bf16": 2, "roberta": 7, "roberta-f16": 8, "distilbert": 9, "distilbert-bf16": 10}
+# A typed <pad> is RoBERTa's pad token (id padding_idx): it sits at position padding_idx and the
+# tokens after it count on without it (transformers' create_position_ids_from_input_ids).
+PAD_TEXT = "a <pad> cat sat on the mat"
 
 
 @pytest.fixture(scope="module")
@@ -26,32 +33,47 @@ def folders(tmp_path_factory):
     return tiny_models.write_all(str(tmp_path_factory.mktemp("own")))
 
 
-@pytest.mark.parametrize("variant", [0, 1, 2], ids=["f32", "f16", "bf16"])
-@pytest.mark.parametrize("text", TEXTS)
-def test_tiny_bert_matches_reference(folders, variant, text):
+@pytest.mark.parametrize("variant", ENCODERS.values(), ids=ENCODERS.keys())
+@pytest.mark.parametrize("text", TEXTS + [PAD_TEXT])
+def test_tiny_encoders_match_reference(folders, variant, text):
+    """Maps ≤ 1e-4 and value norms ‖α f_h(x_j)‖ ≤ 1e-4 relative to their largest."""
     folder = folders[variant]
-    rust, ref = rust_attend(folder, text), ref_attend(folder, text)
+    rust, ref = rust_attend(folder, text, "--measure", "value-norm"), reference.attend(folder, text, measure="value-norm")
     assert rust["tokens"] == ref["tokens"]
     assert len(rust["tokens"]["source"]) > 3
-    rb, fb = _blocks(rust), _blocks(ref)
-    assert rb.keys() == fb.keys() == {("encoder_self", 0), ("encoder_self", 1)}
-    for key, b in fb.items():
-        got = np.asarray(rb[key]["data"]).reshape(rb[key]["shape"])
-        want = np.asarray(b["data"]).reshape(b["shape"])
-        assert got.shape == want.shape == (4, len(ref["tokens"]["source"]), len(ref["tokens"]["source"]))
-        err = float(np.abs(got - want).max())
-        assert err <= ATTN_TOL, f"{key}: max |Δ| {err}"
-        # Not uniform: a forward that ignored the weights would not pass for a real one.
-        assert float(want.max()) > 0.5
+    if variant in (ENCODERS["roberta"], ENCODERS["roberta-f16"]) and text == PAD_TEXT:
+        assert "<pad>" in rust["tokens"]["source"], rust["tokens"]
+    t = len(ref["tokens"]["source"])
+    for name in ("attentions", "value_norms"):
+        got_blocks = {(b["kind"], b["layer"]): b for b in rust[name]}
+        assert got_blocks.keys() == {(b["kind"], b["layer"]) for b in ref[name]} == {("encoder_self", 0), ("encoder_self", 1)}
+        for b in ref[name]:
+            g = got_blocks[(b["kind"], b["layer"])]
+            got = np.asarray(g["data"]).reshape(g["shape"])
+            want = np.asarray(b["data"]).reshape(b["shape"])
+            assert got.shape == want.shape == (4, t, t)
+            err = float(np.abs(got - want).max())
+            scale = 1.0 if name == "attentions" else max(1.0, float(np.abs(want).max()))
+            assert err <= ATTN_TOL * scale, f"{name} {b['layer']}: max |Δ| {err}"
+            # Not uniform: a forward that ignored the weights would not pass for a real one.
+            assert name != "attentions" or float(want.max()) > 0.5
     emb = np.abs(np.asarray(rust["sentence_embedding"]) - np.asarray(ref["sentence_embedding"])).max()
     assert emb <= EMB_TOL
 
 
-@pytest.mark.parametrize("variant", [1, 2], ids=["f16", "bf16"])
-def test_half_precision_is_the_rounded_f32(folders, variant):
+def test_roberta_reference_positions_are_transformers():
+    """create_position_ids_from_input_ids(input_ids, padding_idx=1) on a hand-made row:
+    non-pad tokens count from 2, a pad token stays at 1."""
+    ids = np.array([0, 31, 1, 42, 2])
+    assert reference.bert_position_ids(ids, 1).tolist() == [2, 3, 1, 4, 5]
+    assert reference.bert_position_ids(ids, None).tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("pair", [(0, 1), (0, 2), (7, 8), (9, 10)], ids=["bert-f16", "bert-bf16", "roberta-f16", "distilbert-bf16"])
+def test_half_precision_is_the_rounded_f32(folders, pair):
     """The f16 and bf16 folders hold the f32 weights rounded: their maps differ a little, not
     entirely (bf16 keeps 8 bits of mantissa, f16 11)."""
-    a, b = rust_attend(folders[0], TEXTS[0]), rust_attend(folders[variant], TEXTS[0])
+    a, b = rust_attend(folders[pair[0]], TEXTS[0]), rust_attend(folders[pair[1]], TEXTS[0])
     da = np.asarray(a["attentions"][0]["data"])
     db = np.asarray(b["attentions"][0]["data"])
     assert 0 < float(np.abs(da - db).max()) < 0.1
