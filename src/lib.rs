@@ -8,12 +8,17 @@
 //!    scores and labels
 //! 4. [`tensor`] (GEMM, attention kernel, norms), [`weights`] (file readers), [`tokenize`]
 
+// The shared-memory build (built with -Zbuild-std, see Makefile) sleeps helper threads in
+// memory.atomic.wait32, whose core::arch intrinsics are not stable yet.
+#![cfg_attr(all(target_arch = "wasm32", target_feature = "atomics"), feature(stdarch_wasm_atomic_wait))]
+
 pub mod attention;
 pub mod error;
 pub mod heads;
 pub mod limits;
 pub mod models;
 pub mod output;
+pub mod pool;
 pub mod tensor;
 pub mod tokenize;
 pub mod weights;

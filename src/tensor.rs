@@ -301,7 +301,7 @@ mod lanes {
 use lanes::F4;
 
 /// Element types the right-hand GEMM operand may hold: f32, or int8 (scaled after the sum).
-pub trait Element: Copy {
+pub trait Element: Copy + Sync {
     /// # Safety
     /// `p` must point to 4 readable values.
     unsafe fn load4(p: *const Self) -> F4;
@@ -376,11 +376,46 @@ fn dots<const R: usize, const C: usize, T: Element>(a: [&[f32]; R], b: [&[T]; C]
 pub fn matmul_bt<T: Element>(a: View, b: View<T>, out: &mut [f32], out_offset: usize, out_stride: usize) {
     assert_eq!(a.cols, b.cols, "matmul_bt: inner dimensions differ");
     let (m, n, k) = (a.rows, b.rows, a.cols);
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(out_offset + (m - 1) * out_stride + n <= out.len(), "matmul_bt: output too small");
+    let out = OutPtr(out.as_mut_ptr());
+    // Column blocks of B go to the pool's threads; every value is computed exactly as on one
+    // thread (the split never changes which rows or lanes a dot product uses).
+    let threads = crate::pool::threads();
+    let blocks = n.div_ceil(8);
+    let chunks = if threads > 1 && m * n * k >= PARALLEL_FROM_MACS { blocks.min(4 * threads) } else { 1 };
+    let per_chunk = blocks.div_ceil(chunks);
+    crate::pool::for_each_chunk(chunks, &|c| {
+        let cols = (c * per_chunk * 8).min(n)..((c + 1) * per_chunk * 8).min(n);
+        // SAFETY: chunks write disjoint columns of rows inside `out` (checked above).
+        unsafe { matmul_bt_cols(a, b, out, out_offset, out_stride, cols) }
+    });
+}
+
+/// Multiply-adds below which a GEMM stays on one thread (waking helpers costs microseconds).
+const PARALLEL_FROM_MACS: usize = 1 << 18;
+
+/// The output of a GEMM shared by the threads that each write their own columns of it.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: used only by matmul_bt, whose chunks write disjoint elements.
+unsafe impl Sync for OutPtr {}
+unsafe impl Send for OutPtr {}
+
+/// Columns `cols` of [`matmul_bt`]'s output.
+///
+/// # Safety
+/// Every `out_offset + i * out_stride + j` (i < a.rows, j in cols) is inside the caller's
+/// output, and no other thread writes those elements meanwhile.
+unsafe fn matmul_bt_cols<T: Element>(a: View, b: View<T>, out: OutPtr, out_offset: usize, out_stride: usize, cols: std::ops::Range<usize>) {
+    let (m, k) = (a.rows, a.cols);
     let m4 = m - m % 4;
-    let mut put = |i: usize, j: usize, v: f32| out[out_offset + i * out_stride + j] = v;
-    let mut j = 0;
-    while j < n {
-        let width = (n - j).min(8);
+    let put = |i: usize, j: usize, v: f32| *out.0.add(out_offset + i * out_stride + j) = v;
+    let mut j = cols.start;
+    while j < cols.end {
+        let width = (cols.end - j).min(8);
         // Rows 0..m4 in blocks of four, against B rows j..j+width in pairs.
         let mut c = j;
         while c < j + width {
@@ -648,20 +683,22 @@ pub fn linear_blocks(x: &Mat, w: &BlockMat) -> Mat {
 /// `x · Wᵀ` for a weight `[rows, cols]` stored in a compact form: `decode_row` writes row r as
 /// f32, a panel of [`BLOCK_PANEL_ROWS`] rows at a time, each panel then handed to the one GEMM
 /// kernel, so the decoding is paid once per weight row whatever the number of rows of `x`.
-fn linear_by_panels(x: &Mat, rows: usize, cols: usize, decode_row: impl Fn(usize, &mut [f32])) -> Mat {
+fn linear_by_panels(x: &Mat, rows: usize, cols: usize, decode_row: impl Fn(usize, &mut [f32]) + Sync) -> Mat {
     let mut y = Mat::zeros(x.rows(), rows);
     let stride = y.cols();
-    let mut panel = vec![0.0f32; BLOCK_PANEL_ROWS * cols];
-    let mut start = 0;
-    while start < rows {
+    let out = OutPtr(y.as_mut_slice().as_mut_ptr());
+    // Panels go to the pool's threads whole: each decodes its rows and writes its columns.
+    crate::pool::for_each_chunk(rows.div_ceil(BLOCK_PANEL_ROWS), &|p| {
+        let start = p * BLOCK_PANEL_ROWS;
         let n = (rows - start).min(BLOCK_PANEL_ROWS);
-        for (i, row) in panel.chunks_exact_mut(cols).take(n).enumerate() {
+        let mut panel = vec![0.0f32; n * cols];
+        for (i, row) in panel.chunks_exact_mut(cols).enumerate() {
             decode_row(start + i, row);
         }
         let b = View { data: &panel, offset: 0, rows: n, cols, stride: cols };
-        matmul_bt(View::of(x), b, y.as_mut_slice(), start, stride);
-        start += n;
-    }
+        // SAFETY: panel p writes columns start..start + n of every row of y, and no other.
+        unsafe { matmul_bt_cols(View::of(x), b, out, start, stride, 0..n) }
+    });
     y
 }
 

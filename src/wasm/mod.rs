@@ -63,18 +63,35 @@ pub fn panic_for_test(message: &str) {
     panic!("{message}");
 }
 
+/// A GEMM helper thread's body, for the build with shared memory: the worker that runs the
+/// model starts `threads − 1` helper workers on its memory, and each calls this once; it never
+/// returns. In the one-thread builds there is nothing to help with, so it returns at once.
+#[wasm_bindgen(js_name = poolHelper)]
+pub fn pool_helper() {
+    #[cfg(target_feature = "atomics")]
+    crate::pool::helper_loop();
+}
+
+/// Threads a GEMM runs on now: 1 + the helpers that joined.
+#[wasm_bindgen(js_name = poolThreads)]
+pub fn pool_threads() -> usize {
+    crate::pool::threads()
+}
+
 #[derive(Serialize)]
 struct BuildInfo {
     version: &'static str,
     simd: bool,
     relaxed_simd: bool,
+    /// Built with shared memory: GEMMs run on the pool (see [`pool_helper`]).
+    threads: bool,
 }
 
-/// `{ version, simd, relaxed_simd }` of this wasm build (relaxed_simd: the pkg/relaxed/ build, whose
-/// GEMM multiply-adds are `f32x4.relaxed_madd`).
+/// `{ version, simd, relaxed_simd, threads }` of this wasm build (relaxed_simd: the GEMM's
+/// multiply-adds are `f32x4.relaxed_madd`; threads: the pkg/threads/ build on shared memory).
 #[wasm_bindgen(js_name = buildInfo)]
 pub fn build_info() -> Result<JsValue, JsError> {
-    to_js(&BuildInfo { version: env!("CARGO_PKG_VERSION"), simd: cfg!(target_feature = "simd128"), relaxed_simd: cfg!(target_feature = "relaxed-simd") })
+    to_js(&BuildInfo { version: env!("CARGO_PKG_VERSION"), simd: cfg!(target_feature = "simd128"), relaxed_simd: cfg!(target_feature = "relaxed-simd"), threads: cfg!(target_feature = "atomics") })
 }
 
 /// The `architecture` values of manifests this build can run.
