@@ -73,10 +73,19 @@ node_modules/.bin/wasm-opt node_modules/.bin/eslint:
 #   pkg/relaxed/  +simd128,+relaxed-simd: the GEMM's multiply-adds are f32x4.relaxed_madd (an FMA
 #                 where the CPU has one); the page loads it where WebAssembly.validate accepts a
 #                 relaxed-SIMD opcode (www/wasm-build.js)
-# $(call wasm_pkg,<out dir>,<target dir suffix>,<RUSTFLAGS or empty: .cargo/config.toml's>,<wasm-opt flags>)
+#   pkg/threads/  relaxed SIMD on shared memory (+atomics): GEMMs split across helper workers
+#                 (src/pool.rs); the page loads it where it is cross-origin isolated and has more
+#                 than one core. Shared memory needs a std built with atomics, so this build always
+#                 uses Debian's rustc-web + -Zbuild-std (.toolchain/env-threads, written by setup.sh
+#                 when those packages are there); without them it is skipped and pages load pkg/relaxed/.
+# $(call wasm_pkg,<out dir>,<target dir suffix>,<RUSTFLAGS or empty: .cargo/config.toml's>,<wasm-opt flags>[,<env file>])
 WASM_RELAXED_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd
+WASM_THREADS_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd,+atomics,+bulk-memory,+mutable-globals \
+	-C link-arg=--shared-memory -C link-arg=--max-memory=2147483648 -C link-arg=--import-memory \
+	-C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size -C link-arg=--export=__tls_align \
+	-C link-arg=--export=__tls_base
 define wasm_pkg
-$(WASM_ENV); \
+set -a; . ./$(or $(5),.toolchain/env); set +a; \
 out=$(1); tdir="$$WASM_TARGET_DIR$(2)"; \
 echo "[build] $$out: cargo build --release --lib --target $(WASM_TARGET) --target-dir $$tdir $(if $(3),RUSTFLAGS='$(3)' )(toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
 $(if $(3),RUSTFLAGS='$(3)') $$WASM_CARGO build --release --lib --target $(WASM_TARGET) --target-dir "$$tdir" $$WASM_CARGO_FLAGS; \
@@ -99,6 +108,9 @@ endef
 build: | .toolchain/env node_modules/.bin/wasm-opt
 	@$(call wasm_pkg,pkg,,,$(WASM_OPT_FLAGS))
 	@$(call wasm_pkg,pkg/relaxed,/relaxed,$(WASM_RELAXED_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd)
+	@if [ -f .toolchain/env-threads ]; then \
+	  $(call wasm_pkg,pkg/threads,/threads,$(WASM_THREADS_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd --enable-threads,.toolchain/env-threads); \
+	else rm -rf pkg/threads; echo "[build] pkg/threads/ skipped: no Debian rustc-web toolchain (.toolchain/env-threads; see scripts/setup.sh)"; fi
 
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)

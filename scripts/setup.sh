@@ -128,8 +128,9 @@ WASM_TARGET_DIR=target
 EOF
   mv "$ENV_FILE.tmp" "$ENV_FILE"
 }
-write_env_b() {
-  cat > "$ENV_FILE.tmp" <<'EOF'
+write_env_b() {  # write_env_b [file]: path B's settings, into .toolchain/env by default
+  local file=${1:-$ENV_FILE}
+  cat > "$file.tmp" <<'EOF'
 # written by scripts/setup.sh — path B: Debian rustc-web/cargo-web + rebuilt std (-Zbuild-std)
 ATTNVIZ_TOOLCHAIN=B
 export RUSTC=/usr/bin/rustc
@@ -141,7 +142,7 @@ WASM_CARGO_FLAGS=-Zbuild-std=std,panic_abort
 # a separate target dir: Debian's rustc and rustup's must not share build artefacts
 WASM_TARGET_DIR=target/debian-web
 EOF
-  mv "$ENV_FILE.tmp" "$ENV_FILE"
+  mv "$file.tmp" "$file"
 }
 
 chosen=""
@@ -173,6 +174,19 @@ if [ "$chosen" = A ]; then
 else
   grep -q '^ATTNVIZ_TOOLCHAIN=B$' "$ENV_FILE" 2>/dev/null || write_env_b
   say "wasm32 toolchain: path B ($(/usr/bin/rustc --version), -Zbuild-std)"
+fi
+
+# --- 2a. the shared-memory build (pkg/threads/) -------------------------------------------------------
+# Its std must be built with atomics (-Zbuild-std), which needs a compiler and std source of the same
+# version: Debian's rustc-web + rust-web-src, whatever path the other builds use. Optional: without
+# them make build skips pkg/threads/ and pages load pkg/relaxed/.
+THREADS_ENV=.toolchain/env-threads
+if path_b_ready || { apt_install rustc-web cargo-web rust-web-src lld-22 && path_b_ready; }; then
+  write_env_b "$THREADS_ENV"
+  say "shared-memory build: $(/usr/bin/rustc --version), -Zbuild-std"
+else
+  rm -f "$THREADS_ENV"
+  warn "no Debian rustc-web toolchain: make build skips the shared-memory build pkg/threads/ (pages load pkg/relaxed/)"
 fi
 
 # --- 2b. rustfmt + clippy (make lint) ---------------------------------------------------------------

@@ -63,7 +63,7 @@ function fillCatalog(el, catalog, session) {
 }
 
 function main() {
-  // ?build=simd (a permalink flag, README): load pkg/ even where relaxed SIMD validates.
+  // ?build=simd or ?build=relaxed (a permalink flag, README): load that build even where a faster one would run.
   configure({ build: new URLSearchParams(location.search).get('build') });
   const el = elements();
   let geom = null; // where the last drawing put things, for hit tests
@@ -299,9 +299,10 @@ function registerServiceWorker(catalog) {
     .register(new URL('./sw.js', import.meta.url), { scope: './' })
     .then(() => navigator.serviceWorker.ready)
     .then((reg) => {
-      // The worker's build (pkg/ or pkg/relaxed/) is not among the page's own resources.
+      // The worker's build (pkg/, pkg/relaxed/ or pkg/threads/ with its helper) is not among the page's own resources.
       const dir = new URL(catalog ? catalog.build.dir : 'pkg/', location.href);
       const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['attnviz.js', 'attnviz_bg.wasm'].map((f) => new URL(f, dir).href)];
+      if (catalog && catalog.build.id === 'threads') urls.push(new URL('./pool-helper.js', import.meta.url).href);
       reg.active.postMessage({ type: 'keep', urls });
     })
     .catch((e) => console.warn('service worker not registered:', e.message));

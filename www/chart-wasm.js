@@ -11,8 +11,12 @@ export function chartWasm() {
   return module;
 }
 
-/** → a promise of the module from `dir` (the worker's build: pkg/ or pkg/relaxed/; loads it once). */
-export function loadChartWasm(dir = 'pkg/') {
+/**
+ * → a promise of the module of the worker's `build` (wasm-build.js; loads it once): its own
+ * files, or for the shared-memory build the one-thread relaxed build (this thread may not block).
+ */
+export function loadChartWasm(build = { dir: 'pkg/' }) {
+  const dir = build.chartDir || build.dir;
   if (!loading) {
     loading = import(new URL(`./${dir}attnviz.js`, import.meta.url).href).then(async (m) => {
       await m.default({ module_or_path: fetch(new URL(`./${dir}attnviz_bg.wasm`, import.meta.url), { cache: 'force-cache' }) });

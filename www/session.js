@@ -409,7 +409,7 @@ export class Session {
   async ensurePositions() {
     if (!this.resultFor) return;
     if (!chartWasm()) {
-      loadChartWasm(this.catalog.build.dir).then(
+      loadChartWasm(this.catalog.build).then(
         () => this.emit('state'),
         (e) => {
           this.error = `positions view: the chart module did not load (${e.message})`;

@@ -1,8 +1,11 @@
-// Which of the two wasm builds (`make build`) a browser loads: pkg/relaxed/ (relaxed SIMD: the
-// GEMM's multiply-adds are f32x4.relaxed_madd, an FMA where the CPU has one) where
-// WebAssembly.validate accepts a relaxed-SIMD instruction, else pkg/ (SIMD128, every browser with
-// wasm SIMD). Both give the same numbers within 1e-5 of the native build (make test-wasm runs its
-// suite on each). The page's ?build=simd asks for pkg/ whatever the browser supports.
+// Which of the wasm builds (`make build`) a browser loads: pkg/relaxed/ (relaxed SIMD: the GEMM's
+// multiply-adds are f32x4.relaxed_madd, an FMA where the CPU has one) where WebAssembly.validate
+// accepts a relaxed-SIMD instruction, else pkg/ (SIMD128, every browser with wasm SIMD); and
+// pkg/threads/ (the relaxed build on shared memory, its GEMMs split over helper workers) instead
+// of pkg/relaxed/ where the page is cross-origin isolated and has cores to spare. All give the
+// same numbers within 1e-5 of the native build (make test-wasm runs its suite on pkg/ and
+// pkg/relaxed/; the threads' split leaves every value bit-identical to pkg/relaxed/'s). The page's
+// ?build=simd or ?build=relaxed asks for that build whatever else the browser supports.
 // Imported by the page's side (worker-client.js picks) and by the worker (which loads the pick).
 
 /** (func (param v128 v128 v128) (result v128) local.get 0 local.get 1 local.get 2 f32x4.relaxed_madd) */
@@ -10,6 +13,9 @@ const RELAXED_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 8, 1, 96, 3, 123, 123, 12
 
 /** The builds by id: where their files are (relative to the base that holds pkg/) and their name. */
 export const BUILDS = {
+  // Shared memory: GEMMs split over helper workers (www/pool-helper.js, src/pool.rs). The charts
+  // drawn on the page's own thread (which may not block) take the one-thread relaxed build.
+  threads: { id: 'threads', dir: 'pkg/threads/', label: 'wasm relaxed SIMD, threads', chartDir: 'pkg/relaxed/' },
   relaxed: { id: 'relaxed', dir: 'pkg/relaxed/', label: 'wasm relaxed SIMD' },
   simd: { id: 'simd', dir: 'pkg/', label: 'wasm SIMD' },
 };
@@ -23,8 +29,23 @@ export function hasRelaxedSimd() {
   }
 }
 
-/** The build to load: `requested` when it names one ('simd' always works), else the best this browser validates. */
+/**
+ * Threads for the GEMM where they can run: the page is cross-origin isolated (SharedArrayBuffer;
+ * `make serve` sends COOP/COEP) and has more than one core; at most 4, past which a forward of
+ * these small models gains little. 1 means no pool.
+ */
+export function poolThreads() {
+  if (!globalThis.crossOriginIsolated || typeof SharedArrayBuffer !== 'function') return 1;
+  return Math.max(1, Math.min(4, (globalThis.navigator && navigator.hardwareConcurrency) || 1));
+}
+
+/**
+ * The build to load: `requested` when it names one this browser can run ('simd' always works),
+ * else the best it can: threads, then relaxed SIMD, then SIMD.
+ */
 export function pickBuild(requested) {
   if (requested === 'simd') return BUILDS.simd;
-  return hasRelaxedSimd() ? BUILDS.relaxed : BUILDS.simd;
+  if (!hasRelaxedSimd()) return BUILDS.simd;
+  if (requested !== 'relaxed' && poolThreads() > 1) return BUILDS.threads;
+  return BUILDS.relaxed;
 }

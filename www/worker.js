@@ -2,8 +2,8 @@
 //
 // Protocol (all messages carry `id`; requests also carry `channel`):
 //   → { id, channel, type: 'init', base, build }       ← { id, type: 'init', build, supported, models }
-//     (build: 'relaxed' or 'simd', the client's pick (wasm-build.js); the answer's build is
-//     buildInfo() with the pick's id, dir and label)
+//     (build: 'threads', 'relaxed' or 'simd', the client's pick (wasm-build.js); the answer's
+//     build is buildInfo() with the build loaded: id, dir, label, and for 'threads' their count)
 //   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
 //                                                       ← { id, type: 'loaded', info }
 //   → { id, channel, type: 'attend', model, text, gen, valueNorms } ← { id, type: 'result', result, ms }
@@ -41,13 +41,14 @@
 import { modelStore } from './model-store.js';
 import { readHeads } from './own-model.js';
 import { modelFiles } from './weights.js';
-import { BUILDS, pickBuild } from './wasm-build.js';
+import { BUILDS, pickBuild, poolThreads } from './wasm-build.js';
 
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
 let build = null; // the wasm build loaded (wasm-build.js BUILDS), chosen at init
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
 let wasmModule = null; // the compiled pkg/attnviz_bg.wasm, kept to start fresh instances
 let wasmExports = null; // the current instance's exports (its memory, measured for the tests)
+let helpers = []; // the shared-memory build's GEMM helper workers (pool-helper.js)
 let generation = 0; // how many instances were started (1 until a crash)
 let initPromise = null;
 let index = null; // manifests from models/index.json, filtered to supported architectures
@@ -237,11 +238,58 @@ async function compileWasm() {
 async function startInstance() {
   const url = new URL(`${build.dir}attnviz.js`, base);
   if (generation > 0) url.searchParams.set('instance', String(generation + 1));
-  const glue = await import(url.href);
-  if (!wasmModule) wasmModule = await compileWasm();
+  let glue;
+  try {
+    glue = await import(url.href);
+    if (!wasmModule) wasmModule = await compileWasm();
+  } catch (e) {
+    // A site built without the shared-memory build (make build skips it without Debian's
+    // rustc-web): the one-thread relaxed build serves instead.
+    if (build.id !== 'threads') throw e;
+    build = BUILDS.relaxed;
+    return startInstance();
+  }
   wasmExports = await glue.default({ module_or_path: wasmModule });
   generation += 1;
   wasm = glue;
+  if (build.id === 'threads' && !(await startHelpers(url.href))) {
+    // A helper that joined and was then stopped would hold every GEMM up: drop this instance.
+    build = BUILDS.relaxed;
+    wasmModule = null;
+    return startInstance();
+  }
+}
+
+/**
+ * The shared-memory build's GEMM helpers: poolThreads() − 1 workers on this instance's memory.
+ * → true when every one has joined the pool (the answer to init then names the thread count);
+ * false if they could not start (a worker script from another origin, say).
+ */
+async function startHelpers(glue) {
+  const count = poolThreads() - 1;
+  const started = Array.from({ length: count }, () => new Promise((resolve, reject) => {
+    const w = new Worker(new URL('pool-helper.js', import.meta.url), { type: 'module', name: 'attnviz GEMM helper' });
+    helpers.push(w);
+    w.onmessage = ({ data }) => (data.ready ? resolve() : reject(new Error(data.error)));
+    w.onerror = (ev) => reject(new Error(ev.message || 'could not start'));
+    w.postMessage({ glue, module: wasmModule, memory: wasmExports.memory });
+  }));
+  try {
+    await Promise.all(started);
+    // A helper joins the pool just after it says it is ready (its next call never returns).
+    while (wasm.poolThreads() < count + 1) await new Promise((r) => setTimeout(r, 1));
+  } catch (e) {
+    console.warn(`attnviz: GEMM helper threads did not start (${e.message}); loading the one-thread build`);
+    stopHelpers();
+    return false;
+  }
+  build = { ...build, threads: count + 1, label: `wasm relaxed SIMD, ${count + 1} threads` };
+  return true;
+}
+
+function stopHelpers() {
+  for (const w of helpers) w.terminate();
+  helpers = [];
 }
 
 /** A trap or a stack overflow in the wasm: the instance can no longer be trusted. */
@@ -278,6 +326,7 @@ function restart() {
   models.clear();
   loading.clear();
   wasm = null;
+  stopHelpers();
   initPromise = startInstance();
   initPromise.catch(() => {
     initPromise = null;

@@ -22,7 +22,7 @@ export function bindEntropyChart(el, session) {
   // the HTTP cache serves it as it is. The one main-thread instance (chart-wasm.js).
   function load() {
     loading = true;
-    loadChartWasm(session.catalog.build.dir)
+    loadChartWasm(session.catalog.build)
       .then((m) => {
         wasm = m;
         draw();
