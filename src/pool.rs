@@ -50,9 +50,9 @@ mod shared {
     static JOB: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
     /// A job is running (a GEMM inside a chunk, or two callers, run on their own thread alone).
     static BUSY: AtomicBool = AtomicBool::new(false);
-    /// Spins (about a microsecond each) before a helper sleeps: longer than the gap between two
+    /// Spins (an atomic load each, a few ms in all) before a helper sleeps: longer than the gap between two
     /// GEMMs of one forward, far shorter than the gap between keystrokes.
-    const SPINS: u32 = 20_000;
+    const SPINS: u32 = 1_000_000;
 
     pub fn helpers() -> usize {
         HELPERS.load(Acquire)

@@ -395,7 +395,7 @@ pub fn matmul_bt<T: Element>(a: View, b: View<T>, out: &mut [f32], out_offset: u
 }
 
 /// Multiply-adds below which a GEMM stays on one thread (waking helpers costs microseconds).
-const PARALLEL_FROM_MACS: usize = 1 << 18;
+const PARALLEL_FROM_MACS: usize = 1 << 20;
 
 /// The output of a GEMM shared by the threads that each write their own columns of it.
 #[derive(Clone, Copy)]
