@@ -188,6 +188,7 @@ PEERS_DIR ?= $(abspath ../peers)
 bench: setup models build
 	cargo bench --bench forward
 	node scripts/bench-wasm.mjs
+	node benches/threads.mjs
 	node --test tests/e2e/first-visit.test.mjs
 	node --test --test-name-pattern=performance tests/e2e/page.test.mjs
 	@if [ -f "$(PEERS_DIR)/candle-bert/pkg/candle_bert.js" ] && [ -f "$(PEERS_DIR)/run.mjs" ]; then \

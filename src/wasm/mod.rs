@@ -91,7 +91,12 @@ struct BuildInfo {
 /// multiply-adds are `f32x4.relaxed_madd`; threads: the pkg/threads/ build on shared memory).
 #[wasm_bindgen(js_name = buildInfo)]
 pub fn build_info() -> Result<JsValue, JsError> {
-    to_js(&BuildInfo { version: env!("CARGO_PKG_VERSION"), simd: cfg!(target_feature = "simd128"), relaxed_simd: cfg!(target_feature = "relaxed-simd"), threads: cfg!(target_feature = "atomics") })
+    to_js(&BuildInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        simd: cfg!(target_feature = "simd128"),
+        relaxed_simd: cfg!(target_feature = "relaxed-simd"),
+        threads: cfg!(target_feature = "atomics"),
+    })
 }
 
 /// The `architecture` values of manifests this build can run.
