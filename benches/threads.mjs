@@ -3,36 +3,15 @@
 // are worker_threads on the module's shared memory, as the page's pool-helper.js workers are).
 // MiniLM int8 at 16/64/128/512 tokens, interleaved runs; prints medians and the ratio
 // threads ÷ one thread, and checks the two give identical attention weights. Asserts nothing.
-import fs from 'node:fs';
-import path from 'node:path';
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { pathToFileURL } from 'node:url';
 import { BUILDS as PAGE_BUILDS } from '../www/wasm-build.js';
-import { enableRelaxedSimd, loadBuild, loadModel, root, textOfTokens } from './wasm-builds.mjs';
+import { loadBuild, loadModel, loadThreadsBuild, textOfTokens } from './wasm-builds.mjs';
 
-const threadsGlue = pathToFileURL(path.join(root, PAGE_BUILDS.threads.dir, 'attnviz.js')).href;
-
-if (!isMainThread) {
-  enableRelaxedSimd();
-  const glue = await import(threadsGlue);
-  glue.initSync({ module: workerData.module, memory: workerData.memory });
-  parentPort.postMessage('ready');
-  glue.poolHelper(); // never returns
-} else if (!fs.existsSync(path.join(root, PAGE_BUILDS.threads.dir, 'attnviz_bg.wasm'))) {
+const glue = await loadThreadsBuild(Number(process.env.HELPERS ?? 1));
+if (!glue) {
   console.log(`[bench] no ${PAGE_BUILDS.threads.dir} (make build skips it without Debian's rustc-web): threads skipped`);
 } else {
-  const helpers = Number(process.env.HELPERS ?? 1);
   const runs = Number(process.env.BENCH_RUNS ?? 21);
   const { glue: one } = await loadBuild(PAGE_BUILDS.relaxed.dir);
-  const glue = await import(threadsGlue);
-  const module = new WebAssembly.Module(fs.readFileSync(path.join(root, PAGE_BUILDS.threads.dir, 'attnviz_bg.wasm')));
-  const { memory } = glue.initSync({ module });
-  for (let i = 0; i < helpers; i++) {
-    const w = new Worker(new URL(import.meta.url), { workerData: { module, memory } });
-    await new Promise((resolve) => w.once('message', resolve));
-    w.unref();
-  }
-  while (glue.poolThreads() < 1 + helpers) await new Promise((r) => setTimeout(r, 5));
   const a = loadModel(one, 'minilm', 'int8');
   const b = loadModel(glue, 'minilm', 'int8');
   const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import v8 from 'node:v8';
+import { Worker } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BUILDS as PAGE_BUILDS, hasRelaxedSimd } from '../www/wasm-build.js';
 
@@ -33,6 +34,32 @@ export async function loadBuild(dir) {
     })());
   }
   return glues.get(dir);
+}
+
+/**
+ * → the glue of pkg/threads/ (the shared-memory build) with `helpers` GEMM helper threads joined
+ * (worker_threads on its memory, as the page's pool-helper.js workers are), or null when it was
+ * not built. Loaded once.
+ */
+let threads = null;
+export function loadThreadsBuild(helpers = 1) {
+  const dir = PAGE_BUILDS.threads.dir;
+  if (!fs.existsSync(path.join(root, dir, 'attnviz_bg.wasm'))) return Promise.resolve(null);
+  threads ??= (async () => {
+    if (!enableRelaxedSimd()) throw new Error(`this Node (${process.version}) does not validate relaxed SIMD: cannot run ${dir}`);
+    const url = pathToFileURL(path.join(root, dir, 'attnviz.js')).href;
+    const glue = await import(url);
+    const module = new WebAssembly.Module(fs.readFileSync(path.join(root, dir, 'attnviz_bg.wasm')));
+    const { memory } = glue.initSync({ module });
+    for (let i = 0; i < helpers; i++) {
+      const w = new Worker(new URL('./pool-helper-node.mjs', import.meta.url), { workerData: { glue: url, module, memory } });
+      await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+      w.unref();
+    }
+    while (glue.poolThreads() < 1 + helpers) await new Promise((r) => setTimeout(r, 5));
+    return glue;
+  })();
+  return threads;
 }
 
 /** A model from models/<modelDir> in a build's glue, with the manifest's file set `variant` (int8) or its own files. */
