@@ -63,7 +63,7 @@ function fillCatalog(el, catalog, session) {
 }
 
 function main() {
-  // ?build=simd or ?build=relaxed (a permalink flag, README): load that build even where a faster one would run.
+  // ?build=simd, ?build=relaxed or ?build=threads (a permalink flag, README): load that build where it can run.
   configure({ build: new URLSearchParams(location.search).get('build') });
   const el = elements();
   let geom = null; // where the last drawing put things, for hit tests

@@ -5,7 +5,7 @@
 // of pkg/relaxed/ where the page is cross-origin isolated and has cores to spare. All give the
 // same numbers within 1e-5 of the native build (make test-wasm runs its suite on pkg/ and
 // pkg/relaxed/; the threads' split leaves every value bit-identical to pkg/relaxed/'s). The page's
-// ?build=simd or ?build=relaxed asks for that build whatever else the browser supports.
+// ?build=simd, ?build=relaxed or ?build=threads asks for that build where the browser can run it.
 // Imported by the page's side (worker-client.js picks) and by the worker (which loads the pick).
 
 /** (func (param v128 v128 v128) (result v128) local.get 0 local.get 1 local.get 2 f32x4.relaxed_madd) */
@@ -30,22 +30,27 @@ export function hasRelaxedSimd() {
 }
 
 /**
- * Threads for the GEMM where they can run: the page is cross-origin isolated (SharedArrayBuffer;
- * `make serve` sends COOP/COEP) and has more than one core; at most 4, past which a forward of
- * these small models gains little. 1 means no pool.
+ * Threads for the GEMM: 1 (no pool) unless the page is cross-origin isolated (SharedArrayBuffer;
+ * `make serve` sends COOP/COEP). By default a pool only from 4 cores on, one core always left to
+ * the page: on 2 cores a forward on both starved the page's drawing (main-thread tasks over 50 ms
+ * in 5 of the long-input tests, none with one thread), for 0.73–0.79× the time at 64–512 tokens.
+ * `forced` (?build=threads) takes every core, 2 at least. At most 4: past that a forward of these
+ * small models gains little.
  */
-export function poolThreads() {
+export function poolThreads(forced = false) {
   if (!globalThis.crossOriginIsolated || typeof SharedArrayBuffer !== 'function') return 1;
-  return Math.max(1, Math.min(4, (globalThis.navigator && navigator.hardwareConcurrency) || 1));
+  const cores = (globalThis.navigator && navigator.hardwareConcurrency) || 1;
+  if (forced) return Math.min(4, Math.max(2, cores));
+  return cores >= 4 ? Math.min(4, cores - 1) : 1;
 }
 
 /**
- * The build to load: `requested` when it names one this browser can run ('simd' always works),
- * else the best it can: threads, then relaxed SIMD, then SIMD.
+ * The build to load, with its thread count: `requested` when it names one this browser can run
+ * ('simd' always works), else the best it can: threads, then relaxed SIMD, then SIMD.
  */
 export function pickBuild(requested) {
-  if (requested === 'simd') return BUILDS.simd;
-  if (!hasRelaxedSimd()) return BUILDS.simd;
-  if (requested !== 'relaxed' && poolThreads() > 1) return BUILDS.threads;
+  if (requested === 'simd' || !hasRelaxedSimd()) return BUILDS.simd;
+  const threads = poolThreads(requested === 'threads');
+  if (requested !== 'relaxed' && threads > 1) return { ...BUILDS.threads, threads };
   return BUILDS.relaxed;
 }

@@ -76,7 +76,8 @@ function request(msg, onProgress) {
 /** { build, supported, models } — the wasm build and the models this build can run. */
 export function init() {
   if (!initPromise) {
-    initPromise = request({ type: 'init', base, build: pickBuild(buildRequest).id }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
+    const pick = pickBuild(buildRequest);
+    initPromise = request({ type: 'init', base, build: pick.id, threads: pick.threads }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
     initPromise.catch(() => {
       initPromise = null;
     });

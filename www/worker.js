@@ -111,7 +111,7 @@ async function handle(msg) {
   try {
     switch (msg.type) {
       case 'init':
-        await ensureInit(msg.base, msg.build);
+        await ensureInit(msg.base, msg.build, msg.threads);
         self.postMessage({ id: msg.id, type: 'init', build: { ...wasm.buildInfo(), ...build }, supported: supported(), models: index });
         break;
       case 'load': {
@@ -202,10 +202,10 @@ function supported() {
   return Array.from(wasm.supportedArchitectures());
 }
 
-async function ensureInit(newBase, buildId) {
+async function ensureInit(newBase, buildId, threads) {
   if (!initPromise) {
     if (newBase) base = new URL(newBase, base);
-    if (!build) build = BUILDS[buildId] || pickBuild();
+    if (!build) build = BUILDS[buildId] ? { ...BUILDS[buildId], threads } : pickBuild();
     initPromise = (async () => {
       await startInstance();
       const res = await fetch(new URL('models/index.json', base));
@@ -266,7 +266,7 @@ async function startInstance() {
  * false if they could not start (a worker script from another origin, say).
  */
 async function startHelpers(glue) {
-  const count = poolThreads() - 1;
+  const count = (build.threads || poolThreads()) - 1;
   const started = Array.from({ length: count }, () => new Promise((resolve, reject) => {
     const w = new Worker(new URL('pool-helper.js', import.meta.url), { type: 'module', name: 'attnviz GEMM helper' });
     helpers.push(w);
