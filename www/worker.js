@@ -41,7 +41,7 @@
 import { modelStore } from './model-store.js';
 import { readHeads } from './own-model.js';
 import { modelFiles } from './weights.js';
-import { BUILDS, pickBuild, poolThreads } from './wasm-build.js';
+import { BUILDS, pickBuild } from './wasm-build.js';
 
 let base = new URL('./', import.meta.url); // where pkg/ and models/ live
 let build = null; // the wasm build loaded (wasm-build.js BUILDS), chosen at init
@@ -261,12 +261,13 @@ async function startInstance() {
 }
 
 /**
- * The shared-memory build's GEMM helpers: poolThreads() − 1 workers on this instance's memory.
+ * The shared-memory build's GEMM helpers: build.threads − 1 workers on this instance's memory
+ * (the count pickBuild chose with the build).
  * → true when every one has joined the pool (the answer to init then names the thread count);
  * false if they could not start (a worker script from another origin, say).
  */
 async function startHelpers(glue) {
-  const count = (build.threads || poolThreads()) - 1;
+  const count = build.threads - 1;
   const started = Array.from({ length: count }, () => new Promise((resolve, reject) => {
     const w = new Worker(new URL('pool-helper.js', import.meta.url), { type: 'module', name: 'attnviz GEMM helper' });
     helpers.push(w);
