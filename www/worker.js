@@ -284,7 +284,7 @@ async function startHelpers(glue) {
     stopHelpers();
     return false;
   }
-  build = { ...build, threads: count + 1, label: `wasm relaxed SIMD, ${count + 1} threads` };
+  build = { ...build, label: `wasm relaxed SIMD, ${build.threads} threads` };
   return true;
 }
 
