@@ -78,7 +78,7 @@ textarea { display: block; width: 100%; box-sizing: border-box; border: 0; borde
 .out { padding: 4px 8px; font-size: 14px; border-bottom: 1px solid var(--av-border); }
 .out b { font-weight: 600; color: var(--av-muted); margin-right: 6px; }
 .wrap { overflow: auto; position: relative; }
-canvas { display: block; }
+canvas { display: block; margin-inline: auto; }
 :focus-visible { outline: 3px solid var(--av-accent); outline-offset: -3px; }
 /* The map's ring goes on its scrolling box: on a canvas wider than the box it would be cut off. */
 .wrap:has(canvas:focus-visible) { outline: 3px solid var(--av-accent); outline-offset: -3px; }

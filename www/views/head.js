@@ -56,7 +56,10 @@ function geometry(ctx, prep, state, width) {
   const labelW = Math.min(170, Math.max(40, Math.ceil(maxTextWidth(ctx, prep.rowLabels.concat(prep.colLabels))) + 8));
   const gap = Math.max(120, Math.min(380, width - 2 * labelW - 24));
   const total = 2 * labelW + gap;
-  const x0 = Math.max(8, Math.floor((width - total) / 2));
+  // The canvas is only as wide as the drawing (CSS centres it): at 512 tokens it is ~7,750 px
+  // tall, and every frame that changes it copies all of its pixels to the compositor (a
+  // 1,280 px wide one took 44–53 ms per copy in software rendering, over the 50 ms long-task line).
+  const x0 = 8;
   // title, column names + opacity scale, a line for lines left out, then the filter notes
   const headerH = 58 + (prep.notes.length ? prep.notes.length * 16 : 0);
   const n = Math.max(prep.rows, prep.cols);
@@ -67,7 +70,7 @@ function geometry(ctx, prep, state, width) {
     headerH,
     leftX: x0 + labelW, // right edge of the query labels
     rightX: x0 + labelW + gap, // left edge of the key labels
-    width: Math.max(width, total + 16),
+    width: total + 16,
     height: headerH + n * rowH + 16,
   };
 }
