@@ -33,6 +33,7 @@ import { themeOf, tokenLabel } from './views/common.js';
 import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
 import { stepLabels } from './views/cross.js';
 import { renderHeadsTable } from './page/heads-table.js';
+import { setOptions } from './select-options.js';
 import { collectFiles } from './own-model.js';
 
 export { configure };
@@ -382,26 +383,13 @@ class AttentionViz extends HTMLElement {
     const kind = kindShown(s);
     const L = session.numLayers();
     const H = session.numHeads();
-    const fill = (sel, items) => {
-      const key = items.map((i) => i[0] + i[1]).join('|');
-      if (sel.dataset.key !== key) {
-        sel.textContent = '';
-        for (const [value, label] of items) {
-          const o = document.createElement('option');
-          o.value = value;
-          o.textContent = label;
-          sel.appendChild(o);
-        }
-        sel.dataset.key = key;
-      }
-    };
-    fill(this.$.layer, [...Array(L).keys()].map((l) => [String(l), `${l + 1}/${L}`]));
+    setOptions(this.$.layer, [...Array(L).keys()].map((l) => [String(l), `${l + 1}/${L}`]));
     this.$.layer.value = String(s.layer);
     this.$.layerLabel.hidden = !ctl.layer;
     const heads = [...Array(H).keys()].map((h) => [String(h), String(h + 1)]);
     if (ctl.heads === 'multi') heads.unshift(['all', 'all']);
     if (ctl.agg) heads.push(['mean', 'mean']);
-    fill(this.$.head, heads);
+    setOptions(this.$.head, heads);
     this.$.head.value = ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : String(s.head);
     this.$.headLabel.hidden = !ctl.heads;
     const gqa = ctl.heads ? session.headNote() : null;
@@ -409,7 +397,7 @@ class AttentionViz extends HTMLElement {
     this.$.gqa.textContent = gqa || '';
     this.$.queryLabel.hidden = !ctl.query;
     if (ctl.query) {
-      fill(this.$.query, tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]));
+      setOptions(this.$.query, tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]));
       this.$.query.value = String(s.query);
     }
     this.$.stepLabel.hidden = !ctl.step;

@@ -6,21 +6,9 @@ import { tokensFor } from '../analysis.js';
 import { headColor, tokenLabel } from '../views/common.js';
 import { kindShown, viewFor, VIEWS } from '../views/index.js';
 import { stepLabels } from '../views/cross.js';
+import { setOptions } from '../select-options.js';
 
 const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
-
-/** Replace a select's options when their labels changed (keeps focus and scroll otherwise). */
-function setOptions(select, labels) {
-  const same = select.options.length === labels.length && labels.every((l, i) => select.options[i].textContent === l);
-  if (same) return;
-  select.textContent = '';
-  labels.forEach((l, i) => {
-    const o = document.createElement('option');
-    o.value = String(i);
-    o.textContent = l;
-    select.appendChild(o);
-  });
-}
 
 /** Build a tablist's buttons once; each tab controls the panel with id `panelId`. */
 function fillTabs(list, items, attr, panelId) {
@@ -70,7 +58,7 @@ export function syncControls(el, session) {
   const kind = kindShown(s);
   const L = sh.layers[kind] || 0;
   const H = sh.heads[kind] || 0;
-  setOptions(el.layer, [...Array(L).keys()].map((l) => `${l + 1} of ${L}`));
+  setOptions(el.layer, [...Array(L).keys()].map((l) => [String(l), `${l + 1} of ${L}`]));
   el.layer.value = String(s.layer);
   el.layerPrev.disabled = s.layer <= 0;
   el.layerNext.disabled = s.layer >= L - 1;
@@ -128,7 +116,7 @@ export function syncControls(el, session) {
   el.queryCtl.hidden = !ctl.query;
   if (ctl.query) {
     const q = tokensFor(result, kind).q;
-    setOptions(el.query, q.map((t, i) => `${i + 1}: ${tokenLabel(t)}`));
+    setOptions(el.query, q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]));
     el.query.value = String(s.query);
   }
   el.stepCtl.hidden = !ctl.step;
