@@ -405,9 +405,17 @@ const PARALLEL_FROM_MACS: usize = 1 << 20;
 /// The output of a GEMM shared by the threads that each write their own columns of it.
 #[derive(Clone, Copy)]
 struct OutPtr(*mut f32);
-// SAFETY: used only by matmul_bt, whose chunks write disjoint elements.
+// SAFETY: used only where the chunks write disjoint elements (matmul_bt, linear_by_panels,
+// multi_head_attention).
 unsafe impl Sync for OutPtr {}
 unsafe impl Send for OutPtr {}
+
+impl OutPtr {
+    /// The element `i` places on (a method, so closures capture the `Sync` wrapper, not the pointer).
+    fn at(self, i: usize) -> *mut f32 {
+        self.0.wrapping_add(i)
+    }
+}
 
 /// Columns `cols` of [`matmul_bt`]'s output.
 ///
@@ -1008,48 +1016,52 @@ pub fn multi_head_attention(q: &Mat, k: &Mat, v: &Mat, heads: usize, mask: Mask,
     let mut context = Mat::zeros(tq, d);
     // Vᵀ `# [D, Tk]`: head h's rows h·d_k.. are contiguous, so probs · V_h is again `A · Bᵀ`.
     let v_t = v.transpose();
-    let mut trace = None;
-    for h in 0..heads {
-        let block = &mut probs[h * tq * tk..(h + 1) * tq * tk];
+    let (probs_out, context_out) = (OutPtr(probs.as_mut_ptr()), OutPtr(context.as_mut_slice().as_mut_ptr()));
+    let head = |h: usize| {
+        // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk] and columns h·d_k.. h·d_k + d_k
+        // of context, and both buffers outlive the loop.
+        let block = unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
+        // # [Tq, Tk] = Q_h · K_hᵀ
         matmul_bt(View::cols_of(q, h * d_k, d_k), View::cols_of(k, h * d_k, d_k), block, 0, tk);
-        let raw = (trace_head == Some(h)).then(|| block.to_vec());
         for (i, row) in block.chunks_exact_mut(tk).enumerate() {
             for (j, s) in row.iter_mut().enumerate() {
                 *s = if mask.visible(i, j) { *s * scale } else { f32::NEG_INFINITY };
             }
+            softmax_in_place(row);
         }
-        let scaled = raw.as_ref().map(|_| block.to_vec());
-        block.chunks_exact_mut(tk).for_each(softmax_in_place);
         let v_h = View { data: v_t.as_slice(), offset: h * d_k * tk, rows: d_k, cols: tk, stride: tk };
         let p_h = View { data: block, offset: 0, rows: tq, cols: tk, stride: tk };
-        matmul_bt(p_h, v_h, context.as_mut_slice(), h * d_k, d);
-        if let (Some(scores), Some(mut scaled)) = (raw, scaled) {
-            let mut mask_values = vec![0.0f32; tq * tk];
-            for i in 0..tq {
-                for j in 0..tk {
-                    if mask.visible(i, j) {
-                        mask_values[i * tk + j] = 1.0;
-                    } else {
-                        // The "scaled" step shows the value before masking; the mask row says which are cut.
-                        scaled[i * tk + j] = scores[i * tk + j] * scale;
-                    }
-                }
-            }
-            trace = Some(HeadTrace {
-                d_k,
-                query_len: tq,
-                key_len: tk,
-                q: q.cols_range(h * d_k, d_k).into_vec(),
-                k: k.cols_range(h * d_k, d_k).into_vec(),
-                v: v.cols_range(h * d_k, d_k).into_vec(),
-                scores,
-                scaled,
-                mask: mask_values,
-                probs: block.to_vec(),
-                output: context.cols_range(h * d_k, d_k).into_vec(),
-            });
-        }
+        // # [Tq, d_k] = P_h · V_h, into its columns of context
+        unsafe { matmul_bt_cols(p_h, v_h, context_out, h * d_k, d, 0..d_k) };
+    };
+    // Heads go to the pool's threads whole (their softmaxes too); inside one, a GEMM runs on
+    // that thread alone. Below the GEMM's own threshold, waking helpers costs more than it saves.
+    if 2 * heads * tq * tk * d_k >= PARALLEL_FROM_MACS {
+        crate::pool::for_each_chunk(heads, &head);
+    } else {
+        (0..heads).for_each(head);
     }
+    let trace = trace_head.filter(|&h| h < heads).map(|h| {
+        // The traced head's scores again (the same GEMM gives the same values), before scaling
+        // and masking; "scaled" shows every score ÷ √d_k, the mask row says which are cut.
+        let mut scores = vec![0.0f32; tq * tk];
+        matmul_bt(View::cols_of(q, h * d_k, d_k), View::cols_of(k, h * d_k, d_k), &mut scores, 0, tk);
+        let scaled = scores.iter().map(|s| s * scale).collect();
+        let mask_values = (0..tq * tk).map(|ij| if mask.visible(ij / tk, ij % tk) { 1.0 } else { 0.0 }).collect();
+        HeadTrace {
+            d_k,
+            query_len: tq,
+            key_len: tk,
+            q: q.cols_range(h * d_k, d_k).into_vec(),
+            k: k.cols_range(h * d_k, d_k).into_vec(),
+            v: v.cols_range(h * d_k, d_k).into_vec(),
+            scores,
+            scaled,
+            mask: mask_values,
+            probs: probs[h * tq * tk..(h + 1) * tq * tk].to_vec(),
+            output: context.cols_range(h * d_k, d_k).into_vec(),
+        }
+    });
     AttentionOutput { context, probs, trace }
 }
 
