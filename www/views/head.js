@@ -54,7 +54,8 @@ function geometry(ctx, prep, state, width) {
   const px = rowH > 16 ? 13 : 11;
   ctx.font = font(px);
   const labelW = Math.min(170, Math.max(40, Math.ceil(maxTextWidth(ctx, prep.rowLabels.concat(prep.colLabels))) + 8));
-  const gap = Math.max(120, Math.min(380, width - 2 * labelW - 24));
+  // A fixed point: draw() is handed the width size() returned (total + 16) and must lay out the same.
+  const gap = Math.max(120, Math.min(380, width - 2 * labelW - 16));
   const total = 2 * labelW + gap;
   // The canvas is only as wide as the drawing (CSS centres it): at 512 tokens it is ~7,750 px
   // tall, and every frame that changes it copies all of its pixels to the compositor (a
