@@ -1028,12 +1028,13 @@ pub fn multi_head_attention(q: &Mat, k: &Mat, v: &Mat, heads: usize, mask: Mask,
     // Vᵀ `# [D, Tk]`: head h's rows h·d_k.. are contiguous, so probs · V_h is again `A · Bᵀ`.
     let v_t = v.transpose();
     let (probs_out, context_out) = (OutPtr(probs.as_mut_ptr()), OutPtr(context.as_mut_slice().as_mut_ptr()));
+    // # [Tq, Tk] = Q_h · K_hᵀ: each head's scores, and again the traced head's after the loop.
+    let scores_into = |h: usize, out: &mut [f32]| matmul_bt(View::cols_of(q, h * d_k, d_k), View::cols_of(k, h * d_k, d_k), out, 0, tk);
     let head = |h: usize| {
         // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk] and columns h·d_k.. h·d_k + d_k
         // of context, and both buffers outlive the loop.
         let block = unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
-        // # [Tq, Tk] = Q_h · K_hᵀ
-        matmul_bt(View::cols_of(q, h * d_k, d_k), View::cols_of(k, h * d_k, d_k), block, 0, tk);
+        scores_into(h, block);
         for (i, row) in block.chunks_exact_mut(tk).enumerate() {
             for (j, s) in row.iter_mut().enumerate() {
                 *s = if mask.visible(i, j) { *s * scale } else { f32::NEG_INFINITY };
@@ -1056,7 +1057,7 @@ pub fn multi_head_attention(q: &Mat, k: &Mat, v: &Mat, heads: usize, mask: Mask,
         // The traced head's scores again (the same GEMM gives the same values), before scaling
         // and masking; "scaled" shows every score ÷ √d_k, the mask row says which are cut.
         let mut scores = vec![0.0f32; tq * tk];
-        matmul_bt(View::cols_of(q, h * d_k, d_k), View::cols_of(k, h * d_k, d_k), &mut scores, 0, tk);
+        scores_into(h, &mut scores);
         let scaled = scores.iter().map(|s| s * scale).collect();
         let mask_values = (0..tq * tk).map(|ij| if mask.visible(ij / tk, ij % tk) { 1.0 } else { 0.0 }).collect();
         HeadTrace {
