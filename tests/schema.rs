@@ -1,5 +1,5 @@
 //! The CLI's JSON (`attnviz attend`, `attnviz step`, `attnviz positions`) satisfies the checked-in
-//! schema/attend.schema.json — the same schema tests/wasm.rs checks the wasm facade's objects
+//! schema/attend.schema.json — the same schema tests/wasm/facade.test.mjs checks the wasm facade's objects
 //! against — and reports why decoding stopped.
 #![cfg(not(target_arch = "wasm32"))]
 

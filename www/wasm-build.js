@@ -3,8 +3,8 @@
 // accepts a relaxed-SIMD instruction, else pkg/ (SIMD128, every browser with wasm SIMD); and
 // pkg/threads/ (the relaxed build on shared memory, its GEMMs split over helper workers) instead
 // of pkg/relaxed/ where the page is cross-origin isolated and has cores to spare. All give the
-// same numbers within 1e-5 of the native build (make test-wasm runs its suite on pkg/ and
-// pkg/relaxed/; the threads' split leaves every value bit-identical to pkg/relaxed/'s). The page's
+// same numbers within 1e-5 of the native build (tests/wasm/facade.test.mjs checks each shipped
+// build; the threads' split leaves every value bit-identical to pkg/relaxed/'s). The page's
 // ?build=simd, ?build=relaxed or ?build=threads asks for that build where the browser can run it.
 // Imported by the page's side (worker-client.js picks) and by the worker (which loads the pick).
 

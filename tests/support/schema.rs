@@ -1,7 +1,8 @@
 //! Checks a result of `attend` or `step` against the checked-in schema/attend.schema.json
 //! (validated by `boon`, JSON Schema 2020-12), and what a schema cannot say: the lengths that
-//! follow from other fields. Shared by the native test of the CLI (tests/schema.rs) and the
-//! wasm test of the facade (tests/wasm.rs).
+//! follow from other fields. Used by the native test of the CLI (tests/schema.rs); the wasm
+//! facade's objects are checked against the same schema, with the same length checks, by
+//! tests/wasm/facade.test.mjs.
 
 use serde_json::Value;
 
@@ -92,7 +93,6 @@ impl Checker {
     }
 
     /// A `heads` result: the schema.
-    #[allow(dead_code)] // used by tests/schema.rs, not by tests/wasm.rs
     pub fn heads(&self, v: &Value) -> Result<(), String> {
         self.validate(v, self.heads)
     }
