@@ -101,16 +101,45 @@ export async function launchBrowser(extraArgs = []) {
   });
 }
 
+// One context per browser that openApp/openWidget reuse: its HTTP cache, Cache API (the models)
+// and compiled wasm stay warm from one test to the next, so a test that is not about a first
+// visit, storage or isolation does not pay for downloading and compiling everything again.
+const sharedContexts = new WeakMap(); // browser → Promise<BrowserContext>
+
 /**
- * Open `url` in a new context, record console errors, uncaught page errors, failed requests
- * (network failures and HTTP >= 400) and requests leaving the page's origin, then wait until the
- * page reports document.body.dataset.state === 'ready'. Throws with the page's error text if it
- * reports 'error', or with the last state and console errors on timeout. onContext(context) may
- * be async (routes, init scripts); contextOptions go to browser.newContext().
+ * The context a test opens its page in: the browser's shared one, or a new one of its own when
+ * `fresh` (a first visit, storage, isolation), when it has context options, or when it sets
+ * something up on the context (onContext). Returns { context, own }.
  */
-export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS, onContext = () => {}, contextOptions = {} } = {}) {
-  const context = await browser.newContext(contextOptions);
-  await onContext(context); // before the first request (firstVisitBytes counts them all)
+async function contextFor(browser, { fresh = false, contextOptions = {}, onContext } = {}) {
+  if (fresh || onContext || Object.keys(contextOptions).length) {
+    const context = await browser.newContext(contextOptions);
+    if (onContext) await onContext(context);
+    return { context, own: true };
+  }
+  if (!sharedContexts.has(browser)) sharedContexts.set(browser, browser.newContext());
+  return { context: await sharedContexts.get(browser), own: false };
+}
+
+/** Closes a page opened by openApp/openWidget: its own context with it, or only the page. */
+async function closePage(page, context, own, detach = () => {}) {
+  detach();
+  if (own) await context.close();
+  else await page.close();
+}
+
+/**
+ * Open `url` in a page (contextFor says in which context), record console errors, uncaught page
+ * errors, failed requests (network failures and HTTP >= 400) and requests leaving the page's
+ * origin, then wait until the page reports document.body.dataset.state === 'ready'. Throws with
+ * the page's error text if it reports 'error', or with the last state and console errors on
+ * timeout. onContext(context) may be async (routes, init scripts); contextOptions go to
+ * browser.newContext(). Either, or `fresh: true`, gives the page a new context of its own;
+ * otherwise it opens in the browser's shared context. app.close() closes what was opened.
+ */
+export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS, onContext, contextOptions = {}, fresh = false } = {}) {
+  // onContext runs before the first request (firstVisitBytes counts them all)
+  const { context, own } = await contextFor(browser, { fresh, contextOptions, onContext });
   const page = await context.newPage();
   const origin = new URL(url).origin;
   const app = {
@@ -122,7 +151,7 @@ export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS, onCont
     pageErrors: [],
     failedRequests: [],
     outsideRequests: [],
-    close: () => context.close(),
+    close: () => closePage(page, context, own, () => context.off('request', onRequest)),
   };
 
   page.on('console', (msg) => {
@@ -139,14 +168,15 @@ export async function openApp(browser, url, { timeout = READY_TIMEOUT_MS, onCont
     if (res.status() >= 400) app.failedRequests.push(`${res.request().method()} ${res.url()}: HTTP ${res.status()}`);
   });
   // Service workers / dedicated workers' requests are reported on the context.
-  context.on('request', (req) => {
+  function onRequest(req) {
     let u;
     try { u = new URL(req.url()); } catch { return; }
     if ((u.protocol === 'http:' || u.protocol === 'https:' || u.protocol === 'ws:' || u.protocol === 'wss:')
         && u.origin !== origin) {
       app.outsideRequests.push(req.url());
     }
-  });
+  }
+  context.on('request', onRequest);
 
   await page.goto(url, { waitUntil: 'load', timeout: 60_000 });
   try {
@@ -208,17 +238,18 @@ export function mountWidget(page, attrs) {
   }, attrs);
 }
 
-/** A browser context of its own on the examples page, holding one <attention-viz id="w"> with
- *  `attrs`: { page, close }. */
-export async function openWidget(browser, url, attrs) {
-  const context = await browser.newContext();
+/** A page on the examples page, holding one <attention-viz id="w"> with `attrs`: { page, close }.
+ *  It opens in the browser's shared context unless `fresh` (a context of its own). */
+export async function openWidget(browser, url, attrs, { fresh = false } = {}) {
+  const { context, own } = await contextFor(browser, { fresh });
+  const page = await context.newPage();
+  const close = () => closePage(page, context, own);
   try {
-    const page = await context.newPage();
     await page.goto(`${url}examples.html`);
     await mountWidget(page, attrs);
-    return { page, close: () => context.close() };
+    return { page, close };
   } catch (e) {
-    await context.close();
+    await close();
     throw e;
   }
 }
