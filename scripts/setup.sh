@@ -5,17 +5,17 @@
 #    added within 120 s). Path B (rustup's download server unreachable): Debian's rustc-web /
 #    cargo-web / rust-web-src / lld-22 with a rebuilt std (-Zbuild-std). The chosen path is
 #    recorded in .toolchain/env, which the Makefile sources for wasm builds.
-#  * wasm-bindgen-cli at exactly the wasm-bindgen version in Cargo.lock (+ wasm-bindgen-test-runner).
+#  * wasm-bindgen (wasm-bindgen-cli's binary) at exactly the wasm-bindgen version in Cargo.lock.
 #  * rustfmt + clippy for `make lint` (rustup components, else Debian's rustfmt-web/rust-web-clippy).
 #  * npm dev dependencies from package-lock.json (binaryen → wasm-opt, playwright-core, eslint);
 #    never a browser download.
-#  * Debian chromium + chromium-driver (headless tests), wabt (wasm-objdump; optional).
+#  * Debian chromium (headless tests through playwright-core), wabt (wasm-objdump; optional).
 #  * the default models (scripts/fetch_models.py).
 #
 # Idempotent and quick on re-run; every network step has a timeout; no prompts (works with CI=true
 # and no stdin). Without root/apt (developer laptop) the apt steps are skipped with a message.
 #
-# Options: --no-models  skip fetching models      --no-browser  skip chromium/chromedriver
+# Options: --no-models  skip fetching models      --no-browser  skip chromium
 #          --force-path-b  use Debian's toolchain even if rustup's wasm32 target is available
 set -euo pipefail
 exec </dev/null
@@ -228,20 +228,17 @@ fi
 # --- 3. wasm-bindgen-cli == Cargo.lock's wasm-bindgen -------------------------------------------------
 WB_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 [ -n "$WB_VERSION" ] || die "could not read the wasm-bindgen version from Cargo.lock"
-wb_ok() {
-  have wasm-bindgen && have wasm-bindgen-test-runner \
-    && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" = "$WB_VERSION" ] \
-    && [ "$(wasm-bindgen-test-runner --version 2>/dev/null | awk '{print $2}')" = "$WB_VERSION" ]
-}
+wb_ok() { have wasm-bindgen && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" = "$WB_VERSION" ]; }
 if wb_ok; then
   say "wasm-bindgen-cli $WB_VERSION already installed"
 else
   have cargo || die "cargo not found: install Rust with rustup (https://rustup.rs) and re-run"
   # Built with the host cargo (rustup's), never with path B's env. No --locked: the crate's own
-  # lockfile pins a version the index lacks for 0.2.130.
-  say "cargo install wasm-bindgen-cli --version $WB_VERSION (a few minutes on 2 cores)"
+  # lockfile pins a version the index lacks for 0.2.130. Only its wasm-bindgen binary is used (the
+  # wasm tests drive Chromium with playwright-core, not wasm-bindgen-test-runner).
+  say "cargo install wasm-bindgen-cli --version $WB_VERSION --bin wasm-bindgen (a few minutes on 2 cores)"
   timeout 2400 env -u RUSTC -u RUSTDOC -u RUSTC_BOOTSTRAP -u RUSTFLAGS -u CARGO_TARGET_DIR \
-    cargo install --quiet --force wasm-bindgen-cli --version "$WB_VERSION" \
+    cargo install --quiet --force wasm-bindgen-cli --version "$WB_VERSION" --bin wasm-bindgen \
     || die "cargo install wasm-bindgen-cli --version $WB_VERSION failed"
   wb_ok || die "wasm-bindgen $WB_VERSION not on PATH after install (is ~/.cargo/bin on PATH?)"
 fi
@@ -259,11 +256,11 @@ else
 fi
 say "wasm-opt: $(node_modules/.bin/wasm-opt --version)"
 
-# --- 5. Chromium + chromedriver (Debian packages), wabt ------------------------------------------------
+# --- 5. Chromium (Debian's package), wabt ---------------------------------------------------------------
 if [ "$want_browser" = 1 ]; then
-  if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
-    say "chromium + chromedriver present"
-  elif apt_install chromium chromium-driver; then
+  if [ -x /usr/bin/chromium ]; then
+    say "chromium present"
+  elif apt_install chromium; then
     say "installed $(/usr/bin/chromium --version 2>/dev/null || echo chromium)"
   else
     other=""
@@ -274,9 +271,9 @@ if [ "$want_browser" = 1 ]; then
     done
     if [ -n "$other" ]; then
       say "no apt/root: skipping Debian chromium; found '$other' — for the browser tests set"
-      say "  CHROMIUM_PATH=<that browser> and CHROMEDRIVER=<matching chromedriver>"
+      say "  CHROMIUM_PATH=<that browser>"
     else
-      warn "no Chromium found and cannot apt-get install chromium chromium-driver: browser tests will fail"
+      warn "no Chromium found and cannot apt-get install chromium: browser tests will fail"
     fi
   fi
 fi
