@@ -1,0 +1,131 @@
+// The <attention-viz> widget's attributes (README, "Embed it in your page"), each set in the
+// markup and checked against what the widget then shows (its read-out line under the pointer, the
+// texts drawn on its canvas, its continuation, its footer), with the numbers of the native CLI:
+// weights (int8 | exact), kind (encoder_self | cross on the translator), query, head="mean",
+// temperature / top-k / seed with generate, and the module's configure({ build }). Changing an
+// attribute after mount redraws with it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { mountWidget, openWidget, useServerAndBrowser } from './harness.mjs';
+import { cliAt, cliBlock } from './cli-helpers.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = process.env.ATTNVIZ_BIN || `${ROOT}target/release/attnviz`;
+
+let server;
+let browser;
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
+});
+
+/** `attnviz attend … --format json --weights <f32|int8>` (cliJson always asks MiniLM for int8). */
+function cliWith(weights, ...args) {
+  const out = execFileSync(BIN, ['attend', ...args, '--format', 'json', '--weights', weights], { cwd: ROOT, maxBuffer: 256 << 20 });
+  return JSON.parse(out.toString());
+}
+
+const widgetState = (page) => page.evaluate(() => {
+  const w = document.getElementById('w');
+  return { state: w.dataset.state, draws: Number(w.dataset.drawCount || 0), foot: w.shadowRoot.querySelector('.foot').textContent, msg: w.shadowRoot.querySelector('.msg').textContent };
+});
+
+/** Wait until the widget has drawn more than `since` times (its first drawing: since = 0). */
+async function drawnAfter(page, since = 0, timeout = 120_000) {
+  try {
+    await page.waitForFunction((n) => {
+      const w = document.getElementById('w');
+      return w && (w.dataset.state === 'error' || (w.dataset.state === 'ready' && Number(w.dataset.drawCount) > n));
+    }, since, { timeout, polling: 100 });
+  } catch (e) {
+    throw new Error(`the widget did not draw: ${JSON.stringify(await widgetState(page))}`, { cause: e });
+  }
+  const s = await widgetState(page);
+  assert.equal(s.state, 'ready', s.msg);
+  return s.draws;
+}
+
+const readout = (page) => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent);
+
+/** A number as the views print it (fmt: U+2212 minus, 1.2e−4 below 0.001). */
+const num = (s) => Number(s.replace(/−/g, '-'));
+
+/**
+ * Move the mouse over heatmap cell (row i, column j) of the widget (the page scrolled to it) and
+ * return the read-out once it names that cell: { text, value }.
+ */
+async function hoverCell(page, i, j) {
+  const at = await page.evaluate(([row, col]) => {
+    const w = document.getElementById('w');
+    const g = w.geom;
+    if (!g || !g.cell) return null;
+    const c = w.shadowRoot.querySelector('canvas');
+    const y0 = c.getBoundingClientRect().top + window.scrollY + g.top + (row + 0.5) * g.cell;
+    window.scrollTo(0, Math.max(0, y0 - innerHeight / 2));
+    const r = c.getBoundingClientRect();
+    return { x: r.left + g.left + (col + 0.5) * g.cell, y: r.top + g.top + (row + 0.5) * g.cell };
+  }, [i, j]);
+  assert.ok(at, 'the widget shows a heatmap');
+  await page.mouse.move(at.x - 3, at.y - 3);
+  await page.mouse.move(at.x, at.y);
+  const cell = `(${i + 1}) → key `;
+  await page.waitForFunction(([c, k]) => {
+    const t = document.getElementById('w').shadowRoot.querySelector('.readout').textContent;
+    return t.includes(c) && t.includes(`” (${k}): `);
+  }, [cell, j + 1], { timeout: 10_000 });
+  const text = await readout(page);
+  const m = /: ([−\d.e]+)$/.exec(text);
+  assert.ok(m, `a weight in the read-out: ${text}`);
+  return { text, value: num(m[1]) };
+}
+
+// ------------------------------------------------------------------------------- weights
+
+test('weights="exact" draws the f32 weights and weights="int8" the int8 ones, as the CLI computes each; changing the attribute reloads', async () => {
+  const text = 'The animal didn\'t cross the street because it was too tired.';
+  const layer = 3; // 0-based: layer="4"
+  const head = 1; // head="2"
+  const f32 = cliBlock(cliWith('f32', '--model', 'models/minilm', '--text', text).attentions, 'encoder_self', layer);
+  const int8 = cliBlock(cliWith('int8', '--model', 'models/minilm', '--text', text).attentions, 'encoder_self', layer);
+  // The cell where the two sets of weights differ most: their read-outs (3 decimals) differ there.
+  let best = [0, 0];
+  let gap = -1;
+  for (let i = 0; i < f32.query_len; i++) {
+    for (let j = 0; j < f32.key_len; j++) {
+      const d = Math.abs(cliAt(f32, head, i, j) - cliAt(int8, head, i, j));
+      if (d > gap) [gap, best] = [d, [i, j]];
+    }
+  }
+  assert.ok(gap > 0.004, `int8 and f32 weights differ by only ${gap} at most: nothing to tell apart`);
+  const [i, j] = best;
+  const attrs = { model: 'minilm', text, view: 'heatmap', layer: String(layer + 1), head: String(head + 1) };
+  const w = await openWidget(browser, server.url, { ...attrs, weights: 'exact' });
+  const { page } = w;
+  try {
+    await drawnAfter(page);
+    let got = await hoverCell(page, i, j);
+    assert.ok(Math.abs(got.value - cliAt(f32, head, i, j)) < 6e-4, `weights="exact": ${got.text}; CLI f32 ${cliAt(f32, head, i, j)}, int8 ${cliAt(int8, head, i, j)}`);
+    assert.match((await widgetState(page)).foot, /exact f32 weights/, 'the footer says which weights drew the map');
+    // The same markup with weights="int8": the int8 numbers.
+    await mountWidget(page, { ...attrs, weights: 'int8' });
+    await drawnAfter(page);
+    got = await hoverCell(page, i, j);
+    assert.ok(Math.abs(got.value - cliAt(int8, head, i, j)) < 6e-4, `weights="int8": ${got.text}; CLI int8 ${cliAt(int8, head, i, j)}, f32 ${cliAt(f32, head, i, j)}`);
+    assert.match((await widgetState(page)).foot, /int8 weights/);
+    const int8Read = got.value;
+    // After mount: weights="exact" loads the f32 file and redraws with it.
+    await page.evaluate(() => document.getElementById('w').setAttribute('weights', 'exact'));
+    try {
+      await page.waitForFunction(() => /exact f32 weights/.test(document.getElementById('w').shadowRoot.querySelector('.foot').textContent), null, { timeout: 120_000 });
+    } catch (e) {
+      throw new Error(`after setAttribute('weights', 'exact') the widget never drew with the f32 weights: ${JSON.stringify(await widgetState(page))}`, { cause: e });
+    }
+    got = await hoverCell(page, i, j);
+    assert.ok(Math.abs(got.value - cliAt(f32, head, i, j)) < 6e-4, `after setAttribute('weights', 'exact'): ${got.text}; CLI f32 ${cliAt(f32, head, i, j)}`);
+    assert.notEqual(got.value, int8Read, 'the read-out changed with the weights');
+  } finally {
+    await w.close();
+  }
+});
