@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { mountWidget, openWidget, useServerAndBrowser } from './harness.mjs';
-import { cliAt, cliBlock } from './cli-helpers.mjs';
+import { cliAt, cliBlock, cliJson } from './cli-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = process.env.ATTNVIZ_BIN || `${ROOT}target/release/attnviz`;
@@ -125,6 +125,61 @@ test('weights="exact" draws the f32 weights and weights="int8" the int8 ones, as
     got = await hoverCell(page, i, j);
     assert.ok(Math.abs(got.value - cliAt(f32, head, i, j)) < 6e-4, `after setAttribute('weights', 'exact'): ${got.text}; CLI f32 ${cliAt(f32, head, i, j)}`);
     assert.notEqual(got.value, int8Read, 'the read-out changed with the weights');
+  } finally {
+    await w.close();
+  }
+});
+
+// ---------------------------------------------------------------------------------- kind
+
+/** Set attribute `name` of the widget and wait for its next drawing. */
+async function setAttr(page, name, value) {
+  const n = (await widgetState(page)).draws;
+  await page.evaluate(([k, v]) => document.getElementById('w').setAttribute(k, v), [name, value]);
+  return drawnAfter(page, n);
+}
+
+test('kind on the translator: kind="cross" and kind="encoder_self" each show that attention, its queries, keys and weights as the CLI computes them', async () => {
+  const text = 'The cat sat on the mat.';
+  const layer = 1; // layer="2"
+  const head = 2; // head="3"
+  const cli = cliJson('attend', '--model', 'models/en-pt', '--text', text);
+  const src = cli.tokens.source;
+  const tgt = cli.tokens.target;
+  assert.ok(src.length >= 5 && tgt.length >= 5 && src.length !== tgt.length, JSON.stringify(cli.tokens));
+  // (The tiny Bergamot translator's decoder is recurrent (SSRU): it has no decoder self-attention.)
+  const sides = { encoder_self: [src, src], cross: [tgt, src] };
+  const names = { encoder_self: /encoder self-attention/, cross: /cross-attention/ };
+  /** The widget reads out, at query row 3, the key this kind's head weighs most, as the CLI does. */
+  async function check(page, kind) {
+    const block = cliBlock(cli.attentions, kind, layer);
+    const [qs, ks] = sides[kind];
+    assert.equal(block.query_len, qs.length);
+    assert.equal(block.key_len, ks.length);
+    const i = 2;
+    let j = 0;
+    for (let c = 1; c < block.key_len; c++) if (cliAt(block, head, i, c) > cliAt(block, head, i, j)) j = c;
+    const got = await hoverCell(page, i, j);
+    assert.ok(got.text.includes(`query “${qs[i]}” (${i + 1}) → key “${ks[j]}” (${j + 1})`), `kind=${kind}: ${got.text}; CLI query ${qs[i]}, key ${ks[j]}`);
+    assert.ok(Math.abs(got.value - cliAt(block, head, i, j)) < 6e-4, `kind=${kind}: ${got.text}; CLI ${cliAt(block, head, i, j)}`);
+    const label = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));
+    assert.match(label, names[kind], `kind=${kind}: ${label}`);
+    assert.match(label, new RegExp(`${qs.length} query rows × ${ks.length} key columns`), label);
+  }
+  const attrs = { model: 'en-pt', text, view: 'heatmap', layer: String(layer + 1), head: String(head + 1) };
+  const w = await openWidget(browser, server.url, { ...attrs, kind: 'cross' });
+  const { page } = w;
+  try {
+    await drawnAfter(page);
+    await check(page, 'cross');
+    await setAttr(page, 'kind', 'encoder_self');
+    await check(page, 'encoder_self');
+    await setAttr(page, 'kind', 'cross');
+    await check(page, 'cross');
+    // kind="encoder_self" in the markup, too.
+    await mountWidget(page, { ...attrs, kind: 'encoder_self' });
+    await drawnAfter(page);
+    await check(page, 'encoder_self');
   } finally {
     await w.close();
   }
