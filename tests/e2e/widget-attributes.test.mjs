@@ -184,3 +184,78 @@ test('kind on the translator: kind="cross" and kind="encoder_self" each show tha
     await w.close();
   }
 });
+
+// --------------------------------------------------------------------------------- query
+
+/**
+ * Log every text drawn on any 2D canvas, in order, with its canvas (a number) and position. The
+ * widget draws a step view that took several tasks off screen (render.js backBuffer) and copies
+ * it whole, so its texts land on a canvas of its own that views-helpers' log does not reach.
+ */
+function logAllTexts(page) {
+  return page.evaluate(() => {
+    if (window.__texts) return;
+    window.__texts = [];
+    window.__textAt = 0;
+    const ids = new WeakMap();
+    let next = 0;
+    const proto = CanvasRenderingContext2D.prototype;
+    const fillText = proto.fillText;
+    proto.fillText = function (text, x, y, ...rest) {
+      const t = this.getTransform();
+      if (!ids.has(this.canvas)) ids.set(this.canvas, ++next);
+      window.__texts.push({ c: ids.get(this.canvas), text: String(text), x: t.a * x + t.c * y + t.e, y: t.b * x + t.d * y + t.f });
+      window.__textAt = performance.now();
+      return fillText.call(this, text, x, y, ...rest);
+    };
+  });
+}
+
+test('query="4" in the step view draws that query token\'s softmax row as the CLI\'s step; query="2" after mount redraws with its row', async () => {
+  const text = 'The cat sat on the mat.';
+  const layer = 2; // layer="3"
+  const head = 3; // head="4"
+  const step = cliJson('step', '--model', 'models/minilm', '--text', text, '--kind', 'encoder_self', '--layer', String(layer), '--head', String(head));
+  const T = step.key_tokens.length;
+  const probsOf = (qi) => Array.from({ length: T }, (_, j) => step.probs[qi * T + j].toFixed(4));
+  /** The softmax column drawn under the last "query i/N" line (texts 0.dddd at one x, top to bottom). */
+  async function drawnRow(page, qi) {
+    const title = `query ${qi + 1}/${step.query_tokens.length}: “${step.query_tokens[qi]}”`;
+    try {
+      await page.waitForFunction((t) => {
+        const titles = window.__texts.filter((x) => x.text.startsWith('query '));
+        return titles.length && titles.at(-1).text === t && performance.now() - window.__textAt > 400;
+      }, title, { timeout: 60_000, polling: 100 });
+    } catch (e) {
+      const seen = await page.evaluate(() => window.__texts.filter((x) => x.text.startsWith('query ')).map((x) => x.text));
+      throw new Error(`the step view does not show “${title}” (it drew ${JSON.stringify(seen)})`, { cause: e });
+    }
+    return page.evaluate(() => {
+      const all = window.__texts;
+      let k = all.length - 1;
+      while (!all[k].text.startsWith('query ')) k--;
+      const c = all[k].c;
+      const texts = all.slice(k).filter((x) => x.c === c && /^[01]\.\d{4}$/.test(x.text));
+      const byX = new Map();
+      for (const x of texts) byX.set(Math.round(x.x), (byX.get(Math.round(x.x)) || []).concat(x));
+      const col = [...byX.values()].sort((a, b) => b.length - a.length)[0] || [];
+      return col.sort((a, b) => a.y - b.y).map((x) => x.text);
+    });
+  }
+  const w = await openWidget(browser, server.url, { model: 'minilm', text: 'a' });
+  const { page } = w;
+  const queryMenu = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelectorAll('select')[2].value);
+  try {
+    await logAllTexts(page);
+    await mountWidget(page, { model: 'minilm', text, view: 'step', layer: String(layer + 1), head: String(head + 1), query: '4' });
+    await drawnAfter(page);
+    assert.notDeepEqual(probsOf(3), probsOf(1));
+    assert.deepEqual(await drawnRow(page, 3), probsOf(3), 'query="4": the drawn p column is the CLI\'s softmax row of query 4');
+    assert.equal(await queryMenu(), '3', 'the Query menu shows query 4');
+    await page.evaluate(() => document.getElementById('w').setAttribute('query', '2'));
+    assert.deepEqual(await drawnRow(page, 1), probsOf(1), 'query="2": the drawn p column is the CLI\'s softmax row of query 2');
+    assert.equal(await queryMenu(), '1');
+  } finally {
+    await w.close();
+  }
+});
