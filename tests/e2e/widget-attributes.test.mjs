@@ -259,3 +259,49 @@ test('query="4" in the step view draws that query token\'s softmax row as the CL
     await w.close();
   }
 });
+
+// ------------------------------------------------------------------------------ head=mean
+
+/** Mean over heads of entry (i, j) of a CLI block. */
+function cliMean(block, i, j) {
+  let s = 0;
+  for (let h = 0; h < block.heads; h++) s += cliAt(block, h, i, j);
+  return s / block.heads;
+}
+
+test('head="mean" reads out the mean over the heads of the CLI; head="5" after mount that head; head="mean" again the mean', async () => {
+  const text = 'The cat sat on the mat because it was warm.';
+  const layer = 3; // layer="4"
+  const block = cliBlock(cliJson('attend', '--model', 'models/minilm', '--text', text).attentions, 'encoder_self', layer);
+  // A cell where the mean is unlike head 1 (the default) and head 5.
+  let best = [0, 0];
+  let gap = -1;
+  for (let i = 1; i < block.query_len - 1; i++) {
+    for (let j = 1; j < block.key_len - 1; j++) {
+      const m = cliMean(block, i, j);
+      const d = Math.min(Math.abs(m - cliAt(block, 0, i, j)), Math.abs(m - cliAt(block, 4, i, j)));
+      if (d > gap) [gap, best] = [d, [i, j]];
+    }
+  }
+  assert.ok(gap > 0.01, `no cell tells the mean from heads 1 and 5 (${gap})`);
+  const [i, j] = best;
+  const w = await openWidget(browser, server.url, { model: 'minilm', text, view: 'heatmap', layer: String(layer + 1), head: 'mean' });
+  const { page } = w;
+  const headMenu = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelectorAll('select')[1].value);
+  try {
+    await drawnAfter(page);
+    assert.equal(await headMenu(), 'mean', 'the Head menu says mean');
+    let got = await hoverCell(page, i, j);
+    assert.ok(Math.abs(got.value - cliMean(block, i, j)) < 6e-4, `head="mean": ${got.text}; CLI mean ${cliMean(block, i, j)}, head 1 ${cliAt(block, 0, i, j)}`);
+    await setAttr(page, 'head', '5');
+    assert.equal(await headMenu(), '4');
+    got = await hoverCell(page, i, j);
+    assert.ok(Math.abs(got.value - cliAt(block, 4, i, j)) < 6e-4, `head="5": ${got.text}; CLI head 5 ${cliAt(block, 4, i, j)}`);
+    await setAttr(page, 'head', 'mean');
+    assert.equal(await headMenu(), 'mean');
+    got = await hoverCell(page, i, j);
+    assert.ok(Math.abs(got.value - cliMean(block, i, j)) < 6e-4, `head="mean" again: ${got.text}; CLI mean ${cliMean(block, i, j)}`);
+  } finally {
+    await w.close();
+  }
+});
