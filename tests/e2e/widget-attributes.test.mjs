@@ -305,3 +305,53 @@ test('head="mean" reads out the mean over the heads of the CLI; head="5" after m
     await w.close();
   }
 });
+
+// -------------------------------------------------------------- temperature, top-k, seed
+
+test('SmolLM2 with generate: temperature, top-k and seed give the CLI\'s continuation for the same options; another seed, top-k or temperature="0" the CLI\'s for those', async () => {
+  const text = 'Once upon a time';
+  const gen = (temperature, topK, seed) => cliJson('attend', '--model', 'models/smollm2', '--text', text, '--generate', '8', '--temperature', String(temperature), '--top-k', String(topK), '--seed', String(seed)).output_text;
+  const seed3 = gen(1.2, 40, 3);
+  const seed4 = gen(1.2, 40, 4);
+  const top3 = gen(1.2, 3, 4);
+  const greedy = gen(0, 0, 0);
+  assert.notEqual(seed3, seed4, 'seeds 3 and 4 sample the same continuation: pick others');
+  assert.notEqual(seed4, top3, 'top-k 40 and 3 sample the same continuation at seed 4: pick others');
+  assert.notEqual(top3, greedy, 'top-k 3 at seed 4 samples the greedy continuation: pick others');
+  const w = await openWidget(browser, server.url, { model: 'smollm2', text, view: 'heatmap', generate: '8', temperature: '1.2', 'top-k': '40', seed: '3' });
+  const { page } = w;
+  const shown = () => page.evaluate(() => {
+    const r = document.getElementById('w').shadowRoot;
+    return { label: r.querySelector('.out b').textContent, text: r.querySelector('.out span').textContent, sampling: r.querySelector('.gen-sampling summary').textContent };
+  });
+  /** Wait until the widget shows `want` as its continuation (it recomputes after a change). */
+  async function continuation(want, what) {
+    try {
+      await page.waitForFunction((t) => document.getElementById('w').shadowRoot.querySelector('.out span').textContent === t, want, { timeout: 120_000, polling: 100 });
+    } catch (e) {
+      throw new Error(`${what}: the widget shows ${JSON.stringify(await shown())}, the CLI ${JSON.stringify(want)}`, { cause: e });
+    }
+  }
+  try {
+    await drawnAfter(page);
+    const s = await shown();
+    assert.equal(s.label, 'Continuation');
+    assert.equal(s.text, seed3, 'temperature="1.2" top-k="40" seed="3": the CLI\'s continuation for --temperature 1.2 --top-k 40 --seed 3');
+    assert.match(s.sampling, /temperature 1\.2, top-k 40, seed 3/);
+    await page.evaluate(() => document.getElementById('w').setAttribute('seed', '4'));
+    await continuation(seed4, 'seed="4"');
+    assert.match((await shown()).sampling, /seed 4/);
+    await page.evaluate(() => document.getElementById('w').setAttribute('top-k', '3'));
+    await continuation(top3, 'top-k="3"');
+    assert.match((await shown()).sampling, /top-k 3, seed 4/);
+    await page.evaluate(() => document.getElementById('w').setAttribute('temperature', '0'));
+    await continuation(greedy, 'temperature="0"');
+    assert.match((await shown()).sampling, /greedy/);
+    // The same markup again (seed 3): the same continuation as the first time.
+    await mountWidget(page, { model: 'smollm2', text, view: 'heatmap', generate: '8', temperature: '1.2', 'top-k': '40', seed: '3' });
+    await drawnAfter(page);
+    assert.equal((await shown()).text, seed3, 'the same seed gives the same continuation');
+  } finally {
+    await w.close();
+  }
+});
