@@ -355,3 +355,71 @@ test('SmolLM2 with generate: temperature, top-k and seed give the CLI\'s continu
     await w.close();
   }
 });
+
+// --------------------------------------------------------------------- configure({ build })
+
+/**
+ * A page of the site without the widget yet (the models' index, a JSON document) that imports
+ * attention-viz.js, calls configure({ build }) and then puts a widget in: → { page, wasm
+ * (the .wasm files fetched, page and workers), close }.
+ */
+async function widgetWithBuild(build, attrs) {
+  const context = await browser.newContext();
+  const wasm = [];
+  context.on('request', (r) => {
+    if (r.url().endsWith('.wasm')) wasm.push(new URL(r.url()).pathname);
+  });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${server.url}models/index.json`);
+    await page.evaluate(async ([url, b, a]) => {
+      const { configure } = await import(url);
+      configure({ build: b });
+      const w = document.createElement('attention-viz');
+      w.id = 'w';
+      for (const [k, v] of Object.entries(a)) w.setAttribute(k, v);
+      document.body.appendChild(w);
+    }, [`${server.url}attention-viz.js`, build, attrs]);
+    return { page, wasm, close: () => context.close() };
+  } catch (e) {
+    await context.close();
+    throw e;
+  }
+}
+
+test('configure({ build: "simd" }) and configure({ build: "relaxed" }): the widget loads that wasm build, says so, and reads out the CLI\'s weights with either', async () => {
+  const text = 'The cat sat on the mat.';
+  const layer = 1;
+  const head = 2;
+  const block = cliBlock(cliJson('attend', '--model', 'models/minilm', '--text', text).attentions, 'encoder_self', layer);
+  const attrs = { model: 'minilm', text, view: 'heatmap', layer: String(layer + 1), head: String(head + 1) };
+  const builds = { simd: { file: '/pkg/attnviz_bg.wasm', label: /wasm SIMD/ }, relaxed: { file: '/pkg/relaxed/attnviz_bg.wasm', label: /wasm relaxed SIMD/ } };
+  for (const [build, want] of Object.entries(builds)) {
+    const w = await widgetWithBuild(build, attrs);
+    const { page } = w;
+    try {
+      await drawnAfter(page);
+      assert.ok(w.wasm.length > 0 && w.wasm.every((p) => p === want.file), `configure({ build: '${build}' }): wasm fetched ${JSON.stringify(w.wasm)}`);
+      const foot = (await widgetState(page)).foot;
+      assert.match(foot, want.label, `the footer names the build: ${foot}`);
+      if (build === 'simd') assert.doesNotMatch(foot, /relaxed/, foot);
+      for (const [i, j] of [[1, 2], [3, 6]]) {
+        const got = await hoverCell(page, i, j);
+        assert.ok(Math.abs(got.value - cliAt(block, head, i, j)) < 6e-4, `${build}: ${got.text}; CLI ${cliAt(block, head, i, j)}`);
+      }
+      // Once the worker runs, the build can no longer change (README: configure before the first widget).
+      const late = await page.evaluate(async (url) => {
+        const { configure } = await import(url);
+        try {
+          configure({ build: 'simd' });
+          return null;
+        } catch (e) {
+          return e.message;
+        }
+      }, `${server.url}attention-viz.js`);
+      assert.match(late || '', /before the first use/);
+    } finally {
+      await w.close();
+    }
+  }
+});
