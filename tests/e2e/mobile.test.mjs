@@ -6,7 +6,7 @@
 // them), on a head of the model view.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { installInkProbe, openApp, useServerAndBrowser } from './harness.mjs';
+import { installInkProbe, mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
 import { cliAt, cliBlock, cliJson, waitDrawn } from './cli-helpers.mjs';
 
 const PHONE = { width: 375, height: 740 };
@@ -182,5 +182,65 @@ test('on a touch phone (390 × 844) the page fits the width in every view, a tap
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();
+  }
+});
+
+test('on a touch phone the widget fits the width, a tap on a head of its model view opens that head, a tap on a token pins it and reads out the CLI\'s top weights', async () => {
+  const context = await browser.newContext(TOUCH_PHONE);
+  try {
+    const page = await context.newPage();
+    const pageErrors = [];
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    await page.goto(`${server.url}examples.html`);
+    await mountWidget(page, { model: 'minilm', text: TEXT, view: 'model' });
+    await page.waitForFunction(() => ['ready', 'error'].includes(document.getElementById('w').dataset.state), null, { timeout: 120_000 });
+    const w = () => page.evaluate(() => {
+      const el = document.getElementById('w');
+      const c = el.shadowRoot.querySelector('canvas');
+      const wrap = el.shadowRoot.querySelector('.wrap');
+      return { state: el.dataset.state, draws: Number(el.dataset.drawCount), view: c.dataset.view, layer: c.dataset.layer, head: c.dataset.head, host: el.getBoundingClientRect().width, canvas: c.getBoundingClientRect().width, wrap: wrap.clientWidth, readout: el.shadowRoot.querySelector('.readout').textContent };
+    });
+    let s = await w();
+    assert.equal(s.state, 'ready');
+    assertNoSideScroll(await pageWidth(page), 'the widget\'s model view');
+    assert.ok(s.host <= 390 && s.canvas <= s.wrap + 0.5, `the model view is ${s.canvas} px wide in a ${s.wrap} px box: ${JSON.stringify(s)}`);
+    // Tap head HEAD + 1 of layer LAYER + 1 in the grid of every head: the head view of that head.
+    const cell = await page.evaluate(([l, h]) => {
+      const g = document.getElementById('w').geom;
+      const r = Math.floor(h / g.cols);
+      const c = h % g.cols;
+      return { x: g.left + c * g.pitchX + g.cell / 2, y: g.top + l * g.layerPitch + r * g.pitchY + g.cell / 2 };
+    }, [LAYER, HEAD]);
+    let at = await onScreen(page, '#w >> canvas', cell.x, cell.y);
+    await page.touchscreen.tap(at.x, at.y);
+    await page.waitForFunction((n) => Number(document.getElementById('w').dataset.drawCount) > n && document.getElementById('w').shadowRoot.querySelector('canvas').dataset.view === 'head', s.draws, { timeout: 10_000 })
+      .catch(async (e) => { throw new Error(`a tap on layer ${LAYER + 1}, head ${HEAD + 1} did not open it: ${JSON.stringify(await w())}`, { cause: e }); });
+    s = await w();
+    assert.deepEqual([s.view, s.layer, s.head], ['head', String(LAYER), String(HEAD)]);
+    assertNoSideScroll(await pageWidth(page), 'the widget\'s head view');
+    // Tap query token "it": pinned, the read-out line gives its top weights (2 decimals), the CLI's.
+    const i = TOKENS.indexOf('it');
+    const tok = await page.evaluate((k) => {
+      const g = document.getElementById('w').geom;
+      return { x: g.leftX - 10, y: g.headerH + 4 + k * g.rowH + g.rowH / 2 };
+    }, i);
+    at = await onScreen(page, '#w >> canvas', tok.x, tok.y);
+    await page.touchscreen.tap(at.x, at.y);
+    await page.waitForFunction(() => /\(pinned\)/.test(document.getElementById('w').shadowRoot.querySelector('.readout').textContent), null, { timeout: 10_000 })
+      .catch(async (e) => { throw new Error(`a tap on “it” did not pin it: ${JSON.stringify(await w())}`, { cause: e }); });
+    const text = (await w()).readout;
+    assert.match(text, /^Top weights from this query \(pinned\): /);
+    const items = [...text.replace(/^[^:]*: /, '').matchAll(/(\S+) (\d\.\d\d)(?:, |$)/g)].map((m) => ({ tok: m[1], w: Number(m[2]) }));
+    const want = cliTop(i);
+    assert.ok(items.length >= 3, text);
+    for (let k = 0; k < 3; k++) {
+      assert.equal(items[k].tok, want[k].token, `${text} vs CLI ${JSON.stringify(want.slice(0, 3))}`);
+      assert.ok(Math.abs(items[k].w - want[k].w) < 0.006, `${text} vs CLI ${JSON.stringify(want.slice(0, 3))}`);
+    }
+    assert.equal(await page.evaluate(() => JSON.stringify(document.getElementById('w').viewState.pin)), JSON.stringify({ side: 'q', index: i }));
+    assertNoSideScroll(await pageWidth(page), 'after the taps');
+    assert.deepEqual(pageErrors, []);
+  } finally {
+    await context.close();
   }
 });
