@@ -41,8 +41,7 @@ function elements() {
 const canvasWidth = (el) => Math.max(280, el.wrap.clientWidth - 2);
 
 function fillCatalog(el, catalog, session) {
-  const b = catalog.build;
-  el.build.textContent = `attnviz ${b.version} · ${b.label} (${b.dir}) · architectures: ${catalog.supported.join(', ')}`;
+  el.build.textContent = `attnviz ${catalog.build.version} · ${session.buildText()} · architectures: ${catalog.supported.join(', ')}`;
   el.model.textContent = '';
   el.credits.textContent = '';
   const yours = document.createElement('optgroup');

@@ -21,7 +21,9 @@
 // <input webkitdirectory>'s FileList, or one .gguf; read and kept in the browser) and resolves
 // to what was found, or rejects saying why not; removeModel(id) forgets one.
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
-// data-base="…" on the <script> tag or with the exported configure({ base }).
+// data-base="…" on the <script> tag or with the exported configure({ base }); configure({ build })
+// picks the wasm build (wasm-build.js: 'simd', 'relaxed', 'threads'). Both before the first widget.
+// The footer names the weights and the wasm build that drew the map.
 
 import { tokensFor } from './analysis.js';
 import { mountGenerationPanel } from './generation-panel.js';
@@ -84,7 +86,7 @@ canvas { display: block; margin-inline: auto; }
 /* The map's ring goes on its scrolling box: on a canvas wider than the box it would be cut off. */
 .wrap:has(canvas:focus-visible) { outline: 3px solid var(--av-accent); outline-offset: -3px; }
 canvas:focus-visible { outline: none; }
-.foot { display: flex; justify-content: space-between; gap: 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
+.foot { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
 .msg { padding: 16px 8px; color: var(--av-muted); }
 .msg.err { color: #c62828; }
 .warn { padding: 6px 8px; border-bottom: 2px solid #b26a00; background: #fff4e0; color: #5c3700; font-weight: 600; font-size: 13px; }
@@ -359,7 +361,8 @@ class AttentionViz extends HTMLElement {
     this.$.msg.hidden = true;
     const sum = session.summary();
     const n = r.tokens.source.length;
-    this.$.status.textContent = `${n} tokens${session.forwardMs != null ? ` · ${session.forwardMs.toFixed(0)} ms` : ''}`;
+    // As the page's status lines do: which weights drew the map and which wasm build ran them.
+    this.$.status.textContent = [`${n} tokens`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, session.buildText()].filter(Boolean).join(' · ');
     this.showWarning();
     this.$.out.hidden = sum.output == null;
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';

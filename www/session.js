@@ -517,25 +517,41 @@ export class Session {
     return `Loading ${m.name || m.id}${big}…`;
   }
 
+  /** The weights the drawn map was computed with ('int8' | 'exact'): while other weights load,
+   *  the map drawn (and what the status line says of it) is still the old one's. */
+  drawnWeights() {
+    const m = this.manifest;
+    if (!m || !this.resultFor) return this.state.weights;
+    return this.resultFor.model === modelKey(m, 'exact') ? 'exact' : 'int8';
+  }
+
+  /** The wasm build the worker runs, as the status lines name it: "wasm SIMD (pkg/)"; or null. */
+  buildText() {
+    const b = this.catalog && this.catalog.build;
+    return b ? `${b.label} (${b.dir})` : null;
+  }
+
   /**
-   * What the status line says: { text, truncation (a warning or null), output (translation or
-   * continuation, or null), outputLabel }.
+   * What the status line says: { text, weights (which weights drew the map, or null for a model
+   * with one set), truncation (a warning or null), output (translation or continuation, or
+   * null), outputLabel }.
    */
   summary() {
     const r = this.result;
     const m = this.manifest;
     const name = m ? m.name || m.id : this.state.model;
-    if (!r) return { text: this.phase === 'loading' ? this.loadingText() : '', truncation: null, output: null, outputLabel: null };
+    if (!r) return { text: this.phase === 'loading' ? this.loadingText() : '', weights: null, truncation: null, output: null, outputLabel: null };
     const n = r.tokens.source.length;
     const tgt = (r.tokens.target || []).length;
-    const parts = [name, weightsLabel(m, this.state.weights), `${n} token${n === 1 ? '' : 's'}`].filter(Boolean);
+    const weights = weightsLabel(m, this.drawnWeights());
+    const parts = [name, weights, `${n} token${n === 1 ? '' : 's'}`].filter(Boolean);
     if (tgt) parts.push(`${tgt} ${r.generation ? 'generated' : 'output'} token${tgt === 1 ? '' : 's'}`);
     if (this.forwardMs != null) parts.push(`${this.forwardMs.toFixed(1)} ms per forward`);
     const max = this.info && this.info.max_positions;
     const truncation = r.truncated
       ? `Your text is longer than this model reads: only its first ${n} tokens${max ? ` (the model’s maximum is ${max} positions)` : ''} are shown. Shorten the text to see all of it.`
       : null;
-    return { text: parts.join(' · '), truncation, output: r.output_text ?? null, outputLabel: r.generation ? 'Continuation' : 'Translation' };
+    return { text: parts.join(' · '), weights, truncation, output: r.output_text ?? null, outputLabel: r.generation ? 'Continuation' : 'Translation' };
   }
 
   /** What the side panel (page) or read-out line (widget) says: { title, hint, items, notes }. */
