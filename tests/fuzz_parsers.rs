@@ -3,6 +3,7 @@
 //! overwrites, truncations and splices of the real default files must give `Err`, or a model
 //! that still works, and never a panic (in wasm a panic kills the module).
 
+use attnviz::attention::AttentionKind;
 use attnviz::models::{Manifest, Model};
 use attnviz::weights::{marian_bin, safetensors_file};
 use attnviz::Error;
@@ -101,16 +102,39 @@ fn model_files_never_panic() {
     let tokenizer = read("minilm", "tokenizer.json");
     let weights = read("minilm", "model.safetensors");
     let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut attended = 0;
     for round in 0..120 {
         let mut files = HashMap::new();
         files.insert("model.safetensors".to_string(), weights.clone());
+        let mutated = if round % 2 == 0 { "config.json" } else { "tokenizer.json" };
         let (c, t) = if round % 2 == 0 { (mutate(&mut rng, &config, config.len()), tokenizer.clone()) } else { (config.clone(), mutate(&mut rng, &tokenizer, 4096)) };
         files.insert("config.json".to_string(), c);
         files.insert("tokenizer.json".to_string(), t);
-        if let Ok(model) = Model::load(manifest.clone(), &files) {
-            let _ = model.attend("The cat sat on the mat.");
+        match Model::load(manifest.clone(), &files) {
+            // A refusal names the file at fault (what the page shows the user).
+            Err(e) => assert!(e.to_string().contains(mutated), "round {round}: `{e}` does not name {mutated}"),
+            // A model that loads attends (a mutated tokenizer may change the tokens, not this):
+            // one block per layer, [heads, T, T] over its T tokens, every row a probability
+            // distribution.
+            Ok(model) => {
+                let info = model.info();
+                let a = model.attend("The cat sat on the mat.").unwrap_or_else(|e| panic!("round {round}: loaded, but the forward failed: {e}"));
+                let t = a.output.source_tokens.len();
+                assert!(t > 0, "round {round}: no tokens");
+                assert_eq!(a.attentions.len(), info.layers[&AttentionKind::EncoderSelf], "round {round}");
+                for b in &a.attentions {
+                    assert_eq!((b.query_len, b.key_len, b.probs.len()), (t, t, b.heads * t * t), "round {round}, layer {}", b.layer);
+                    for row in b.probs.chunks(t) {
+                        assert!(row.iter().all(|p| p.is_finite() && *p >= 0.0) && (row.iter().sum::<f32>() - 1.0).abs() < 1e-4, "round {round}, layer {}: row {row:?}", b.layer);
+                    }
+                }
+                attended += 1;
+            }
         }
     }
+    // Some mutations leave a folder that loads (18 of the 120 today): without them the forward
+    // above would never be reached.
+    assert!(attended >= 10, "only {attended} of 120 mutated folders loaded");
     for text in ["{}", "{\"id\":1}", "[]", "", "{\"id\":\"x\",\"architecture\":\"bert\",\"files\":[\"nope\"]}"] {
         if let Ok(m) = Manifest::from_json(text.as_bytes()) {
             assert!(Model::load(m, &HashMap::new()).is_err());

@@ -37,9 +37,19 @@ fn the_fuzzers_seeds_load_and_attend() {
     }
 }
 
+/// How many inputs fuzz/regressions/ holds today: replaying fewer means the folder or a target's
+/// subfolder moved, or files were lost, and the test would otherwise pass on nothing.
+const KNOWN_REGRESSIONS: usize = 2;
+
 #[test]
 fn inputs_the_fuzzers_found_panics_with_are_errors_now() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join("regressions");
+    assert!(root.is_dir(), "{} is missing: no regression input would be replayed", root.display());
+    // Every subfolder is a target's: inputs under any other name would be skipped unseen.
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(Target::ALL.iter().any(|t| t.name() == name), "fuzz/regressions/{name} is no fuzz target's folder");
+    }
     let mut replayed = 0;
     for target in Target::ALL {
         let Ok(dir) = std::fs::read_dir(root.join(target.name())) else { continue };
@@ -47,11 +57,13 @@ fn inputs_the_fuzzers_found_panics_with_are_errors_now() {
         paths.sort();
         for path in paths {
             let data = std::fs::read(&path).unwrap();
-            no_panic(&path.display().to_string(), || run(target, &data));
+            let outcome = no_panic(&path.display().to_string(), || run(target, &data));
+            assert!(!matches!(outcome, Outcome::Attended), "{}: loaded and attended, not an error", path.display());
             replayed += 1;
         }
     }
     eprintln!("replayed {replayed} regression inputs");
+    assert!(replayed >= KNOWN_REGRESSIONS, "replayed {replayed} regression inputs, but fuzz/regressions/ held {KNOWN_REGRESSIONS}");
 }
 
 #[test]

@@ -457,21 +457,99 @@ mod tests {
     #[test]
     fn every_truncation_and_many_bit_flips_are_errors() {
         let good = tiny();
-        for cut in 0..good.len() - 1 {
-            let _ = read(good[..cut].to_vec(), "cut.gguf").map(|g| g.vector("norm.weight", 4));
+        // tiny()'s layout: a 24-byte header (magic, version, two counts); three key–values
+        // (45 + 37 + 48 bytes) end at 154; the two tensor infos (43 + 41) at 238; the data
+        // section starts at 256: norm.weight's 16 bytes, padding to 288, w's 32 bytes.
+        const TABLE_END: usize = 238;
+        const DATA: usize = 256;
+        const NORM_END: usize = DATA + 16;
+        const W: usize = 288;
+        assert_eq!(good.len(), W + 32);
+        let original = read(good.clone(), "tiny.gguf").unwrap();
+        assert_eq!((original.tensors["norm.weight"].start, original.tensors["w"].start), (DATA, W));
+        let message = |r: Result<Gguf>, what: &str| match r {
+            Err(e @ crate::Error::InvalidModel(_)) => e.to_string(),
+            Err(e) => panic!("{what}: not an invalid-model error: {e:?}"),
+            Ok(_) => panic!("{what}: read as a valid file"),
+        };
+        // Every truncation is refused, by the part it cuts into.
+        for cut in 0..good.len() {
+            let msg = message(read(good[..cut].to_vec(), "cut.gguf"), &format!("cut at {cut}"));
+            let says = |needles: &[&str]| needles.iter().all(|n| msg.contains(n));
+            let ok = match cut {
+                0..4 => says(&["cut.gguf is not a GGUF file (no `GGUF` magic)"]),
+                // Inside the header and tables: where the bytes ran out, or a count that cannot fit.
+                4..TABLE_END => says(&["the GGUF file ends inside", &format!(" of {cut})")]) || says(&["the GGUF file declares", "remaining bytes can hold"]),
+                TABLE_END..NORM_END => says(&["cut.gguf: tensor `norm.weight` (F32 [4] at offset 0)", &format!("does not fit in the file's {cut} bytes")]),
+                _ => says(&["cut.gguf: tensor `w` (F32 [4, 2] at offset 32)", &format!("does not fit in the file's {cut} bytes")]),
+            };
+            assert!(ok, "cut at {cut}: `{msg}`");
         }
+        let flip = |i: usize, bit: u32| {
+            let mut bad = good.clone();
+            bad[i] ^= 1 << bit;
+            read(bad, "flip.gguf")
+        };
+        let values = |g: &Gguf| {
+            let mut v = g.vector("norm.weight", 4).unwrap();
+            let w = g.matrix("w", 2, 4).unwrap();
+            let mut row = [0.0; 4];
+            for r in 0..2 {
+                w.dequantize_row(r, &mut row);
+                v.extend_from_slice(&row);
+            }
+            v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+        };
+        let want = values(&original);
+        // Bytes inside the header's strings (keys and a tensor name): with bit 7 set they are no
+        // longer UTF-8.
+        let texts: Vec<std::ops::Range<usize>> = [b"general.architecture".as_slice(), b"llama.block_count", b"tokens", b"norm.weight"]
+            .iter()
+            .map(|s| {
+                let at = good.windows(s.len()).position(|w| w == *s).unwrap();
+                at..at + s.len()
+            })
+            .collect();
         for i in 0..good.len() {
             for bit in [0, 3, 7] {
-                let mut bad = good.clone();
-                bad[i] ^= 1 << bit;
-                if let Ok(g) = read(bad, "flip.gguf") {
-                    let _ = g.matrix("w", 2, 4);
+                let what = format!("bit {bit} of byte {i} flipped");
+                match i {
+                    0..4 => assert!(message(flip(i, bit), &what).contains("flip.gguf is not a GGUF file"), "{what}"),
+                    4..8 => match flip(i, bit) {
+                        // 3 → 2: a version this build reads too.
+                        Ok(g) => assert!(i == 4 && bit == 0 && g.version == 2 && values(&g) == want, "{what}"),
+                        Err(e) => assert!(e.to_string().contains("flip.gguf is GGUF version"), "{what}: {e}"),
+                    },
+                    // The tensor and key–value counts, and the first key's length.
+                    8..32 => {
+                        message(flip(i, bit), &what);
+                    }
+                    _ if bit == 7 && texts.iter().any(|t| t.contains(&i)) => assert!(message(flip(i, bit), &what).contains("is not UTF-8 text"), "{what}"),
+                    // The data: a valid file whose values differ in the one float the byte is part of.
+                    DATA.. => {
+                        let got = values(&flip(i, bit).unwrap_or_else(|e| panic!("{what}: {e}")));
+                        let changed: Vec<usize> = (0..want.len()).filter(|&k| got[k] != want[k]).collect();
+                        let expect = match i {
+                            DATA..NORM_END => vec![(i - DATA) / 4],
+                            W.. => vec![4 + (i - W) / 4],
+                            _ => vec![], // padding between the tensors
+                        };
+                        assert_eq!(changed, expect, "{what}");
+                    }
+                    // Elsewhere (values, types, dims, offsets): an error or a file whose tensors
+                    // still read without a panic.
+                    _ => {
+                        if let Ok(g) = flip(i, bit) {
+                            let _ = g.matrix("w", 2, 4);
+                            let _ = g.vector("norm.weight", 4);
+                        }
+                    }
                 }
             }
         }
         // Absurd counts fail before allocating.
         let mut huge = good.clone();
         huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(read(huge, "huge.gguf").is_err());
+        assert!(message(read(huge, "huge.gguf"), "huge").contains("declares 18446744073709551615 tensors"));
     }
 }

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
-import { canvasDigest, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
+import { canvasDigest, cliAt, cliBlock, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
 import { decodePng } from './views-helpers.mjs';
 
 const A = 'The cat sat on the mat.';
@@ -58,6 +58,24 @@ const panelDigest = (page, p) =>
   }, [p.x, p.y, p.w, p.h]);
 
 const hint = (page) => page.textContent('#side-hint');
+
+/** The side panel's top weights as shown: [token, weight text] per line. */
+const topList = (page) => page.$$eval('#top-list li', (lis) => lis.map((li) => [li.querySelector('.tok').textContent, li.querySelector('.w').textContent]));
+
+/** What the side panel must list for query i of `text` in openCompare's state (layer 2, head 3,
+ *  raw weights): the CLI's 8 largest weights of that row, strongest first. */
+function cliTopWeights(text, i) {
+  const r = cliJson('attend', '--model', 'models/minilm', '--text', text);
+  const block = cliBlock(r.attentions, 'encoder_self', 1);
+  return r.tokens.source.map((t, j) => [t, cliAt(block, 2, i, j)]).sort((a, b) => b[1] - a[1]).slice(0, 8);
+}
+
+/** The shown list is `want`: the same tokens in the same order, each weight to its 3 decimals. */
+function assertTopWeights(shown, want, what) {
+  const text = (l) => l.map(([t, w]) => `${t} ${typeof w === 'number' ? w.toFixed(4) : w}`).join(', ');
+  assert.deepEqual(shown.map(([t]) => t), want.map(([t]) => t), `${what}: ${text(shown)} vs the CLI's ${text(want)}`);
+  shown.forEach(([t, w], k) => assert.ok(Math.abs(Number(w) - want[k][1]) <= 5e-4 + 1e-6, `${what}, ${t}: ${w} vs the CLI's ${want[k][1]}`));
+}
 const number = (text) => Number(/: ([+−-]?[\d.]+)/.exec(text)[1].replace('−', '-'));
 
 test('page, heatmap: A and B side by side with the difference map; hovering a cell on either side or the difference focuses it everywhere and reads B − A', async () => {
@@ -113,11 +131,14 @@ test('page, head view: hover and click on B focus and pin the token on both side
     await page.waitForFunction(() => document.getElementById('side-title').textContent === 'B: Top weights from this query');
     await waitDrawn(page, () => window.attnvizDebug.focus && window.attnvizDebug.focus.index === 2);
     assert.notEqual(await panelDigest(page, ps.a), aBefore, 'A shows the hovered query too');
-    const items = await page.$$eval('#top-list li .tok', (ts) => ts.map((t) => t.textContent));
-    assert.ok(items.includes('dog') || items.includes('[CLS]'), items.join(' '));
+    const wantB = cliTopWeights(B, 2);
+    const wantA = cliTopWeights(A, 2);
+    assert.notDeepEqual(wantB.map(([t]) => t), wantA.map(([t]) => t), 'A and B list other tokens for query 3');
+    assertTopWeights(await topList(page), wantB, 'B, query “dog”');
     // Hover the same query on A: A's weights.
     await pointAt(page, ...tokenAt(ps.a, 'q', 2));
     await page.waitForFunction(() => document.getElementById('side-title').textContent === 'A: Top weights from this query');
+    assertTopWeights(await topList(page), wantA, 'A, query “cat”');
     // Click it on B: pinned (the permalink holds it), and it stays after the pointer leaves.
     await pointAt(page, ...tokenAt(ps.b, 'q', 2), true);
     await page.waitForFunction(() => location.hash.includes('p=q2'));

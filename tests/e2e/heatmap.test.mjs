@@ -115,11 +115,12 @@ test('page: hovering a cell shows its query token, key token and weight; the wei
       const want = await realWeight(page, SHORT, 'encoder_self', LAYER, HEAD, i, j);
       await page.mouse.move(frame.rect.left + cols[j].x, frame.rect.top + rows[i].y);
       const hint = await settledText(page, '#side-hint');
-      assert.ok(hint.includes(`“${tokens[i]}”`) || hint.includes(tokens[i]), `hover on (${tokens[i]}, ${tokens[j]}): "${hint}" does not name the query`);
-      const k = hint.indexOf(tokens[j], hint.indexOf(tokens[i]) + tokens[i].length);
-      assert.ok(k > 0, `hover on (${tokens[i]}, ${tokens[j]}): "${hint}" does not name the key after the query`);
-      const num = Number((/(\d+\.\d+)\s*$/.exec(hint.replace('−', '-')) || [])[1]);
-      assert.ok(Math.abs(num - want) < 6e-4, `hover on (${tokens[i]}, ${tokens[j]}): "${hint}" but the weight is ${want.toFixed(4)}`);
+      // views/heatmap.js hoverText: query “TOKEN” (position) → key “TOKEN” (position): weight to 3 decimals.
+      const named = `query “${tokens[i]}” (${i + 1}) → key “${tokens[j]}” (${j + 1}): `;
+      assert.ok(hint.startsWith(named), `hover on (${tokens[i]}, ${tokens[j]}): "${hint}" is not "${named}…"`);
+      const num = hint.slice(named.length);
+      assert.match(num, /^\d\.\d{3}$/, `hover on (${tokens[i]}, ${tokens[j]}): "${hint}" does not end in the weight`);
+      assert.ok(Math.abs(Number(num) - want) < 6e-4, `hover on (${tokens[i]}, ${tokens[j]}): "${hint}" but the weight is ${want.toFixed(4)}`);
     }
     // The weights in the cells: one number per cell, at its centre, equal to the weight (2 decimals).
     const colX = cols.map((t) => t.x);

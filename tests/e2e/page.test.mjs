@@ -25,6 +25,11 @@ before(async () => {
 });
 
 after(async () => {
+  // The shared page, after whichever of the tests above ran: nothing left its origin, nothing threw.
+  if (app) {
+    assert.deepEqual(app.outsideRequests, [], 'the shared page made requests outside its origin');
+    assert.deepEqual(app.pageErrors, [], 'the shared page threw');
+  }
   await app?.close();
   await browser?.close();
   await server?.close();
@@ -436,7 +441,46 @@ test('a second visit works offline (service worker + model files in the Cache AP
   }
 });
 
-test('no request left the page origin', () => {
-  assert.deepEqual(app.outsideRequests, []);
-  assert.deepEqual(app.pageErrors, []);
+test('no request leaves the page origin: a first visit that picks every model, shows every view, types, exports and opens its permalink', async () => {
+  // A page of its own (the shared one's requests depend on which tests ran before), on a first
+  // visit: the service worker installs and fetches what it caches in this test too.
+  const own = await openApp(browser, server.url, { fresh: true });
+  const { page } = own;
+  try {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const settled = () => page.waitForFunction(() => !window.attnvizDebug.computing && !window.attnvizDebug.drawing, null, { timeout: 120_000, polling: 100 });
+    const models = await page.$$eval('#model option', (os) => os.map((o) => o.value));
+    assert.deepEqual(models.slice().sort(), ['en-pt-tiny', 'minilm-l6', 'smollm2-135m'], 'the picker offers the built-in models');
+    const shown = [];
+    for (const id of models) {
+      if ((await dbg(page)).modelId !== id) await selectModel(page, id);
+      const text = `The ${id} reads this sentence.`;
+      await page.fill('#text', '');
+      await afterDraw(page, () => page.type('#text', text, { delay: 5 }), (x) => x.text === text);
+      const views = await page.$$eval('#views [role=tab]', (ts) => ts.filter((t) => !t.hidden).map((t) => t.dataset.view));
+      for (const v of views) {
+        if ((await dbg(page)).view !== v) await afterDraw(page, () => page.click(`#views [data-view="${v}"]`), (x) => x.view === v, 120_000);
+        await settled();
+        shown.push(`${id}/${v}`);
+      }
+      for (const button of ['#export-png', '#export-svg']) {
+        const [dl] = await Promise.all([page.waitForEvent('download'), page.click(button)]);
+        assert.ok(readFileSync(await dl.path()).length > 1000, `${id}: ${dl.suggestedFilename()}`);
+      }
+    }
+    for (const v of ['head', 'model', 'heatmap', 'step', 'positions', 'heads', 'qk']) assert.ok(shown.includes(`minilm-l6/${v}`), `MiniLM's ${v} view was shown: ${shown.join(' ')}`);
+    assert.ok(shown.includes('en-pt-tiny/cross'), `the translator's cross view was shown: ${shown.join(' ')}`);
+    // Its permalink, opened in a second tab of the same browser.
+    const second = await own.context.newPage();
+    try {
+      await second.goto(page.url());
+      await second.waitForFunction(() => document.body.dataset.state === 'ready' && !window.attnvizDebug.computing, null, { timeout: 120_000 });
+    } finally {
+      await second.close();
+    }
+    assert.deepEqual(own.outsideRequests, [], 'requests outside the page origin');
+    assert.deepEqual(own.pageErrors, []);
+  } finally {
+    await own.close();
+  }
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { canvasDigest, cliJson, watchLongTasks, waitDrawn } from './cli-helpers.mjs';
-import { decodePng } from './views-helpers.mjs';
+import { decodePng, installTextLog, textFrame, waitQuiet } from './views-helpers.mjs';
 
 const TEXT = 'The cat sat on the mat because it was warm.';
 const LAYER = 1;
@@ -21,13 +21,15 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
   browser = b;
 });
 
-const step = cliJson('step', '--model', 'models/minilm', '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(HEAD));
+const cliStep = (head) => cliJson('step', '--model', 'models/minilm', '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(head));
+const step = cliStep(HEAD);
 const T = step.query_len;
 const D = step.d_k;
 
 /** The two principal axes of the pooled, centred q and k rows (Jacobi-free: power iteration from a
- *  random start, 2000 steps, deflation) and every point's coordinates on them. */
-function referencePca() {
+ *  random start, 2000 steps, deflation) and every point's coordinates on them: the T queries,
+ *  then the keys. */
+function referencePca(step) {
   const rows = [];
   for (let i = 0; i < T; i++) rows.push(step.q.slice(i * D, (i + 1) * D));
   for (let i = 0; i < step.key_len; i++) rows.push(step.k.slice(i * D, (i + 1) * D));
@@ -51,7 +53,22 @@ function referencePca() {
   }
   return X.map((x) => axes.map((ax) => x.reduce((s, v, j) => s + v * ax[j], 0)));
 }
-const ref = referencePca();
+const ref = referencePca(step);
+
+/** Do the points `pix` (CSS px) lie as `pcs` do, up to one scale, a shift and a sign per axis?
+ *  Pairwise distances relative to the largest, which none of those change: the worst error. */
+function layoutError(pix, pcs) {
+  const dist = (P, a, b) => Math.hypot(P[a][0] - P[b][0], P[a][1] - P[b][1]);
+  let maxPix = 0;
+  let maxRef = 0;
+  for (let a = 0; a < pix.length; a++) for (let b = 0; b < a; b++) {
+    maxPix = Math.max(maxPix, dist(pix, a, b));
+    maxRef = Math.max(maxRef, dist(pcs, a, b));
+  }
+  let worst = 0;
+  for (let a = 0; a < pix.length; a++) for (let b = 0; b < a; b++) worst = Math.max(worst, Math.abs(dist(pix, a, b) / maxPix - dist(pcs, a, b) / maxRef));
+  return worst;
+}
 
 
 test('page: every query and key is placed by the PCA of the CLI’s vectors; hover links to the partner and the top keys; click pins; keys change the head', async () => {
@@ -145,12 +162,41 @@ test('page: the query/key space draws in slices under 50 ms; SVG and PNG exports
   }
 });
 
-test('widget: view="qk" draws the query/key space of the given head', async () => {
+test('widget: view="qk" draws the query/key space of the given head: its title, every token labelled where the PCA of the CLI’s vectors puts it, other places for another head', async () => {
   const w = await openWidget(browser, server.url, { model: 'minilm', text: TEXT, view: 'qk', layer: String(LAYER + 1), head: String(HEAD + 1) });
   const { page } = w;
+  const CANVAS = '#w >> canvas';
+  // Each drawn label: keys first, then queries, at its point + (R + 2 = 6 px, 0) (views/qk.js).
+  const drawn = async (head) => {
+    await page.waitForFunction(([l, h]) => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label').startsWith(`Query/key space of layer ${l}, head ${h}:`), [LAYER + 1, head], { timeout: 60_000 });
+    await waitQuiet(page, CANVAS, 500);
+    const { texts } = await textFrame(page, CANVAS);
+    const title = texts.find((t) => t.text.startsWith('Query/key space'));
+    const at = texts.findIndex((t) => t.text === 'PC2 ↑');
+    const labels = texts.slice(at + 1, at + 1 + step.key_len + T);
+    return { title: title && title.text, keys: labels.slice(0, step.key_len), queries: labels.slice(step.key_len) };
+  };
   try {
+    // The log is in place before the widget draws its view (its model is still loading).
+    await installTextLog(page);
     await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready', null, { timeout: 120_000 });
-    await page.waitForFunction(() => /Query\/key space of layer 2, head 3/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label')), null, { timeout: 60_000 });
+    const a = await drawn(HEAD + 1);
+    assert.match(a.title || '', new RegExp(`^Query/key space · layer ${LAYER + 1} · head ${HEAD + 1} · `), `the drawn title: ${a.title}`);
+    assert.deepEqual(a.keys.map((t) => t.text), step.key_tokens, 'a label per key, its token');
+    assert.deepEqual(a.queries.map((t) => t.text), step.query_tokens, 'a label per query, its token');
+    const places = (d) => d.queries.concat(d.keys).map((t) => [t.x, t.y]);
+    const errA = layoutError(places(a), ref);
+    assert.ok(errA < 0.01, `the labels lie as the PCA of head ${HEAD + 1}'s vectors: worst relative distance error ${errA.toFixed(4)}`);
+    // Another head: its own vectors, so the tokens move to where that head's PCA puts them.
+    await page.evaluate((h) => document.getElementById('w').setAttribute('head', h), String(HEAD + 2));
+    const b = await drawn(HEAD + 2);
+    assert.match(b.title || '', new RegExp(`^Query/key space · layer ${LAYER + 1} · head ${HEAD + 2} · `), `the drawn title: ${b.title}`);
+    assert.deepEqual(b.queries.map((t) => t.text), step.query_tokens);
+    const refB = referencePca(cliStep(HEAD + 1));
+    const errB = layoutError(places(b), refB);
+    assert.ok(errB < 0.01, `the labels lie as the PCA of head ${HEAD + 2}'s vectors: worst error ${errB.toFixed(4)}`);
+    const same = layoutError(places(b), ref);
+    assert.ok(same > 0.05, `head ${HEAD + 2} is not drawn as head ${HEAD + 1} was (${same.toFixed(3)})`);
   } finally {
     await w.close();
   }

@@ -2,7 +2,10 @@
 // canvas really shows, independently of how a view is implemented.
 //
 //   installTextLog(page)            record every fillText on every 2D canvas, per frame (a frame
-//                                   starts when a fillRect covers the whole canvas)
+//                                   starts when a fillRect or clearRect covers the whole canvas;
+//                                   on an off-screen canvas, when one starts at its origin); a
+//                                   drawing made off screen and copied whole onto a canvas
+//                                   (render.js's back buffer) gives that canvas its texts
 //   textFrame(page, canvas)       the last frame's texts of a canvas, in CSS px of the canvas
 //   waitQuiet(page, canvas, ms)   wait until that canvas has not been drawn on for `ms`
 //   realResult(page, text)          run the real model in a worker of our own (the page's worker
@@ -36,6 +39,31 @@ export async function installTextLog(page) {
       const f = touch(c);
       if (Math.min(...xs) <= 0.5 && Math.min(...ys) <= 0.5 && Math.max(...xs) >= c.width - 0.5 && Math.max(...ys) >= c.height - 0.5) f.texts = [];
       return fillRect.call(this, x, y, w, h);
+    };
+    // Drawings that take several slices are made on an off-screen canvas (render.js backBuffer,
+    // which only grows: its frame starts with a clearRect of the drawing's size at its origin)
+    // and copied 1:1 onto the shown canvas: the shown canvas then holds the copy's texts.
+    const clearRect = proto.clearRect;
+    proto.clearRect = function (x, y, w, h) {
+      const t = this.getTransform();
+      const c = this.canvas;
+      const xs = [t.a * x + t.c * y + t.e, t.a * (x + w) + t.c * (y + h) + t.e];
+      const ys = [t.b * x + t.d * y + t.f, t.b * (x + w) + t.d * (y + h) + t.f];
+      const atOrigin = Math.min(...xs) <= 0.5 && Math.min(...ys) <= 0.5;
+      if (atOrigin && (!c.isConnected || (Math.max(...xs) >= c.width - 0.5 && Math.max(...ys) >= c.height - 0.5))) touch(c).texts = [];
+      return clearRect.call(this, x, y, w, h);
+    };
+    const drawImage = proto.drawImage;
+    proto.drawImage = function (src, ...args) {
+      const from = src && frames.get(src);
+      if (from && args.length === 8) {
+        const [sx, sy, sw, sh, dx, dy, dw, dh] = args;
+        const t = this.getTransform();
+        const c = this.canvas;
+        const oneToOne = t.a === 1 && t.b === 0 && t.c === 0 && t.d === 1 && t.e === 0 && t.f === 0 && sx === 0 && sy === 0 && dx === 0 && dy === 0 && sw === dw && sh === dh;
+        if (oneToOne && dw >= c.width - 0.5 && dh >= c.height - 0.5) touch(c).texts = from.texts.filter((x) => x.x <= dw && x.y <= dh);
+      }
+      return drawImage.call(this, src, ...args);
     };
     proto.fillText = function (text, x, y, ...rest) {
       const t = this.getTransform();
