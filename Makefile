@@ -6,7 +6,6 @@ SHELL := bash
 .NOTPARALLEL:
 
 PORT ?= 8080
-CHROMEDRIVER ?= /usr/bin/chromedriver
 PYTHON ?= python3
 WASM_TARGET := wasm32-unknown-unknown
 
@@ -23,15 +22,18 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 SHA256 := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo 'shasum -a 256')
 WASM_ENV := set -a; . ./.toolchain/env; set +a
 
-# Test builds (test-rust, test-wasm) use Cargo.toml's [profile.test-release] (release without LTO) when it exists: LTO
-# makes cargo build the dependency graph twice for a cdylib's test harness.
-TEST_PROFILE := $(if $(shell grep -s '^\[profile\.test-release\]' Cargo.toml),--profile test-release,--release)
+# Native test builds use Cargo.toml's [profile.test-release] (release without LTO: LTO makes cargo
+# build the dependency graph twice for a cdylib's test harness). `cargo test` builds the CLI there
+# too, and every suite that compares with the native numbers (test-wasm, test-py, test-e2e) runs
+# that one binary: $(CLI), exported as ATTNVIZ_BIN. `make cli` builds it alone.
+CLI := target/test-release/attnviz
+export ATTNVIZ_BIN := $(CURDIR)/$(CLI)
 
 WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models build serve test lint test-rust test-wasm test-py test-e2e bench screenshots \
+.PHONY: help setup models venv build serve test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean fuzz fuzz-smoke
 
 help:
@@ -39,13 +41,13 @@ help:
 	@echo "  make serve       setup + models + build, then serve on http://127.0.0.1:\$$PORT/ (default 8080)"
 	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e"
 	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
-	@echo "  make setup       install toolchain, wasm-bindgen-cli, npm deps, chromium (scripts/setup.sh)"
+	@echo "  make setup       install toolchain, wasm-bindgen, npm deps, chromium (scripts/setup.sh)"
 	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
 	@echo "  make build       release wasm -> wasm-bindgen --target web -> wasm-opt: pkg/ (+simd128), pkg/relaxed/ (+relaxed-simd)"
 	@echo "  make test-rust   cargo test --release (native)"
 	@echo "  make fuzz-smoke  each fuzz target (fuzz/) for FUZZ_SMOKE_SECONDS (20); part of make test"
 	@echo "  make fuzz        each fuzz target for FUZZ_RUNS inputs (1000000) or FUZZ_SECONDS (0: no limit)"
-	@echo "  make test-wasm   #[wasm_bindgen_test] tests (tests/wasm.rs) in headless Chromium, on both wasm builds"
+	@echo "  make test-wasm   the shipped wasm builds in headless Chromium against the native CLI (tests/wasm/)"
 	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
 	@echo "  make test-e2e    end-to-end page tests (node --test tests/e2e/) in headless Chromium"
 	@echo "  make bench       native + wasm forward medians, GEMM vs nalgebra, page keystroke latency"
@@ -67,18 +69,25 @@ models:
 node_modules/.bin/wasm-opt node_modules/.bin/eslint:
 	bash scripts/setup.sh --no-models --no-browser
 
-# Two wasm builds, each with its own cargo target dir (their flags differ; one dir would rebuild
-# everything at each switch) and its own stamp:
+# Three wasm builds, each with its own stamp:
 #   pkg/          +simd128 (.cargo/config.toml): every browser with wasm SIMD
 #   pkg/relaxed/  +simd128,+relaxed-simd: the GEMM's multiply-adds are f32x4.relaxed_madd (an FMA
 #                 where the CPU has one); the page loads it where WebAssembly.validate accepts a
-#                 relaxed-SIMD opcode (www/wasm-build.js)
+#                 relaxed-SIMD opcode (www/wasm-build.js). Only this crate's code differs (the GEMM
+#                 is ours), so the flag goes to this crate alone (`cargo rustc -- …`) and the
+#                 dependencies compiled for pkg/ in the same target dir are reused.
 #   pkg/threads/  relaxed SIMD on shared memory (+atomics): GEMMs split across helper workers
 #                 (src/pool.rs); the page loads it where it is cross-origin isolated and has more
 #                 than one core. Shared memory needs a std built with atomics, so this build always
 #                 uses Debian's rustc-web + -Zbuild-std (.toolchain/env-threads, written by setup.sh
 #                 when those packages are there); without them it is skipped and pages load pkg/relaxed/.
-# $(call wasm_pkg,<out dir>,<target dir suffix>,<RUSTFLAGS or empty: .cargo/config.toml's>,<wasm-opt flags>[,<env file>])
+# The wasm target dirs are apart from the native one (target/), so that a native cargo command
+# (make test runs lint and test-rust beside the build) never waits for the build's lock.
+# A build is skipped when its inputs (src/, the manifests, the flags, the compilers) are those of
+# the last one: pkg/ and pkg/relaxed/ share a target dir and would otherwise recompile this crate
+# each time one follows the other. wasm-bindgen and wasm-opt are skipped when cargo's .wasm is the
+# one they last turned into the out dir (a change to tests in src/ leaves it as it was).
+# $(call wasm_pkg,<out dir>,<target dir suffix>,<RUSTFLAGS or empty: .cargo/config.toml's>,<wasm-opt flags>,<env file or empty>,<this crate's own rustc flags or empty>)
 WASM_RELAXED_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd
 WASM_THREADS_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd,+atomics,+bulk-memory,+mutable-globals \
 	-C link-arg=--shared-memory -C link-arg=--max-memory=2147483648 -C link-arg=--import-memory \
@@ -87,27 +96,34 @@ WASM_THREADS_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd,+atomics,+bul
 define wasm_pkg
 set -a; . ./$(or $(5),.toolchain/env); set +a; \
 out=$(1); tdir="$$WASM_TARGET_DIR$(2)"; \
-echo "[build] $$out: cargo build --release --lib --target $(WASM_TARGET) --target-dir $$tdir $(if $(3),RUSTFLAGS='$(3)' )(toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
-$(if $(3),RUSTFLAGS='$(3)') $$WASM_CARGO build --release --lib --target $(WASM_TARGET) --target-dir "$$tdir" $$WASM_CARGO_FLAGS; \
+inputs="$$( { find src -type f | LC_ALL=C sort | xargs $(SHA256); $(SHA256) Cargo.toml Cargo.lock .cargo/config.toml; \
+  echo '$(3) | $(6) | $(4)' "$${RUSTFLAGS:-} $$WASM_CARGO_FLAGS"; $${RUSTC:-rustc} -vV; wasm-bindgen --version; } | $(SHA256) | cut -c1-64)"; \
+if [ -f $$out/attnviz.js ] && [ -f $$out/attnviz_bg.wasm ] && [ "$$(cat $$out/.build-inputs 2>/dev/null)" = "$$inputs" ]; then \
+  echo "[build] $$out/ is up to date (same sources, flags and compilers as its last build)"; exit 0; \
+fi; \
+rm -f $$out/.build-inputs; \
+$(if $(6),cmd="rustc --release --lib --target $(WASM_TARGET) --target-dir $$tdir $$WASM_CARGO_FLAGS -- $(6)",cmd="build --release --lib --target $(WASM_TARGET) --target-dir $$tdir $$WASM_CARGO_FLAGS"); \
+echo "[build] $$out: cargo $$cmd $(if $(3),RUSTFLAGS='$(3)' )(toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
+$(if $(3),RUSTFLAGS='$(3)') $$WASM_CARGO $$cmd; \
 raw="$$tdir/$(WASM_TARGET)/release/attnviz.wasm"; \
 stamp="$$( { $(SHA256) < "$$raw"; wasm-bindgen --version; echo '$(4)'; } | $(SHA256) | cut -c1-64)"; \
 if [ -f $$out/attnviz.js ] && [ -f $$out/attnviz_bg.wasm ] && [ "$$(cat $$out/.build-stamp 2>/dev/null)" = "$$stamp" ]; then \
-  echo "[build] $$out/ is up to date with $$raw"; exit 0; \
+  echo "$$inputs" > $$out/.build-inputs; echo "[build] $$out/ is up to date with $$raw"; exit 0; \
 fi; \
 rm -f $$out/.build-stamp; \
 echo "[build] wasm-bindgen --target web --out-dir $$out"; \
 wasm-bindgen --target web --out-dir $$out "$$raw"; \
 before=$$(wc -c < $$out/attnviz_bg.wasm); \
-echo "[build] wasm-opt -O3 (about 30 s)"; \
+echo "[build] wasm-opt -O3"; \
 node_modules/.bin/wasm-opt $(4) $$out/attnviz_bg.wasm -o $$out/attnviz_bg.wasm.opt; \
 mv $$out/attnviz_bg.wasm.opt $$out/attnviz_bg.wasm; \
-echo "$$stamp" > $$out/.build-stamp; \
+echo "$$stamp" > $$out/.build-stamp; echo "$$inputs" > $$out/.build-inputs; \
 echo "[build] wasm-opt: $$before -> $$(wc -c < $$out/attnviz_bg.wasm) bytes; $$out/ ready"
 endef
 
 build: | .toolchain/env node_modules/.bin/wasm-opt
-	@$(call wasm_pkg,pkg,,,$(WASM_OPT_FLAGS))
-	@$(call wasm_pkg,pkg/relaxed,/relaxed,$(WASM_RELAXED_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd)
+	@$(call wasm_pkg,pkg,/wasm,,$(WASM_OPT_FLAGS))
+	@$(call wasm_pkg,pkg/relaxed,/wasm,,$(WASM_OPT_FLAGS) --enable-relaxed-simd,,$(WASM_RELAXED_RUSTFLAGS))
 	@if [ -f .toolchain/env-threads ]; then \
 	  $(call wasm_pkg,pkg/threads,/threads,$(WASM_THREADS_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd --enable-threads,.toolchain/env-threads); \
 	else rm -rf pkg/threads; echo "[build] pkg/threads/ skipped: no Debian rustc-web toolchain (.toolchain/env-threads; see scripts/setup.sh)"; fi
@@ -115,8 +131,21 @@ build: | .toolchain/env node_modules/.bin/wasm-opt
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
 
-test: setup models build lint test-rust fuzz-smoke test-wasm test-py test-e2e
-	@echo "[test] all suites passed"
+# The preparation in order, then two lanes side by side (scripts/lanes.sh): the wasm build and
+# the browser suites, and the native suites. Every stage prints its wall time, and a summary
+# closes. The browser suites depend on nothing that takes its time from the other lane, and pass
+# with busy neighbours (their responsiveness checks time the app's own work); `make cli` makes
+# the wasm lane wait for the native CLI when the other lane has not built it yet.
+TEST_PREP := setup models venv
+TEST_LANES := "wasm: build test-wasm test-e2e" "native: lint test-rust fuzz-smoke test-py"
+test:
+	@start=$$(date +%s); \
+	for stage in $(TEST_PREP); do \
+	  t=$$(date +%s); $(MAKE) --no-print-directory $$stage; echo "[time] $$stage: $$(( $$(date +%s) - t )) s"; \
+	done; \
+	MAKE="$(MAKE)" bash scripts/lanes.sh $(TEST_LANES); \
+	echo "[time] make test: $$(( $$(date +%s) - start )) s"; \
+	echo "[test] all suites passed"
 
 # Formatting, clippy (warnings are errors) and eslint (eslint.config.js). setup.sh installs rustfmt
 # and clippy; where rustup could not add them it takes Debian's (.toolchain/lint-env says so).
@@ -130,15 +159,18 @@ lint: | node_modules/.bin/eslint
 	echo "[lint] cargo clippy --target $(WASM_TARGET) --lib -- -D warnings (the wasm-only code: facade, charts)"; \
 	if rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET); then \
 	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings; \
-	  echo "[lint] the same with pkg/relaxed/'s RUSTFLAGS (its cfg'd code)"; \
-	  RUSTFLAGS='$(WASM_RELAXED_RUSTFLAGS)' cargo clippy --target $(WASM_TARGET) --lib --target-dir target/relaxed -- -D warnings; \
+	  echo "[lint] the same with pkg/relaxed/'s target features (its cfg'd code; flags after -- reach this crate only, so the dependencies' checks are shared)"; \
+	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings $(WASM_RELAXED_RUSTFLAGS); \
 	else echo "[lint] skipped the wasm clippy: rustup has no $(WASM_TARGET) target here (Debian toolchain path)"; fi; \
 	echo "[lint] npx eslint ."; \
 	npx --no-install eslint .; \
 	echo "[lint] ok"
 
 test-rust:
-	cargo test $(TEST_PROFILE)
+	cargo test --profile test-release
+
+cli:
+	cargo build --profile test-release --bin attnviz
 
 # Coverage-guided fuzzing (libFuzzer, stable toolchain) of every parser a user's file reaches, through
 # the page's load path: scripts/fuzz.sh, fuzz/. Fails on a crash, whose input lands in fuzz/artifacts/.
@@ -152,33 +184,30 @@ fuzz:
 fuzz-smoke:
 	bash scripts/fuzz.sh $(FUZZ_RUNS) $(FUZZ_SMOKE_SECONDS)
 
-# tests/wasm.rs compiles in the models and the native outputs of scripts/wasm-fixtures.sh.
-test-wasm: | .toolchain/env
-	@if [ ! -f tests/wasm.rs ]; then echo "[test-wasm] tests/wasm.rs does not exist: nothing to run"; exit 0; fi; \
-	if [ -f scripts/wasm-fixtures.sh ]; then bash scripts/wasm-fixtures.sh; fi; \
-	$(WASM_ENV); \
-	export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner; \
-	export CHROMEDRIVER="$(CHROMEDRIVER)" WASM_BINDGEN_TEST_TIMEOUT=$${WASM_BINDGEN_TEST_TIMEOUT:-300}; \
-	echo "[test-wasm] pkg/'s build: cargo test $(TEST_PROFILE) --target $(WASM_TARGET) --test wasm (headless Chromium via $(CHROMEDRIVER))"; \
-	ATTNVIZ_EXPECT_RELAXED_SIMD=0 $$WASM_CARGO test $(TEST_PROFILE) --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR" $$WASM_CARGO_FLAGS --test wasm; \
-	echo "[test-wasm] pkg/relaxed/'s build (RUSTFLAGS='$(WASM_RELAXED_RUSTFLAGS)'): the same suite"; \
-	ATTNVIZ_EXPECT_RELAXED_SIMD=1 RUSTFLAGS='$(WASM_RELAXED_RUSTFLAGS)' $$WASM_CARGO test $(TEST_PROFILE) --target $(WASM_TARGET) --target-dir "$$WASM_TARGET_DIR/relaxed" $$WASM_CARGO_FLAGS --test wasm
+# The shipped wasm builds (pkg/, pkg/relaxed/, pkg/threads/) in headless Chromium: each must give
+# the native CLI's numbers within 1e-5 on the real models (fetched over HTTP at run time) and turn
+# bad input into JS Errors, never a panic (tests/wasm/facade.test.mjs).
+test-wasm: cli | node_modules/.bin/wasm-opt
+	node --test tests/wasm/
 
-# Needs the native CLI (the parity tests run target/release/attnviz) and the models.
-test-py:
-	@if [ ! -d tests/reference ]; then echo "[test-py] no tests/reference: nothing to run"; exit 0; fi; \
-	if [ ! -x .venv/bin/python ]; then $(PYTHON) -m venv .venv; fi; \
+# .venv: numpy & co. for the reference parity tests and for scripts/tiny_models.py (the e2e tests
+# of opened models make their tiny models with it). Re-installed when the requirements change.
+venv:
+	@if [ ! -x .venv/bin/python ]; then $(PYTHON) -m venv .venv; fi; \
 	[ -f .venv/.gitignore ] || echo '*' > .venv/.gitignore; \
 	req=tests/reference/requirements.txt; stamp=.venv/.attnviz-req.sha256; \
-	if [ -f $$req ] && [ "$$($(SHA256) < $$req | cut -c1-64)" != "$$(cat $$stamp 2>/dev/null)" ]; then \
-	  echo "[test-py] pip install -r $$req into .venv"; \
+	if [ "$$($(SHA256) < $$req | cut -c1-64)" != "$$(cat $$stamp 2>/dev/null)" ]; then \
+	  echo "[venv] pip install -r $$req into .venv"; \
 	  PIP_NO_INPUT=1 timeout 1800 .venv/bin/python -m pip install -q --disable-pip-version-check -r $$req; \
 	  $(SHA256) < $$req | cut -c1-64 > $$stamp; \
 	fi; \
-	cargo build --release --bin attnviz; \
+	echo "[venv] .venv ready ($$(.venv/bin/python --version))"
+
+# Needs the native CLI (the parity tests run $$ATTNVIZ_BIN) and the models.
+test-py: venv cli
 	.venv/bin/python -m pytest -q tests/reference
 
-test-e2e: | node_modules/.bin/wasm-opt
+test-e2e: cli venv | node_modules/.bin/wasm-opt
 	node --test tests/e2e/*.test.mjs
 
 # Speed is measured here, never asserted in tests: medians and ratios, compared within one run.
@@ -190,7 +219,7 @@ bench: setup models build
 	node scripts/bench-wasm.mjs
 	node benches/threads.mjs
 	node --test tests/e2e/first-visit.test.mjs
-	node --test --test-name-pattern=performance tests/e2e/page.test.mjs
+	ATTNVIZ_BENCH=1 node --test --test-name-pattern=performance tests/e2e/page.test.mjs
 	@if [ -f "$(PEERS_DIR)/candle-bert/pkg/candle_bert.js" ] && [ -f "$(PEERS_DIR)/run.mjs" ]; then \
 	  echo "[bench] peer ratios against candle's BERT ($(PEERS_DIR))"; \
 	  PEERS_DIR="$(PEERS_DIR)" MINILM_DIR="$(CURDIR)/models/minilm" node "$(PEERS_DIR)/run.mjs" --adapter benches/peer-adapters.mjs; \

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs lanes of make targets side by side: each lane runs its targets in order, each target with
+# its wall time, every output line prefixed with the lane's name. On 2 cores one lane's idle time
+# (an LTO link on one core, a browser test waiting for a frame, a download) is the other's.
+#   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native: lint test-rust fuzz-smoke test-py"
+# Exits non-zero when any lane failed (the other lanes are stopped), after a summary of the times.
+set -uo pipefail
+make_cmd=${MAKE:-make}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first that fails
+  local name=$1 target t took
+  shift
+  for target in "$@"; do
+    t=$(date +%s)
+    echo "make $target"
+    if ! $make_cmd --no-print-directory "$target"; then
+      echo "make $target FAILED after $(( $(date +%s) - t )) s"
+      echo "$target" > "$dir/$name.failed"
+      return 1
+    fi
+    took=$(( $(date +%s) - t ))
+    echo "[time] $target: $took s"
+    echo "$target ${took}s" >> "$dir/$name.times"
+  done
+}
+
+start=$(date +%s)
+pids=() names=()
+for lane in "$@"; do
+  name=${lane%%:*}
+  read -r -a targets <<< "${lane#*:}"
+  # Each line of the lane's output (stdout and stderr) goes out prefixed, as it comes.
+  ( run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
+  pids+=($!) names+=("$name")
+done
+
+killtree() {  # killtree PID: the process and everything it started
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do killtree "$child"; done
+  kill -TERM "$1" 2>/dev/null
+}
+
+# Wait for every lane; the first that fails stops the others.
+status=0
+while [ ${#pids[@]} -gt 0 ]; do
+  sleep 1
+  for i in "${!pids[@]}"; do
+    kill -0 "${pids[$i]}" 2>/dev/null && continue
+    wait "${pids[$i]}"; rc=$?
+    if [ "$rc" != 0 ] && [ "$status" = 0 ]; then
+      status=$rc
+      echo "[lanes] lane ${names[$i]} failed: stopping the others"
+      for p in "${pids[@]}"; do [ "$p" = "${pids[$i]}" ] || killtree "$p"; done
+    fi
+    unset 'pids[i]' 'names[i]'
+  done
+done
+
+for lane in "$@"; do
+  name=${lane%%:*}
+  done_list=$(paste -sd, "$dir/$name.times" 2>/dev/null | sed 's/,/, /g')
+  echo "[time] lane $name: ${done_list:-nothing finished}$( [ -f "$dir/$name.failed" ] && echo " (failed at $(cat "$dir/$name.failed"))")"
+done
+echo "[time] lanes: $(( $(date +%s) - start )) s"
+exit "$status"
