@@ -2,6 +2,7 @@
 // with the arrow keys, it must leave out exactly the lines whose weight is under it — counted as
 // the lines the head view strokes and checked against the CLI's weights of that head — show
 // fewer line pixels, write th= into the permalink, and at 0 draw the very same picture again.
+// The cross-attention view draws its lines under the same threshold, so it shows the slider too.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, launchBrowser, openApp } from './harness.mjs';
@@ -173,6 +174,47 @@ test('head view: arrow keys on the threshold slider move it by 0.01 and each ste
     assert.equal(back.digest, at0.digest, 'back at 0 the head view is drawn as before');
     // The arrows moved the slider, not the head (the page's own arrow keys are for heads).
     assert.equal(await page.evaluate(() => window.attnvizDebug.state.head), HEAD);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('translator: the cross view, which hides its lines under the threshold too, shows the slider; moving it leaves out the source lines under it', async () => {
+  const text = 'The old man gave the little girl a red apple.';
+  const cross = cliBlock(cliJson('attend', '--model', 'models/en-pt', '--text', text).attentions, 'cross', 1);
+  const step = 2;
+  const row = Array.from({ length: cross.key_len }, (_, j) => {
+    let s = 0;
+    for (let h = 0; h < cross.heads; h++) s += cliAt(cross, h, step, j);
+    return s / cross.heads;
+  });
+  // The cross view draws a line to every source token of weight ≥ max(0.01, threshold).
+  const linesFor = (t) => ({ lo: row.filter((w) => w >= Math.max(0.01, t) + 1e-4).length, hi: row.filter((w) => w >= Math.max(0.01, t) - 1e-4).length });
+  // A threshold set in the head view, then the cross view opened from its tab.
+  const hash = new URLSearchParams({ m: 'en-pt-tiny', t: text, l: '1', a: 'mean', s: String(step), th: '0.1' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`, { fresh: true, onContext: textLogFromStart, contextOptions: { viewport: { width: 1280, height: 1000 } } });
+  const { page } = app;
+  try {
+    await page.click('#views [data-view="cross"]');
+    await page.waitForFunction(() => window.attnvizDebug.view === 'cross', null, { timeout: 30_000 });
+    await page.click('#filters summary');
+    assert.equal(await page.isVisible('#threshold'), true, 'the cross view hides lines under the threshold: its slider must be shown');
+    const check = async (t, how) => {
+      await drawnAt(page, t, how);
+      const f = await textFrame(page, VIEW);
+      const want = linesFor(t);
+      assert.ok(f.strokes >= want.lo && f.strokes <= want.hi, `${how}: ${f.strokes} lines from step ${step + 1}, the CLI's weights give ${want.lo}–${want.hi} at ${t}`);
+      assert.equal(new URLSearchParams((await page.evaluate(() => location.hash)).slice(1)).get('th'), t ? String(t) : null);
+      return f.strokes;
+    };
+    const n1 = await check(0.1, 'at 0.1');
+    await page.focus('#threshold');
+    for (let k = 0; k < 10; k++) await page.keyboard.press('ArrowRight');
+    const n2 = await check(0.2, 'ArrowRight ×10');
+    await page.keyboard.press('Home');
+    const n0 = await check(0, 'Home');
+    assert.ok(n2 < n1 && n1 < n0, `lines: ${n0} at 0, ${n1} at 0.1, ${n2} at 0.2`);
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();
