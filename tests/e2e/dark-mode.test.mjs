@@ -1,22 +1,38 @@
 // Light and dark colour schemes, as a reader gets them from the browser (colorScheme 'dark' /
-// 'light'): the page must stay readable. Read from the real computed styles and the canvases'
-// pixels: the contrast of every text we check against what is really behind it (WCAG 2 contrast
-// ratio ≥ 4.5), form fields included, the maps' background dark in dark mode and light in light
-// mode, and every label a view draws readable on it.
+// 'light'): the page and the <attention-viz> widget must stay readable. Read from the real
+// computed styles and the canvases' pixels: the contrast of every text we check against what is
+// really behind it (WCAG 2 contrast ratio ≥ 4.5), form fields included (the widget's
+// "Generate N tokens" box), the maps' background dark in dark mode and light in light mode, and
+// every label a view draws readable on it. A widget follows the page it is in: on the lesson page
+// (which declares "light dark") it follows the reader's preference, on a page that declares no
+// dark scheme it stays light, on a page that declares "dark" it is dark.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, launchBrowser, openApp } from './harness.mjs';
 import { textFrame, textLogFromStart } from './views-helpers.mjs';
 
+const LONG = 300_000; // SmolLM2 (98 MB) is loaded for the widget's generation panel
 const TEXT = 'The animal did not cross the street because it was too tired.';
 
 let server;
 let browser;
+let widgets; // one context for the widget tests (the model files stay in its HTTP cache)
 before(async () => {
   server = await startServer({ prefix: '/' });
   browser = await launchBrowser();
+  widgets = await browser.newContext({ colorScheme: 'dark', viewport: { width: 1100, height: 900 } });
+  await textLogFromStart(widgets);
+  // Two host pages of a teacher's own: one that says nothing about colour schemes (a plain light
+  // page), one that declares itself dark.
+  const host = (style) => `<!doctype html><html><head><meta charset="utf-8"><title>host</title>${style}
+<script type="module" src="./attention-viz.js"></script></head><body><h1>A lesson</h1><p>Some text of the host page.</p>
+<attention-viz id="w" model="smollm2" text="Once upon a time" generate="2" editable></attention-viz>
+<attention-viz id="bad" model="no-such-model"></attention-viz></body></html>`;
+  await widgets.route('**/host-plain.html', (r) => r.fulfill({ contentType: 'text/html', body: host('') }));
+  await widgets.route('**/host-dark.html', (r) => r.fulfill({ contentType: 'text/html', body: host('<style>:root { color-scheme: dark; } body { background: #101010; color: #eee; }</style>') }));
 });
 after(async () => {
+  await widgets?.close();
   await browser?.close();
   await server?.close();
 });
@@ -126,6 +142,21 @@ async function assertCanvas(page, canvas, dark, how, behindSel) {
   }
 }
 
+/** Wait until the widget `id` has drawn and is idle, and (a while longer) until its map is drawn
+ *  in the scheme expected; whether it then is, the assertions say. */
+async function widgetDrawn(page, id, dark) {
+  const drawn = ([w, d]) => {
+    const el = document.getElementById(w);
+    if (!el || el.dataset.state !== 'ready') return false;
+    const c = el.shadowRoot.querySelector('canvas');
+    const f = window.__textLog && window.__textLog.get(c);
+    if (!f || performance.now() - f.at < 300) return false;
+    return d === null || (c.getContext('2d').getImageData(0, 0, 1, 1).data[0] < 128) === d;
+  };
+  await page.waitForFunction(drawn, [id, null], { timeout: LONG, polling: 100 });
+  await page.waitForFunction(drawn, [id, dark], { timeout: 10_000, polling: 100 }).catch(() => {});
+}
+
 const PAGE_TEXTS = ['.top h1', '.tagline', '.input label', '#status', 'textarea#text', 'select#model', 'button#open-model', '#views [role=tab][aria-selected=true]', '#views [role=tab][aria-selected=false]', 'select#layer', '#heads-all', '#side-title', '#side-hint', '#chart-readout', 'button#export-png', '.help summary', '.foot .build'];
 
 test('page: readable in dark mode and, switched live, in light mode (text, fields, map and chart backgrounds, drawn labels)', async () => {
@@ -163,3 +194,59 @@ function luminance([r, g, b]) {
   };
   return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
 }
+
+// What a reader reads in the widget: its text box, layer/head pickers, the generation panel's
+// number box and buttons, the read-out and the footer.
+const WIDGET_TEXTS = ['#w', '#w >> textarea', '#w >> .bar select', '#w >> .gen-n', '#w >> .gen-go', '#w >> .gen-sampling summary', '#w >> .readout', '#w >> .foot'];
+
+async function checkWidget(page, dark, how) {
+  await widgetDrawn(page, 'w', dark);
+  await page.waitForFunction(() => document.getElementById('bad').dataset.state === 'error', null, { timeout: 60_000 });
+  const host = await page.evaluate(() => window.__look('#w'));
+  assert.ok(dark ? luminance(host.bg) < 0.05 : luminance(host.bg) > 0.8, `${how}: the widget's background rgb(${host.bg}) is not ${dark ? 'dark' : 'light'}`);
+  await assertReadable(page, WIDGET_TEXTS, how);
+  await assertReadable(page, ['#bad >> .msg'], `${how}, the error message`);
+  await assertCanvas(page, '#w >> canvas', dark, how, '#w >> .wrap');
+}
+
+test('widget on the lesson page (declares "light dark"): dark for a reader who prefers dark, light after switching; readable either way, "Generate N" box included', async () => {
+  const page = await widgets.newPage();
+  try {
+    await page.goto(`${server.url}examples.html`);
+    await page.evaluate(() => {
+      document.querySelector('main').innerHTML = '<attention-viz id="w" model="smollm2" text="Once upon a time" generate="2" editable></attention-viz><attention-viz id="bad" model="no-such-model"></attention-viz>';
+    });
+    await installLook(page);
+    await checkWidget(page, true, 'lesson page, dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await checkWidget(page, false, 'lesson page, light');
+  } finally {
+    await page.close();
+  }
+});
+
+test('widget on a page that declares no dark scheme, reader prefers dark: the widget stays light like its page, and readable ("Generate N" box included)', async () => {
+  const page = await widgets.newPage();
+  try {
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.goto(`${server.url}host-plain.html`);
+    await installLook(page);
+    await assertReadable(page, ['h1', 'p'], 'the plain host page');
+    await checkWidget(page, false, 'plain light page, reader prefers dark');
+  } finally {
+    await page.close();
+  }
+});
+
+test('widget on a page that declares color-scheme: dark, reader prefers light: the widget is dark like its page, and readable', async () => {
+  const page = await widgets.newPage();
+  try {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.goto(`${server.url}host-dark.html`);
+    await installLook(page);
+    await assertReadable(page, ['h1', 'p'], 'the dark host page');
+    await checkWidget(page, true, 'dark page, reader prefers light');
+  } finally {
+    await page.close();
+  }
+});
