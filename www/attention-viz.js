@@ -56,8 +56,14 @@ const GEN_ATTRS = { gen: 'generate', temperature: 'temperature', topK: 'top-k', 
 const STYLE = `
 :host {
   display: block;
-  --av-bg: #ffffff; --av-fg: #1d2330; --av-muted: #5f6b7a; --av-faint: #d8dde4;
-  --av-accent: #0b6bcb; --av-hover: #fff3bf; --av-dark: 0; --av-panel: #f5f7fa; --av-border: #cfd6df;
+  /* Light or dark as the page around the widget is: light-dark() follows the host's color-scheme
+     (and, where the host allows both, the reader's preference). A page that declares no dark
+     scheme gets a light widget even for a reader who prefers dark: its own text and form fields
+     are light there. --av-dark is not inherited from the page: readTheme() asks the scheme. */
+  --av-bg: light-dark(#ffffff, #14171c); --av-fg: light-dark(#1d2330, #e6e9ee); --av-muted: light-dark(#5f6b7a, #9aa5b4);
+  --av-faint: light-dark(#d8dde4, #2f3540); --av-accent: light-dark(#0b6bcb, #5aa9ff); --av-hover: light-dark(#fff3bf, #4a4220);
+  --av-panel: light-dark(#f5f7fa, #1c2027); --av-border: light-dark(#cfd6df, #39414d); --av-error: light-dark(#c62828, #ff8a80);
+  --av-dark: initial;
   color: var(--av-fg);
   font: 14px/1.4 system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Apple Color Emoji", "Noto Color Emoji", "DejaVu Sans", sans-serif;
   border: 1px solid var(--av-border);
@@ -65,12 +71,6 @@ const STYLE = `
   background: var(--av-bg);
   overflow: hidden;
   contain: content;
-}
-@media (prefers-color-scheme: dark) {
-  :host {
-    --av-bg: #14171c; --av-fg: #e6e9ee; --av-muted: #9aa5b4; --av-faint: #2f3540;
-    --av-accent: #5aa9ff; --av-hover: #4a4220; --av-dark: 1; --av-panel: #1c2027; --av-border: #39414d;
-  }
 }
 [hidden] { display: none !important; }
 .bar { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: center; padding: 6px 8px; background: var(--av-panel); border-bottom: 1px solid var(--av-border); font-size: 13px; }
@@ -88,7 +88,7 @@ canvas { display: block; margin-inline: auto; }
 canvas:focus-visible { outline: none; }
 .foot { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
 .msg { padding: 16px 8px; color: var(--av-muted); }
-.msg.err { color: #c62828; }
+.msg.err { color: var(--av-error); }
 .warn { padding: 6px 8px; border-bottom: 2px solid #b26a00; background: #fff4e0; color: #5c3700; font-weight: 600; font-size: 13px; }
 .gen { margin: 6px 8px; }
 .gqa { font-size: 12px; color: var(--av-muted); }

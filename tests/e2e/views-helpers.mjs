@@ -1,11 +1,14 @@
 // Helpers for the view tests (heatmap, head legibility, entropy chart): they look at what a
 // canvas really shows, independently of how a view is implemented.
 //
-//   installTextLog(page)            record every fillText on every 2D canvas, per frame (a frame
-//                                   starts when a fillRect or clearRect covers the whole canvas;
-//                                   on an off-screen canvas, when one starts at its origin); a
-//                                   drawing made off screen and copied whole onto a canvas
-//                                   (render.js's back buffer) gives that canvas its texts
+//   installTextLog(page)            record every fillText (and count the stroke() calls) on every
+//                                   2D canvas, per frame (a frame starts when a fillRect or
+//                                   clearRect covers the whole canvas; on an off-screen canvas,
+//                                   when a clearRect starts at its origin; a drawing made off
+//                                   screen and copied whole onto a canvas with drawImage becomes
+//                                   that canvas's frame)
+//   textLogFromStart(context)       the same log in every page of a context from its first script
+//                                   (openApp's onContext), so it sees the first drawing too
 //   textFrame(page, canvas)       the last frame's texts of a canvas, in CSS px of the canvas
 //   waitQuiet(page, canvas, ms)   wait until that canvas has not been drawn on for `ms`
 //   realResult(page, text)          run the real model in a worker of our own (the page's worker
@@ -15,81 +18,112 @@
 // `canvas` is a CSS selector of the canvas, or "HOST >> SELECTOR" for a canvas in the shadow
 // root of HOST (e.g. "#hm >> canvas").
 
-/** Patch CanvasRenderingContext2D to log texts (with their device-pixel anchor and direction). */
-export async function installTextLog(page) {
-  await page.evaluate(() => {
-    if (window.__textLog) return;
-    const frames = new WeakMap(); // canvas → { texts: [], at: ms, n }
-    window.__textLog = frames;
-    const proto = CanvasRenderingContext2D.prototype;
-    const fillRect = proto.fillRect;
-    const fillText = proto.fillText;
-    const touch = (c) => {
-      let f = frames.get(c);
-      if (!f) frames.set(c, (f = { texts: [], at: 0, n: 0 }));
-      f.at = performance.now();
-      f.n++;
-      return f;
-    };
-    proto.fillRect = function (x, y, w, h) {
-      const t = this.getTransform();
-      const c = this.canvas;
-      const xs = [t.a * x + t.c * y + t.e, t.a * (x + w) + t.c * (y + h) + t.e];
-      const ys = [t.b * x + t.d * y + t.f, t.b * (x + w) + t.d * (y + h) + t.f];
-      const f = touch(c);
-      if (Math.min(...xs) <= 0.5 && Math.min(...ys) <= 0.5 && Math.max(...xs) >= c.width - 0.5 && Math.max(...ys) >= c.height - 0.5) f.texts = [];
-      return fillRect.call(this, x, y, w, h);
-    };
-    // Drawings that take several slices are made on an off-screen canvas (render.js backBuffer,
-    // which only grows: its frame starts with a clearRect of the drawing's size at its origin)
-    // and copied 1:1 onto the shown canvas: the shown canvas then holds the copy's texts.
-    const clearRect = proto.clearRect;
-    proto.clearRect = function (x, y, w, h) {
-      const t = this.getTransform();
-      const c = this.canvas;
-      const xs = [t.a * x + t.c * y + t.e, t.a * (x + w) + t.c * (y + h) + t.e];
-      const ys = [t.b * x + t.d * y + t.f, t.b * (x + w) + t.d * (y + h) + t.f];
-      const atOrigin = Math.min(...xs) <= 0.5 && Math.min(...ys) <= 0.5;
-      if (atOrigin && (!c.isConnected || (Math.max(...xs) >= c.width - 0.5 && Math.max(...ys) >= c.height - 0.5))) touch(c).texts = [];
-      return clearRect.call(this, x, y, w, h);
-    };
-    const drawImage = proto.drawImage;
-    proto.drawImage = function (src, ...args) {
-      const from = src && frames.get(src);
-      if (from && args.length === 8) {
-        const [sx, sy, sw, sh, dx, dy, dw, dh] = args;
-        const t = this.getTransform();
-        const c = this.canvas;
-        const oneToOne = t.a === 1 && t.b === 0 && t.c === 0 && t.d === 1 && t.e === 0 && t.f === 0 && sx === 0 && sy === 0 && dx === 0 && dy === 0 && sw === dw && sh === dh;
-        if (oneToOne && dw >= c.width - 0.5 && dh >= c.height - 0.5) touch(c).texts = from.texts.filter((x) => x.x <= dw && x.y <= dh);
-      }
-      return drawImage.call(this, src, ...args);
-    };
-    proto.fillText = function (text, x, y, ...rest) {
-      const t = this.getTransform();
+/** Patch CanvasRenderingContext2D to log texts (with their device-pixel anchor and direction)
+ *  and count strokes. Runs in the page. */
+function textLog() {
+  if (window.__textLog) return;
+  const frames = new WeakMap(); // canvas → { texts: [], strokes, at: ms, n }
+  window.__textLog = frames;
+  const proto = CanvasRenderingContext2D.prototype;
+  const fillRect = proto.fillRect;
+  const fillText = proto.fillText;
+  const stroke = proto.stroke;
+  const drawImage = proto.drawImage;
+  const touch = (c) => {
+    let f = frames.get(c);
+    if (!f) frames.set(c, (f = { texts: [], strokes: 0, at: 0, n: 0 }));
+    f.at = performance.now();
+    f.n++;
+    return f;
+  };
+  proto.stroke = function (...args) {
+    touch(this.canvas).strokes++;
+    return stroke.apply(this, args);
+  };
+  // The page's painter draws a slow view off screen and copies it whole (render.js backBuffer):
+  // what the canvas then shows is that drawing.
+  proto.drawImage = function (img, ...args) {
+    const src = img instanceof HTMLCanvasElement ? frames.get(img) : null;
+    const r = drawImage.call(this, img, ...args);
+    if (src) {
       const f = touch(this.canvas);
-      const m = this.measureText(String(text));
-      const px = Number((/([\d.]+)px/.exec(this.font) || [0, 10])[1]);
-      f.texts.push({
-        text: String(text),
-        x: t.a * x + t.c * y + t.e,
-        y: t.b * x + t.d * y + t.f,
-        dirX: t.a,
-        dirY: t.b,
-        align: this.textAlign,
-        baseline: this.textBaseline,
-        px,
-        width: m.width,
-        fill: String(this.fillStyle),
-      });
-      return fillText.call(this, text, x, y, ...rest);
-    };
-  });
+      const t = this.getTransform();
+      const [sw, sh] = args.length === 8 ? args.slice(2, 4) : [img.width, img.height];
+      const [dx, dy, dw, dh] = args.length === 8 ? args.slice(4) : args.length === 4 ? args : [args[0], args[1], img.width, img.height];
+      const x0 = t.a * dx + t.e;
+      const y0 = t.d * dy + t.f;
+      if (x0 <= 0.5 && y0 <= 0.5 && x0 + t.a * dw >= this.canvas.width - 0.5 && y0 + t.d * dh >= this.canvas.height - 0.5) {
+        // Only the copied part of the buffer (it may be larger than this drawing).
+        f.texts = src.texts.filter((x) => x.x <= sw && x.y <= sh);
+        f.strokes = src.strokes;
+      }
+    }
+    return r;
+  };
+  // The back buffer only grows: its frame starts with a clearRect of the drawing's size at its
+  // origin, which need not cover the whole buffer.
+  const clearRect = proto.clearRect;
+  proto.clearRect = function (x, y, w, h) {
+    const t = this.getTransform();
+    const c = this.canvas;
+    const xs = [t.a * x + t.c * y + t.e, t.a * (x + w) + t.c * (y + h) + t.e];
+    const ys = [t.b * x + t.d * y + t.f, t.b * (x + w) + t.d * (y + h) + t.f];
+    const atOrigin = Math.min(...xs) <= 0.5 && Math.min(...ys) <= 0.5;
+    if (atOrigin && (!c.isConnected || (Math.max(...xs) >= c.width - 0.5 && Math.max(...ys) >= c.height - 0.5))) {
+      const f = touch(c);
+      f.texts = [];
+      f.strokes = 0;
+    }
+    return clearRect.call(this, x, y, w, h);
+  };
+  proto.fillRect = function (x, y, w, h) {
+    const t = this.getTransform();
+    const c = this.canvas;
+    const xs = [t.a * x + t.c * y + t.e, t.a * (x + w) + t.c * (y + h) + t.e];
+    const ys = [t.b * x + t.d * y + t.f, t.b * (x + w) + t.d * (y + h) + t.f];
+    const f = touch(c);
+    if (Math.min(...xs) <= 0.5 && Math.min(...ys) <= 0.5 && Math.max(...xs) >= c.width - 0.5 && Math.max(...ys) >= c.height - 0.5) {
+      f.texts = [];
+      f.strokes = 0;
+    }
+    return fillRect.call(this, x, y, w, h);
+  };
+  proto.fillText = function (text, x, y, ...rest) {
+    const t = this.getTransform();
+    const f = touch(this.canvas);
+    const m = this.measureText(String(text));
+    const px = Number((/([\d.]+)px/.exec(this.font) || [0, 10])[1]);
+    f.texts.push({
+      text: String(text),
+      x: t.a * x + t.c * y + t.e,
+      y: t.b * x + t.d * y + t.f,
+      dirX: t.a,
+      dirY: t.b,
+      align: this.textAlign,
+      baseline: this.textBaseline,
+      px,
+      width: m.width,
+      fill: String(this.fillStyle),
+    });
+    return fillText.call(this, text, x, y, ...rest);
+  };
+}
+
+/** Start the log in a page already open (it sees the drawings made from now on). */
+export async function installTextLog(page) {
+  await page.evaluate(textLog);
+}
+
+/** Start the log in every page of a browser context before its scripts run (openApp's onContext),
+ *  so it sees the first drawing too. */
+export function textLogFromStart(context) {
+  return context.addInitScript(textLog);
 }
 
 /**
  * The last frame of a canvas: { texts: [{ text, x, y (CSS px from the canvas' top left), angle
  * (radians, 0 = left to right), px (font size, CSS px), width (CSS px), align, baseline }],
+ * strokes (stroke() calls: a line each in the head and cross views),
  * rect: the canvas' client rect, view: { width, height } of the window, dpr }.
  */
 export function textFrame(page, canvas) {
@@ -113,7 +147,7 @@ export function textFrame(page, canvas) {
         fill: t.fill,
       };
     });
-    return { texts, rect: { left: r.left, top: r.top, width: r.width, height: r.height }, view: { width: innerWidth, height: innerHeight }, dpr };
+    return { texts, strokes: f ? f.strokes : 0, rect: { left: r.left, top: r.top, width: r.width, height: r.height }, view: { width: innerWidth, height: innerHeight }, dpr };
   }, canvas);
 }
 

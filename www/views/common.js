@@ -15,19 +15,53 @@ const MONO_STACK = 'ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu San
 export const LIGHT = { dark: false, bg: '#ffffff', fg: '#1d2330', muted: '#5f6b7a', faint: '#d8dde4', accent: '#0b6bcb', hover: '#fff3bf' };
 const DARK = { dark: true, bg: '#14171c', fg: '#e6e9ee', muted: '#9aa5b4', faint: '#2f3540', accent: '#5aa9ff', hover: '#4a4220' };
 
-/** The theme from CSS custom properties of an element (falls back to prefers-color-scheme). */
-export function readTheme(el) {
-  const dark = typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches;
-  const t = { ...(dark ? DARK : LIGHT) };
-  if (el && typeof getComputedStyle === 'function') {
-    const cs = getComputedStyle(el);
-    for (const k of ['bg', 'fg', 'muted', 'faint', 'accent', 'hover']) {
-      const v = cs.getPropertyValue(`--av-${k}`).trim();
-      if (v) t[k] = v;
-    }
-    const d = cs.getPropertyValue('--av-dark').trim();
-    if (d) t.dark = d === '1';
+/**
+ * Colours resolved against the used colour scheme of `el` (a widget: its shadow root's), so that
+ * light-dark() picks its light or its dark half as the CSS of that element does: { dark, colors }
+ * (each a computed "rgb(…)", or null for a value that is no colour).
+ */
+function resolveColors(el, values) {
+  const probe = document.createElement('span');
+  probe.style.display = 'none';
+  (el.shadowRoot || el).appendChild(probe);
+  try {
+    const cs = getComputedStyle(probe);
+    probe.style.color = 'light-dark(rgb(0, 0, 0), rgb(255, 255, 255))';
+    const dark = cs.color === 'rgb(255, 255, 255)';
+    const colors = values.map((v) => {
+      probe.style.color = '';
+      probe.style.color = v;
+      return probe.style.color ? cs.color : null;
+    });
+    return { dark, colors };
+  } finally {
+    probe.remove();
   }
+}
+
+/**
+ * The theme from CSS custom properties of an element. Light or dark as the element's own colour
+ * scheme is (its page's color-scheme, and where that allows both, the reader's preference) unless
+ * --av-dark says which; a property given as light-dark(…) is resolved against that scheme. So a
+ * widget follows the page it is in: light on a page that declares no dark scheme, even when the
+ * reader prefers dark.
+ */
+export function readTheme(el) {
+  const prefersDark = typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches;
+  if (!el || typeof getComputedStyle !== 'function') return { ...(prefersDark ? DARK : LIGHT) };
+  const cs = getComputedStyle(el);
+  const keys = ['bg', 'fg', 'muted', 'faint', 'accent', 'hover'];
+  const vals = keys.map((k) => cs.getPropertyValue(`--av-${k}`).trim());
+  const d = cs.getPropertyValue('--av-dark').trim();
+  const probe = !d || vals.some((v) => v.includes('light-dark('));
+  const r = probe && typeof document !== 'undefined' ? resolveColors(el, vals) : null;
+  const dark = d ? d === '1' : r ? r.dark : prefersDark;
+  const t = { ...(dark ? DARK : LIGHT) };
+  keys.forEach((k, i) => {
+    const v = r && vals[i].includes('light-dark(') ? r.colors[i] : vals[i];
+    if (v) t[k] = v;
+  });
+  t.dark = dark;
   return t;
 }
 

@@ -77,7 +77,8 @@ export const VIEWS = [
     module: cross,
     kinds: ['cross'],
     forceKind: 'cross',
-    controls: { layer: true, heads: 'one', agg: true, step: true, measure: true },
+    // threshold: its lines from the decoder step to the source tokens are left out under it too
+    controls: { layer: true, heads: 'one', agg: true, step: true, threshold: true, measure: true },
     hover: () => ({}),
     click: (hit) => (hit ? { step: hit.step } : null),
   },
