@@ -169,8 +169,11 @@ lint: | node_modules/.bin/eslint
 test-rust:
 	cargo test --profile test-release
 
+# `cargo build --bin` would build the CLI without the dev-dependencies' features that `cargo test`
+# unifies in, so the two would rebuild the crate and its dependencies for each other in turn:
+# build what cargo test builds (the CLI among it), and nothing else.
 cli:
-	cargo build --profile test-release --bin attnviz
+	cargo test --profile test-release --no-run
 
 # Coverage-guided fuzzing (libFuzzer, stable toolchain) of every parser a user's file reaches, through
 # the page's load path: scripts/fuzz.sh, fuzz/. Fails on a crash, whose input lands in fuzz/artifacts/.

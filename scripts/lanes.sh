@@ -36,11 +36,15 @@ for lane in "$@"; do
   pids+=($!) names+=("$name")
 done
 
-killtree() {  # killtree PID: the process and everything it started
-  local child
-  for child in $(pgrep -P "$1" 2>/dev/null); do killtree "$child"; done
+killtree() {  # killtree PID: the process and everything it started (a parent first, so that it
+  local child children  # cannot go on to its next command when its child dies)
+  children=$(pgrep -P "$1" 2>/dev/null)
   kill -TERM "$1" 2>/dev/null
+  for child in $children; do killtree "$child"; done
 }
+
+# Stopped itself (Ctrl-C, a CI timeout): stop the lanes too.
+trap 'for p in "${pids[@]}"; do killtree "$p"; done; exit 130' INT TERM
 
 # Wait for every lane; the first that fails stops the others.
 status=0
