@@ -33,7 +33,7 @@ export function renderHeadsTable(box, session) {
   }
   if (!box.dataset.bound) {
     box.dataset.bound = '1';
-    listen('page', box, 'click', (e) => {
+    listen('heads-table', box, 'click', (e) => {
       const b = e.target.closest('button');
       if (!b) return;
       if (b.dataset.sort) session.patch({ sort: nextSort(session.state.sort, b.dataset.sort) });
@@ -125,9 +125,9 @@ export function renderHeadsTable(box, session) {
   const more = (from) => {
     if (box.dataset.key !== key || from >= rows.length) return;
     rows.slice(from, from + CHUNK_ROWS).forEach(addRow);
-    later('page:heads-table', () => more(from + CHUNK_ROWS));
+    later('heads-table:rows', () => more(from + CHUNK_ROWS));
   };
-  later('page:heads-table', () => more(FIRST_ROWS));
+  later('heads-table:rows', () => more(FIRST_ROWS));
   if (refocus) {
     const b = box.querySelector(`button[data-sort="${refocus}"]`);
     if (b) b.focus();
