@@ -15,6 +15,7 @@ import { bindEntropyChart } from './page/entropy-panel.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './page/open-model.js';
 import { configure } from './worker-client.js';
+import { later, listen, onFrame, timed, timings } from './timing.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -92,6 +93,8 @@ function main() {
   // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
   // the lines from the focused query, and the PCA behind them.
   debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
+  // how long the app's own slices and handlers held the main thread (timing.js; take() empties it)
+  debug.timings = timings;
   // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
   Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || session.needsStepData() || (!!session.state.compare && !session.compareFresh()) });
   // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
@@ -135,7 +138,7 @@ function main() {
   function scheduleDraw() {
     if (drawQueued) return;
     drawQueued = true;
-    requestAnimationFrame(() => {
+    onFrame('page:frame', () => {
       drawQueued = false;
       draw();
     });
@@ -159,10 +162,10 @@ function main() {
     geom = g;
     generation.sync();
     // The side panel's chart in a task of its own, so no single task holds both drawings.
-    setTimeout(chart.draw, 0);
+    later('page:chart', chart.draw);
     renderSide(el, session);
     // The head overview's ranking in a task of its own, like the chart: not in the drawing's.
-    setTimeout(() => renderHeadsTable(el.headsRank, session), 0);
+    later('page:heads-table', () => renderHeadsTable(el.headsRank, session));
     renderStatus(el, session);
     session.drawn();
     const sd = input.step;
@@ -186,14 +189,14 @@ function main() {
     if (document.body.dataset.state !== 'ready') document.body.dataset.state = 'ready';
     // The permalink in a task of its own (replaceState of a long one took 10–20 ms), and the
     // test hooks with it, so a test that sees this drawing also sees its permalink.
-    setTimeout(() => {
+    later('page:permalink', () => {
       writeHash();
       Object.assign(debug, seen, { drawCount: debug.drawCount + 1 });
-    }, 0);
+    });
   }
 
 
-  window.addEventListener('hashchange', () => {
+  listen('page', window, 'hashchange', () => {
     const h = location.hash.replace(/^#/, '');
     if (h === lastHash) return;
     const next = decodeState(h, defaultState());
@@ -220,7 +223,7 @@ function main() {
     if (!g || !r || !r.generation) return g ? { tokens: [], step: 0, steps: 0, top: [], promptLen: null } : null;
     return { tokens: g.tokens, rawTokens: (r.tokens.target || []).slice(), step: g.step, steps: g.steps, gstep: session.state.gstep, promptLen: r.generation.prompt_len, top: g.top, chosen: g.chosen, shownLen: session.input().result.tokens.source.length + (session.input().result.tokens.target || []).length, stopReason: r.stop_reason ?? null, sampling: r.generation.sampling || null };
   }
-  el.model.addEventListener('change', () => session.pickModel(el.model.value));
+  listen('page', el.model, 'change', () => session.pickModel(el.model.value));
   bindControls(el, session);
   bindOpenModel(el, session);
   const chart = bindEntropyChart(el, session);
@@ -229,7 +232,7 @@ function main() {
   bindCanvas(el.canvas, session, () => geom);
 
   // Keyboard: layer, head and view from anywhere but text fields.
-  document.addEventListener('keydown', (e) => {
+  listen('page', document, 'keydown', (e) => {
     const t = e.target;
     if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) return;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -237,7 +240,7 @@ function main() {
     if (session.key(e.key)) e.preventDefault();
   });
 
-  el.png.addEventListener('click', async () => {
+  listen('page', el.png, 'click', async () => {
     try {
       const blob = await pngBlob(el.canvas);
       download(blob, exportName(session.state, 'png'));
@@ -246,7 +249,7 @@ function main() {
       el.msg.textContent = e.message;
     }
   });
-  el.svg.addEventListener('click', () => {
+  listen('page', el.svg, 'click', () => {
     try {
       const st = { ...session.state, focus: session.state.pin };
       const svg = toSvg(session.state.view, session.input(), st, theme(), canvasWidth(el));
@@ -256,7 +259,7 @@ function main() {
       el.msg.textContent = `SVG export failed: ${e.message}`;
     }
   });
-  el.link.addEventListener('click', async () => {
+  listen('page', el.link, 'click', async () => {
     writeHash();
     try {
       await navigator.clipboard.writeText(location.href);
@@ -268,15 +271,15 @@ function main() {
   });
 
   // Theme and size changes redraw.
-  if (window.matchMedia) matchMedia('(prefers-color-scheme: dark)').addEventListener('change', scheduleDraw);
+  if (window.matchMedia) listen('page', matchMedia('(prefers-color-scheme: dark)'), 'change', scheduleDraw);
   let lastWidth = 0;
-  new ResizeObserver(() => {
+  new ResizeObserver(timed('page:resize', () => {
     const w = el.wrap.clientWidth;
     if (Math.abs(w - lastWidth) > 4) {
       lastWidth = w;
       scheduleDraw();
     }
-  }).observe(el.wrap);
+  })).observe(el.wrap);
 
   const initial = decodeState(location.hash, defaultState());
   el.text.value = initial.text;

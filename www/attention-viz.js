@@ -37,6 +37,7 @@ import { stepLabels } from './views/cross.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { setOptions } from './select-options.js';
 import { collectFiles } from './own-model.js';
+import { later, listen, onFrame, record, timed, timings } from './timing.js';
 
 export { configure };
 
@@ -170,28 +171,28 @@ class AttentionViz extends HTMLElement {
     this.drawQueued = false;
     this.generation = mountGenerationPanel(this.$.gen, this.session);
 
-    this.$.layer.addEventListener('change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
-    this.$.head.addEventListener('change', () => {
+    listen('widget', this.$.layer, 'change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
+    listen('widget', this.$.head, 'change', () => {
       const v = this.$.head.value;
       if (v === 'mean') this.session.patch({ agg: 'mean' });
       else if (v === 'all') this.session.allHeads();
       else this.session.soloHead(Number(v));
     });
-    this.$.query.addEventListener('change', () => this.session.patch({ query: Number(this.$.query.value) }));
-    this.$.step.addEventListener('input', () => this.session.patch({ step: Number(this.$.step.value) }));
+    listen('widget', this.$.query, 'change', () => this.session.patch({ query: Number(this.$.query.value) }));
+    listen('widget', this.$.step, 'input', () => this.session.patch({ step: Number(this.$.step.value) }));
     bindTextBox(this.$.text, this.session);
     bindCanvas(this.$.canvas, this.session, () => this.geom);
-    this.$.canvas.addEventListener('keydown', (e) => {
+    listen('widget', this.$.canvas, 'keydown', (e) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
       if (this.session.key(e.key)) e.preventDefault();
     });
-    this.resizeObs = new ResizeObserver(() => {
+    this.resizeObs = new ResizeObserver(timed('widget:resize', () => {
       const w = this.$.wrap.clientWidth;
       if (Math.abs(w - (this.lastWidth || 0)) > 4) {
         this.lastWidth = w;
         this.scheduleDraw();
       }
-    });
+    }));
   }
 
   connectedCallback() {
@@ -212,6 +213,16 @@ class AttentionViz extends HTMLElement {
 
   attributeChangedCallback(name, oldValue, newValue) {
     if (!this.started || oldValue === newValue) return;
+    const t0 = performance.now();
+    try {
+      this.applyAttribute(name);
+    } finally {
+      record('widget:attribute', t0);
+    }
+  }
+
+  /** One attribute changed after the start: the state follows it (timed, as a handler). */
+  applyAttribute(name) {
     this.theme.forget(); // a host page restyling the widget usually changes an attribute too
     const session = this.session;
     const prev = session.state;
@@ -330,7 +341,7 @@ class AttentionViz extends HTMLElement {
   scheduleDraw() {
     if (this.drawQueued || !this.session.result) return;
     this.drawQueued = true;
-    requestAnimationFrame(() => {
+    onFrame('widget:frame', () => {
       this.drawQueued = false;
       this.draw();
     });
@@ -368,7 +379,7 @@ class AttentionViz extends HTMLElement {
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';
     this.$.outText.textContent = sum.output ?? '';
     this.showReadout();
-    setTimeout(() => renderHeadsTable(this.$.rank, session), 0); // a task of its own
+    later('widget:heads-table', () => renderHeadsTable(this.$.rank, session)); // a task of its own
     this.generation.sync();
     this.drawCount += 1;
     this.dataset.drawCount = String(this.drawCount);
@@ -420,6 +431,12 @@ class AttentionViz extends HTMLElement {
   /** Forget a model opened with openModel (its id: `viewState.model` while it is shown). */
   removeModel(id) {
     return this.session.removeModel(id);
+  }
+
+  /** TEST HOOK, not an API: how long the app's own slices and handlers held the main thread
+   *  (timing.js; one log per page, shared with the page shell and every widget). */
+  get timings() {
+    return timings;
   }
 
   /** The current state (read-only copy). */

@@ -6,6 +6,7 @@
 // session calls. Token strings go into the DOM as text only.
 
 import { GEN_MAX, TEMPERATURE_MAX } from './state.js';
+import { listen } from './timing.js';
 
 const CSS = `
 .gen { display: flex; flex-direction: column; gap: 6px; padding: 6px 8px; border: 1px solid var(--av-faint); border-radius: 6px; font-size: 14px; }
@@ -113,22 +114,22 @@ export function mountGenerationPanel(container, session) {
     };
   };
   const count = () => Math.round(clampNum(el.n.value, 0, GEN_MAX, 8));
-  el.go.addEventListener('click', () => session.setGeneration({ gen: count(), ...sampling() }));
-  el.n.addEventListener('keydown', (e) => {
+  listen('generation', el.go, 'click', () => session.setGeneration({ gen: count(), ...sampling() }));
+  listen('generation', el.n, 'keydown', (e) => {
     if (e.key === 'Enter') session.setGeneration({ gen: count(), ...sampling() });
   });
   // While generating, a new count applies at once (the spinner's arrows, a typed number).
-  el.n.addEventListener('change', () => {
+  listen('generation', el.n, 'change', () => {
     if (session.state.gen > 0) session.setGeneration({ gen: count(), ...sampling() });
   });
-  el.clear.addEventListener('click', () => session.setGeneration({ gen: 0 }));
-  for (const input of [el.method, el.temperature, el.topK, el.seed]) input.addEventListener('change', () => session.setGeneration(sampling()));
-  el.step.addEventListener('input', () => session.scrub(Number(el.step.value)));
-  el.tokens.addEventListener('click', (e) => {
+  listen('generation', el.clear, 'click', () => session.setGeneration({ gen: 0 }));
+  for (const input of [el.method, el.temperature, el.topK, el.seed]) listen('generation', input, 'change', () => session.setGeneration(sampling()));
+  listen('generation', el.step, 'input', () => session.scrub(Number(el.step.value)));
+  listen('generation', el.tokens, 'click', (e) => {
     const b = e.target.closest('.gen-tok');
     if (b) session.scrub(Number(b.dataset.step));
   });
-  el.tokens.addEventListener('keydown', (e) => {
+  listen('generation', el.tokens, 'keydown', (e) => {
     const G = session.numGenerated();
     const at = session.genStep();
     const to = { ArrowLeft: at - 1, ArrowRight: at + 1, Home: 0, End: G }[e.key];

@@ -7,6 +7,7 @@ import { SvgContext } from './svg.js';
 import { COMPARE_VIEWS } from './views/compare.js';
 import { drain, isSteps, NEW_TASK, runSliced } from './slices.js';
 import { capText, TEXT_MAX } from './state.js';
+import { listen } from './timing.js';
 
 const LARGE_CANVAS_PX = 1_000_000;
 
@@ -103,6 +104,7 @@ export function slicedPainter(canvas) {
           end();
           failed(e);
         },
+        'draw:slice',
       );
     },
   };
@@ -130,20 +132,20 @@ export function bindCanvas(canvas, session, geomOf) {
     const r = canvas.getBoundingClientRect();
     return moduleFor(session.state.view, session.input()).hitTest(geom, e.clientX - r.left, e.clientY - r.top);
   };
-  canvas.addEventListener('pointermove', (e) => {
+  listen('canvas', canvas, 'pointermove', (e) => {
     const hit = hitAt(e);
     canvas.style.cursor = hit && viewFor(session.state.view).click(hit, session.state, session.input()) ? 'pointer' : 'default';
     session.hover(hit);
   });
-  canvas.addEventListener('pointerleave', () => session.hover(null));
-  canvas.addEventListener('click', (e) => session.click(hitAt(e)));
+  listen('canvas', canvas, 'pointerleave', () => session.hover(null));
+  listen('canvas', canvas, 'click', (e) => session.click(hitAt(e)));
 }
 
 /** A text box that types into the session, holding at most TEXT_MAX characters (a longer
  *  paste, or a script setting the value, is cut; textLimitNotice says so). */
 export function bindTextBox(box, session) {
   box.maxLength = TEXT_MAX;
-  box.addEventListener('input', () => {
+  listen('text', box, 'input', () => {
     if (box.value.length > TEXT_MAX) box.value = capText(box.value, TEXT_MAX);
     session.setText(box.value);
   });
@@ -152,7 +154,7 @@ export function bindTextBox(box, session) {
 /** The "Compare with…" box of the page or the widget: its text is sentence B (session.setCompare). */
 export function bindCompareBox(box, session) {
   box.maxLength = TEXT_MAX;
-  box.addEventListener('input', () => session.setCompare(box.value));
+  listen('compare', box, 'input', () => session.setCompare(box.value));
 }
 
 /** Trigger a download of a Blob (no request leaves the page: it is an object URL). */

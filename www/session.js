@@ -15,6 +15,7 @@ import { tokenLabel } from './views/common.js';
 import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
 import { COMPARE_VIEWS, note as compareNote } from './views/compare.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
+import { later, record } from './timing.js';
 
 const STEP_CACHE_SIZE = 32;
 // Positions the positions view plots (clamped by the model to its maximum): enough for the slow
@@ -103,8 +104,15 @@ export class Session {
     this.latency = null; // { total, toPost, roundTrip, forward } of the last typed text drawn
   }
 
+  // Timed (timing.js): a shell's update is the app's own work, often in no handler of its own
+  // (a worker's answer arrives as a promise).
   emit(reason) {
-    this.onUpdate(reason, this);
+    const t0 = performance.now();
+    try {
+      this.onUpdate(reason, this);
+    } finally {
+      record(`update:${reason}`, t0);
+    }
   }
 
   fail(e) {
@@ -304,7 +312,7 @@ export class Session {
     const { text } = this.state;
     const gen = this.genParams();
     const valueNorms = this.state.measure === 'value-norm';
-    const busyTimer = setTimeout(() => {
+    const busyTimer = later('session:busy', () => {
       this.busy = true;
       this.emit('status');
     }, BUSY_AFTER_MS);

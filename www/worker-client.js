@@ -3,6 +3,7 @@
 // (the older promise resolves to { superseded: true } and its answer is never drawn).
 
 import { pickBuild } from './wasm-build.js';
+import { timed } from './timing.js';
 
 let base = new URL('./', import.meta.url).href;
 let buildRequest = null; // configure({ build }): 'simd' forces pkg/ (wasm-build.js)
@@ -35,7 +36,9 @@ function ensureWorker() {
     const src = `import ${JSON.stringify(url.href)};`;
     worker = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module', name: 'attnviz' });
   }
-  worker.onmessage = (ev) => {
+  // Timed (timing.js). What an answer's promise runs next comes after this returns (the
+  // session's updates are timed on their own).
+  worker.onmessage = timed('worker:message', (ev) => {
     const m = ev.data;
     const w = waiting.get(m.id);
     if (!w) return;
@@ -53,7 +56,7 @@ function ensureWorker() {
       return;
     }
     w.resolve(m);
-  };
+  });
   worker.onerror = (ev) => {
     const err = new Error(`attnviz worker failed: ${ev.message || 'could not start (check that worker.js and pkg/ are served)'}`);
     for (const [, w] of waiting) w.reject(err);

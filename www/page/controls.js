@@ -7,6 +7,7 @@ import { headColor, tokenLabel } from '../views/common.js';
 import { kindShown, viewFor, VIEWS } from '../views/index.js';
 import { stepLabels } from '../views/cross.js';
 import { setOptions } from '../select-options.js';
+import { later, listen } from '../timing.js';
 
 const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
 
@@ -131,7 +132,7 @@ export function syncControls(el, session) {
 
 /** Arrow keys move between the tabs of a tablist and select the tab they land on. */
 function tabKeys(list) {
-  list.addEventListener('keydown', (e) => {
+  listen('page', list, 'keydown', (e) => {
     if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
     const tabs = [...list.querySelectorAll('[role=tab]')].filter((t) => !t.hidden);
     const i = tabs.indexOf(document.activeElement);
@@ -145,22 +146,22 @@ function tabKeys(list) {
 }
 
 export function bindControls(el, session) {
-  el.views.addEventListener('click', (e) => {
+  listen('page', el.views, 'click', (e) => {
     const b = e.target.closest('[role=tab]');
     if (b) session.patch({ view: b.dataset.view, pin: null });
   });
-  el.kinds.addEventListener('click', (e) => {
+  listen('page', el.kinds, 'click', (e) => {
     const b = e.target.closest('[role=tab]');
     if (b) session.patch({ kind: b.dataset.kind, pin: null, query: 0 });
   });
   tabKeys(el.views);
   tabKeys(el.kinds);
-  el.layer.addEventListener('change', () => session.patch({ layer: Number(el.layer.value), pin: null }));
-  el.layerPrev.addEventListener('click', () => session.patch({ layer: Math.max(0, session.state.layer - 1) }));
-  el.layerNext.addEventListener('click', () => session.patch({ layer: session.state.layer + 1 }));
+  listen('page', el.layer, 'change', () => session.patch({ layer: Number(el.layer.value), pin: null }));
+  listen('page', el.layerPrev, 'click', () => session.patch({ layer: Math.max(0, session.state.layer - 1) }));
+  listen('page', el.layerNext, 'click', () => session.patch({ layer: session.state.layer + 1 }));
   // A click toggles a head after a short delay, so that a double-click (solo) does not toggle twice.
   let clickTimer = null;
-  el.heads.addEventListener('click', (e) => {
+  listen('page', el.heads, 'click', (e) => {
     const b = e.target.closest('.swatch');
     if (!b) return;
     const h = Number(b.dataset.head);
@@ -169,21 +170,21 @@ export function bindControls(el, session) {
       return;
     }
     clearTimeout(clickTimer);
-    clickTimer = setTimeout(() => session.toggleHead(h), 220);
+    clickTimer = later('page:head-toggle', () => session.toggleHead(h), 220);
   });
-  el.heads.addEventListener('dblclick', (e) => {
+  listen('page', el.heads, 'dblclick', (e) => {
     const b = e.target.closest('.swatch');
     if (!b) return;
     clearTimeout(clickTimer);
     session.soloHead(Number(b.dataset.head));
   });
-  el.headsAll.addEventListener('click', () => session.allHeads());
-  el.agg.addEventListener('change', () => session.patch({ agg: el.agg.value }));
-  el.measure.addEventListener('change', () => session.patch({ measure: el.measure.value }));
-  el.exact.addEventListener('change', () => session.patch({ weights: el.exact.checked ? 'exact' : 'int8' }));
-  el.query.addEventListener('change', () => session.patch({ query: Number(el.query.value) }));
-  el.step.addEventListener('input', () => session.patch({ step: Number(el.step.value) }));
-  el.hideSpecial.addEventListener('change', () => session.patch({ hideSpecial: el.hideSpecial.checked, pin: null }));
-  el.merge.addEventListener('change', () => session.patch({ merge: el.merge.checked, pin: null }));
-  el.threshold.addEventListener('input', () => session.patch({ threshold: Number(el.threshold.value) }));
+  listen('page', el.headsAll, 'click', () => session.allHeads());
+  listen('page', el.agg, 'change', () => session.patch({ agg: el.agg.value }));
+  listen('page', el.measure, 'change', () => session.patch({ measure: el.measure.value }));
+  listen('page', el.exact, 'change', () => session.patch({ weights: el.exact.checked ? 'exact' : 'int8' }));
+  listen('page', el.query, 'change', () => session.patch({ query: Number(el.query.value) }));
+  listen('page', el.step, 'input', () => session.patch({ step: Number(el.step.value) }));
+  listen('page', el.hideSpecial, 'change', () => session.patch({ hideSpecial: el.hideSpecial.checked, pin: null }));
+  listen('page', el.merge, 'change', () => session.patch({ merge: el.merge.checked, pin: null }));
+  listen('page', el.threshold, 'input', () => session.patch({ threshold: Number(el.threshold.value) }));
 }

@@ -6,6 +6,7 @@ import * as entropyChart from '../views/entropy-chart.js';
 import { kindShown } from '../views/index.js';
 import { runSliced } from '../slices.js';
 import { loadChartWasm } from '../chart-wasm.js';
+import { listen } from '../timing.js';
 
 const HINT = 'Mean entropy of each head’s rows (low = focused). Hover a bar for its value; click it to show that head.';
 
@@ -42,17 +43,22 @@ export function bindEntropyChart(el, session) {
       geom = entropyChart.drawChart(el.chart, wasm, input, state, readTheme(document.documentElement), Math.max(160, el.chartBox.clientWidth));
       if (hover === null) el.chartReadout.textContent = HINT;
     };
-    cancel = runSliced(entropyChart.prepare(input, state), paint, (e) => {
-      cancel = null;
-      console.warn('entropy chart:', e.message);
-    });
+    cancel = runSliced(
+      entropyChart.prepare(input, state),
+      paint,
+      (e) => {
+        cancel = null;
+        console.warn('entropy chart:', e.message);
+      },
+      'chart:slice',
+    );
   }
 
   const hitAt = (e) => {
     const r = el.chart.getBoundingClientRect();
     return entropyChart.hitTest(geom, e.clientX - r.left, e.clientY - r.top);
   };
-  el.chart.addEventListener('pointermove', (e) => {
+  listen('page', el.chart, 'pointermove', (e) => {
     const hit = hitAt(e);
     el.chart.style.cursor = hit ? 'pointer' : 'default';
     const h = hit ? hit.head : null;
@@ -61,12 +67,12 @@ export function bindEntropyChart(el, session) {
     draw();
     el.chartReadout.textContent = hit ? entropyChart.hoverText(session.input(), chartState(), hit) : HINT;
   });
-  el.chart.addEventListener('pointerleave', () => {
+  listen('page', el.chart, 'pointerleave', () => {
     if (hover === null) return;
     hover = null;
     draw();
   });
-  el.chart.addEventListener('click', (e) => {
+  listen('page', el.chart, 'click', (e) => {
     const hit = hitAt(e);
     if (hit) session.soloHead(hit.head);
   });

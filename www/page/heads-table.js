@@ -4,6 +4,7 @@
 // alike; token-free, all text set with textContent.
 
 import { ranked, SCORES } from '../views/heads.js';
+import { later, listen } from '../timing.js';
 
 const FIRST_ROWS = 12;
 const CHUNK_ROWS = 12;
@@ -32,7 +33,7 @@ export function renderHeadsTable(box, session) {
   }
   if (!box.dataset.bound) {
     box.dataset.bound = '1';
-    box.addEventListener('click', (e) => {
+    listen('heads-table', box, 'click', (e) => {
       const b = e.target.closest('button');
       if (!b) return;
       if (b.dataset.sort) session.patch({ sort: nextSort(session.state.sort, b.dataset.sort) });
@@ -124,9 +125,9 @@ export function renderHeadsTable(box, session) {
   const more = (from) => {
     if (box.dataset.key !== key || from >= rows.length) return;
     rows.slice(from, from + CHUNK_ROWS).forEach(addRow);
-    setTimeout(() => more(from + CHUNK_ROWS), 0);
+    later('heads-table:rows', () => more(from + CHUNK_ROWS));
   };
-  setTimeout(() => more(FIRST_ROWS), 0);
+  later('heads-table:rows', () => more(FIRST_ROWS));
   if (refocus) {
     const b = box.querySelector(`button[data-sort="${refocus}"]`);
     if (b) b.focus();

@@ -3,10 +3,11 @@
 // opened. The work is the session's (openModel, removeModel), shared with the widget.
 
 import { collectDrop, collectFiles, SUPPORTED_TEXT } from '../own-model.js';
+import { listen } from '../timing.js';
 
 export function bindOpenModel(el, session) {
   el.openHelp.textContent = `Opens ${SUPPORTED_TEXT}. The files are read here and never leave your browser.`;
-  el.openModel.addEventListener('click', () => {
+  listen('page', el.openModel, 'click', () => {
     el.openPanel.hidden = !el.openPanel.hidden;
     el.openModel.setAttribute('aria-expanded', String(!el.openPanel.hidden));
   });
@@ -17,21 +18,21 @@ export function bindOpenModel(el, session) {
     return session.openModel(picked).catch(() => {});
   };
   for (const input of [el.openFolder, el.openFiles]) {
-    input.addEventListener('change', () => {
+    listen('page', input, 'change', () => {
       if (input.files.length) open(collectFiles(input.files));
       input.value = ''; // picking the same folder again opens it again
     });
   }
   const hasFiles = (e) => e.dataTransfer && Array.from(e.dataTransfer.types || []).includes('Files');
-  document.addEventListener('dragover', (e) => {
+  listen('page', document, 'dragover', (e) => {
     if (!hasFiles(e)) return;
     e.preventDefault();
     document.body.classList.add('dropping');
   });
-  document.addEventListener('dragleave', (e) => {
+  listen('page', document, 'dragleave', (e) => {
     if (!e.relatedTarget) document.body.classList.remove('dropping');
   });
-  document.addEventListener('drop', (e) => {
+  listen('page', document, 'drop', (e) => {
     if (!hasFiles(e)) return;
     e.preventDefault();
     document.body.classList.remove('dropping');
@@ -40,7 +41,7 @@ export function bindOpenModel(el, session) {
       session.emit('status');
     });
   });
-  el.removeModel.addEventListener('click', () => {
+  listen('page', el.removeModel, 'click', () => {
     const m = session.manifest;
     if (m && m.user) session.removeModel(m.id).catch((err) => session.fail(err));
   });

@@ -1,6 +1,8 @@
 // Shared drawing helpers for the views. A "ctx" is a CanvasRenderingContext2D or the SVG
 // builder from ../svg.js (same subset of the API); views never touch the DOM otherwise.
 
+import { listen } from '../timing.js';
+
 // One colour per head (Tableau-like, readable on light and dark backgrounds).
 const HEAD_COLORS = [
   '#4e79a7', '#f28e2b', '#e15759', '#59a14f', '#b07aa1', '#76b7b2',
@@ -81,7 +83,7 @@ export function context2d(canvas) {
 export function themeOf(el, onChange) {
   let theme = null;
   if (typeof matchMedia === 'function') {
-    matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+    listen('theme', matchMedia('(prefers-color-scheme: dark)'), 'change', () => {
       theme = null;
       if (onChange) onChange();
     });
