@@ -210,19 +210,26 @@ venv:
 test-py: venv cli
 	.venv/bin/python -m pytest -q tests/reference
 
+# Test files run E2E_CONCURRENCY at a time (each with its own server and browser): a browser test
+# spends much of its time waiting for a frame, a forward or a timer, not on the CPU.
+E2E_CONCURRENCY ?= 2
 test-e2e: cli venv | node_modules/.bin/wasm-opt
-	node --test tests/e2e/*.test.mjs
+	node --test --test-concurrency=$(E2E_CONCURRENCY) tests/e2e/*.test.mjs
 
 # Speed is measured here, never asserted in tests: medians and ratios, compared within one run.
 # The peer ratios need a built copy of ../shared/peers (its README: copy it out, ./build.sh); bench
 # runs them when $(PEERS_DIR) has candle's wasm build and says how to get it otherwise.
 PEERS_DIR ?= $(abspath ../peers)
-bench: setup models build
+bench: setup models build cli venv
 	cargo bench --bench forward
 	node scripts/bench-wasm.mjs
 	node benches/threads.mjs
 	node --test tests/e2e/first-visit.test.mjs
 	ATTNVIZ_BENCH=1 node --test --test-name-pattern=performance tests/e2e/page.test.mjs
+	@echo "[bench] the responsiveness tests with no Long Task allowed at all (run on a quiet machine)"
+	ATTNVIZ_STRICT_LONG_TASKS=1 node --test --test-concurrency=1 --test-name-pattern='main thread within budget' \
+	  tests/e2e/long-input.test.mjs tests/e2e/compare.test.mjs tests/e2e/decoder.test.mjs tests/e2e/heads-view.test.mjs \
+	  tests/e2e/measure.test.mjs tests/e2e/positions.test.mjs tests/e2e/qk-view.test.mjs tests/e2e/shell.test.mjs
 	@if [ -f "$(PEERS_DIR)/candle-bert/pkg/candle_bert.js" ] && [ -f "$(PEERS_DIR)/run.mjs" ]; then \
 	  echo "[bench] peer ratios against candle's BERT ($(PEERS_DIR))"; \
 	  PEERS_DIR="$(PEERS_DIR)" MINILM_DIR="$(CURDIR)/models/minilm" node "$(PEERS_DIR)/run.mjs" --adapter benches/peer-adapters.mjs; \
