@@ -33,7 +33,7 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models venv build serve test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
+.PHONY: help setup models venv build build-simd build-threads serve test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean fuzz fuzz-smoke
 
 help:
@@ -82,7 +82,10 @@ node_modules/.bin/wasm-opt node_modules/.bin/eslint:
 #                 uses Debian's rustc-web + -Zbuild-std (.toolchain/env-threads, written by setup.sh
 #                 when those packages are there); without them it is skipped and pages load pkg/relaxed/.
 # The wasm target dirs are apart from the native one (target/), so that a native cargo command
-# (make test runs lint and test-rust beside the build) never waits for the build's lock.
+# (make test runs lint and test-rust beside the build) never waits for the build's lock. Out dirs
+# below pkg/ are written beside and swapped in whole: a page that loads one meanwhile (make test
+# runs the e2e suite beside the threads build) gets the old build or none (it then falls back to
+# pkg/relaxed/), never half of one.
 # A build is skipped when its inputs (src/, the manifests, the flags, the compilers) are those of
 # the last one: pkg/ and pkg/relaxed/ share a target dir and would otherwise recompile this crate
 # each time one follows the other. wasm-bindgen and wasm-opt are skipped when cargo's .wasm is the
@@ -111,19 +114,26 @@ if [ -f $$out/attnviz.js ] && [ -f $$out/attnviz_bg.wasm ] && [ "$$(cat $$out/.b
   echo "$$inputs" > $$out/.build-inputs; echo "[build] $$out/ is up to date with $$raw"; exit 0; \
 fi; \
 rm -f $$out/.build-stamp; \
-echo "[build] wasm-bindgen --target web --out-dir $$out"; \
-wasm-bindgen --target web --out-dir $$out "$$raw"; \
-before=$$(wc -c < $$out/attnviz_bg.wasm); \
+$(if $(filter pkg,$(1)),new=$$out,new=$$out.new; rm -rf $$new); \
+echo "[build] wasm-bindgen --target web --out-dir $$new"; \
+wasm-bindgen --target web --out-dir $$new "$$raw"; \
+before=$$(wc -c < $$new/attnviz_bg.wasm); \
 echo "[build] wasm-opt -O3"; \
-node_modules/.bin/wasm-opt $(4) $$out/attnviz_bg.wasm -o $$out/attnviz_bg.wasm.opt; \
-mv $$out/attnviz_bg.wasm.opt $$out/attnviz_bg.wasm; \
-echo "$$stamp" > $$out/.build-stamp; echo "$$inputs" > $$out/.build-inputs; \
+node_modules/.bin/wasm-opt $(4) $$new/attnviz_bg.wasm -o $$new/attnviz_bg.wasm.opt; \
+mv $$new/attnviz_bg.wasm.opt $$new/attnviz_bg.wasm; \
+echo "$$stamp" > $$new/.build-stamp; echo "$$inputs" > $$new/.build-inputs; \
+if [ "$$new" != "$$out" ]; then rm -rf $$out; mv $$new $$out; fi; \
 echo "[build] wasm-opt: $$before -> $$(wc -c < $$out/attnviz_bg.wasm) bytes; $$out/ ready"
 endef
 
-build: | .toolchain/env node_modules/.bin/wasm-opt
+build: build-simd build-threads
+
+# pkg/ and pkg/relaxed/ (one target dir): what every page loads on fewer than 4 cores.
+build-simd: | .toolchain/env node_modules/.bin/wasm-opt
 	@$(call wasm_pkg,pkg,/wasm,,$(WASM_OPT_FLAGS))
 	@$(call wasm_pkg,pkg/relaxed,/wasm,,$(WASM_OPT_FLAGS) --enable-relaxed-simd,,$(WASM_RELAXED_RUSTFLAGS))
+
+build-threads: | .toolchain/env node_modules/.bin/wasm-opt
 	@if [ -f .toolchain/env-threads ]; then \
 	  $(call wasm_pkg,pkg/threads,/threads,$(WASM_THREADS_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd --enable-threads,.toolchain/env-threads); \
 	else rm -rf pkg/threads; echo "[build] pkg/threads/ skipped: no Debian rustc-web toolchain (.toolchain/env-threads; see scripts/setup.sh)"; fi
@@ -131,13 +141,14 @@ build: | .toolchain/env node_modules/.bin/wasm-opt
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
 
-# The preparation in order, then two lanes side by side (scripts/lanes.sh): the wasm build and
-# the browser suites, and the native suites. Every stage prints its wall time, and a summary
+# The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
+# loads and the e2e suite; the shared-memory build and the suite of every wasm build; the native
+# suites. Every stage prints its wall time, and a summary
 # closes. The browser suites depend on nothing that takes its time from the other lane, and pass
 # with busy neighbours (their responsiveness checks time the app's own work); `make cli` makes
 # the wasm lane wait for the native CLI when the other lane has not built it yet.
 TEST_PREP := setup models venv
-TEST_LANES := "wasm: build test-wasm test-e2e" "native: lint test-rust fuzz-smoke test-py"
+TEST_LANES := "page: build-simd test-e2e" "wasm: build-threads test-wasm" "native: lint test-rust fuzz-smoke test-py"
 test:
 	@start=$$(date +%s); \
 	for stage in $(TEST_PREP); do \
@@ -189,7 +200,9 @@ fuzz-smoke:
 
 # The shipped wasm builds (pkg/, pkg/relaxed/, pkg/threads/) in headless Chromium: each must give
 # the native CLI's numbers within 1e-5 on the real models (fetched over HTTP at run time) and turn
-# bad input into JS Errors, never a panic (tests/wasm/facade.test.mjs).
+# bad input into JS Errors, never a panic (tests/wasm/facade.test.mjs); the page loads the build
+# its browser and cores call for, or the one asked for, and each draws the same weights
+# (tests/wasm/page-builds.test.mjs).
 test-wasm: cli | node_modules/.bin/wasm-opt
 	node --test tests/wasm/
 

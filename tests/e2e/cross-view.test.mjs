@@ -4,9 +4,9 @@
 // title's "decode step t of N", the highlighted target chip, the weight printed under every source
 // chip (checked against the CLI's cross-attention numbers, mean over heads), the read-out beside
 // the scrubber, and the permalink's s=.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { openApp, useServerAndBrowser } from './harness.mjs';
 import { cliJson, cliBlock, cliAt } from './cli-helpers.mjs';
 import { textFrame, textLogFromStart } from './views-helpers.mjs';
 
@@ -27,13 +27,9 @@ const cliRow = (t) => Array.from({ length: C }, (_, j) => {
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 async function openCross() {

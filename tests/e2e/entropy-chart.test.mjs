@@ -4,9 +4,9 @@
 // is moved over each one, and the read-out under the chart must name that head and its entropy,
 // computed here from the CLI's attention weights. The column above a short bar belongs to it too,
 // left of the plot is no bar, leaving the chart restores the hint, and a click shows that head.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { openApp, useServerAndBrowser } from './harness.mjs';
 import { cliJson, cliBlock, cliAt } from './cli-helpers.mjs';
 
 const TEXT = 'The animal did not cross the street because it was too tired.';
@@ -37,13 +37,9 @@ const uniform = Math.log(block.key_len); // every key visible to every query (an
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 /**

@@ -4,21 +4,17 @@
 // model view's 72 maps with their cells, layer labels and per-head entropies (checked against
 // the CLI's weights), the cross view's tokens as text, one line per source token it draws at
 // that decode step and the weights printed under them (the CLI's).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { openApp, useServerAndBrowser } from './harness.mjs';
 import { cliJson, cliBlock, cliAt, waitDrawn } from './cli-helpers.mjs';
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 /** Click an export button; → { name, bytes } of the file the page saved. */

@@ -3,9 +3,9 @@
 // the lines the head view strokes and checked against the CLI's weights of that head — show
 // fewer line pixels, write th= into the permalink, and at 0 draw the very same picture again.
 // The cross-attention view draws its lines under the same threshold, so it shows the slider too.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { openApp, useServerAndBrowser } from './harness.mjs';
 import { cliJson, cliBlock, cliAt, canvasDigest } from './cli-helpers.mjs';
 import { textFrame, textLogFromStart } from './views-helpers.mjs';
 
@@ -33,13 +33,9 @@ function linesAt(t) {
 
 let server;
 let browser;
-before(async () => {
-  server = await startServer({ prefix: '/' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
+useServerAndBrowser({ prefix: '/' }, (s, b) => {
+  server = s;
+  browser = b;
 });
 
 async function openHead() {

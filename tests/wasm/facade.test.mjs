@@ -10,7 +10,7 @@
 // and its panic hook must not have fired (globalThis.attnvizPanic, src/wasm/mod.rs).
 //
 // One page per build; each runs on the page's own thread (the threads build then has no helper
-// workers: its GEMMs run on that one thread; tests/e2e/wasm-builds.test.mjs checks the page with
+// workers: its GEMMs run on that one thread; tests/wasm/page-builds.test.mjs checks the page with
 // its helpers).
 /* global T -- the page's helpers (installInPage), used in page.evaluate() callbacks */
 import { test, describe, before, after } from 'node:test';

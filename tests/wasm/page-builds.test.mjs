@@ -11,7 +11,7 @@
 // answers false (the worker loads whatever the page picked: the worker-client sends the pick).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, useServerAndBrowser } from '../e2e/harness.mjs';
 
 let server;
 let browser;
