@@ -5,6 +5,7 @@
 #   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native: lint test-rust fuzz-smoke test-py"
 # Exits non-zero when any lane failed (the other lanes are stopped), after a summary of the times.
 set -uo pipefail
+set -m  # each lane its own process group, so that stopping one stops all it started (cargo's rustc too)
 make_cmd=${MAKE:-make}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -36,11 +37,8 @@ for lane in "$@"; do
   pids+=($!) names+=("$name")
 done
 
-killtree() {  # killtree PID: the process and everything it started (a parent first, so that it
-  local child children  # cannot go on to its next command when its child dies)
-  children=$(pgrep -P "$1" 2>/dev/null)
-  kill -TERM "$1" 2>/dev/null
-  for child in $children; do killtree "$child"; done
+killtree() {  # killtree PID: a lane's process group (its pid is the group's id)
+  kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null
 }
 
 # Stopped itself (Ctrl-C, a CI timeout): stop the lanes too.
