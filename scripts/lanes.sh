@@ -2,10 +2,8 @@
 # Runs lanes of make targets side by side: each lane runs its targets in order, each target with
 # its wall time, every output line prefixed with the lane's name. On 2 cores one lane's idle time
 # (an LTO link on one core, a browser test waiting for a frame, a download) is the other's.
-#   scripts/lanes.sh "page: build-simd test-e2e" "native/10: lint test-rust"
-# A lane named NAME/N runs at nice N: the lane on the critical path keeps the CPU when both want it,
-# the others take what it leaves. Exits non-zero when any lane failed (the other lanes are
-# stopped), after a summary of the times.
+#   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native: lint test-rust fuzz-smoke test-py"
+# Exits non-zero when any lane failed (the other lanes are stopped), after a summary of the times.
 set -uo pipefail
 set -m  # each lane its own process group, so that stopping one stops all it started (cargo's rustc too)
 make_cmd=${MAKE:-make}
@@ -32,12 +30,10 @@ run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first
 start=$(date +%s)
 pids=() names=()
 for lane in "$@"; do
-  name=${lane%%:*} niceness=0
-  case "$name" in */*) niceness=${name#*/} name=${name%%/*} ;; esac
+  name=${lane%%:*}
   read -r -a targets <<< "${lane#*:}"
   # Each line of the lane's output (stdout and stderr) goes out prefixed, as it comes.
-  ( renice -n "$niceness" -p "$BASHPID" >/dev/null 2>&1
-    run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
+  ( run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
   pids+=($!) names+=("$name")
 done
 
@@ -65,7 +61,7 @@ while [ ${#pids[@]} -gt 0 ]; do
 done
 
 for lane in "$@"; do
-  name=${lane%%:*} name=${name%%/*}
+  name=${lane%%:*}
   done_list=$(paste -sd, "$dir/$name.times" 2>/dev/null | sed 's/,/, /g')
   echo "[time] lane $name: ${done_list:-nothing finished}$( [ -f "$dir/$name.failed" ] && echo " (failed at $(cat "$dir/$name.failed"))")"
 done
