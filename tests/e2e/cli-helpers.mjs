@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-function binary() {
+/** The one native CLI every suite compares with: $ATTNVIZ_BIN (make test exports the binary
+ *  cargo test built), else target/release/attnviz, built with cargo when missing. */
+export function cliBinary() {
   if (process.env.ATTNVIZ_BIN) return process.env.ATTNVIZ_BIN;
   const bin = `${ROOT}target/release/attnviz`;
   if (!existsSync(bin)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
@@ -20,7 +22,7 @@ function binary() {
 export function cliJson(...args) {
   const format = args[0] === 'step' || args[0] === 'positions' ? [] : ['--format', 'json'];
   const weights = args.includes('models/minilm') ? ['--weights', 'int8'] : [];
-  const out = execFileSync(binary(), [...args, ...format, ...weights], { cwd: ROOT, maxBuffer: 256 << 20 });
+  const out = execFileSync(cliBinary(), [...args, ...format, ...weights], { cwd: ROOT, maxBuffer: 256 << 20 });
   return JSON.parse(out.toString());
 }
 

@@ -7,9 +7,10 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { useServerAndBrowser } from './harness.mjs';
+import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = process.env.ATTNVIZ_BIN || path.join(ROOT, 'target/release/attnviz');
+const BIN = cliBinary();
 const TOL = 1e-5;
 
 let server;

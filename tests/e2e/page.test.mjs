@@ -3,10 +3,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 // Two tests here assert nothing a wrong page would fail, so `make test` skips them: the README's
@@ -294,8 +295,7 @@ test('the step view probabilities equal the CLI JSON for the same sentence, laye
   const text = 'The cat sat on the mat.';
   const layer = 2;
   const head = 3;
-  const cli = path.join(ROOT, 'target', 'release', 'attnviz');
-  if (!existsSync(cli)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
+  const cli = cliBinary();
   // The page loads MiniLM's int8 weights by default: the CLI reads the same file.
   const json = JSON.parse(execFileSync(cli, ['attend', '--model', path.join(ROOT, 'models', 'minilm'), '--weights', 'int8', '--text', text, '--format', 'json'], { maxBuffer: 1 << 28 }).toString());
   const block = json.attentions.find((a) => a.kind === 'encoder_self' && a.layer === layer);

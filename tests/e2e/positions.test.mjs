@@ -6,10 +6,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+import { cliBinary } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -23,10 +24,7 @@ useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
 const TEXT = 'The cat sat on the mat.';
 
 function cliPositions(dir, count = 128) {
-  // Any build of the CLI will do (the numbers are the same); build one only when none exists.
-  const built = ['release', 'test-release'].map((p) => path.join(ROOT, 'target', p, 'attnviz')).find((p) => existsSync(p));
-  const cli = built || path.join(ROOT, 'target', 'release', 'attnviz');
-  if (!built) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
+  const cli = cliBinary();
   const weights = dir === 'minilm' ? ['--weights', 'int8'] : []; // the file the page loads by default
   return JSON.parse(execFileSync(cli, ['positions', '--model', path.join(ROOT, 'models', dir), '--count', String(count), ...weights], { maxBuffer: 1 << 26 }).toString());
 }

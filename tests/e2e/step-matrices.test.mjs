@@ -5,10 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 let server;
@@ -26,8 +27,7 @@ const PANELS = ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'probs', 'output', 
 const CLI_ARRAY = { q: 'q', k: 'k', v: 'v', scores: 'scores', scaled: 'scaled', masked: 'scaled', probs: 'probs', output: 'output', concat: 'concat', projected: 'projected', block_input: 'block_input', residual: 'residual', normed: 'normed' };
 
 function cliStep() {
-  const cli = path.join(ROOT, 'target', 'release', 'attnviz');
-  if (!existsSync(cli)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
+  const cli = cliBinary();
   // --weights int8: the file the page loads by default.
   const args = ['step', '--model', path.join(ROOT, 'models', 'minilm'), '--weights', 'int8', '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(HEAD)];
   return JSON.parse(execFileSync(cli, args, { maxBuffer: 1 << 26 }).toString());

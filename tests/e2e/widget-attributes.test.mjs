@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { mountWidget, openWidget, useServerAndBrowser } from './harness.mjs';
-import { cliAt, cliBlock, cliJson } from './cli-helpers.mjs';
+import { cliAt, cliBinary, cliBlock, cliJson } from './cli-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = process.env.ATTNVIZ_BIN || `${ROOT}target/release/attnviz`;
+const BIN = cliBinary();
 
 let server;
 let browser;

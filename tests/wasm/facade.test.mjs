@@ -20,6 +20,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { startServer, launchBrowser } from '../e2e/harness.mjs';
+import { cliBinary } from '../e2e/cli-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TOLERANCE = 1e-5;
@@ -36,18 +37,12 @@ const BUILDS = [
 ];
 
 // ------------------------------------------------------------------ the native side
-function binary() {
-  if (process.env.ATTNVIZ_BIN) return process.env.ATTNVIZ_BIN;
-  const bin = `${ROOT}target/release/attnviz`;
-  if (!existsSync(bin)) execFileSync('cargo', ['build', '--release', '--bin', 'attnviz'], { cwd: ROOT, stdio: 'inherit' });
-  return bin;
-}
 
 /** `attnviz attend --model models/<dir> --text <text>`: its JSON. MiniLM reads the manifest's
  *  own files (the f32 model.safetensors), the set the page loads as `minilm-l6@exact`, and this
  *  test hands the wasm the same set. */
 function nativeAttend(dir, text) {
-  const out = execFileSync(binary(), ['attend', '--model', `models/${dir}`, '--text', text], { cwd: ROOT, maxBuffer: 256 << 20 });
+  const out = execFileSync(cliBinary(), ['attend', '--model', `models/${dir}`, '--text', text], { cwd: ROOT, maxBuffer: 256 << 20 });
   return JSON.parse(out.toString());
 }
 
