@@ -4,7 +4,8 @@
 //! every intermediate of one head for the step view) and collects it; the models only hand
 //! each attention call's results to it. Plus small analyses used by the CLI table.
 
-use crate::tensor::{AttentionOutput, HeadTrace, Mat};
+use crate::error::{invalid_model, Error, Result};
+use crate::tensor::{all_finite, AttentionOutput, HeadTrace, Mat};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -115,6 +116,23 @@ pub struct ForwardOutput {
     /// What a decoder-only model predicted and generated (its prompt is `source_tokens`, its
     /// continuation `target_tokens`); `None` for encoders and translators.
     pub generation: Option<Generation>,
+}
+
+impl ForwardOutput {
+    /// The embedding and the next-token probabilities must be numbers (NaN logits give a top-5
+    /// of "NaN": an error instead, saying where).
+    pub fn check_finite(&self) -> Result<()> {
+        if self.sentence_embedding.as_deref().is_some_and(|e| !all_finite(e)) {
+            return Err(invalid_model("the sentence embedding is NaN or infinite: the model's weights make its activations overflow"));
+        }
+        if let Some(g) = &self.generation {
+            let tops = g.steps.iter().flat_map(|s| &s.top).chain(&g.next);
+            if tops.map(|t| t.p).any(|p| !p.is_finite()) {
+                return Err(invalid_model("the next-token probabilities are NaN or infinite: the model's weights make its logits overflow"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One candidate for the next token, with the model's probability (softmax at temperature 1).
@@ -274,6 +292,14 @@ impl OutputTrace {
 /// One attention call's maps: `(key_len, # [heads, q, key_len])`.
 type Chunk = (usize, Vec<f32>);
 
+fn non_finite(kind: AttentionKind, layer: usize) -> Error {
+    invalid_model(format!(
+        "the {} attention of layer {} is NaN or infinite: the model's weights make its activations overflow",
+        kind.as_str(),
+        layer + 1
+    ))
+}
+
 /// What a forward records, passed down to every attention call. Each attention layer asks
 /// [`Probe::traced_head`] which of its heads to trace, runs the one attention kernel, and hands
 /// the result to [`Probe::record`]; several calls at one site (one per decode step) add query
@@ -376,6 +402,19 @@ impl Probe {
     /// exist yet get no attention, as under a causal mask.
     pub fn into_attentions(self) -> Vec<AttentionBlock> {
         assemble(self.recorded)
+    }
+
+    /// An error naming the first layer whose recorded attention (or traced head) holds NaN or
+    /// ∞: weights that overflow the activations give a map of NaN, never one to draw.
+    pub fn check_finite(&self) -> Result<()> {
+        let bad_site = self.recorded.iter().chain(&self.recorded_norms).find(|(_, _, chunks)| chunks.iter().any(|(_, probs)| !all_finite(probs)));
+        if let Some((site, _, _)) = bad_site {
+            return Err(non_finite(site.kind, site.layer));
+        }
+        match (&self.head, &self.trace) {
+            (Some(h), Some(t)) if ![&t.q, &t.k, &t.v, &t.scores, &t.probs, &t.output].iter().all(|v| all_finite(v)) => Err(non_finite(h.kind, h.layer)),
+            _ => Ok(()),
+        }
     }
 
     /// The maps and, when asked for, the value-weighted norms, laid out alike.

@@ -524,7 +524,10 @@ pub fn linear_quantized(x: &Mat, weight: &QuantizedMat, bias: Option<&[f32]>) ->
 pub fn softmax_in_place(row: &mut [f32]) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     if max == f32::NEG_INFINITY {
-        row.iter_mut().for_each(|x| *x = 0.0);
+        // Every key masked: no weight anywhere. A row of NaN scores (f32::max skips NaN) stays
+        // NaN, so that the forward's check names it instead of drawing zeros.
+        let fill = if row.iter().any(|x| x.is_nan()) { f32::NAN } else { 0.0 };
+        row.iter_mut().for_each(|x| *x = fill);
         return;
     }
     row.iter_mut().for_each(|x| *x = exp_lanes(*x - max));
@@ -620,6 +623,11 @@ pub fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
+/// Whether no value is NaN or ∞.
+pub fn all_finite(v: &[f32]) -> bool {
+    v.iter().all(|x| x.is_finite())
+}
+
 /// How a row of a [`BlockMat`] is stored: GGML's formats, `block_len` values in `block_bytes`.
 /// Q4_0: f16 d, 16 bytes of nibbles, value = d·(q − 8). Q4_1: f16 d, f16 m, 16 bytes of
 /// nibbles, value = d·q + m. Q8_0: f16 d, 32 int8, value = d·q. In the nibble formats value j
@@ -655,6 +663,19 @@ impl BlockFormat {
     /// the size overflows.
     pub fn row_bytes(self, cols: usize) -> Option<usize> {
         (cols % self.block_len() == 0).then(|| (cols / self.block_len()).checked_mul(self.block_bytes())).flatten()
+    }
+
+    /// Whether every value that `bytes` (whole blocks) decodes to is finite: a float whose
+    /// exponent bits are all ones (NaN, ∞) is the only way to get one that is not, so the f16
+    /// scales (and f32/f16 values) are read as bits, without decoding.
+    pub fn all_finite(self, bytes: &[u8]) -> bool {
+        let f16_ok = |b: &[u8]| u16::from_le_bytes([b[0], b[1]]) & 0x7c00 != 0x7c00;
+        match self {
+            BlockFormat::F32 => bytes.chunks_exact(4).all(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7f80_0000 != 0x7f80_0000),
+            BlockFormat::F16 => bytes.chunks_exact(2).all(f16_ok),
+            BlockFormat::Q4_0 | BlockFormat::Q8_0 => bytes.chunks_exact(self.block_bytes()).all(f16_ok),
+            BlockFormat::Q4_1 => bytes.chunks_exact(20).all(|b| f16_ok(b) && f16_ok(&b[2..])),
+        }
     }
 
     /// Decodes one row (`bytes.len() == row_bytes(out.len())`) into `out`.
@@ -706,6 +727,11 @@ impl BlockMat {
         let row_bytes = format.row_bytes(cols)?;
         let end = row_bytes.checked_mul(rows)?.checked_add(offset)?;
         (end <= bytes.len()).then_some(BlockMat { rows, cols, format, bytes, offset, row_bytes })
+    }
+
+    /// Whether every value of the matrix is finite (see [`BlockFormat::all_finite`]).
+    pub fn all_finite(&self) -> bool {
+        self.format.all_finite(&self.bytes[self.offset..self.offset + self.rows * self.row_bytes])
     }
 
     /// Row `r` decoded into `out` (`cols` values): an embedding lookup.

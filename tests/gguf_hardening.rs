@@ -319,3 +319,73 @@ fn a_gguf_beyond_the_memory_budget_is_refused_before_reading() {
     std::fs::remove_file(dir.join("big.gguf")).unwrap();
     assert!(err.to_string().contains("1 GiB memory budget") && err.to_string().contains("big.gguf"), "{err}");
 }
+
+// ---- numbers that are not numbers ------------------------------------------------------------
+
+/// Issue 21, item 4: the real file's metadata with random bytes for its tensor data (as a broken
+/// download or a wrong converter gives) loads nothing: some f16 scale is NaN or ∞, and the
+/// error names its tensor instead of drawing "NaN" top-5s and ".00" cells.
+#[test]
+fn random_tensor_data_behind_valid_metadata_is_refused_naming_the_tensor() {
+    let (_, data) = regions(smollm2());
+    let mut file = smollm2().to_vec();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in &mut file[data..] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    must_refuse("random tensor data", file, &["tensor `", "holds NaN or infinite values"]);
+}
+
+/// A tiny Llama whose tensor `name` has every value set to `v` (its type kept).
+fn tiny_with_values(name: &str, v: f32) -> Vec<u8> {
+    tiny_with(|_, tensors| {
+        let t = tensors.iter_mut().find(|t| t.0 == name).unwrap_or_else(|| panic!("no tensor {name}"));
+        let n = t.1.iter().product();
+        t.3 = ggml_bytes(t.2, &vec![v; n]);
+    })
+}
+
+/// A tiny Llama whose tensor `name` holds a NaN in the last place its type can: the last f32 or
+/// f16 value, or the last block's f16 scale (written as bits: no converter makes a NaN scale).
+fn tiny_with_a_nan(name: &str) -> Vec<u8> {
+    tiny_with(|_, tensors| {
+        let t = tensors.iter_mut().find(|t| t.0 == name).unwrap_or_else(|| panic!("no tensor {name}"));
+        let block = match t.2 {
+            GGML_F32 => 4,
+            GGML_F16 => 2,
+            GGML_Q4_0 => 18,
+            GGML_Q4_1 => 20,
+            GGML_Q8_0 => 34,
+            ty => panic!("type {ty}"),
+        };
+        let at = t.3.len() - block;
+        if t.2 == GGML_F32 {
+            t.3[at..].copy_from_slice(&f32::NAN.to_le_bytes());
+        } else {
+            t.3[at..at + 2].copy_from_slice(&0x7e00u16.to_le_bytes()); // an f16 NaN
+        }
+    })
+}
+
+#[test]
+fn a_nan_weight_is_refused_naming_its_tensor() {
+    // One tensor of each storage type: f32, f16, Q4_0, Q4_1 and Q8_0.
+    for name in ["blk.0.attn_norm.weight", "blk.1.ffn_norm.weight", "blk.0.attn_k.weight", "blk.0.attn_q.weight", "token_embd.weight"] {
+        must_refuse(name, tiny_with_a_nan(name), &[&format!("tensor `{name}` holds NaN or infinite values")]);
+    }
+}
+
+/// Finite weights whose activations overflow: the forward is an error naming where, never a
+/// map of NaN.
+#[test]
+fn activations_that_overflow_are_an_error_naming_the_layer() {
+    let manifest = Manifest::from_json(LLAMA_MANIFEST.as_bytes()).unwrap();
+    // RMSNorm's weight 1e20: queries and keys of ~1e20, scores past f32's range.
+    let bytes = tiny_with_values("blk.0.attn_norm.weight", 1.0e20);
+    let model = Model::load_owned(manifest, [(LLAMA_GGUF.to_string(), bytes)].into()).expect("finite weights load");
+    let err = model.attend("The cat sat on the mat").unwrap_err().to_string();
+    assert!(err.contains("decoder_self attention of layer 1 is NaN or infinite"), "{err}");
+}

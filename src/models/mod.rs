@@ -387,12 +387,19 @@ impl Model {
     }
 
     /// As [`Model::load_dir`], with the manifest's file set `variant` (e.g. `int8`) when given.
-    pub fn load_dir_variant(dir: &std::path::Path, variant: Option<&str>) -> Result<Model> {
+    /// `path` may also be one `.gguf` file, as the page accepts one.
+    pub fn load_dir_variant(path: &std::path::Path, variant: Option<&str>) -> Result<Model> {
+        let gguf = path.is_file() && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+        let dir = if gguf { path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")) } else { path };
         let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.join(name).display())));
-        if !dir.is_dir() {
-            return Err(invalid_model(format!("{} is not a folder", dir.display())));
+        if !gguf && !dir.is_dir() {
+            return Err(invalid_model(format!("{} is neither a model folder nor a .gguf file", path.display())));
         }
-        let manifest = if dir.join("manifest.json").is_file() {
+        let manifest = if gguf {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let id = path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+            Manifest::infer(&id, &[name], None)?
+        } else if dir.join("manifest.json").is_file() {
             Manifest::from_json(&read("manifest.json")?)?
         } else {
             let names: Vec<String> = std::fs::read_dir(dir)
@@ -418,13 +425,17 @@ impl Model {
 
     /// One forward; `probe` says what to record besides the outputs, and holds it afterwards.
     /// `generate` says what a decoder-only model generates after the text (others ignore it).
+    /// A forward whose attention or outputs came out NaN or infinite is an error naming the layer.
     pub fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
-        match &self.family {
+        let output = match &self.family {
             Family::Bert(m) => m.forward(text, probe),
             Family::Marian(m) => m.forward(text, probe),
             Family::Llama(m) => decoder::generate(m, text, generate, probe),
             Family::Gpt2(m) => decoder::generate(m, text, generate, probe),
-        }
+        }?;
+        probe.check_finite()?;
+        output.check_finite()?;
+        Ok(output)
     }
 
     /// One forward with every attention map.

@@ -312,7 +312,17 @@ impl Gguf {
         if t.dims != [cols, rows] {
             return Err(invalid_model(format!("{}: tensor `{name}` has dims {:?}, expected [{cols}, {rows}]", self.file, t.dims)));
         }
-        BlockMat::new(rows, cols, t.format, self.bytes.clone(), t.start).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file)))
+        let m = BlockMat::new(rows, cols, t.format, self.bytes.clone(), t.start).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file)))?;
+        self.finite(name, m)
+    }
+
+    /// `m`, unless tensor `name` holds NaN or ∞ (a corrupt or random file).
+    fn finite(&self, name: &str, m: BlockMat) -> Result<BlockMat> {
+        if m.all_finite() {
+            Ok(m)
+        } else {
+            Err(invalid_model(format!("{}: tensor `{name}` holds NaN or infinite values", self.file)))
+        }
     }
 
     /// A vector of `len` values, decoded to f32 (norm weights).
@@ -322,6 +332,7 @@ impl Gguf {
             return Err(invalid_model(format!("{}: tensor `{name}` has dims {:?}, expected [{len}]", self.file, t.dims)));
         }
         let m = BlockMat::new(1, len, t.format, self.bytes.clone(), t.start).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file)))?;
+        let m = self.finite(name, m)?;
         let mut out = vec![0.0; len];
         m.dequantize_row(0, &mut out);
         Ok(out)

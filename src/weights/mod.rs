@@ -6,7 +6,7 @@ pub mod marian_bin;
 pub mod safetensors_file;
 
 use crate::error::{invalid_model, Result};
-use crate::tensor::{Mat, QuantizedMat, WeightMatrix};
+use crate::tensor::{all_finite, Mat, QuantizedMat, WeightMatrix};
 use std::collections::HashMap;
 
 /// A named tensor with its shape: f32, or int8 with scales (real = q · scale of its row), which is
@@ -75,6 +75,13 @@ impl TensorStore {
         let has = t.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
         if numel.is_none() || has != numel || Some(t.data.len()) != numel {
             return Err(invalid_model(format!("{}tensor `{name}` has shape {:?}, expected {want}", self.file, t.shape)));
+        }
+        let finite = match &t.data {
+            TensorData::F32(v) => all_finite(v),
+            TensorData::Int8 { scales, .. } => all_finite(scales),
+        };
+        if !finite {
+            return Err(invalid_model(format!("{}tensor `{name}` holds NaN or infinite values", self.file)));
         }
         Ok(t.data)
     }
