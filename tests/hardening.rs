@@ -481,3 +481,32 @@ fn manifest_files_must_be_plain_files_inside_the_model_folder() {
     let err = Model::load_dir(&base.join("model")).err().expect("a link out of the folder loaded");
     assert!(err.to_string().contains("outside the model folder"), "{err}");
 }
+
+/// Issue 21, item 18: what a model cannot do is refused with one line and exit status 2, before
+/// any work; a `.gguf` file is a model as the page takes it.
+#[test]
+fn cli_refuses_out_of_range_values_and_takes_a_gguf_file() {
+    let arg = |s: &str| std::ffi::OsString::from(s);
+    let run = |args: &[std::ffi::OsString]| cli(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+    let minilm = models_dir("minilm").into_os_string();
+    let smol = models_dir("smollm2").into_os_string();
+    let gguf = models_dir("smollm2").join("SmolLM2-135M-Instruct.Q4_1.gguf").into_os_string();
+    for (args, needle) in [
+        (vec![arg("attend"), arg("--model"), smol.clone(), arg("--text"), arg("Hi"), arg("--generate"), arg("1000000")], "--generate 1000000 is out of range"),
+        (vec![arg("attend"), arg("--model"), minilm.clone(), arg("--text"), arg("Hi"), arg("--generate"), arg("3")], "does not generate text"),
+        (vec![arg("positions"), arg("--model"), minilm.clone(), arg("--count"), arg("100000")], "--count 100000 is out of range"),
+        (vec![arg("positions"), arg("--model"), minilm.clone(), arg("--count"), arg("0")], "--count 0 is out of range"),
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} printed {} bytes", out.len());
+    }
+    // The largest count and a .gguf path work.
+    let (code, out, err) = run(&[arg("positions"), arg("--model"), minilm, arg("--count"), arg("512")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"positions\""), "{}", &out[..out.len().min(200)]);
+    let (code, out, err) = run(&[arg("attend"), arg("--model"), gguf, arg("--text"), arg("Once upon a time"), arg("--generate"), arg("2")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"decoder_self\""), "{}", &out[..out.len().min(200)]);
+}

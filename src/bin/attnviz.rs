@@ -1,4 +1,4 @@
-//! `attnviz attend --model <dir> --text <TEXT> [--format json|table] [--generate N [--temperature T] [--top-k K] [--seed S]]`
+//! `attnviz attend --model <dir or .gguf> --text <TEXT> [--format json|table] [--generate N [--temperature T] [--top-k K] [--seed S]]`
 //! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
 //! `attnviz positions --model <dir> [--count N]`
 //! `attnviz heads --model <dir> --text <TEXT> [--format json|table]`
@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: attnviz attend --model <dir> --text <TEXT> [--format json|table] [--measure raw|value-norm] [GENERATE]
+const USAGE: &str = "usage: attnviz attend --model <dir or .gguf> --text <TEXT> [--format json|table] [--measure raw|value-norm] [GENERATE]
        attnviz step --model <dir> --text <TEXT> --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
        attnviz positions --model <dir> [--count N]
        attnviz heads --model <dir> --text <TEXT> [--format json|table] [GENERATE]
@@ -27,10 +27,19 @@ GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--to
 Every command: --weights f32|int8 (default f32, the exact weights; int8: the manifest's int8 file set)";
 
 enum Command {
-    Attend { table: bool, value_norms: bool },
+    Attend {
+        table: bool,
+        value_norms: bool,
+    },
     Step(HeadRequest),
-    Positions(usize),
-    Heads { table: bool },
+    /// Positions 0..count; `asked`: the count was given (the default is clamped to the model's).
+    Positions {
+        count: usize,
+        asked: bool,
+    },
+    Heads {
+        table: bool,
+    },
 }
 
 struct Args {
@@ -55,7 +64,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
     };
-    let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, DEFAULT_POSITIONS);
+    let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, None);
     let mut value_norms = false;
     let mut weights = None;
     let mut generate = GenerateOptions::default();
@@ -65,7 +74,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         match flag.as_str() {
             "--model" => model = Some(PathBuf::from(value()?)),
             "--text" if !positions => text = Some(value()?),
-            "--count" if positions => count = number(flag, value()?)?,
+            "--count" if positions => count = Some(number(flag, value()?)?),
             "--format" if !step && !positions => match value()?.as_str() {
                 "json" => table = false,
                 "table" => table = true,
@@ -100,7 +109,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
     }
     let required = |name: &str| format!("{name} is required\n{USAGE}");
     let command = if positions {
-        Command::Positions(count)
+        Command::Positions { count: count.unwrap_or(DEFAULT_POSITIONS), asked: count.is_some() }
     } else if heads {
         Command::Heads { table }
     } else if step {
@@ -180,8 +189,26 @@ fn json_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()
     writeln!(out)
 }
 
+/// What the model cannot do is refused before any work (a huge `--generate` ran 21 s and
+/// printed 154 MB; one on an encoder was silently ignored).
+fn check_range(model: &Model, args: &Args) -> Result<(), String> {
+    let info = model.info();
+    let (id, max, n) = (&model.manifest.id, info.max_positions, args.generate.max_new_tokens);
+    if n > 0 && !info.generates {
+        return Err(format!("--generate: {id} does not generate text (only decoder-only models do)"));
+    }
+    if n >= max {
+        return Err(format!("--generate {n} is out of range for {id}: it reads at most {max} positions, the prompt's included (1 to {})", max - 1));
+    }
+    match args.command {
+        Command::Positions { count, asked: true } if count == 0 || count > max => Err(format!("--count {count} is out of range for {id}: 1 to {max} (its positions)")),
+        _ => Ok(()),
+    }
+}
+
 fn run(args: Args) -> Result<(), String> {
     let model = Model::load_dir_variant(&args.model, args.weights.as_deref()).map_err(|e| e.to_string())?;
+    check_range(&model, &args)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let id = model.manifest.id.as_str();
@@ -209,7 +236,7 @@ fn run(args: Args) -> Result<(), String> {
                 json_line(&mut out, &HeadsResult::new(id, &args.text, &a, &scores, induction))
             }
         }
-        Command::Positions(count) => {
+        Command::Positions { count, .. } => {
             let table = model.positions(count);
             json_line(&mut out, &PositionsResult::new(id, &table, std::convert::identity))
         }
