@@ -21,7 +21,7 @@ const $ = (id) => document.getElementById(id);
 
 function elements() {
   return {
-    model: $('model'), text: $('text'), compare: $('compare'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'),
+    model: $('model'), text: $('text'), compare: $('compare'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'), coverage: $('coverage'),
     generation: $('generation'), gqaNote: $('gqa-note'),
     truncation: $('truncation'), notice: $('notice'),
     progressBox: $('progress-box'), progress: $('progress'), progressText: $('progress-text'),
@@ -115,6 +115,7 @@ function main() {
         debug.build = session.catalog.build;
       } else if (reason === 'progress') renderProgress(el, session);
       else if (reason === 'hover') renderSide(el, session);
+      else if (reason === 'text') el.text.value = session.state.text; // the session replaced the text (a model's example)
       else if (reason === 'result') draw();
       else if (reason === 'state') scheduleDraw();
       if (reason === 'status') {
@@ -205,8 +206,9 @@ function main() {
     lastHash = h;
     el.text.value = next.text;
     el.compare.value = next.compare;
+    const before = session.restorePoint(); // what a failed load goes back to
     session.state = { ...next };
-    if (modelChanged) session.selectModel(next.model, { keepText: true });
+    if (modelChanged) session.selectModel(next.model, { keepText: true, before });
     else if (textChanged) session.compute();
     else session.patch({});
   });

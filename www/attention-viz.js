@@ -29,7 +29,7 @@ import { tokensFor } from './analysis.js';
 import { mountGenerationPanel } from './generation-panel.js';
 import { configure } from './worker-client.js';
 import { bindCanvas, bindCompareBox, bindTextBox, slicedPainter } from './render.js';
-import { Session } from './session.js';
+import { modelLabel, Session } from './session.js';
 import { generationOptions, KINDS, textLimitNotice } from './state.js';
 import { themeOf, tokenLabel } from './views/common.js';
 import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
@@ -81,6 +81,7 @@ select, button { background: var(--av-bg); border: 1px solid var(--av-border); b
 textarea { display: block; width: 100%; box-sizing: border-box; border: 0; border-bottom: 1px solid var(--av-border); padding: 6px 8px; font-size: 15px; background: var(--av-bg); resize: vertical; min-height: 2.6em; }
 .out { padding: 4px 8px; font-size: 14px; border-bottom: 1px solid var(--av-border); }
 .out b { font-weight: 600; color: var(--av-muted); margin-right: 6px; }
+.out .coverage, .coverage { display: block; font-size: 12px; color: var(--av-muted); }
 .wrap { overflow: auto; position: relative; }
 canvas { display: block; margin-inline: auto; }
 :focus-visible { outline: 3px solid var(--av-accent); outline-offset: -3px; }
@@ -147,6 +148,7 @@ class AttentionViz extends HTMLElement {
     this.$.out = mk('div', { className: 'out', hidden: true });
     this.$.outLabel = mk('b', { textContent: 'Translation' }, this.$.out);
     this.$.outText = mk('span', { dir: 'auto' }, this.$.out);
+    this.$.coverage = mk('small', { className: 'coverage' }, this.$.out);
     this.$.gen = mk('div');
     this.$.gen.setAttribute('role', 'group');
     this.$.gen.setAttribute('aria-label', 'Generation');
@@ -197,18 +199,52 @@ class AttentionViz extends HTMLElement {
 
   connectedCallback() {
     this.resizeObs.observe(this.$.wrap);
-    if (!this.started) {
-      this.dataset.state = 'loading';
-      const s = this.readAttributes(null, { ...this.session.state, model: 'minilm-l6', text: '' });
-      this.started = true;
-      this.session.start(s).then(() => {
-        if (this.hasAttribute('editable')) this.$.text.value = this.session.state.text;
-      });
-    }
+    if (this.started || this.waiting) return;
+    this.dataset.state = 'loading';
+    // loading="lazy": nothing is downloaded before the widget comes near the screen (a lesson
+    // with a SmolLM2 widget far below the fold costs no one its 98 MB); loading="click": the
+    // model's name and size on a button, downloaded when the reader asks.
+    const mode = this.getAttribute('loading');
+    if (mode === 'lazy' && typeof IntersectionObserver === 'function') {
+      this.$.msg.firstChild.textContent = 'Loads when scrolled into view.';
+      this.waiting = new IntersectionObserver((entries) => {
+        if (!entries.some((e) => e.isIntersecting)) return;
+        this.waiting.disconnect();
+        this.waiting = null;
+        this.begin();
+      }, { rootMargin: '300px' });
+      this.waiting.observe(this);
+    } else this.begin(mode === 'click' ? (m) => this.askToLoad(m) : null);
   }
 
   disconnectedCallback() {
     this.resizeObs.disconnect();
+  }
+
+  /** Start the session with the attributes as they are now (gate: see Session.start). */
+  begin(gate = null) {
+    const s = this.readAttributes(null, { ...this.session.state, model: 'minilm-l6', text: '' });
+    this.started = true;
+    this.session.start(s, { gate }).then(() => {
+      if (this.hasAttribute('editable')) this.$.text.value = this.session.state.text;
+    });
+  }
+
+  /** loading="click": a button that names the model and its download; resolves when pressed. */
+  askToLoad(m) {
+    return new Promise((resolve) => {
+      this.$.msg.firstChild.textContent = '';
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'load';
+      b.textContent = `Load ${modelLabel(m)}`;
+      b.addEventListener('click', () => {
+        b.remove();
+        this.$.msg.firstChild.textContent = 'Loading…';
+        resolve();
+      }, { once: true });
+      this.$.msg.insertBefore(b, this.$.progress);
+    });
   }
 
   attributeChangedCallback(name, oldValue, newValue) {
@@ -228,8 +264,9 @@ class AttentionViz extends HTMLElement {
     const prev = session.state;
     const next = this.readAttributes(name, { ...prev });
     if (next.model !== prev.model) {
+      const before = session.restorePoint(); // what a failed load goes back to
       session.state = next;
-      if (session.catalog) session.selectModel(next.model, { keepText: true });
+      if (session.catalog) session.selectModel(next.model, { keepText: true, before });
     } else if (JSON.stringify(session.genParams(next)) !== JSON.stringify(session.genParams(prev))) {
       session.setGeneration({ gen: next.gen, temperature: next.temperature, topK: next.topK, seed: next.seed });
     } else if (name === GEN_ATTRS.gstep) {
@@ -303,6 +340,7 @@ class AttentionViz extends HTMLElement {
     if (reason === 'result') this.draw();
     else if (reason === 'state') this.scheduleDraw();
     else if (reason === 'hover') this.showReadout();
+    else if (reason === 'text') this.$.text.value = session.state.text; // the session replaced the text (a model's example)
     else if (reason === 'progress' || reason === 'status') {
       const p = session.progress;
       this.$.progress.hidden = !p;
@@ -373,11 +411,12 @@ class AttentionViz extends HTMLElement {
     const sum = session.summary();
     const n = r.tokens.source.length;
     // As the page's status lines do: which weights drew the map and which wasm build ran them.
-    this.$.status.textContent = [`${n} tokens`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, session.buildText()].filter(Boolean).join(' · ');
+    this.$.status.textContent = [`${n} tokens`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, session.buildText(), sum.catchingUp].filter(Boolean).join(' · ');
     this.showWarning();
     this.$.out.hidden = sum.output == null;
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';
     this.$.outText.textContent = sum.output ?? '';
+    this.$.coverage.textContent = sum.coverage || '';
     this.showReadout();
     later('widget:heads-table', () => renderHeadsTable(this.$.rank, session)); // a task of its own
     this.generation.sync();

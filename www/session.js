@@ -4,7 +4,8 @@
 //
 // reason: 'catalog' (the model list arrived), 'progress' (model download), 'status' (loading,
 // busy, errors), 'result' (a new forward to draw), 'state' (view state or step data changed),
-// 'hover' (a read-out under the pointer changed).
+// 'hover' (a read-out under the pointer changed), 'text' (the session replaced the text: a model's
+// example; the shell's text box must show it).
 
 import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
 import { Channel, init, loadModel, openModel, removeModel } from './worker-client.js';
@@ -87,6 +88,7 @@ export class Session {
     this.notice = null; // something the user should know (e.g. an unknown model in a permalink)
     this.opened = null; // inspectModel()'s report on the last model the user opened
     this.busy = false; // a forward has taken longer than BUSY_AFTER_MS
+    this.catchingUp = false; // the drawn answer is of an older text than the box's (a newer one is computed)
     this.result = null; // the drawn attend() answer
     this.resultFor = null; // { model, text } of that answer
     this.shape = null; // resultShape(result)
@@ -126,8 +128,12 @@ export class Session {
     return (this.catalog && this.catalog.models.find((m) => m.id === id || m.dir === id)) || null;
   }
 
-  /** Start with a state (from a permalink or attributes): fetch the catalogue, load the model. */
-  async start(initial = {}) {
+  /**
+   * Start with a state (from a permalink or attributes): fetch the catalogue, load the model.
+   * gate(manifest), when given, is awaited before the model's files are fetched (a widget with
+   * loading="click" waits for its button there).
+   */
+  async start(initial = {}, { gate = null } = {}) {
     this.state = { ...this.state, ...initial };
     this.phase = 'loading';
     this.emit('status');
@@ -152,6 +158,10 @@ export class Session {
       Object.assign(this.state, PER_MODEL, { view: 'head' });
     }
     if (!this.state.text) this.state.text = m.example || '';
+    if (gate) {
+      this.phase = 'idle';
+      await gate(m);
+    }
     await this.selectModel(m.id, { keepText: true });
   }
 
@@ -199,23 +209,34 @@ export class Session {
   /** The user picked another model: its layers and heads start afresh. */
   pickModel(id) {
     this.notice = null;
+    const before = this.restorePoint();
     Object.assign(this.state, PER_MODEL);
     if (this.state.view === 'cross') this.state.view = 'head';
-    return this.selectModel(id, { keepText: false });
+    return this.selectModel(id, { keepText: false, before });
+  }
+
+  /** What a failed model load goes back to: the model in use, its info and the view state. */
+  restorePoint() {
+    return this.info ? { manifest: this.manifest, info: this.info, state: { ...this.state } } : null;
   }
 
   /**
    * Load a model and compute with it. When models are picked in quick succession it ends on the
-   * last one picked. keepText: false replaces an empty text or the previous model's example.
+   * last one picked. keepText: false replaces an empty text or the previous model's example, and
+   * says so ('text': the shells put it into their text box, so the box shows what is computed).
+   * A load that fails goes back to `before` (the model in use, still working and selected; the
+   * permalink never names the failed one) and says what failed.
    */
-  async selectModel(id, { keepText = true } = {}) {
+  async selectModel(id, { keepText = true, before = this.restorePoint() } = {}) {
     const m = this.findModel(id);
     if (!m) {
       this.fail(new Error(`unknown model "${id}"`));
       return;
     }
     const prev = this.manifest;
-    if (!keepText && (!this.state.text.trim() || (prev && this.state.text === prev.example))) this.state.text = m.example || this.state.text;
+    const text = this.state.text;
+    if (!keepText && (!text.trim() || (prev && text === prev.example))) this.state.text = m.example || text;
+    if (this.state.text !== text) this.emit('text');
     this.state.model = m.id;
     this.manifest = m;
     this.info = null; // compute() waits for the new model; the old drawing stays until then
@@ -232,7 +253,7 @@ export class Session {
         this.emit('progress');
       });
     } catch (e) {
-      if (seq === this.loadSeq) this.fail(e);
+      if (seq === this.loadSeq) this.loadFailed(m, e, before);
       return;
     }
     if (seq !== this.loadSeq) return; // another model was picked meanwhile
@@ -240,6 +261,28 @@ export class Session {
     this.progress = null;
     this.emit('status');
     await this.compute();
+  }
+
+  /** Model `m` did not load: back to `before` when there is one, and the error says why. */
+  loadFailed(m, e, before) {
+    const why = `${m.name || m.id} could not be loaded: ${e && e.message ? e.message : e}`;
+    if (!before) {
+      this.fail(new Error(why));
+      return;
+    }
+    const textBefore = this.state.text;
+    // The text typed while it loaded stays; the failed model's example text goes with it.
+    const text = textBefore === m.example && textBefore !== before.state.text ? before.state.text : textBefore;
+    this.manifest = before.manifest;
+    this.info = before.info;
+    this.state = { ...before.state, text, compare: this.state.compare };
+    this.progress = null;
+    this.phase = this.result ? 'ready' : 'idle';
+    this.error = `${why}. Still showing ${before.manifest.name || before.manifest.id}.`;
+    if (this.state.text !== textBefore) this.emit('text');
+    this.emit('status');
+    this.emit('state');
+    this.compute(); // text typed while it loaded
   }
 
   /** The "Compare with…" text changed: B is computed beside A (an empty text ends the comparison). */
@@ -296,9 +339,17 @@ export class Session {
     return this.compute();
   }
 
+  /** Does the state still ask for the forward of (model, text, gen, valueNorms)? */
+  asksFor(model, text, gen, valueNorms) {
+    return model === this.modelKey() && text === this.state.text && JSON.stringify(gen) === JSON.stringify(this.genParams()) && valueNorms === (this.state.measure === 'value-norm');
+  }
+
   /**
    * Run a forward for the current model and text. At most one forward is in flight per session
-   * and at most one more is owed: texts typed meanwhile collapse into the newest.
+   * and at most one more is owed: texts typed meanwhile collapse into the newest. An answer that
+   * comes back after the text moved on is still drawn (it is newer than what is on screen, and
+   * `catchingUp` says the box is ahead of it), then the newest text is computed: while the user
+   * types, the maps move at the model's own pace. Only an answer for another model is dropped.
    */
   async compute() {
     if (!this.info) return;
@@ -326,11 +377,14 @@ export class Session {
     }
     clearTimeout(busyTimer);
     this.attendInFlight = false;
-    if (this.attendQueued || model !== this.modelKey() || text !== this.state.text || JSON.stringify(gen) !== JSON.stringify(this.genParams()) || valueNorms !== (this.state.measure === 'value-norm')) {
+    const current = this.asksFor(model, text, gen, valueNorms) && !this.attendQueued;
+    // Another model's answer, an error or a superseded request for a text already left behind:
+    // nothing to draw, only the newest text to compute.
+    if (model !== this.modelKey() || (!current && (err || ans.superseded))) {
       this.compute();
       return;
     }
-    this.busy = false;
+    if (current) this.busy = false;
     if (err) {
       this.error = err.message;
       this.phase = this.result ? 'ready' : 'error';
@@ -343,6 +397,7 @@ export class Session {
     this.phase = 'ready';
     this.result = ans.result;
     this.resultFor = { model, text, gen, valueNorms };
+    this.catchingUp = !current;
     this.shape = resultShape(this.result);
     this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;
     this.state = clampToResult(this.state, this.shape);
@@ -350,11 +405,18 @@ export class Session {
     if (this.state.gstep !== null && this.state.gstep !== undefined && !this.state.pin) this.state = { ...this.state, ...this.follow(this.state.gstep) };
     const t0 = this.inputTimes.get(text);
     this.pendingLatency = t0 === undefined ? null : { t0, toPost: tPost - t0, roundTrip: tAnswer - tPost, forward: this.forwardMs };
-    this.inputTimes.clear();
+    // Texts typed up to this one are answered (a Map keeps the order they were typed in).
+    if (t0 !== undefined) {
+      for (const typed of this.inputTimes.keys()) {
+        this.inputTimes.delete(typed);
+        if (typed === text) break;
+      }
+    }
     if (viewFor(this.state.view).needsStep) await this.ensureStep();
     if (viewFor(this.state.view).needsPositions) await this.ensurePositions();
     if (viewFor(this.state.view).needsHeads) await this.ensureHeads();
     this.emit('result');
+    if (!current) this.compute(); // the text (or generation, or measure) moved on meanwhile
     this.computeCompare(); // a new model, generation or measure: B follows
   }
 
@@ -548,7 +610,7 @@ export class Session {
     const r = this.result;
     const m = this.manifest;
     const name = m ? m.name || m.id : this.state.model;
-    if (!r) return { text: this.phase === 'loading' ? this.loadingText() : '', weights: null, truncation: null, output: null, outputLabel: null };
+    if (!r) return { text: this.phase === 'loading' ? this.loadingText() : '', weights: null, truncation: null, catchingUp: null, coverage: null, output: null, outputLabel: null };
     const n = r.tokens.source.length;
     const tgt = (r.tokens.target || []).length;
     const weights = weightsLabel(m, this.drawnWeights());
@@ -559,7 +621,21 @@ export class Session {
     const truncation = r.truncated
       ? `Your text is longer than this model reads: only its first ${n} tokens${max ? ` (the model’s maximum is ${max} positions)` : ''} are shown. Shorten the text to see all of it.`
       : null;
-    return { text: parts.join(' · '), weights, truncation, output: r.output_text ?? null, outputLabel: r.generation ? 'Continuation' : 'Translation' };
+    // A translation says how much of the text was read and translated (a tiny translator may end
+    // a long text's translation early, and the source is cut at the model's maximum).
+    let coverage = null;
+    if (r.output_text != null && !r.generation) {
+      const read = r.truncated ? `Read the first ${n} tokens of the text (the rest is past what the model reads)` : `Read all ${n} tokens of the text`;
+      const ended = r.stop_reason === 'max_length'
+        ? ', cut at the model’s length limit: the end of the text is not translated.'
+        : n >= 24 && tgt < 0.6 * n
+          ? ', and the model ended it early: parts of a long text may be left out (translate it a sentence or two at a time).'
+          : '.';
+      coverage = `${read}; the translation has ${tgt} token${tgt === 1 ? '' : 's'}${ended}`;
+    }
+    // The drawn answer is of an older text while a newer one is computed (typing faster than the model).
+    const catchingUp = this.catchingUp ? 'catching up with the text…' : null;
+    return { text: parts.join(' · '), weights, truncation, catchingUp, coverage, output: r.output_text ?? null, outputLabel: r.generation ? 'Continuation' : 'Translation' };
   }
 
   /** What the side panel (page) or read-out line (widget) says: { title, hint, items, notes }. */
@@ -791,10 +867,11 @@ export class Session {
         return true;
       }
       default: {
+        // Digit n opens the n-th tab the reader sees (a hidden tab, such as cross-attention for
+        // a model without it, is not counted).
         const n = Number.parseInt(key, 10);
-        const v = VIEWS[n - 1];
+        const v = this.availableViews()[n - 1];
         if (!v || String(n) !== key) return false;
-        if (!viewAvailable(v, this.shape.kinds)) return true;
         this.patch({ view: v.id, pin: null });
         return true;
       }

@@ -19,7 +19,8 @@ export function renderStatus(el, session) {
   el.status.classList.toggle('error', !!error);
   let text = error ? `Error: ${error}` : sum.text;
   if (!error && session.phase === 'loading' && session.manifest) text = session.loadingText();
-  if (!error && session.busy) text += ' · computing…';
+  if (!error && sum.catchingUp) text += ` · ${sum.catchingUp}`;
+  else if (!error && session.busy) text += ' · computing…';
   el.status.textContent = text;
   if (session.busy) el.wrap.setAttribute('aria-busy', 'true');
   else el.wrap.removeAttribute('aria-busy');
@@ -33,4 +34,5 @@ export function renderStatus(el, session) {
   el.translation.hidden = sum.output == null;
   el.outputLabel.textContent = sum.outputLabel || 'Translation';
   el.output.textContent = sum.output ?? '';
+  el.coverage.textContent = sum.coverage || '';
 }

@@ -1,0 +1,301 @@
+// Live and truthful (issue 21, items 1–3): the maps are always of the text on screen, typing
+// faster than the model still moves the maps, and a model that fails to load leaves the one in
+// use working. Each test does what the user did and looks at what the page then shows.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { textFrame, textLogFromStart, waitQuiet } from './views-helpers.mjs';
+
+let server;
+let browser;
+useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
+  server = s;
+  browser = b;
+});
+
+const hash = (o) => `#${new URLSearchParams(o).toString()}`;
+/** The permalink's model and text (the page writes them as m= and t= in the hash). */
+const permalink = (url) => {
+  const p = new URLSearchParams(new URL(url).hash.slice(1));
+  return { model: p.get('m'), text: p.get('t') };
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** What the page shows: the box, the drawn model and text, the permalink, the status line. */
+async function shown(page) {
+  return page.evaluate(() => ({
+    box: document.getElementById('text').value,
+    picked: document.getElementById('model').value,
+    model: window.attnvizDebug.modelId,
+    text: window.attnvizDebug.text,
+    drawCount: window.attnvizDebug.drawCount,
+    status: document.getElementById('status').textContent,
+    output: document.getElementById('output').textContent,
+  }));
+}
+
+test('picking another model: the box, the maps, the translation and the permalink are of one text', async () => {
+  const app = await openApp(browser, server.url);
+  try {
+    const before = await shown(app.page);
+    assert.equal(before.text, before.box, 'the first map is of the text in the box');
+    for (const [id, prefix] of [['en-pt-tiny', 'en-pt-tiny'], ['smollm2-135m', 'smollm2-135m'], ['minilm-l6', 'minilm-l6']]) {
+      await app.page.selectOption('#model', id);
+      await app.page.waitForFunction((p) => (window.attnvizDebug.modelId || '').startsWith(p), prefix, { timeout: 180_000 });
+      await app.page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get('m') === document.getElementById('model').value, null, { timeout: 10_000 });
+      const s = await shown(app.page);
+      assert.equal(s.picked, id);
+      assert.equal(s.text, s.box, `${id}: the maps are of “${s.text}” but the box says “${s.box}”`);
+      assert.deepEqual(permalink(app.page.url()), { model: id, text: s.box }, `${id}: the permalink holds the text in the box`);
+      if (id === 'en-pt-tiny') assert.ok(s.output.length > 0, 'the translation is shown');
+    }
+  } finally {
+    await app.close();
+  }
+});
+
+test('typing into SmolLM2 at 80 ms a key: the maps move while the user types, then show the last text', async () => {
+  const t = 'The quick brown fox';
+  const app = await openApp(browser, server.url + hash({ m: 'smollm2-135m', t }));
+  try {
+    await app.page.waitForFunction((x) => window.attnvizDebug.text === x, t, { timeout: 180_000 });
+    const first = await shown(app.page);
+    // Record every drawing as it happens: its text, and what the box and the status line said then.
+    await app.page.evaluate(() => {
+      window.drawsSeen = [];
+      let n = window.attnvizDebug.drawCount;
+      const poll = () => {
+        const d = window.attnvizDebug;
+        if (d.drawCount !== n) {
+          n = d.drawCount;
+          window.drawsSeen.push({ text: d.text, box: document.getElementById('text').value, status: document.getElementById('status').textContent });
+        }
+        window.drawPoll = requestAnimationFrame(poll);
+      };
+      poll();
+    });
+    await app.page.focus('#text');
+    await app.page.keyboard.press('End');
+    const typed = ' jumps over the lazy dog and runs into the woods';
+    for (const ch of typed) {
+      await app.page.keyboard.type(ch);
+      await sleep(80);
+    }
+    const whileTyping = await app.page.evaluate(() => window.drawsSeen.slice());
+    await app.page.waitForFunction((x) => window.attnvizDebug.text === x, t + typed, { timeout: 60_000 });
+    const last = await shown(app.page);
+    console.log(`SmolLM2, ${typed.length} keys at 80 ms: ${whileTyping.length} drawings while typing, ${whileTyping.filter((d) => d.text !== d.box).length} of an older text than the box's`);
+    // A forward of SmolLM2 takes longer than 80 ms: every answer comes back after the text moved on.
+    const behind = whileTyping.filter((d) => d.text !== d.box);
+    assert.ok(whileTyping.length >= 2, `the maps moved ${whileTyping.length} times in ${typed.length} keystrokes`);
+    assert.ok(behind.length >= 1, 'an answer older than the box was drawn, not thrown away');
+    for (const d of behind) {
+      assert.ok((t + typed).startsWith(d.text) && d.text.length > first.text.length, `a drawing while typing is of a text typed on the way: “${d.text}”`);
+      assert.match(d.status, /catching up/, 'a drawing of an older text says it is catching up');
+    }
+    assert.equal(last.text, last.box);
+    assert.doesNotMatch(last.status, /catching up/, 'once the maps are of the box, the status line says so no more');
+    assert.equal(permalink(app.page.url()).text, last.box);
+  } finally {
+    await app.close();
+  }
+});
+
+test('the widget keeps drawing while its reader types faster than the model', async () => {
+  const t = 'Once upon a time';
+  const w = await openWidget(browser, server.url, { model: 'smollm2', text: t, editable: '' });
+  try {
+    await w.page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready', null, { timeout: 180_000 });
+    const box = w.page.locator('#w').locator('textarea').first();
+    const drawsBefore = Number(await w.page.$eval('#w', (e) => e.dataset.drawCount));
+    await box.focus();
+    await w.page.keyboard.press('End');
+    const typed = ' there lived a small dragon in a cave';
+    const seen = [];
+    for (const ch of typed) {
+      await w.page.keyboard.type(ch);
+      await sleep(80);
+      seen.push(await w.page.$eval('#w', (e) => ({ n: Number(e.dataset.drawCount), status: e.shadowRoot.textContent })));
+    }
+    const during = seen.at(-1).n - drawsBefore;
+    assert.ok(during >= 2, `the widget drew ${during} times while ${typed.length} keys were typed`);
+    assert.ok(seen.some((s) => /catching up/.test(s.status)), 'a drawing of an older text says it is catching up');
+    await w.page.waitForFunction((x) => document.getElementById('w').viewState.text === x && !/catching up/.test(document.getElementById('w').shadowRoot.textContent), t + typed, { timeout: 60_000 });
+  } finally {
+    await w.close();
+  }
+});
+
+test('a model whose files are missing: the page says why, and the model in use keeps working', async () => {
+  const app = await openApp(browser, server.url, {
+    onContext: (context) => context.route(/\/models\/smollm2\//, (route) => route.fulfill({ status: 404, body: 'not found' })),
+  });
+  try {
+    const before = await shown(app.page);
+    await app.page.selectOption('#model', 'smollm2-135m');
+    await app.page.waitForFunction(() => /could not be loaded/.test(document.getElementById('status').textContent), null, { timeout: 60_000 });
+    const s = await shown(app.page);
+    assert.match(s.status, /SmolLM2.*could not be loaded/);
+    assert.match(s.status, /404|not found/i, `the status says what failed: ${s.status}`);
+    assert.match(s.status, /Still showing all-MiniLM-L6-v2/);
+    assert.equal(s.picked, 'minilm-l6', 'the picker shows the model in use again');
+    assert.equal(permalink(app.page.url()).model, 'minilm-l6', 'the permalink never names the failed model');
+    assert.equal(s.box, before.box);
+    // Typing recomputes with the model in use.
+    await app.page.focus('#text');
+    await app.page.keyboard.press('End');
+    await app.page.keyboard.type(' Really.');
+    await app.page.waitForFunction((x) => window.attnvizDebug.text === x, `${before.box} Really.`, { timeout: 30_000 });
+    const after = await shown(app.page);
+    assert.ok(after.model.startsWith('minilm-l6'));
+    assert.doesNotMatch(after.status, /could not be loaded/, 'the error goes once the user goes on');
+    assert.deepEqual(permalink(app.page.url()), { model: 'minilm-l6', text: after.box });
+    // A reload of that permalink draws, it is not an empty error page.
+    await app.page.reload();
+    await app.page.waitForFunction((x) => window.attnvizDebug && window.attnvizDebug.text === x, after.box, { timeout: 60_000 });
+  } finally {
+    await app.close();
+  }
+});
+
+test('digit keys count the tabs the reader sees: on MiniLM (no cross-attention tab) 4 opens the 4th tab', async () => {
+  const app = await openApp(browser, server.url + hash({ m: 'minilm-l6', t: 'The cat sat on the mat.' }));
+  try {
+    const tabs = await app.page.$$eval('#views [role=tab]', (bs) => bs.filter((b) => !b.hidden).map((b) => b.dataset.view));
+    assert.ok(!tabs.includes('cross'), 'MiniLM shows no cross-attention tab');
+    await app.page.focus('canvas#view');
+    for (const [i, id] of tabs.entries()) {
+      await app.page.keyboard.press(String(i + 1));
+      await app.page.waitForFunction((v) => window.attnvizDebug.view === v, id, { timeout: 20_000 });
+      const selected = await app.page.$eval('#views [aria-selected=true]', (b) => b.textContent);
+      const label = await app.page.$eval(`#views [data-view="${id}"]`, (b) => b.textContent);
+      assert.equal(selected, label, `key ${i + 1} selects the tab “${label}”`);
+    }
+    // One past the last visible tab does nothing.
+    await app.page.keyboard.press(String(tabs.length + 1));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await app.page.evaluate(() => window.attnvizDebug.state.view), tabs.at(-1));
+  } finally {
+    await app.close();
+  }
+});
+
+test('step view of a causal head: ÷√d_k holds the scaled scores, the mask column adds 0 or −∞ (as in the paper)', async () => {
+  const t = 'The cat sat on the mat';
+  // The first query of a causal model sees only itself: every later key is masked.
+  const app = await openApp(browser, server.url + hash({ m: 'smollm2-135m', t, v: 'step' }), { onContext: textLogFromStart });
+  try {
+    await app.page.setViewportSize({ width: 1400, height: 900 });
+    await app.page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.step.queryTokens.length > 3, null, { timeout: 180_000 });
+    await waitQuiet(app.page, 'canvas#view');
+    const { texts } = await textFrame(app.page, 'canvas#view');
+    const header = (label) => texts.find((x) => x.text === label);
+    const scaledHead = header('÷√d_k');
+    const maskHead = header('+ mask');
+    const pHead = header('softmax p_j');
+    assert.ok(scaledHead && maskHead && pHead, `the table's headers: ${texts.slice(0, 40).map((x) => x.text).join(' | ')}`);
+    const keys = await app.page.evaluate(() => window.attnvizDebug.step.keyTokens.length);
+    // The table's rows (one per key, 22 px each) under its headers; the matrices come below.
+    const rows = texts.filter((x) => x.y > scaledHead.y + 4 && x.y < scaledHead.y + 22 * (keys + 0.5));
+    const inColumn = (lo, hi) => rows.filter((x) => x.x >= lo - 2 && x.x < hi - 2);
+    const scaled = inColumn(scaledHead.x, maskHead.x).map((x) => x.text);
+    const mask = inColumn(maskHead.x, pHead.x).map((x) => x.text);
+    assert.equal(mask.length, keys, `one mask cell per key: ${JSON.stringify(inColumn(maskHead.x, pHead.x))}`);
+    assert.deepEqual(mask, ['0', ...Array(keys - 1).fill('−∞')], 'query 1 keeps key 1 (+0) and masks every later key (+−∞)');
+    assert.equal(scaled.length, keys, `one scaled score per key: ${scaled.join(' ')}`);
+    for (const v of scaled) assert.ok(Number.isFinite(Number(v.replace('−', '-'))), `the ÷√d_k column holds finite scaled scores, not “${v}”`);
+  } finally {
+    await app.close();
+  }
+});
+
+test('causal heatmap: masked cells are blank with a legend, print no weight, and read out as masked', async () => {
+  const t = 'The cat sat on the mat';
+  const app = await openApp(browser, server.url + hash({ m: 'smollm2-135m', t, v: 'heatmap' }), { onContext: textLogFromStart });
+  try {
+    await app.page.setViewportSize({ width: 1280, height: 900 });
+    await app.page.waitForFunction((x) => window.attnvizDebug.view === 'heatmap' && window.attnvizDebug.text === x && window.attnvizDebug.heatmapGrid(), t, { timeout: 180_000 });
+    await waitQuiet(app.page, 'canvas#view');
+    const g = await app.page.evaluate(() => window.attnvizDebug.heatmapGrid());
+    assert.ok(g.rows >= 5 && g.rows === g.cols);
+    const { texts } = await textFrame(app.page, 'canvas#view');
+    const inCell = (x) => {
+      const col = Math.floor((x.x - g.left) / g.cell);
+      const row = Math.floor((x.y - g.top) / g.cell);
+      return row >= 0 && col >= 0 && row < g.rows && col < g.cols ? { row, col } : null;
+    };
+    const values = texts.map((x) => ({ ...x, at: inCell(x) })).filter((x) => x.at && /^\d?\.\d\d$/.test(x.text));
+    assert.ok(values.length > 0, 'weights are printed in the cells');
+    const above = values.filter((x) => x.at.col > x.at.row);
+    assert.deepEqual(above.map((x) => `${x.text} at (${x.at.row}, ${x.at.col})`), [], 'no weight is printed in a masked cell');
+    assert.equal(values.filter((x) => x.at.col <= x.at.row).length, (g.rows * (g.rows + 1)) / 2, 'every visible cell prints its weight');
+    assert.ok(texts.some((x) => x.text === 'masked'), 'a legend names the blank cells');
+    // Hovering a masked cell says so; a visible one reads its weight.
+    const box = await app.page.locator('canvas#view').boundingBox();
+    await app.page.mouse.move(box.x + g.left + (g.cols - 0.5) * g.cell, box.y + g.top + 0.5 * g.cell);
+    await app.page.waitForFunction(() => /masked/.test(document.getElementById('side').textContent), null, { timeout: 10_000 });
+    await app.page.mouse.move(box.x + g.left + 0.5 * g.cell, box.y + g.top + 0.5 * g.cell);
+    await app.page.waitForFunction(() => /: 1\.000/.test(document.getElementById('side').textContent), null, { timeout: 10_000 });
+  } finally {
+    await app.close();
+  }
+});
+
+test('a long text on the translator: the page and the widget say how much was read and translated', async () => {
+  const sentence = 'The old fisherman walked slowly to the harbour every morning, and he told the children long stories about the sea.';
+  const t = Array(12).fill(sentence).join(' ');
+  const app = await openApp(browser, server.url + hash({ m: 'en-pt-tiny', t }));
+  try {
+    await app.page.waitForFunction((x) => window.attnvizDebug.text === x, t, { timeout: 180_000 });
+    const d = await app.page.evaluate(() => ({ n: window.attnvizDebug.tokens.length, tgt: window.attnvizDebug.targetTokens.length }));
+    const note = await app.page.$eval('#coverage', (e) => (e.checkVisibility() ? e.textContent : ''));
+    assert.match(note, new RegExp(`^Read (all|the first) ${d.n} tokens of the text( \\(the rest is past what the model reads\\))?; the translation has ${d.tgt} tokens`), note);
+    if (d.tgt < 0.6 * d.n) assert.match(note, /ended it early|length limit/, `${d.tgt} of ${d.n}: the note says the translation is partial`);
+  } finally {
+    await app.close();
+  }
+  const w = await openWidget(browser, server.url, { model: 'en-pt', text: t });
+  try {
+    await w.page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready', null, { timeout: 180_000 });
+    const note = await w.page.$eval('#w', (e) => e.shadowRoot.querySelector('.coverage').textContent);
+    assert.match(note, /^Read (all|the first) \d+ tokens of the text( \(the rest is past what the model reads\))?; the translation has \d+ tokens/, note);
+  } finally {
+    await w.close();
+  }
+});
+
+test('widgets with loading="lazy" and loading="click" fetch no model until scrolled to or asked', async () => {
+  // A teacher's lesson page (served as if it were a file of the site): a MiniLM widget at the
+  // top, a SmolLM2 widget behind a click, and a lazy translator 6,000 px down. A context of its
+  // own: a model kept by an earlier test would load from the Cache API unseen.
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await page.route('**/lesson.html', (r) => r.fulfill({ contentType: 'text/html', body: `<!doctype html><html><head><meta charset="utf-8"><title>lesson</title>
+<script type="module" src="./attention-viz.js"></script></head><body><h1>Attention</h1>
+<attention-viz id="top" model="minilm" text="Above the fold."></attention-viz>
+<attention-viz id="click" model="smollm2" text="Once upon a time" loading="click"></attention-viz>
+<div style="height: 6000px"></div>
+<attention-viz id="lazy" model="en-pt" text="The cat sat on the mat." loading="lazy"></attention-viz></body></html>` }));
+    // The worker's requests, as the server logged them from here on.
+    const mark = server.stderr.length;
+    const modelRequests = () => server.stderr.slice(mark).split('\n').filter((l) => /\/models\/(smollm2|en-pt)\//.test(l));
+    await page.goto(`${server.url}lesson.html`);
+    await page.waitForFunction(() => document.getElementById('top').dataset.state === 'ready', null, { timeout: 180_000 });
+    const button = page.locator('#click').locator('button.load');
+    await button.waitFor({ timeout: 30_000 });
+    assert.match(await button.textContent(), /^Load SmolLM2.* · 98 MB$/, 'the button names the model and its download');
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.deepEqual(modelRequests(), [], 'nothing of the lazy or the click-to-load model was fetched');
+    assert.equal(await page.$eval('#lazy', (e) => e.dataset.state), 'loading');
+    await page.locator('#lazy').scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => document.getElementById('lazy').dataset.state === 'ready', null, { timeout: 180_000 });
+    assert.ok(modelRequests().some((u) => /en-pt/.test(u)) && !modelRequests().some((u) => /smollm2/.test(u)), `scrolling fetched the translator alone: ${modelRequests()}`);
+    await page.locator('#click').scrollIntoViewIfNeeded();
+    await button.click();
+    await page.waitForFunction(() => document.getElementById('click').dataset.state === 'ready', null, { timeout: 180_000 });
+    assert.ok(modelRequests().some((u) => /smollm2/.test(u)), 'the click fetched SmolLM2');
+  } finally {
+    await context.close();
+  }
+});
