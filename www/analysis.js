@@ -331,9 +331,25 @@ export function* prepareLayerSteps(result, state, specials) {
     },
     notes,
     nHeads: block.heads,
+    maskedFrom: kind === 'decoder_self' ? maskedFrom(tr, tq, tk) : null,
   };
   per.set(key, prep);
   return prep;
+}
+
+/**
+ * Causal self-attention: for each shown row, the first shown column whose keys are all in that
+ * row's future (masked to −∞ before the softmax: no weight, not a small one); `cols` when none.
+ * Query i (of tq, the last tq of tk positions) sees keys 0 … i + tk − tq.
+ */
+function maskedFrom(tr, tq, tk) {
+  const first = new Int32Array(tr.rowGroups.length);
+  tr.rowGroups.forEach((rows, r) => {
+    const sees = Math.max(...rows) + tk - tq;
+    const c = tr.colGroups.findIndex((cols) => Math.min(...cols) > sees);
+    first[r] = c < 0 ? tr.colGroups.length : c;
+  });
+  return first;
 }
 
 // ------------------------------------------------------------------ decoder-only generation

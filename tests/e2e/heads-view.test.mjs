@@ -186,7 +186,7 @@ test('page: switching to the head overview keeps the main thread within budget; 
   }
 });
 
-test('page: keys on the head overview — arrows move the outlined head (grid and ranking row follow), 7 and 8 switch to the overview and the qk view', async () => {
+test('page: keys on the head overview — arrows move the outlined head (grid and ranking row follow), 7 and 6 (MiniLM has no cross-attention tab) switch to the qk view and the overview', async () => {
   const app = await openHeads({ l: '0', h: '0' });
   const { page } = app;
   try {
@@ -201,10 +201,10 @@ test('page: keys on the head overview — arrows move the outlined head (grid an
     await page.waitForFunction(() => document.querySelector('#heads-rank tr.current button')?.textContent === 'L2 H2');
     assert.notEqual(await canvasDigest(page, VIEW), before, 'the outline moved on the grid');
     assert.match(await page.getAttribute(VIEW, 'aria-label'), /Head overview/);
-    await page.keyboard.press('8');
+    await page.keyboard.press('7');
     await waitDrawn(page, () => window.attnvizDebug.view === 'qk');
     assert.match(await page.getAttribute(VIEW, 'aria-label'), /Query\/key space of layer 2, head 2/);
-    await page.keyboard.press('7');
+    await page.keyboard.press('6');
     await waitDrawn(page, () => window.attnvizDebug.view === 'heads');
     assert.deepEqual(app.pageErrors, []);
   } finally {

@@ -79,7 +79,8 @@ function geometry(ctx, m, width) {
     rows: prep.rows,
     cols: prep.cols,
     width: Math.max(width, w),
-    height: top + cell * prep.rows + 16,
+    // (a causal map's legend of masked cells stands under the colour bar)
+    height: top + Math.max(cell * prep.rows + 16, prep.maskedFrom ? Math.max(60, Math.min(260, cell * prep.rows)) + 56 : 0),
   };
 }
 
@@ -159,6 +160,12 @@ export function* drawMatrixView(ctx, m, state, theme, width) {
   textLines(ctx, prep.notes, 8, 28, theme, 11, g.width - 16);
 
   drawMatrix(ctx, mat, prep.rows, prep.cols, left, top, cell * prep.cols, cell * prep.rows, colorOf);
+  // Masked cells (a causal model's future keys) are blank: the mask took them out of the softmax.
+  const masked = prep.maskedFrom;
+  if (masked) {
+    ctx.fillStyle = theme.bg;
+    for (let i = 0; i < prep.rows; i++) if (masked[i] < prep.cols) ctx.fillRect(left + masked[i] * cell, top + i * cell, (prep.cols - masked[i]) * cell, cell);
+  }
   yield;
 
   // The weights, in the cells, when they fit.
@@ -169,7 +176,7 @@ export function* drawMatrixView(ctx, m, state, theme, width) {
     ctx.textAlign = 'center';
     ctx.textBaseline = 'middle';
     for (let i = 0; i < prep.rows; i++) {
-      for (let j = 0; j < prep.cols; j++) {
+      for (let j = 0; j < (masked ? masked[i] : prep.cols); j++) {
         const v = mat[i * prep.cols + j];
         ctx.fillStyle = inkOn(colorOf(v));
         ctx.fillText(cellValue(v, lo < 0), left + (j + 0.5) * cell, top + (i + 0.5) * cell);
@@ -227,7 +234,22 @@ export function* drawMatrixView(ctx, m, state, theme, width) {
   }
   // Colour bar: the same scale as the cells.
   const bx = left + cell * prep.cols + 12;
-  colorBar(ctx, bx, top, 12, Math.max(60, Math.min(260, cell * prep.rows)), lo, max, colorOf, theme, lo < 0 ? '0' : undefined);
+  const barH = Math.max(60, Math.min(260, cell * prep.rows));
+  colorBar(ctx, bx, top, 12, barH, lo, max, colorOf, theme, lo < 0 ? '0' : undefined);
+  if (masked) {
+    // The legend of the blank cells, under the colour bar.
+    ctx.fillStyle = theme.bg;
+    ctx.strokeStyle = theme.muted;
+    ctx.lineWidth = 1;
+    ctx.fillRect(bx, top + barH + 12, 12, 12);
+    ctx.strokeRect(bx + 0.5, top + barH + 12.5, 11, 11);
+    ctx.font = font(10);
+    ctx.fillStyle = theme.muted;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'top';
+    ctx.fillText('masked', bx, top + barH + 28);
+    ctx.fillText('(future)', bx, top + barH + 40);
+  }
   return g;
 }
 
@@ -236,6 +258,7 @@ export function hoverText(input, state, hit) {
   const m = matrixFor(input, state);
   if (!m || !hit || hit.row >= m.prep.rows || hit.col >= m.prep.cols) return '';
   const v = m.mat[hit.row * m.prep.cols + hit.col];
+  if (m.prep.maskedFrom && hit.col >= m.prep.maskedFrom[hit.row]) return `query “${m.prep.rowLabels[hit.row]}” (${hit.row + 1}) → key “${m.prep.colLabels[hit.col]}” (${hit.col + 1}): masked (a later position: −∞ before the softmax, so no weight)`;
   const raw = rawText(rawCell(input, state, hit.row, hit.col));
   return `query “${m.prep.rowLabels[hit.row]}” (${hit.row + 1}) → key “${m.prep.colLabels[hit.col]}” (${hit.col + 1}): ${fmt(v, 3)}${raw ? ` (share of the row; ${raw})` : ''}`;
 }

@@ -108,7 +108,7 @@ function* matricesSteps(s) {
     m('v', 'V', 'keys × d_k', s.v, tk, 'k', dk, 'dim', 'signed'),
     m('scores', 'QKᵀ', 'scores', s.scores, tq, 'q', tk, 'k', 'signed'),
     m('scaled', '÷√d_k', `÷ ${Math.sqrt(dk).toFixed(2)}`, s.scaled, tq, 'q', tk, 'k', 'signed'),
-    m('masked', 'mask', 'grey = −∞', masked, tq, 'q', tk, 'k', 'signed'),
+    m('masked', '+ mask', 'grey = −∞', masked, tq, 'q', tk, 'k', 'signed'),
     m('probs', 'softmax', 'rows sum to 1', s.probs, tq, 'q', tk, 'k', 'positive'),
     m('output', 'softmax · V', 'output', s.output, tq, 'q', dk, 'dim', 'signed'),
   ];
@@ -277,7 +277,7 @@ export function* draw(ctx, input, state, theme, width) {
     ctx,
     [
       prov,
-      `scores = q·Kᵀ  →  ÷√d_k (d_k = ${dk}, √d_k = ${Math.sqrt(dk).toFixed(3)})  →  mask  →  softmax p  →  output = Σ p_j · v_j`,
+      `scores = q·Kᵀ  →  ÷√d_k (d_k = ${dk}, √d_k = ${Math.sqrt(dk).toFixed(3)})  →  + mask (0 or −∞)  →  softmax p  →  output = Σ p_j · v_j`,
     ],
     8,
     26,
@@ -308,7 +308,7 @@ export function* draw(ctx, input, state, theme, width) {
     ['k', 'k_j'],
     ['score', 'q·k_j'],
     ['scaled', '÷√d_k'],
-    ['mask', 'mask'],
+    ['mask', '+ mask'],
     ['p', 'softmax p_j'],
     ['v', 'v_j'],
   ];
@@ -341,9 +341,11 @@ export function* draw(ctx, input, state, theme, width) {
     ctx.textAlign = 'right';
     ctx.fillStyle = visible ? theme.fg : theme.muted;
     ctx.fillText(fmt(scores[j], 3), g.xs.score + 70, cy);
-    ctx.fillText(visible ? fmt(scaled[j], 3) : '−∞', g.xs.scaled + 70, cy);
+    // The scaled score is a number for every key; the mask is added to it: 0 keeps it, −∞
+    // (a future position of a causal model) takes it out of the softmax.
+    ctx.fillText(fmt(scaled[j], 3), g.xs.scaled + 70, cy);
     ctx.textAlign = 'center';
-    ctx.fillText(visible ? '1' : '0', g.xs.mask + 16, cy);
+    ctx.fillText(visible ? '0' : '−∞', g.xs.mask + 20, cy);
     // probability bar + number
     const p = probs[j];
     ctx.fillStyle = theme.accent;
