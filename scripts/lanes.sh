@@ -10,11 +10,19 @@ make_cmd=${MAKE:-make}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
+# CPU seconds (user + system) this shell's finished children have used so far (bash's `times`).
+# (`times` must run in the lane's own shell, not in a $(…) subshell, which has no children.)
+children_cpu() {  # children_cpu FILE: writes the number into FILE
+  times > "$1"  # two lines "XmY.YYYs XmY.YYYs": the shell's, then its children's user and system time
+  awk 'END { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$1" > "$1.s"
+}
+
 run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first that fails
-  local name=$1 target t took
+  local name=$1 target t took cpu
   shift
   for target in "$@"; do
     t=$(date +%s)
+    children_cpu "$dir/$name.cpu"; cpu=$(cat "$dir/$name.cpu.s")
     echo "make $target"
     if ! $make_cmd --no-print-directory "$target"; then
       echo "make $target FAILED after $(( $(date +%s) - t )) s"
@@ -22,8 +30,11 @@ run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first
       return 1
     fi
     took=$(( $(date +%s) - t ))
-    echo "[time] $target: $took s"
-    echo "$target ${took}s" >> "$dir/$name.times"
+    children_cpu "$dir/$name.cpu"; cpu=$(( $(cat "$dir/$name.cpu.s") - cpu ))
+    # Wall time, and the CPU time it used (on two cores shared by the lanes, the wall time of a
+    # stage is longer the more the others use).
+    echo "[time] $target: $took s (CPU $cpu s)"
+    echo "$target ${took}s (CPU ${cpu}s)" >> "$dir/$name.times"
   done
 }
 
