@@ -293,11 +293,7 @@ impl OutputTrace {
 type Chunk = (usize, Vec<f32>);
 
 fn non_finite(kind: AttentionKind, layer: usize) -> Error {
-    invalid_model(format!(
-        "the {} attention of layer {} is NaN or infinite: the model's weights make its activations overflow",
-        kind.as_str(),
-        layer + 1
-    ))
+    invalid_model(format!("the {} attention of layer {} is NaN or infinite: the model's weights make its activations overflow", kind.as_str(), layer + 1))
 }
 
 /// What a forward records, passed down to every attention call. Each attention layer asks

@@ -312,7 +312,8 @@ impl Gguf {
         if t.dims != [cols, rows] {
             return Err(invalid_model(format!("{}: tensor `{name}` has dims {:?}, expected [{cols}, {rows}]", self.file, t.dims)));
         }
-        let m = BlockMat::new(rows, cols, t.format, self.bytes.clone(), t.start).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file)))?;
+        let m =
+            BlockMat::new(rows, cols, t.format, self.bytes.clone(), t.start).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file)))?;
         self.finite(name, m)
     }
 
