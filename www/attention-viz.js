@@ -30,7 +30,7 @@ import { mountGenerationPanel } from './generation-panel.js';
 import { configure } from './worker-client.js';
 import { bindCanvas, bindCompareBox, bindTextBox, slicedPainter } from './render.js';
 import { modelLabel, Session } from './session.js';
-import { generationOptions, KINDS, textLimitNotice } from './state.js';
+import { GEN_MAX, generationOptions, KINDS, TEMPERATURE_MAX, textLimitNotice } from './state.js';
 import { themeOf, tokenLabel } from './views/common.js';
 import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
 import { stepLabels } from './views/cross.js';
@@ -106,6 +106,39 @@ progress { width: 160px; }
 .heads-table th button, .heads-table td button { min-height: 22px; padding: 0 4px; font-size: 12px; }
 .heads-table tr.current, .heads-table tr.current td:first-child { background: var(--av-hover); }
 `;
+
+/**
+ * What the widget ignored or changed in its attributes, in words (a console warning each):
+ * a value it cannot use is never silently replaced. get(name) → the attribute or null.
+ */
+function attributeProblems(get) {
+  const out = [];
+  const view = get('view');
+  if (view !== null && !VIEW_ALIASES[view]) out.push(`view="${view}" is not a view (${Object.keys(VIEW_ALIASES).join(', ')}); ignored`);
+  const kind = get('kind');
+  if (kind !== null && !KINDS.includes(kind)) out.push(`kind="${kind}" is not an attention kind (${KINDS.join(', ')}); ignored`);
+  for (const n of ['layer', 'head', 'query', 'generate-step']) {
+    const v = get(n);
+    if (v === null || (n === 'head' && v === 'mean')) continue;
+    if (!(Number.parseInt(v, 10) >= 1)) out.push(`${n}="${v}" is not a number from 1 (${n === 'head' ? 'or "mean"; ' : ''}they count from 1, as the page shows them); ignored`);
+  }
+  const oneOf = (n, values, used) => {
+    const v = get(n);
+    if (v !== null && !values.includes(v)) out.push(`${n}="${v}" is not one of ${values.join(', ')}; ${used} used`);
+  };
+  oneOf('measure', ['raw', 'value-norm'], 'raw');
+  oneOf('weights', ['int8', 'exact'], 'int8');
+  const range = (n, lo, hi) => {
+    const v = get(n);
+    if (v === null) return;
+    const x = Number.parseFloat(v);
+    if (!Number.isFinite(x)) out.push(`${n}="${v}" is not a number; ignored`);
+    else if (x < lo || x > hi) out.push(`${n}="${v}" is outside ${lo}–${hi}; ${x < lo ? lo : hi} used`);
+  };
+  range('generate', 0, GEN_MAX);
+  range('temperature', 0, TEMPERATURE_MAX);
+  return out;
+}
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
@@ -310,6 +343,7 @@ class AttentionViz extends HTMLElement {
     if (a('weights') !== null || only === 'weights') s.weights = a('weights') === 'exact' ? 'exact' : 'int8';
     const gen = generationOptions(a, GEN_ATTRS, 1);
     for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
+    for (const problem of attributeProblems(a)) console.warn(`attention-viz: ${problem}`);
     if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {
       const editable = this.hasAttribute('editable');
       this.$.text.hidden = !editable;
@@ -362,7 +396,7 @@ class AttentionViz extends HTMLElement {
 
   showWarning() {
     const session = this.session;
-    const warn = [session.notice, session.result && session.summary().truncation, textLimitNotice(session.state)].filter(Boolean).join(' ');
+    const warn = [session.notice, session.result && session.summary().truncation, textLimitNotice(session.state, session.textCut)].filter(Boolean).join(' ');
     this.$.warn.hidden = !warn;
     this.$.warn.textContent = warn;
   }
@@ -411,7 +445,7 @@ class AttentionViz extends HTMLElement {
     const sum = session.summary();
     const n = r.tokens.source.length;
     // As the page's status lines do: which weights drew the map and which wasm build ran them.
-    this.$.status.textContent = [`${n} tokens`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, session.buildText(), sum.catchingUp].filter(Boolean).join(' · ');
+    this.$.status.textContent = [`${n} token${n === 1 ? '' : 's'}`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, session.buildText(), sum.catchingUp].filter(Boolean).join(' · ');
     this.showWarning();
     this.$.out.hidden = sum.output == null;
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';

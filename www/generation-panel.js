@@ -83,6 +83,7 @@ function build(container) {
   el.stepOut = mk('output', { className: 'gen-step-out' }, el.scrub);
   el.tokens = mk('div', { className: 'gen-tokens' }, el.scrub, { role: 'group', 'aria-label': 'Generated tokens (arrow keys move between steps)' });
   el.stop = mk('p', { className: 'gen-note gen-stop', hidden: true }, container);
+  el.clamped = mk('p', { className: 'gen-note gen-clamped', hidden: true }, container, { role: 'status' });
   el.top = mk('figure', { className: 'gen-top', hidden: true }, container);
   el.topTitle = mk('figcaption', {}, el.top);
   el.topList = mk('ol', { className: 'gen-top-list' }, el.top, { 'aria-live': 'polite' });
@@ -104,26 +105,46 @@ export function mountGenerationPanel(container, session) {
   const el = build(container);
   const focused = (e) => e.getRootNode().activeElement === e;
 
+  // A number outside what a field takes is changed in the field itself and the change said in
+  // words (200 tokens asked used to become 64 without a word).
+  const said = [];
+  const field = (input, lo, hi, dflt, what) => {
+    const typed = Number.parseFloat(input.value);
+    const v = clampNum(input.value, lo, hi, dflt);
+    if (Number.isFinite(typed) && typed !== v) {
+      said.push(`${what} ${typed < lo ? `is at least ${lo}` : `is at most ${hi}`}: ${input.value} became ${v}.`);
+      input.value = String(v);
+    }
+    return v;
+  };
+  const read = (f) => {
+    said.length = 0;
+    const out = f();
+    el.clamped.hidden = !said.length;
+    el.clamped.textContent = said.join(' ');
+    return out;
+  };
   const sampling = () => {
     const sample = el.method.value === 'sample';
     // Greedy decoding reads none of the three (the fields keep their values for a later sample).
     return {
-      temperature: sample ? clampNum(el.temperature.value, 0.05, TEMPERATURE_MAX, 0.8) : 0,
-      topK: sample ? Math.round(clampNum(el.topK.value, 0, 100000, 0)) : 0,
-      seed: sample ? Math.round(clampNum(el.seed.value, 0, 0xffffffff, 0)) : 0,
+      temperature: sample ? field(el.temperature, 0.05, TEMPERATURE_MAX, 0.8, 'The temperature') : 0,
+      topK: sample ? Math.round(field(el.topK, 0, 100000, 0, 'Top-k')) : 0,
+      seed: sample ? Math.round(field(el.seed, 0, 0xffffffff, 0, 'The seed')) : 0,
     };
   };
-  const count = () => Math.round(clampNum(el.n.value, 0, GEN_MAX, 8));
-  listen('generation', el.go, 'click', () => session.setGeneration({ gen: count(), ...sampling() }));
+  const count = () => Math.round(field(el.n, 0, GEN_MAX, 8, 'The number of tokens to generate'));
+  const generation = () => read(() => ({ gen: count(), ...sampling() }));
+  listen('generation', el.go, 'click', () => session.setGeneration(generation()));
   listen('generation', el.n, 'keydown', (e) => {
-    if (e.key === 'Enter') session.setGeneration({ gen: count(), ...sampling() });
+    if (e.key === 'Enter') session.setGeneration(generation());
   });
   // While generating, a new count applies at once (the spinner's arrows, a typed number).
   listen('generation', el.n, 'change', () => {
-    if (session.state.gen > 0) session.setGeneration({ gen: count(), ...sampling() });
+    if (session.state.gen > 0) session.setGeneration(generation());
   });
   listen('generation', el.clear, 'click', () => session.setGeneration({ gen: 0 }));
-  for (const input of [el.method, el.temperature, el.topK, el.seed]) listen('generation', input, 'change', () => session.setGeneration(sampling()));
+  for (const input of [el.method, el.temperature, el.topK, el.seed]) listen('generation', input, 'change', () => session.setGeneration(read(sampling)));
   listen('generation', el.step, 'input', () => session.scrub(Number(el.step.value)));
   listen('generation', el.tokens, 'click', (e) => {
     const b = e.target.closest('.gen-tok');

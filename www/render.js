@@ -145,8 +145,19 @@ export function bindCanvas(canvas, session, geomOf) {
  *  paste, or a script setting the value, is cut; textLimitNotice says so). */
 export function bindTextBox(box, session) {
   box.maxLength = TEXT_MAX;
+  // The browser cuts a paste to maxLength without a word: a paste longer than the room left is
+  // noted (session.textCut), so that textLimitNotice says so, and only then.
+  let pasted = false;
+  listen('text', box, 'paste', (e) => {
+    const text = e.clipboardData ? e.clipboardData.getData('text') : '';
+    const room = TEXT_MAX - (box.value.length - Math.abs(box.selectionEnd - box.selectionStart));
+    pasted = text.length > room;
+  });
   listen('text', box, 'input', () => {
-    if (box.value.length > TEXT_MAX) box.value = capText(box.value, TEXT_MAX);
+    const over = box.value.length > TEXT_MAX;
+    if (over) box.value = capText(box.value, TEXT_MAX);
+    session.textCut = over || pasted;
+    pasted = false;
     session.setText(box.value);
   });
 }

@@ -89,6 +89,7 @@ export class Session {
     this.opened = null; // inspectModel()'s report on the last model the user opened
     this.busy = false; // a forward has taken longer than BUSY_AFTER_MS
     this.catchingUp = false; // the drawn answer is of an older text than the box's (a newer one is computed)
+    this.textCut = false; // the text box cut the last paste to what it holds (render.js bindTextBox)
     this.result = null; // the drawn attend() answer
     this.resultFor = null; // { model, text } of that answer
     this.shape = null; // resultShape(result)

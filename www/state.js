@@ -50,9 +50,10 @@ export function permalinkNotice(s) {
  *  characters), and laying out a 100,000-character paste held the page for 100–300 ms. */
 export const TEXT_MAX = 20000;
 
-/** null, or the sentence a page shows while the text is as long as the text box allows. */
-export function textLimitNotice(s) {
-  if (String(s.text ?? '').length < TEXT_MAX) return null;
+/** null, or the sentence a page shows after a paste was cut to what the text box holds (`cut`:
+ *  the text box saw it happen; a text that is exactly TEXT_MAX long lost nothing). */
+export function textLimitNotice(s, cut) {
+  if (!cut || String(s.text ?? '').length < TEXT_MAX) return null;
   return `The text box holds at most ${thousands(TEXT_MAX)} characters; the rest of a longer paste was left out.`;
 }
 

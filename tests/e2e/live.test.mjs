@@ -299,3 +299,40 @@ test('widgets with loading="lazy" and loading="click" fetch no model until scrol
     await context.close();
   }
 });
+
+test('the text box says a paste was cut only when it was: a text of exactly 20,000 characters lost nothing', async () => {
+  const app = await openApp(browser, server.url + hash({ m: 'minilm-l6', t: 'short' }));
+  try {
+    const { page } = app;
+    await page.waitForFunction(() => window.attnvizDebug.text === 'short', null, { timeout: 60_000 });
+    const notice = () => page.$eval('#notice', (e) => (e.hidden ? '' : e.textContent));
+    // 19,999 characters, then one more typed: the box is full, nothing was cut.
+    await page.$eval('#text', (e) => {
+      e.value = 'a'.repeat(19_999);
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await page.focus('#text');
+    await page.keyboard.press('End');
+    await page.keyboard.type('b');
+    await page.waitForFunction(() => document.getElementById('text').value.length === 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.doesNotMatch(await notice(), /holds at most/, 'a text that fits is not said to be cut');
+    // A real paste of 30,000 characters into the emptied box: the browser keeps 20,000, and the page says so.
+    await page.$eval('#text', (e) => {
+      e.value = '';
+      e.dispatchEvent(new Event('input', { bubbles: true }));
+      e.focus();
+    });
+    await page.evaluate(() => {
+      const box = document.getElementById('text');
+      const dt = new DataTransfer();
+      dt.setData('text/plain', 'word '.repeat(6000));
+      box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+      box.value = 'word '.repeat(6000).slice(0, box.maxLength); // what the browser's paste then inserts
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await page.waitForFunction(() => /holds at most 20,000 characters/.test(document.getElementById('notice').textContent), null, { timeout: 30_000 });
+  } finally {
+    await app.close();
+  }
+});

@@ -28,7 +28,7 @@ export function renderStatus(el, session) {
   el.truncation.textContent = sum.truncation || '';
   // The session's notice (e.g. an unknown model in a permalink) and, for a text longer than a
   // permalink holds, that the permalink keeps only its start.
-  const notice = [session.notice, textLimitNotice(session.state), permalinkNotice(session.state)].filter(Boolean).join(' ');
+  const notice = [session.notice, textLimitNotice(session.state, session.textCut), permalinkNotice(session.state)].filter(Boolean).join(' ');
   el.notice.hidden = !notice;
   if (el.notice.textContent !== notice) el.notice.textContent = notice;
   el.translation.hidden = sum.output == null;
