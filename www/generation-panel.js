@@ -120,10 +120,19 @@ export function mountGenerationPanel(container, session) {
   const read = (f) => {
     said.length = 0;
     const out = f();
-    el.clamped.hidden = !said.length;
-    el.clamped.textContent = said.join(' ');
+    if (said.length) {
+      el.clamped.hidden = false;
+      el.clamped.textContent = said.join(' ');
+    }
     return out;
   };
+  // The note stays until the reader edits a field again (a 'change' after Enter reads the field
+  // once more, already in range).
+  for (const input of [el.n, el.temperature, el.topK, el.seed]) {
+    listen('generation', input, 'input', () => {
+      el.clamped.hidden = true;
+    });
+  }
   const sampling = () => {
     const sample = el.method.value === 'sample';
     // Greedy decoding reads none of the three (the fields keep their values for a later sample).

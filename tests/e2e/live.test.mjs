@@ -336,3 +336,40 @@ test('the text box says a paste was cut only when it was: a text of exactly 20,0
     await app.close();
   }
 });
+
+test('values out of range are said, not silently changed: widget attributes warn, the generation panel writes back what it used', async () => {
+  const w = await openWidget(browser, server.url, { model: 'smollm2', text: 'Once upon a time', view: 'bogus', head: '0', temperature: '9', generate: '200', weights: 'fp4' });
+  try {
+    const warnings = [];
+    w.page.on('console', (m) => {
+      if (m.type() === 'warning' && m.text().startsWith('attention-viz:')) warnings.push(m.text());
+    });
+    // Attributes read again on a change: set them anew so that this page sees the warnings.
+    await w.page.evaluate(() => {
+      const e = document.getElementById('w');
+      for (const [k, v] of [['view', 'nope'], ['head', '0.5'], ['temperature', '9.5'], ['generate', '300']]) e.setAttribute(k, v);
+    });
+    await w.page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready', null, { timeout: 180_000 });
+    // (console messages reach this process a moment after the page wrote them)
+    for (let i = 0; i < 50 && warnings.length < 4; i++) await new Promise((r) => setTimeout(r, 100));
+    const all = warnings.join('\n');
+    assert.match(all, /view="nope" is not a view/);
+    assert.match(all, /head="0.5" is not a number from 1/);
+    assert.match(all, /temperature="9.5" is outside 0–5; 5 used/);
+    assert.match(all, /generate="300" is outside 0–64; 64 used/);
+  } finally {
+    await w.close();
+  }
+  const app = await openApp(browser, server.url + hash({ m: 'smollm2-135m', t: 'Once upon a time' }));
+  try {
+    const { page } = app;
+    await page.waitForFunction(() => window.attnvizDebug.modelId === 'smollm2-135m' && window.attnvizDebug.generation, null, { timeout: 180_000 });
+    await page.locator('#generation .gen-n').fill('200');
+    await page.locator('#generation .gen-n').press('Enter');
+    await page.waitForFunction(() => window.attnvizDebug.state.gen === 64, null, { timeout: 120_000 });
+    assert.equal(await page.locator('#generation .gen-n').inputValue(), '64', 'the field shows the count used');
+    assert.match(await page.locator('#generation .gen-clamped').textContent(), /The number of tokens to generate is at most 64: 200 became 64\./);
+  } finally {
+    await app.close();
+  }
+});
