@@ -2,7 +2,8 @@
 # Runs lanes of make targets side by side: each lane runs its targets in order, each target with
 # its wall time, every output line prefixed with the lane's name. On 2 cores one lane's idle time
 # (an LTO link on one core, a browser test waiting for a frame, a download) is the other's.
-#   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native: lint test-rust fuzz-smoke test-py"
+#   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native+10: lint test-rust fuzz-smoke test-py"
+# A lane named NAME+N runs at nice N: the other lanes come first when the CPU is short.
 # Exits non-zero when any lane failed (the other lanes are stopped), after a summary of the times.
 set -uo pipefail
 set -m  # each lane its own process group, so that stopping one stops all it started (cargo's rustc too)
@@ -42,9 +43,11 @@ start=$(date +%s)
 pids=() names=()
 for lane in "$@"; do
   name=${lane%%:*}
+  niceness=0
+  if [[ $name == *+* ]]; then niceness=${name#*+}; name=${name%%+*}; fi
   read -r -a targets <<< "${lane#*:}"
   # Each line of the lane's output (stdout and stderr) goes out prefixed, as it comes.
-  ( run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
+  ( renice -n "$niceness" -p "$BASHPID" >/dev/null; run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
   pids+=($!) names+=("$name")
 done
 
@@ -73,6 +76,7 @@ done
 
 for lane in "$@"; do
   name=${lane%%:*}
+  name=${name%%+*}
   done_list=$(paste -sd, "$dir/$name.times" 2>/dev/null | sed 's/,/, /g')
   echo "[time] lane $name: ${done_list:-nothing finished}$( [ -f "$dir/$name.failed" ] && echo " (failed at $(cat "$dir/$name.failed"))")"
 done
