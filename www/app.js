@@ -177,6 +177,8 @@ function main() {
       tokens: r.tokens.source.slice(),
       targetTokens: (r.tokens.target || []).slice(),
       text: session.resultFor.text, // the text of the drawn result (the text box may be newer)
+      catchingUp: session.catchingUp, // that text is older than the box's, a newer one is computed
+      status: el.status.textContent, // the status line this drawing was shown with
       compareTokens: input.compare && input.compare.result ? input.compare.result.tokens.source.slice() : null, // sentence B as drawn
       outputText: r.output_text ?? null,
       lastForwardMs: session.forwardMs,

@@ -22,7 +22,7 @@ if (iframeBox) {
   const q = new URLSearchParams({ model: 'minilm', text: ex.getAttribute('text'), view: 'head', layer: ex.getAttribute('layer'), head: ex.getAttribute('head') });
   iframeBox.querySelector('code').textContent =
     `<iframe src="embed.html?${q.toString()}"\n  title="Attention map" style="width:100%;border:0" height="480"></iframe>\n` +
-    '<script>\n  addEventListener("message", (e) => {\n    if (e.data && e.data.type === "attnviz:height")\n      document.querySelector("iframe").height = e.data.height;\n  });\n</script>';
+    '<script>\n  // Each widget resizes the iframe it is in (any number of them on a page).\n  addEventListener("message", (e) => {\n    if (!e.data || e.data.type !== "attnviz:height") return;\n    for (const f of document.querySelectorAll("iframe"))\n      if (f.contentWindow === e.source) f.height = e.data.height;\n  });\n</script>';
 }
 for (const btn of document.querySelectorAll('.snippet button')) {
   btn.addEventListener('click', async () => {

@@ -283,7 +283,9 @@ export class Session {
     if (this.state.text !== textBefore) this.emit('text');
     this.emit('status');
     this.emit('state');
-    this.compute(); // text typed while it loaded
+    // Text typed while it loaded (nothing to do otherwise: a forward that succeeds clears the error).
+    const r = this.resultFor;
+    if (!r || !this.asksFor(r.model, r.text, r.gen, r.valueNorms)) this.compute();
   }
 
   /** The "Compare with…" text changed: B is computed beside A (an empty text ends the comparison). */
