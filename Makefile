@@ -144,13 +144,14 @@ serve: setup models build
 # The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
 # loads and the e2e suite; the shared-memory build, the suite of every wasm build and the
 # fuzzers; the native suites. (Measured: with the fuzzers in the native lane that lane ran 24 min
-# while the wasm lane idled its last 10.) The page lane is the longest path (its build, then the
-# e2e suite, which waits on browsers much of its time): the other two run at nice 10 and take
-# the CPU it leaves. Every stage prints its wall and CPU time, and a summary closes. The browser suites depend on nothing that takes its time from the other lane, and pass
+# while the wasm lane idled its last 10.) The lanes share the CPU alike: with the other two at
+# nice 10 (lanes.sh NAME+N) the page lane's build took 316 instead of 708 s, but its e2e suite
+# ran no faster beside them and the niced lanes fell behind. Every stage prints its wall and CPU
+# time, and a summary closes. The browser suites depend on nothing that takes its time from the other lane, and pass
 # with busy neighbours (their responsiveness checks time the app's own work); `make cli` makes
 # the wasm lane wait for the native CLI when the other lane has not built it yet.
 TEST_PREP := setup models venv
-TEST_LANES := "page: build-simd test-e2e" "wasm+10: build-threads test-wasm fuzz-smoke" "native+10: lint test-rust test-py"
+TEST_LANES := "page: build-simd test-e2e" "wasm: build-threads test-wasm fuzz-smoke" "native: lint test-rust test-py"
 test:
 	@start=$$(date +%s); \
 	for stage in $(TEST_PREP); do \
