@@ -380,6 +380,9 @@ export class Session {
     }
     clearTimeout(busyTimer);
     this.attendInFlight = false;
+    // The state names a model that is not the one loaded (an unknown one, said in the error):
+    // nothing of the old model is drawn over that error.
+    if (this.manifest && this.state.model !== this.manifest.id) return;
     const current = this.asksFor(model, text, gen, valueNorms) && !this.attendQueued;
     // Another model's answer, an error or a superseded request for a text already left behind:
     // nothing to draw, only the newest text to compute.
