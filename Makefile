@@ -152,11 +152,16 @@ serve: setup models build
 # the wasm lane wait for the native CLI when the other lane has not built it yet.
 TEST_PREP := setup models venv
 TEST_LANES := "page: build-simd test-e2e" "wasm: build-threads test-wasm fuzz-smoke" "native: lint test-rust test-py"
+# The native lint rides on the native test build where clippy-driver is rustc's own version
+# (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:
 	@start=$$(date +%s); \
 	for stage in $(TEST_PREP); do \
 	  t=$$(date +%s); $(MAKE) --no-print-directory $$stage; echo "[time] $$stage: $$(( $$(date +%s) - t )) s"; \
 	done; \
+	if [ ! -f .toolchain/lint-env ] && [ "$$(clippy-driver --rustc -vV 2>/dev/null)" = "$$(rustc -vV)" ]; then \
+	  export CLIPPY_IN_BUILD=1; echo "[test] the native clippy runs inside the native test build (CLIPPY_IN_BUILD=1)"; \
+	fi; \
 	MAKE="$(MAKE)" bash scripts/lanes.sh $(TEST_LANES); \
 	echo "[time] make test: $$(( $$(date +%s) - start )) s"; \
 	echo "[test] all suites passed"
@@ -168,8 +173,10 @@ lint: | node_modules/.bin/eslint
 	cargo_path="$${LINT_PATH:+$$LINT_PATH:}$$PATH"; \
 	echo "[lint] cargo fmt --check"; \
 	PATH="$$cargo_path" cargo fmt --check || { echo "[lint] cargo fmt --check failed: run 'cargo fmt'"; exit 1; }; \
-	echo "[lint] cargo clippy --all-targets -- -D warnings"; \
-	PATH="$$cargo_path" cargo clippy --all-targets $${LINT_TARGET_DIR:+--target-dir "$$LINT_TARGET_DIR"} -- -D warnings; \
+	if [ -n "$(CLIPPY_IN_BUILD)" ]; then echo "[lint] the native clippy runs in test-rust's build (CLIPPY_IN_BUILD=1)"; else \
+	  echo "[lint] cargo clippy --all-targets -- -D warnings"; \
+	  PATH="$$cargo_path" cargo clippy --all-targets $${LINT_TARGET_DIR:+--target-dir "$$LINT_TARGET_DIR"} -- -D warnings; \
+	fi; \
 	echo "[lint] cargo clippy --target $(WASM_TARGET) --lib -- -D warnings (the wasm-only code: facade, charts)"; \
 	if rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET); then \
 	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings; \
@@ -180,14 +187,23 @@ lint: | node_modules/.bin/eslint
 	npx --no-install eslint .; \
 	echo "[lint] ok"
 
+# CLIPPY_IN_BUILD=1 (make test sets it where it can): this crate's targets are compiled by
+# clippy-driver (scripts/clippy-in-build.sh as cargo's workspace wrapper), which lints them as
+# `cargo clippy --all-targets -- -D warnings` would, while building them: the lint then needs no
+# check-only build of the dependency graph (87 CPU-s). The benches, which cargo test does not
+# build, are built for it. Every cargo command of the native test build carries the wrapper
+# (it is part of cargo's fingerprint), so the lanes share one build.
+CLIPPY_IN_BUILD ?=
+NATIVE_CARGO := $(if $(CLIPPY_IN_BUILD),RUSTC_WORKSPACE_WRAPPER=$(CURDIR)/scripts/clippy-in-build.sh )cargo
 test-rust:
-	cargo test --profile test-release
+	$(if $(CLIPPY_IN_BUILD),$(NATIVE_CARGO) build --profile test-release --benches)
+	$(NATIVE_CARGO) test --profile test-release
 
 # `cargo build --bin` would build the CLI without the dev-dependencies' features that `cargo test`
 # unifies in, so the two would rebuild the crate and its dependencies for each other in turn:
 # build what cargo test builds (the CLI among it), and nothing else.
 cli:
-	cargo test --profile test-release --no-run
+	$(NATIVE_CARGO) test --profile test-release --no-run
 
 # Coverage-guided fuzzing (libFuzzer, stable toolchain) of every parser a user's file reaches, through
 # the page's load path: scripts/fuzz.sh, fuzz/. Fails on a crash, whose input lands in fuzz/artifacts/.

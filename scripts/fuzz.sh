@@ -22,17 +22,21 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-co
 -Cllvm-args=-sanitizer-coverage-trace-compares -Cdebug-assertions -Coverflow-checks"
 echo "[fuzz] cargo build --release (fuzz/, instrumented, target $host)"
 # --target keeps build scripts and proc macros uninstrumented.
-nice cargo build --release --locked --target "$host" --bins
+cargo build --release --locked --target "$host" --bins
 bin=target/$host/release
 
-failed=0
-printf '[fuzz] %-15s %10s %8s %7s %6s %8s  %s\n' target inputs exec/s seconds cov corpus result
-for t in "${targets[@]}"; do
+# The targets run FUZZ_JOBS at a time (default: one per core): each libFuzzer process is
+# single-threaded, so on two cores six 20-second smoke runs take one minute, not two.
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+
+fuzz_one() {  # fuzz_one TARGET: runs it, writes its summary line (and 1 on a crash) under $results
+  local t=$1 log status=0 start took execs rate cov corp result
   mkdir -p "artifacts/$t" "corpus/$t" logs
   log=logs/$t.log
   start=$(date +%s)
-  status=0
-  nice "$bin/$t" -runs="$runs" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2560 -print_final_stats=1 \
+  "$bin/$t" -runs="$runs" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2560 -print_final_stats=1 \
     -artifact_prefix="artifacts/$t/" "corpus/$t" $([ -d "regressions/$t" ] && echo "regressions/$t") >"$log" 2>&1 </dev/null || status=$?
   took=$(( $(date +%s) - start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -41,9 +45,27 @@ for t in "${targets[@]}"; do
   corp=$(grep -oE 'corp: [0-9]+/[0-9]+[a-zA-Z]*' "$log" | tail -1 | cut -d' ' -f2)
   if [ "$status" -eq 0 ]; then result="no crash"; else
     result="CRASH (exit $status): $(ls -t "artifacts/$t" | head -1 | sed "s|^|fuzz/artifacts/$t/|"), log fuzz/$log"
-    grep -m1 -E "panicked at|ERROR: libFuzzer" "$log" | sed 's/^/    /' || true
-    failed=1
+    echo 1 > "$results/$t.failed"
   fi
-  printf '[fuzz] %-15s %10s %8s %7s %6s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$took" "${cov:-?}" "${corp:-?}" "$result"
+  {
+    printf '[fuzz] %-15s %10s %8s %7s %6s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$took" "${cov:-?}" "${corp:-?}" "$result"
+    [ "$status" -eq 0 ] || grep -m1 -E "panicked at|ERROR: libFuzzer" "$log" | sed 's/^/    /' || true
+  } > "$results/$t.line"
+}
+
+echo "[fuzz] ${#targets[@]} targets, $jobs at a time"
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+
+printf '[fuzz] %-15s %10s %8s %7s %6s %8s  %s\n' target inputs exec/s seconds cov corpus result
+failed=0
+for t in "${targets[@]}"; do
+  cat "$results/$t.line"
+  [ ! -f "$results/$t.failed" ] || failed=1
 done
 exit $failed
