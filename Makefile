@@ -142,16 +142,17 @@ serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
 
 # The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
-# loads and the e2e suite; the shared-memory build, the suite of every wasm build and the
-# fuzzers; the native suites. (Measured: with the fuzzers in the native lane that lane ran 24 min
-# while the wasm lane idled its last 10.) The lanes share the CPU alike: with the other two at
-# nice 10 (lanes.sh NAME+N) the page lane's build took 316 instead of 708 s, but its e2e suite
-# ran no faster beside them and the niced lanes fell behind. Every stage prints its wall and CPU
-# time, and a summary closes. The browser suites depend on nothing that takes its time from the other lane, and pass
-# with busy neighbours (their responsiveness checks time the app's own work); `make cli` makes
-# the wasm lane wait for the native CLI when the other lane has not built it yet.
+# loads and the e2e suite; the shared-memory build and the fuzzers; the native suites, then the
+# suite of every wasm build once both builds are there (test-wasm@build-simd,build-threads). The
+# lanes share the CPU alike: with the other two at nice 10 (lanes.sh NAME+N) the page lane's build
+# took 316 instead of 708 s, but its e2e suite ran no faster beside them and the niced lanes fell
+# behind. Measured in a fresh clone (1,257 s in all) with test-wasm in the wasm lane: page 1,131 s,
+# wasm 1,224 s, native 976 s; test-wasm (103 s) moved to the native lane to even them. Every stage
+# prints its wall and CPU time, and a summary closes. The browser suites depend on nothing that
+# takes its time from another lane, and pass with busy neighbours (their responsiveness checks
+# time the app's own work).
 TEST_PREP := setup models venv
-TEST_LANES := "page: build-simd test-e2e" "wasm: build-threads test-wasm fuzz-smoke" "native: lint test-rust test-py"
+TEST_LANES := "page: build-simd test-e2e" "wasm: build-threads fuzz-smoke" "native: lint test-rust test-py test-wasm@build-simd,build-threads"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:

@@ -4,6 +4,7 @@
 # (an LTO link on one core, a browser test waiting for a frame, a download) is the other's.
 #   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native+10: lint test-rust fuzz-smoke test-py"
 # A lane named NAME+N runs at nice N: the other lanes come first when the CPU is short.
+# A target written TARGET@A,B starts once targets A and B have finished (in whichever lane).
 # Exits non-zero when any lane failed (the other lanes are stopped), after a summary of the times.
 set -uo pipefail
 set -m  # each lane its own process group, so that stopping one stops all it started (cargo's rustc too)
@@ -19,9 +20,16 @@ children_cpu() {  # children_cpu FILE: writes the number into FILE
 }
 
 run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first that fails
-  local name=$1 target t took cpu
+  local name=$1 target t took cpu after dep waited
   shift
   for target in "$@"; do
+    after=""
+    if [[ $target == *@* ]]; then after=${target#*@}; target=${target%%@*}; fi
+    waited=$(date +%s)
+    for dep in ${after//,/ }; do
+      until [ -f "$dir/done.$dep" ]; do sleep 2; done
+    done
+    [ -z "$after" ] || echo "[lanes] $target: waited $(( $(date +%s) - waited )) s for $after"
     t=$(date +%s)
     children_cpu "$dir/$name.cpu"; cpu=$(cat "$dir/$name.cpu.s")
     echo "make $target"
@@ -36,6 +44,7 @@ run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first
     # stage is longer the more the others use).
     echo "[time] $target: $took s (CPU $cpu s)"
     echo "$target ${took}s (CPU ${cpu}s)" >> "$dir/$name.times"
+    touch "$dir/done.$target"
   done
 }
 
