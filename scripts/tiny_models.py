@@ -2,7 +2,7 @@
 """Writes tiny random-weight models in Hugging Face layout, for the tests of "Open your model".
 
     .venv/bin/python scripts/tiny_models.py --out DIR
-    # DIR/tiny-bert{,-f16,-bf16}, tiny-gpt2{,-f16,-bf16}, tiny-marian, tiny-roberta{,-f16}, tiny-distilbert{,-bf16}
+    # DIR/tiny-bert{,-f16,-bf16,-sharded}, tiny-gpt2{,-f16,-bf16}, tiny-marian, tiny-roberta{,-f16}, tiny-distilbert{,-bf16}
 
 Each folder is what a user drops on the page: config.json (model_type bert), model.safetensors
 and tokenizer.json (WordPiece, uncased, [CLS] … [SEP]). 2 layers × 4 heads, hidden 32: about
@@ -376,21 +376,40 @@ def write_gpt2(folder: str, dtype=np.float32) -> str:
     return write_folder(folder, {**GPT2_CONFIG, "vocab_size": vocab}, gpt2_weights(vocab), tok, dtype)
 
 
+def write_sharded_bert(folder: str) -> str:
+    """tiny-bert with its weights sharded over two files, as Hugging Face saves a large
+    checkpoint: model-00001-of-00002.safetensors, model-00002-of-00002.safetensors and
+    model.safetensors.index.json (its weight_map), no model.safetensors."""
+    w = bert_weights()
+    write_folder(folder, CONFIG, w, tokenizer())
+    os.remove(os.path.join(folder, "model.safetensors"))
+    names = sorted(w)
+    parts = [names[: len(names) // 2], names[len(names) // 2:]]
+    weight_map = {}
+    for i, part in enumerate(parts, 1):
+        file = f"model-{i:05d}-of-{len(parts):05d}.safetensors"
+        write_safetensors(os.path.join(folder, file), {k: w[k] for k in part})
+        weight_map.update({k: file for k in part})
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": int(sum(a.nbytes for a in w.values()))}, "weight_map": weight_map}, f, indent=2)
+    return folder
+
+
 def write_all(out: str) -> list[str]:
     """[tiny-bert, tiny-bert-f16, tiny-bert-bf16, tiny-gpt2, tiny-gpt2-f16, tiny-gpt2-bf16, tiny-marian,
-    tiny-roberta, tiny-roberta-f16, tiny-distilbert, tiny-distilbert-bf16]"""
+    tiny-roberta, tiny-roberta-f16, tiny-distilbert, tiny-distilbert-bf16, tiny-bert-sharded]"""
     return [write_bert(os.path.join(out, "tiny-bert")), write_bert(os.path.join(out, "tiny-bert-f16"), np.float16),
             write_bert(os.path.join(out, "tiny-bert-bf16"), BF16), write_gpt2(os.path.join(out, "tiny-gpt2")),
             write_gpt2(os.path.join(out, "tiny-gpt2-f16"), np.float16), write_gpt2(os.path.join(out, "tiny-gpt2-bf16"), BF16),
             write_marian(os.path.join(out, "tiny-marian")), write_roberta(os.path.join(out, "tiny-roberta")),
             write_roberta(os.path.join(out, "tiny-roberta-f16"), np.float16), write_distilbert(os.path.join(out, "tiny-distilbert")),
-            write_distilbert(os.path.join(out, "tiny-distilbert-bf16"), BF16)]
+            write_distilbert(os.path.join(out, "tiny-distilbert-bf16"), BF16), write_sharded_bert(os.path.join(out, "tiny-bert-sharded"))]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder to write tiny-bert{,-f16,-bf16}/, tiny-gpt2{,-f16,-bf16}/, tiny-marian/, "
-                    "tiny-roberta{,-f16}/ and tiny-distilbert{,-bf16}/ into")
+                    "tiny-roberta{,-f16}/, tiny-distilbert{,-bf16}/ and tiny-bert-sharded/ into")
     for folder in write_all(ap.parse_args(argv).out):
         print(folder)
     return 0

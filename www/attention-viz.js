@@ -36,7 +36,6 @@ import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
 import { stepLabels } from './views/cross.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { setOptions } from './select-options.js';
-import { collectFiles } from './own-model.js';
 import { later, listen, onFrame, record, timed, timings } from './timing.js';
 
 export { configure };
@@ -219,7 +218,7 @@ class AttentionViz extends HTMLElement {
     bindCanvas(this.$.canvas, this.session, () => this.geom);
     listen('widget', this.$.canvas, 'keydown', (e) => {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
-      if (this.session.key(e.key)) e.preventDefault();
+      if (this.session.key(e.key, this.geom)) e.preventDefault();
     });
     this.resizeObs = new ResizeObserver(timed('widget:resize', () => {
       const w = this.$.wrap.clientWidth;
@@ -498,7 +497,7 @@ class AttentionViz extends HTMLElement {
 
   /** Open the reader's own model: a FileList or array of Files (a folder's, or one .gguf). */
   async openModel(files, { name = null } = {}) {
-    return this.session.openModel(collectFiles(files, name));
+    return this.session.openFiles(files, name);
   }
 
   /** Forget a model opened with openModel (its id: `viewState.model` while it is shown). */

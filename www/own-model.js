@@ -22,8 +22,11 @@ function nameOf(files) {
  * { name, files: [{ name, file }] }. `name` overrides the model's name.
  */
 export function collectFiles(list, name = null) {
-  const files = topLevel(Array.from(list || []).filter((f) => f instanceof Blob));
-  if (!files.length) throw new Error('no files given: pick a model folder (config.json, model.safetensors, tokenizer.json) or one .gguf file');
+  const given = Array.from(list || []).filter((f) => f instanceof Blob);
+  const files = topLevel(given);
+  const wanted = 'pick a model folder (config.json, model.safetensors or its shards, tokenizer.json) or one .gguf file';
+  if (!given.length) throw new Error(`no files: the folder is empty (or nothing was picked); ${wanted}`);
+  if (!files.length) throw new Error(`the folder holds only subfolders, and a model's files are at its top level; ${wanted}`);
   return { name: String(name || nameOf(files)), files: files.map((f) => ({ name: f.name, file: f })) };
 }
 
@@ -47,8 +50,9 @@ function readFolder(dir) {
 const fileOf = (entry) => new Promise((resolve, reject) => entry.file(resolve, reject));
 
 /**
- * A drop's DataTransfer → { name, files } (as collectFiles): one folder (its top-level files)
- * or loose files. Call it within the drop event: its items are gone once the handler returns.
+ * A drop's DataTransfer → { files, name } for session.openFiles: one folder (its top-level
+ * files; name: the folder's) or loose files (name null). Call it within the drop event: its
+ * items are gone once the handler returns.
  */
 export function collectDrop(dt) {
   const entries = Array.from(dt.items || [])
@@ -56,11 +60,8 @@ export function collectDrop(dt) {
     .map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null));
   const loose = Array.from(dt.files || []);
   const dir = entries.find((e) => e && e.isDirectory);
-  if (!dir) return Promise.resolve(collectFiles(loose));
-  return readFolder(dir).then(async (es) => {
-    const files = await Promise.all(es.filter((e) => e.isFile).map(fileOf));
-    return collectFiles(files, dir.name);
-  });
+  if (!dir) return Promise.resolve({ files: loose, name: null });
+  return readFolder(dir).then(async (es) => ({ files: await Promise.all(es.filter((e) => e.isFile).map(fileOf)), name: dir.name }));
 }
 
 const MAX_CONFIG_BYTES = 1 << 20;
@@ -110,4 +111,4 @@ export function describeReport(r) {
 }
 
 /** What the page says it opens. */
-export const SUPPORTED_TEXT = 'a Hugging Face folder of a BERT-family encoder (config.json with model_type bert, roberta, xlm-roberta or distilbert, model.safetensors in f32, f16 or bf16, tokenizer.json), a Llama model (model_type llama, or one .gguf file: F32, F16, Q4_0, Q4_1, Q8_0), a GPT-2 model (model_type gpt2) or a Marian opus-mt translator (model_type marian, model.safetensors, and a tokenizer.json made from its vocab.json and source.spm by scripts/opus_mt_tokenizer.py)';
+export const SUPPORTED_TEXT = 'a Hugging Face folder of a BERT-family encoder (config.json with model_type bert, roberta, xlm-roberta or distilbert, model.safetensors in f32, f16 or bf16, or the shards of a larger checkpoint, model-00001-of-0000N.safetensors, tokenizer.json), a Llama model (model_type llama, or one .gguf file: F32, F16, Q4_0, Q4_1, Q8_0), a GPT-2 model (model_type gpt2) or a Marian opus-mt translator (model_type marian, model.safetensors, and a tokenizer.json made from its vocab.json and source.spm by scripts/opus_mt_tokenizer.py)';

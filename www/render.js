@@ -124,6 +124,8 @@ export function toSvg(name, input, state, theme, width) {
 /**
  * Pointer input on a view's canvas, the same for the page and the widget: the view's hitTest
  * under the pointer goes to session.hover, a click to session.click. geomOf() → the last geometry.
+ * A finger or pen has no hover: touching an item reads it out, and the read-out stays when the
+ * finger lifts (the browser then reports the pointer leaving) until another item is touched.
  */
 export function bindCanvas(canvas, session, geomOf) {
   const hitAt = (e) => {
@@ -137,7 +139,12 @@ export function bindCanvas(canvas, session, geomOf) {
     canvas.style.cursor = hit && viewFor(session.state.view).click(hit, session.state, session.input()) ? 'pointer' : 'default';
     session.hover(hit);
   });
-  listen('canvas', canvas, 'pointerleave', () => session.hover(null));
+  listen('canvas', canvas, 'pointerdown', (e) => {
+    if (e.pointerType !== 'mouse') session.hover(hitAt(e));
+  });
+  listen('canvas', canvas, 'pointerleave', (e) => {
+    if (e.pointerType === 'mouse') session.hover(null);
+  });
   listen('canvas', canvas, 'click', (e) => session.click(hitAt(e)));
 }
 

@@ -9,7 +9,7 @@
 
 import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
 import { Channel, init, loadModel, openModel, removeModel } from './worker-client.js';
-import { describeReport } from './own-model.js';
+import { collectFiles, describeReport } from './own-model.js';
 import { modelFiles, modelKey } from './weights.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
@@ -96,6 +96,7 @@ export class Session {
     this.forwardMs = null;
     this.focus = null; // transient: the token under the pointer (head view)
     this.hoverText = null; // transient: the read-out under the pointer (heatmap)
+    this.cursor = null; // transient: the item the keys [ ] { } read out last, where they go on from
     this.steps = new Map(); // stepKey → step() internals, least recently used first
     this.positionTables = new Map(); // model id → its positions() table (the positions view)
     this.headScores = new Map(); // headsKey → heads() answer (the head overview), least recently used first
@@ -164,6 +165,23 @@ export class Session {
       await gate(m);
     }
     await this.selectModel(m.id, { keepText: true });
+  }
+
+  /**
+   * Open the files a picker, a drop or a host page gave (own-model.js collectFiles decides which
+   * are the model's). Nothing to open (an empty folder) is said in the notice, as a failure to
+   * open is; the promise then rejects.
+   */
+  openFiles(list, name = null) {
+    let picked;
+    try {
+      picked = collectFiles(list, name);
+    } catch (e) {
+      this.notice = `Nothing to open: ${e.message}.`;
+      this.emit('status');
+      return Promise.reject(e);
+    }
+    return this.openModel(picked);
   }
 
   /**
@@ -339,6 +357,7 @@ export class Session {
     if (!this.inputTimes.has(text)) this.inputTimes.set(text, performance.now());
     this.state = { ...this.state, text, pin: null, gstep: null };
     this.focus = null;
+    this.cursor = null;
     return this.compute();
   }
 
@@ -560,6 +579,7 @@ export class Session {
 
   patch(p) {
     const key = this.modelKey();
+    if ('view' in p && p.view !== this.state.view) this.cursor = null;
     this.state = { ...this.state, ...p };
     // Other weights ("exact weights" toggled): load them; the drawing stays until they are in.
     if (this.manifest && this.modelKey() !== key) this.selectModel(this.manifest.id);
@@ -828,10 +848,24 @@ export class Session {
   }
 
   /**
-   * A key pressed on the map (or anywhere on the page outside text fields). Returns true when
-   * the key did something, so the shell can preventDefault().
+   * The keyboard's way to every read-out the pointer gives: the view's next item (its moveHit)
+   * from the last one read out, hovered as the pointer would. False where the view has none.
    */
-  key(key) {
+  moveCursor(key, geom) {
+    const mod = moduleFor(this.state.view, this.input());
+    const hit = mod.moveHit && geom ? mod.moveHit(geom, this.cursor, key) : null;
+    if (!hit) return false;
+    this.cursor = hit;
+    this.hover(hit);
+    return true;
+  }
+
+  /**
+   * A key pressed on the map (or anywhere on the page outside text fields). Returns true when
+   * the key did something, so the shell can preventDefault(). `geom` is the drawing's geometry
+   * (the keyboard cursor moves on it: [ ] { }, Enter clicks where it is).
+   */
+  key(key, geom = null) {
     if (!this.result) return false;
     const s = this.state;
     const H = this.numHeads() || 1;
@@ -859,12 +893,23 @@ export class Session {
         return true;
       case 'Escape':
         this.focus = null;
+        this.cursor = null;
         this.patch({ pin: null });
         return true;
+      case 'Enter': {
+        // A click on the item under the keyboard cursor (the step view's query row, a head of
+        // the overview, a point of the query/key space).
+        if (!this.cursor || !viewFor(s.view).click(this.cursor, s, this.input())) return false;
+        this.click(this.cursor);
+        return true;
+      }
+      case '{':
+      case '}':
+        return this.moveCursor(key, geom);
       case '[':
       case ']': {
         // Head view: pin the previous / next query token (its top weights are read out).
-        if (s.view !== 'head') return false;
+        if (s.view !== 'head') return this.moveCursor(key, geom);
         const prep = prepareLayer(this.shownResult(), s, this.input().specials);
         if (!prep || !prep.rows) return false;
         const i = s.pin && s.pin.side === 'q' ? s.pin.index : -1;

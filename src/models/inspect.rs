@@ -95,7 +95,11 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         (Sizes::llama(&c), format!("GGUF {}", formats.join(" + ")), parameters, g.size.saturating_add(g.head.len() as u64), 0)
     } else {
         let config = config.ok_or_else(|| invalid_model("config.json is missing"))?;
-        let st = used.iter().find(|f| f.name.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file"))?;
+        // One file, or the shards of one checkpoint: all are in memory while the model loads.
+        let shards: Vec<&FileHead> = used.iter().copied().filter(|f| f.name.ends_with(".safetensors")).collect();
+        if shards.is_empty() {
+            return Err(invalid_model("no .safetensors file"));
+        }
         let c = match manifest.architecture.as_str() {
             a if bert::MODEL_TYPES.contains(&a) => Sizes::bert(&BertConfig::from_json(config)?)?,
             "marian" => {
@@ -108,12 +112,21 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
             "gpt2" => Sizes::gpt2(&Gpt2Config::from_json(config)?),
             _ => Sizes::llama(&LlamaConfig::from_hf_json(config)?),
         };
-        let h = safetensors_header(st)?;
-        cut_short = h.check_length(st);
+        let (mut parameters, mut dtypes, mut working) = (0u64, Vec::<String>::new(), 0u64);
+        for st in &shards {
+            let h = safetensors_header(st)?;
+            if cut_short.is_ok() {
+                cut_short = h.check_length(st);
+            }
+            parameters = parameters.saturating_add(h.parameters);
+            dtypes.extend(h.dtypes.into_iter().filter(|d| !dtypes.contains(d)).collect::<Vec<_>>());
+            working = working.saturating_add(st.size);
+        }
+        let sharded = if shards.len() > 1 { format!(" in {} shards", shards.len()) } else { String::new() };
         // Every float weight becomes f32 at load; the parsed tokenizer takes about 10× its
         // JSON (measured on MiniLM's).
         let tokenizer = file("tokenizer.json").map_or(0, |f| f.size.saturating_mul(10));
-        (c, format!("safetensors {}", h.dtypes.join(" + ")), h.parameters, h.parameters.saturating_mul(4).saturating_add(tokenizer), st.size)
+        (c, format!("safetensors {}{sharded}", dtypes.join(" + ")), parameters, parameters.saturating_mul(4).saturating_add(tokenizer), working)
     };
     let t = c.max_positions as u64;
     // The configs have been checked against the budget already; saturate all the same.

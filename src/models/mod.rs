@@ -187,19 +187,36 @@ impl Manifest {
         } else {
             return Err(invalid_model("no manifest.json, config.json or Marian model .bin found"));
         };
+        // The weights: model.safetensors or a whole sharded checkpoint; else what is there instead.
+        let weights = crate::weights::safetensors_file::weight_files(names)?;
+        let family = match architecture.as_str() {
+            a if bert::MODEL_TYPES.contains(&a) => bert::family_name(a).to_string(),
+            "llama" => "Llama".into(),
+            "gpt2" => "GPT-2".into(),
+            _ => "Marian".into(),
+        };
+        let hf_files = |weights: Option<Vec<String>>, also: &str| -> Result<Vec<String>> {
+            let lacking: Vec<&str> = ["config.json", "tokenizer.json"].into_iter().filter(|n| !has(n)).collect();
+            let Some(weights) = weights else {
+                let pytorch = names.iter().find(|n| n.starts_with("pytorch_model") && n.ends_with(".bin"));
+                return Err(invalid_model(match pytorch {
+                    Some(p) => format!("this {family} folder holds its weights as {p} (a PyTorch pickle), which attnviz does not read: it reads model.safetensors (or model-00001-of-0000N.safetensors shards); Hugging Face's `save_pretrained(dir, safe_serialization=True)` or the Hub's safetensors files give them"),
+                    None => format!("this {family} folder has no model.safetensors (nor its shards): it needs config.json, model.safetensors and tokenizer.json{also}"),
+                }));
+            };
+            if !lacking.is_empty() {
+                return Err(invalid_model(format!("this {family} folder has no {}: it needs config.json, model.safetensors and tokenizer.json{also}", lacking.join(" and "))));
+            }
+            Ok(["config.json".to_string()].into_iter().chain(weights).chain(["tokenizer.json".to_string()]).collect())
+        };
         let files = match architecture.as_str() {
-            a if bert::MODEL_TYPES.contains(&a) && has("model.safetensors") && has("tokenizer.json") => {
-                vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()]
-            }
-            a if bert::MODEL_TYPES.contains(&a) => return Err(invalid_model(format!("a {} folder needs config.json, model.safetensors and tokenizer.json", bert::family_name(a)))),
-            "llama" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
-            "llama" => return Err(invalid_model("a llama folder needs config.json, model.safetensors and tokenizer.json (or one .gguf file)")),
-            "marian" if config_json.is_some() && has("model.safetensors") && has("tokenizer.json") => {
-                vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()]
-            }
-            "marian" if config_json.is_some() => return Err(invalid_model(inspect::MARIAN_HF_FILES)),
-            "gpt2" if has("model.safetensors") && has("tokenizer.json") => vec!["config.json".into(), "model.safetensors".into(), "tokenizer.json".into()],
-            "gpt2" => return Err(invalid_model("a GPT-2 folder needs config.json, model.safetensors and tokenizer.json")),
+            a if bert::MODEL_TYPES.contains(&a) => hf_files(weights, "")?,
+            "llama" => hf_files(weights, " (or one .gguf file)")?,
+            "gpt2" => hf_files(weights, "")?,
+            "marian" if config_json.is_some() => hf_files(weights, "").map_err(|e| match e {
+                Error::InvalidModel(m) => invalid_model(format!("{m}. {}", inspect::MARIAN_HF_FILES)),
+                e => e,
+            })?,
             _ => {
                 let bin = names.iter().find(|n| n.ends_with(".bin") && n.starts_with("model")).cloned().unwrap_or_default();
                 if !has("tokenizer.json") {
@@ -321,6 +338,17 @@ pub struct ModelInfo {
     pub example: String,
 }
 
+/// The safetensors weights a manifest lists (one file, or the shards of one checkpoint) as one
+/// store, or None when it lists none.
+fn safetensors_weights<'a>(manifest: &Manifest, file: impl Fn(&str) -> Result<&'a [u8]>) -> Result<Option<TensorStore>> {
+    let names: Vec<&str> = manifest.files.iter().map(String::as_str).filter(|f| f.ends_with(".safetensors")).collect();
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let shards = names.iter().map(|n| Ok((*n, file(n)?))).collect::<Result<Vec<_>>>()?;
+    crate::weights::safetensors_file::read_shards(&shards).map(Some)
+}
+
 impl Model {
     /// Builds the model from the bytes of the files its manifest lists.
     pub fn load(manifest: Manifest, files: &HashMap<String, Vec<u8>>) -> Result<Model> {
@@ -341,9 +369,7 @@ impl Model {
             let bytes = files.remove(name).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")))?;
             llama::LlamaModel::load_gguf(&crate::weights::gguf::read(bytes, name)?)?
         } else {
-            let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors or .gguf file in the manifest"))?;
-            let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
-            weights.set_file(weights_name);
+            let weights = safetensors_weights(&manifest, file)?.ok_or_else(|| invalid_model("no .safetensors or .gguf file in the manifest"))?;
             llama::LlamaModel::load_hf(file("config.json")?, weights, file("tokenizer.json")?)?
         };
         Ok(Model { manifest, family: Family::Llama(model) })
@@ -353,22 +379,16 @@ impl Model {
         let file = |name: &str| files.get(name).map(|v| v.as_slice()).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")));
         let family = match manifest.architecture.as_str() {
             a if bert::MODEL_TYPES.contains(&a) => {
-                let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
-                let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
-                weights.set_file(weights_name);
+                let weights = safetensors_weights(&manifest, file)?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
                 Family::Bert(bert::BertModel::load(file("config.json")?, weights, file("tokenizer.json")?)?)
             }
             "gpt2" => {
-                let weights_name = manifest.files.iter().find(|f| f.ends_with(".safetensors")).ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
-                let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
-                weights.set_file(weights_name);
+                let weights = safetensors_weights(&manifest, file)?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
                 Family::Gpt2(gpt2::Gpt2Model::load(file("config.json")?, weights, file("tokenizer.json")?)?)
             }
             "marian" => {
-                if let Some(weights_name) = manifest.files.iter().find(|f| f.ends_with(".safetensors")) {
+                if let Some(weights) = safetensors_weights(&manifest, file)? {
                     // A Hugging Face opus-mt folder.
-                    let mut weights = crate::weights::safetensors_file::read(file(weights_name)?)?;
-                    weights.set_file(weights_name);
                     Family::Marian(marian::MarianModel::load_hf(file("config.json")?, weights, file("tokenizer.json")?)?)
                 } else {
                     let bin = manifest.files.iter().find(|f| f.ends_with(".bin")).ok_or_else(|| invalid_model("no Marian .bin or .safetensors file in the manifest"))?;

@@ -96,3 +96,78 @@ test('one diffuse head alone: its strongest line is drawn nearly opaque, and the
   const shown = Number(/÷\s*([\d.]+)/.exec(scale)[1]);
   assert.ok(Math.abs(shown - d.max) < 0.006, `the drawing says "${scale}" but the largest weight is ${d.max.toFixed(3)}`);
 });
+
+// Issue 21, item 8: with every head drawn, twelve translucent lines on one path blended into one
+// grey-brown. Each query–key pair is now one line in the colour of the head that weights it
+// most, a legend names the colours, and the side panel says its weights are combined.
+test('all heads: each line has its strongest head\'s colour, a legend names them, the side panel says what is combined', async () => {
+  const { page } = app;
+  const out = await page.evaluate(async (t) => {
+    const head = await import('./views/head.js');
+    const common = await import('./views/common.js');
+    const { SvgContext } = await import('./svg.js');
+    const { drain } = await import('./slices.js');
+    const { result, specials } = window.__real[t];
+    const input = { result, specials };
+    const block = result.attentions.find((a) => a.kind === 'encoder_self' && a.layer === 2);
+    const n = block.query_len * block.key_len;
+    // Query 3's pair with the largest weight in any head, and that head.
+    const i = 3;
+    let best = { w: 0, j: 0, h: 0 };
+    for (let h = 0; h < block.heads; h++) {
+      for (let j = 0; j < block.key_len; j++) {
+        const w = block.data[h * n + i * block.key_len + j];
+        if (w > best.w) best = { w, j, h };
+      }
+    }
+    const state = { kind: 'encoder_self', layer: 2, head: 0, heads: [], agg: 'head', threshold: 0, hideSpecial: false, merge: false, focus: { side: 'q', index: i } };
+    const canvas = document.createElement('canvas');
+    document.body.append(canvas);
+    const sz = head.size(canvas.getContext('2d'), input, state, 900);
+    const ctx = common.prepareCanvas(canvas, sz.width, sz.height);
+    const g = drain(head.draw(ctx, input, state, common.LIGHT, sz.width, sz.height));
+    const dpr = canvas.width / sz.width;
+    const img = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    const yOf = (k) => g.headerH + 4 + k * g.rowH + g.rowH / 2;
+    // The most inked device pixel near 85 % of the way along the line (lines from one query
+    // fan out: there only this one passes).
+    const x = g.leftX + 4 + (g.rightX - g.leftX - 8) * 0.85;
+    const y = yOf(i) + (yOf(best.j) - yOf(i)) * 0.85;
+    let px = null;
+    for (let dx = -2; dx <= 2; dx++) {
+      for (let dy = -2; dy <= 2; dy++) {
+        const o = (Math.round((y + dy / dpr) * dpr) * canvas.width + Math.round((x + dx / dpr) * dpr)) * 4;
+        const p = [img.data[o], img.data[o + 1], img.data[o + 2]];
+        if (!px || p[0] + p[1] + p[2] < px[0] + px[1] + px[2]) px = p;
+      }
+    }
+    canvas.remove();
+    const svg = new SvgContext(sz.width, sz.height);
+    drain(head.draw(svg, input, { ...state, focus: null }, common.LIGHT, sz.width, sz.height));
+    const texts = [...svg.root.querySelectorAll('text')].map((e) => e.textContent);
+    return { px, hex: common.headColor(best.h), h: best.h, heads: block.heads, texts, describe: head.describe(input, state) };
+  }, TEXT);
+  // Over white, a line of colour c at opacity a is 255 − a·(255 − c) per channel: the same a in
+  // every channel that the colour moves. A blend of several heads' colours has no single a.
+  const col = [1, 3, 5].map((k) => parseInt(out.hex.slice(k, k + 2), 16));
+  const alphas = [0, 1, 2].filter((k) => 255 - col[k] > 40).map((k) => (255 - out.px[k]) / (255 - col[k]));
+  assert.ok(Math.min(...alphas) > 0.3, `the line to the strongest key is hardly inked: pixel ${out.px}, head ${out.h + 1}'s colour ${out.hex}`);
+  assert.ok(Math.max(...alphas) - Math.min(...alphas) < 0.15,
+    `the line to the strongest key is not head ${out.h + 1}'s colour ${out.hex}: pixel ${out.px} (per-channel opacity ${alphas.map((a) => a.toFixed(2))})`);
+  assert.ok(out.texts.some((s) => /colour = the head that weights it most/.test(s)), `no colour legend: ${out.texts.slice(0, 10).join(' | ')}`);
+  for (let h = 1; h <= out.heads; h++) assert.ok(out.texts.includes(String(h)), `the legend has no entry for head ${h}`);
+  assert.match(out.describe, /colour of the head that weights it most/);
+
+  // The page with every head drawn (key A): hovering a token says its weights are the mean.
+  await page.mouse.move(0, 0);
+  await page.keyboard.press('a');
+  await page.waitForFunction(() => (!window.attnvizDebug.state.heads || window.attnvizDebug.state.heads.length > 1) && !window.attnvizDebug.drawing && !window.attnvizDebug.computing, null, { timeout: 30_000 });
+  const box = await page.locator('canvas#view').boundingBox();
+  const pt = await page.evaluate(() => window.attnvizDebug.tokenPoint('q', 2));
+  assert.ok(pt, 'the page is not on the head view');
+  await page.mouse.move(box.x + pt.x, box.y + pt.y);
+  await page.waitForFunction(() => document.querySelectorAll('#top-list li').length > 0, null, { timeout: 10_000 });
+  const hint = await page.locator('#side-hint').textContent();
+  assert.match(hint, /mean of all \d+ heads/, `the side panel does not say its weights are combined: "${hint}"`);
+  await page.mouse.move(0, 0);
+});

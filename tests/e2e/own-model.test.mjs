@@ -9,7 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -414,5 +414,46 @@ test('the widget opens a model through el.openModel(files)', async () => {
     await page.waitForFunction(() => document.getElementById('w').viewState.model === 'minilm-l6');
   } finally {
     await w.close();
+  }
+});
+
+// Issue 21, item 19: a checkpoint sharded over several safetensors files opens as one model; an
+// empty folder, a folder with only a PyTorch pickle and one missing a shard each say what is
+// wrong (they did nothing, or gave a generic message), and the model in use stays.
+test('a sharded checkpoint opens as one model; an empty folder, a pytorch_model.bin folder and a missing shard are named', async () => {
+  const bad = mkdtempSync(path.join(tmpdir(), 'attnviz-bad-'));
+  try {
+    const empty = path.join(bad, 'empty-folder');
+    mkdirSync(empty);
+    const pytorch = path.join(bad, 'bert-pytorch');
+    mkdirSync(pytorch);
+    for (const n of ['config.json', 'tokenizer.json']) copyFileSync(path.join(dir, 'tiny-bert', n), path.join(pytorch, n));
+    writeFileSync(path.join(pytorch, 'pytorch_model.bin'), Buffer.alloc(1024));
+    const halfShards = path.join(bad, 'half-shards');
+    mkdirSync(halfShards);
+    for (const n of ['config.json', 'tokenizer.json', 'model-00001-of-00002.safetensors', 'model.safetensors.index.json']) copyFileSync(path.join(dir, 'tiny-bert-sharded', n), path.join(halfShards, n));
+
+    await onPage(async (page) => {
+      await waitModel(page, 'minilm-l6');
+      const notice = (re) => page.waitForFunction((src) => new RegExp(src).test(document.getElementById('notice').textContent), re.source, { timeout: 30_000 })
+        .catch(async () => assert.fail(`the notice says "${(await seen(page)).notice}", not ${re}`));
+      await page.click('#open-model');
+      await page.setInputFiles('#open-folder', empty);
+      await notice(/^Nothing to open: no files: the folder is empty/);
+      await page.setInputFiles('#open-folder', pytorch);
+      await notice(/Could not open “bert-pytorch”: .*pytorch_model\.bin \(a PyTorch pickle\)/);
+      await page.setInputFiles('#open-folder', halfShards);
+      await notice(/Could not open “half-shards”: .*sharded over 2 files and 1 of them is missing: model-00002-of-00002\.safetensors/);
+      assert.equal((await seen(page)).model, 'minilm-l6', 'a refused folder replaced the model in use');
+      const before = (await seen(page)).draws;
+      await page.setInputFiles('#open-folder', path.join(dir, 'tiny-bert-sharded'));
+      await waitModel(page, 'own-tiny-bert-sharded', before);
+      await notice(/^Opened “tiny-bert-sharded”: BERT encoder, safetensors F32 in 2 shards/);
+      await typeText(page, TEXT);
+      const want = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source;
+      assert.deepEqual((await seen(page)).tokens, want);
+    });
+  } finally {
+    rmSync(bad, { recursive: true, force: true });
   }
 });

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -253,3 +254,26 @@ def test_opus_mt_tokenizer_cuts_as_the_spm_with_vocab_json_ids(shuffle):
         assert got.tokens == want.tokens, text
         assert got.ids == [vocab.get(t, vocab["<unk>"]) for t in want.tokens], text  # unknown characters: <unk>
     assert mine.token_to_id("</s>") == vocab["</s>"]
+
+
+SHARDED = 11  # index of tiny-bert-sharded (tiny-bert's weights over two safetensors shards)
+
+
+def test_a_sharded_checkpoint_is_the_same_model(folders):
+    """tiny-bert-sharded holds tiny-bert's weights in model-00001-of-00002.safetensors and
+    model-00002-of-00002.safetensors: the CLI loads it as one model with tiny-bert's maps, exactly."""
+    assert not os.path.exists(os.path.join(folders[SHARDED], "model.safetensors"))
+    one, sharded = rust_attend(folders[0], TEXTS[1]), rust_attend(folders[SHARDED], TEXTS[1])
+    assert sharded["tokens"] == one["tokens"]
+    assert [b["data"] for b in sharded["attentions"]] == [b["data"] for b in one["attentions"]]
+
+
+def test_a_missing_shard_is_named(folders, tmp_path):
+    """Without its second shard the folder is refused, naming the file that is missing."""
+    broken = tmp_path / "two-shards-one-missing"
+    shutil.copytree(folders[SHARDED], broken)
+    os.remove(broken / "model-00002-of-00002.safetensors")
+    _need_binary()
+    out = subprocess.run([BIN, "attend", "--model", str(broken), "--text", "hi"], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "missing: model-00002-of-00002.safetensors" in out.stderr, out.stderr

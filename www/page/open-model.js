@@ -2,7 +2,7 @@
 // picker), drops of a folder or files anywhere on the page, and "Remove" for a model the user
 // opened. The work is the session's (openModel, removeModel), shared with the widget.
 
-import { collectDrop, collectFiles, SUPPORTED_TEXT } from '../own-model.js';
+import { collectDrop, SUPPORTED_TEXT } from '../own-model.js';
 import { listen } from '../timing.js';
 
 export function bindOpenModel(el, session) {
@@ -12,14 +12,14 @@ export function bindOpenModel(el, session) {
     el.openModel.setAttribute('aria-expanded', String(!el.openPanel.hidden));
   });
   // The rejection is already said in the notice: nothing else to do with it.
-  const open = (picked) => {
+  const open = (files, name = null) => {
     el.openPanel.hidden = true;
     el.openModel.setAttribute('aria-expanded', 'false');
-    return session.openModel(picked).catch(() => {});
+    return session.openFiles(files, name).catch(() => {});
   };
   for (const input of [el.openFolder, el.openFiles]) {
     listen('page', input, 'change', () => {
-      if (input.files.length) open(collectFiles(input.files));
+      open(Array.from(input.files)); // an empty folder too: the notice says it held nothing
       input.value = ''; // picking the same folder again opens it again
     });
   }
@@ -36,7 +36,7 @@ export function bindOpenModel(el, session) {
     if (!hasFiles(e)) return;
     e.preventDefault();
     document.body.classList.remove('dropping');
-    collectDrop(e.dataTransfer).then(open, (err) => {
+    collectDrop(e.dataTransfer).then(({ files, name }) => open(files, name), (err) => {
       session.notice = `Could not open the dropped files: ${err.message}`;
       session.emit('status');
     });

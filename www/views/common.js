@@ -353,6 +353,20 @@ export function colorBar(ctx, x, y, w, h, lo, hi, colorOf, theme, label) {
   }
 }
 
+/**
+ * The keyboard cursor on a rows × cols grid of read-outs (views' moveHit): `]` / `[` the next /
+ * previous cell in reading order, `}` / `{` the cell below / above, wrapping around. → [row,
+ * col]: the first cell from nowhere, null for an empty grid or another key.
+ */
+export function gridStep(at, rows, cols, key) {
+  const d = { ']': 1, '[': -1, '}': cols, '{': -cols }[key];
+  if (!(rows > 0 && cols > 0) || d === undefined) return null;
+  if (!at) return [0, 0];
+  const n = rows * cols;
+  const k = (((Math.min(rows - 1, at[0]) * cols + Math.min(cols - 1, at[1]) + d) % n) + n) % n;
+  return [Math.floor(k / cols), k % cols];
+}
+
 export function fmt(v, digits = 2) {
   if (!Number.isFinite(v)) return v > 0 ? '∞' : v < 0 ? '−∞' : '–';
   const a = Math.abs(v);

@@ -1,15 +1,20 @@
 // Head view: the bipartite graph. Query tokens on the left, key tokens on the right, one colour
 // per head, line opacity = attention weight ÷ the largest weight drawn (the scale is written in
-// the drawing), so that one diffuse head (max 0.13, say) reads as well as a sharp one. Lines are
-// batched by opacity level so that 128 tokens × 12 heads (≈200k candidate lines) stay within
-// one frame.
+// the drawing), so that one diffuse head (max 0.13, say) reads as well as a sharp one. With
+// several heads drawn, each query–key pair gets one line, in the colour of the head that weights
+// it most (a legend says which colour is which head): twelve translucent lines on one path
+// blended into one grey-brown. Lines are batched by colour and opacity level so that 128 tokens
+// × 12 heads stay within one frame.
 
 import { prepareLayer, rawCell, rawText, prepareLayerSteps } from '../analysis.js';
-import { clear, drawTitle, measureTag, fitText, fmt, font, headColor, maxTextWidth, textLines } from './common.js';
+import { clear, measureTag, fitText, fmt, font, headColor, maxTextWidth, textLines, wrapWords } from './common.js';
 
 const LEVELS = 24; // opacity buckets
 const LINE_BUDGET = 1000; // lines drawn at most while no token is hovered (see budgetLevel)
 const MIN_OPACITY = 1 / LEVELS; // lines under the first opacity step (weight ÷ scale) are left out
+const CAPTION_H = 14; // one 11 px caption line
+const SWATCH_W = 34; // one head's legend entry: its colour and its number
+const LEGEND_TEXT = 'line colour = the head that weights it most:';
 
 /** The opacity scale of a drawing: the largest weight among the lines it may draw. */
 function* opacityScale(mats, cols, rows, focus, threshold = 0) {
@@ -49,6 +54,53 @@ function activeHeads(state, nHeads) {
   return hs.length ? hs : [...Array(nHeads).keys()];
 }
 
+function titleText(prep, state) {
+  const agg = state.agg === 'mean' ? ' · mean over heads' : state.agg === 'rollout' ? ' · rollout' : '';
+  return `Layer ${prep.layer + 1} · ${KIND_NAMES[prep.kind] || prep.kind}${agg}${measureTag(state)}`;
+}
+
+/** The heads drawn one colour each, when there are several (else null: one head, or an aggregate). */
+function legendHeads(prep, state) {
+  if (state.agg === 'mean' || state.agg === 'rollout') return null;
+  const hs = activeHeads(state, prep.nHeads);
+  return hs.length > 1 ? hs : null;
+}
+
+/**
+ * The header, top down: the title (wrapped), the opacity scale, the note on lines left out, the
+ * colour legend when several heads are drawn, the filter notes, the column names. Every line
+ * spans the drawing's width, so none is cut to the gap between the token columns.
+ */
+function headerLayout(ctx, prep, state, width) {
+  const textW = width - 16;
+  ctx.font = font(14, 600);
+  const title = wrapWords(ctx, titleText(prep, state), textW);
+  let y = 6 + title.length * 18 + 2;
+  const scaleY = y;
+  y += CAPTION_H;
+  const leftOutY = y;
+  y += CAPTION_H;
+  let legend = null;
+  const hs = legendHeads(prep, state);
+  if (hs) {
+    ctx.font = font(11);
+    const textY = y;
+    let x = 8 + Math.ceil(ctx.measureText(LEGEND_TEXT).width) + 8;
+    const swatches = hs.map((h) => {
+      if (x + SWATCH_W > width - 8) [x, y] = [8, y + CAPTION_H];
+      const at = { h, x, y };
+      x += SWATCH_W;
+      return at;
+    });
+    legend = { textY, swatches };
+    y += CAPTION_H;
+  }
+  const notesY = y + 2;
+  y = notesY + prep.notes.length * 16;
+  const columnsY = y;
+  return { title, scaleY, leftOutY, legend, notesY, columnsY, headerH: columnsY + 16 };
+}
+
 function geometry(ctx, prep, state, width) {
   const rowH = prep.rows > 64 || prep.cols > 64 ? 15 : 20;
   const px = rowH > 16 ? 13 : 11;
@@ -61,18 +113,18 @@ function geometry(ctx, prep, state, width) {
   // tall, and every frame that changes it copies all of its pixels to the compositor (a
   // 1,280 px wide one took 44–53 ms per copy in software rendering, over the 50 ms long-task line).
   const x0 = 8;
-  // title, column names + opacity scale, a line for lines left out, then the filter notes
-  const headerH = 58 + (prep.notes.length ? prep.notes.length * 16 : 0);
+  const header = headerLayout(ctx, prep, state, total + 16);
   const n = Math.max(prep.rows, prep.cols);
   return {
     rowH,
     px,
     labelW,
-    headerH,
+    header,
+    headerH: header.headerH,
     leftX: x0 + labelW, // right edge of the query labels
     rightX: x0 + labelW + gap, // left edge of the key labels
     width: total + 16,
-    height: headerH + n * rowH + 16,
+    height: header.headerH + n * rowH + 16,
   };
 }
 
@@ -97,13 +149,47 @@ export function hitTest(geom, x, y) {
   return null;
 }
 
-/** The matrices to draw: per active head, or one aggregate. → [{ mat, color }] */
+/** The matrices behind the drawing: per active head, or one aggregate. → [{ mat, color }] */
 function layers(prep, state) {
   if (state.agg === 'mean' || state.agg === 'rollout') return [{ mat: prep.mean, color: null, h: -1 }];
   return activeHeads(state, prep.nHeads).map((h) => ({ mat: prep.heads[h], color: headColor(h), h }));
 }
 
-/** Top weights of a token (mean over the drawn heads). → [{ label, weight }] */
+/**
+ * What is drawn, one line per query–key pair: the weight of the head that weights the pair
+ * most (`mat`) and which of `ls` that is (`strongest`, null with one layer). A step per head.
+ */
+function* strongestLines(ls) {
+  if (ls.length === 1) return { mat: ls[0].mat, strongest: null };
+  const n = ls[0].mat.length;
+  const mat = new Float32Array(n);
+  const strongest = new Uint8Array(n);
+  for (let k = 0; k < ls.length; k++) {
+    const m = ls[k].mat;
+    for (let c = 0; c < n; c++) {
+      if (m[c] > mat[c]) {
+        mat[c] = m[c];
+        strongest[c] = k;
+      }
+    }
+    yield;
+  }
+  return { mat, strongest };
+}
+
+/** What the top weights combine: { short } for a title, { long } for a hint ('' for one head). */
+export function combined(input, state) {
+  const prep = prepareLayer(input.result, state, input.specials);
+  if (!prep) return { short: '', long: '' };
+  if (state.agg === 'mean') return { short: 'mean over heads', long: `The weights are the mean over the layer's ${prep.nHeads} heads.` };
+  if (state.agg === 'rollout') return { short: 'rollout', long: 'The weights are the attention rollout up to this layer (all heads, residual included).' };
+  const hs = legendHeads(prep, state);
+  if (!hs) return { short: '', long: '' };
+  const list = hs.length === prep.nHeads ? `all ${hs.length} heads` : `heads ${hs.map((h) => h + 1).join(', ')}`;
+  return { short: `mean of ${list}`, long: `The weights are the mean of ${list}; each line shows its strongest head.` };
+}
+
+/** Top weights of a token (mean over the drawn heads: the side panel says so). → [{ label, weight }] */
 export function topWeights(input, state, focus, k = 8) {
   const prep = prepareLayer(input.result, state, input.specials);
   if (!prep || !focus) return [];
@@ -176,61 +262,75 @@ export function* draw(ctx, input, state, theme, width) {
   clear(ctx, g.width, g.height, theme);
 
   // Header
-  const agg = state.agg === 'mean' ? ' · mean over heads' : state.agg === 'rollout' ? ' · rollout' : '';
-  drawTitle(ctx, `Layer ${prep.layer + 1} · ${KIND_NAMES[prep.kind] || prep.kind}${agg}${measureTag(state)}`, theme);
+  const hd = g.header;
+  ctx.fillStyle = theme.fg;
+  ctx.font = font(14, 600);
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  hd.title.forEach((line, k) => ctx.fillText(line, 8, 6 + k * 18));
+  textLines(ctx, prep.notes, 8, hd.notesY, theme, 11, g.width - 16);
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'right';
-  ctx.fillText('queries', g.leftX, 28);
+  ctx.fillText('queries', g.leftX, hd.columnsY);
   ctx.textAlign = 'left';
-  ctx.fillText('keys', g.rightX, 28);
-  textLines(ctx, prep.notes, 8, 58, theme, 11, g.width - 16);
+  ctx.fillText('keys', g.rightX, hd.columnsY);
+  if (hd.legend) {
+    ctx.fillText(LEGEND_TEXT, 8, hd.legend.textY);
+    for (const { h, x, y: sy } of hd.legend.swatches) {
+      ctx.fillStyle = headColor(h);
+      ctx.fillRect(x, sy + 2, 12, 8);
+      ctx.fillStyle = theme.muted;
+      ctx.fillText(String(h + 1), x + 15, sy);
+    }
+  }
 
   const y = (i) => g.headerH + 4 + i * g.rowH + g.rowH / 2;
   const focus = state.focus || null;
   const ls = layers(prep, state);
   const C = prep.cols;
+  const drawn = yield* strongestLines(ls);
   // Opacity = weight ÷ scale, the largest weight among the lines this drawing may show.
-  const scale = yield* opacityScale(ls.map((l) => l.mat), C, prep.rows, focus, state.threshold || 0);
+  const scale = yield* opacityScale([drawn.mat], C, prep.rows, focus, state.threshold || 0);
   const threshold = Math.max(MIN_OPACITY * scale, state.threshold || 0, 1e-9);
   const toLevel = scale > 0 ? LEVELS / scale : 0;
   g.alphaScale = scale;
-  const minLevel = focus ? 0 : yield* budgetLevel(ls, threshold, toLevel);
+  const minLevel = focus ? 0 : yield* budgetLevel([drawn], threshold, toLevel);
   g.linesFrom = minLevel ? minLevel / toLevel : 0;
   ctx.font = font(11);
   ctx.fillStyle = theme.muted;
-  ctx.textAlign = 'center';
+  ctx.textAlign = 'left';
   ctx.textBaseline = 'top';
-  ctx.fillText(fitText(ctx, scaleText(scale), g.rightX - g.leftX - 16), (g.leftX + g.rightX) / 2, 28);
+  ctx.fillText(fitText(ctx, scaleText(scale), g.width - 16), 8, hd.scaleY);
   if (minLevel) {
     const hidden = `fainter lines (weight < ${fmt(g.linesFrom, 3)}) left out; hover a token for all of its lines`;
-    ctx.fillText(fitText(ctx, hidden, g.rightX - g.leftX - 16), (g.leftX + g.rightX) / 2, 42);
+    ctx.fillText(fitText(ctx, hidden, g.width - 16), 8, hd.leftOutY);
   }
 
-  // Lines, batched per (head, opacity level)
+  // Lines, batched per (colour, opacity level)
   ctx.lineWidth = g.rowH > 16 ? 2 : 1;
   ctx.lineCap = 'butt';
   const x1 = g.leftX + 4;
   const x2 = g.rightX - 4;
-  const buckets = Array.from({ length: LEVELS }, () => []);
-  for (const l of ls) {
-    for (const b of buckets) b.length = 0;
-    const iFrom = focus && focus.side === 'q' ? focus.index : 0;
-    const iTo = focus && focus.side === 'q' ? Math.min(prep.rows, focus.index + 1) : prep.rows;
-    for (let i = iFrom; i < iTo; i++) {
-      const row = i * C;
-      const jFrom = focus && focus.side === 'k' ? focus.index : 0;
-      const jTo = focus && focus.side === 'k' ? Math.min(C, focus.index + 1) : C;
-      for (let j = jFrom; j < jTo; j++) {
-        const w = l.mat[row + j];
-        if (!(w >= threshold)) continue;
-        const lvl = Math.min(LEVELS - 1, Math.floor(w * toLevel));
-        buckets[lvl].push(i, j);
-      }
+  const buckets = ls.map(() => Array.from({ length: LEVELS }, () => []));
+  const iFrom = focus && focus.side === 'q' ? focus.index : 0;
+  const iTo = focus && focus.side === 'q' ? Math.min(prep.rows, focus.index + 1) : prep.rows;
+  const jFrom = focus && focus.side === 'k' ? focus.index : 0;
+  const jTo = focus && focus.side === 'k' ? Math.min(C, focus.index + 1) : C;
+  for (let i = iFrom; i < iTo; i++) {
+    const row = i * C;
+    for (let j = jFrom; j < jTo; j++) {
+      const w = drawn.mat[row + j];
+      if (!(w >= threshold)) continue;
+      const lvl = Math.min(LEVELS - 1, Math.floor(w * toLevel));
+      buckets[drawn.strongest ? drawn.strongest[row + j] : 0][lvl].push(i, j);
     }
-    ctx.strokeStyle = l.color || theme.accent;
+  }
+  yield;
+  for (let k = 0; k < ls.length; k++) {
+    ctx.strokeStyle = ls[k].color || theme.accent;
     for (let lvl = minLevel; lvl < LEVELS; lvl++) {
-      const seg = buckets[lvl];
+      const seg = buckets[k][lvl];
       if (!seg.length) continue;
       ctx.globalAlpha = (lvl + 1) / LEVELS;
       // One path per line: a single path of crossing wide lines rasterises 4–5× slower.
@@ -273,5 +373,6 @@ export function describe(input, state) {
   const prep = prepareLayer(input.result, state, input.specials);
   if (!prep) return 'Head view: no data';
   const hs = state.agg === 'head' ? activeHeads(state, prep.nHeads).map((h) => h + 1).join(', ') : state.agg;
-  return `Head view, ${KIND_NAMES[prep.kind] || prep.kind}${measureTag(state)}, layer ${prep.layer + 1}, heads ${hs}: ${prep.rows} query tokens linked to ${prep.cols} key tokens`;
+  const colours = legendHeads(prep, state) ? ', each line in the colour of the head that weights it most' : '';
+  return `Head view, ${KIND_NAMES[prep.kind] || prep.kind}${measureTag(state)}, layer ${prep.layer + 1}, heads ${hs}: ${prep.rows} query tokens linked to ${prep.cols} key tokens${colours}`;
 }

@@ -4,7 +4,7 @@
 // click opens it in the head view. The data is the model's heads() answer (input.heads), not the
 // attention maps. The sortable ranking beside it is DOM (www/page/heads-table.js).
 
-import { clear, drawTitle, fitText, font, textLines, wrapWords } from './common.js';
+import { clear, drawTitle, fitText, font, gridStep, textLines, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 /** Labels in legend order, with their colours (Okabe–Ito, readable by colour-blind readers). */
@@ -82,6 +82,12 @@ export function hitTest(geom, x, y) {
   const l = Math.floor((y - geom.top) / geom.cell);
   if (h < 0 || l < 0 || h >= geom.H || l >= geom.L) return null;
   return { layer: l, head: h };
+}
+
+/** The keyboard cursor's next (layer, head) cell (common.js gridStep). */
+export function moveHit(geom, hit, key) {
+  const at = geom && geom.cell ? gridStep(hit && 'layer' in hit ? [hit.layer, hit.head] : null, geom.L, geom.H, key) : null;
+  return at && { layer: at[0], head: at[1] };
 }
 
 export function draw(ctx, input, state, theme, width, height) {

@@ -10,7 +10,7 @@
 // e.g. the query that chose a generated token) has its whole row outlined in the accent colour.
 
 import { prepareLayer, prepareLayerSteps, rawCell, rawText } from '../analysis.js';
-import { clear, drawTitle, measureTag, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, textLines, viridis } from './common.js';
+import { clear, drawTitle, measureTag, colorBar, drawMatrix, fitText, fmt, font, gridStep, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const BAR_W = 64; // colour bar + its tick labels
@@ -107,6 +107,12 @@ export function hitTest(geom, x, y) {
   const i = Math.floor((y - geom.top) / geom.cell);
   if (i < 0 || j < 0 || i >= geom.rows || j >= geom.cols) return null;
   return { row: i, col: j };
+}
+
+/** The keyboard cursor's next cell (common.js gridStep). */
+export function moveHit(geom, hit, key) {
+  const at = geom && geom.cell ? gridStep(hit && 'row' in hit ? [hit.row, hit.col] : null, geom.rows, geom.cols, key) : null;
+  return at && { row: at[0], col: at[1] };
 }
 
 /** Where cell (row, col) is drawn: { x, y, w, h } in CSS px. */

@@ -46,9 +46,10 @@ export const VIEWS = [
       const tokLabel = f.side === 'q' ? 'query' : 'key';
       // Comparing: the weights of the side the pointer is on (B's own; A's for A and the difference).
       const b = input.compare && input.compare.result && f.panel === 'b';
+      const mix = head.combined(b ? compare.inputB(input) : input, s);
       return {
-        title: `${input.compare ? (b ? 'B: ' : 'A: ') : ''}Top weights ${f.side === 'q' ? 'from' : 'to'} this ${tokLabel}${s.pin && sameToken(f, s.pin) ? ' (pinned)' : ''}`,
-        hint: '',
+        title: `${input.compare ? (b ? 'B: ' : 'A: ') : ''}Top weights ${f.side === 'q' ? 'from' : 'to'} this ${tokLabel}${s.pin && sameToken(f, s.pin) ? ' (pinned)' : ''}${mix.short ? ` · ${mix.short}` : ''}`,
+        hint: mix.long,
         items: head.topWeights(b ? compare.inputB(input) : input, s, f, 8),
       };
     },

@@ -11,7 +11,7 @@
 // bands of 24 dims, ~10 ms each), so no task holds the page. Hover reads one value out: position,
 // dim, value.
 
-import { canvasScale, clear, drawTitle, font, headColor, textLines, wrapWords } from './common.js';
+import { canvasScale, clear, drawTitle, font, gridStep, headColor, textLines, wrapWords } from './common.js';
 
 const CHART_H = 500; // the plotters chart: heatmap + line chart
 const HEAT_H = 290; // the heatmap's share of it
@@ -252,6 +252,13 @@ export function hitTest(geom, x, y) {
     return { panel: 'lines', position, dim: best };
   }
   return null;
+}
+
+/** The keyboard cursor's next heatmap cell: `]` / `[` the next dimension, `}` / `{` the next
+ *  position (common.js gridStep); the line chart shows the same values. */
+export function moveHit(geom, hit, key) {
+  const at = geom && geom.heat ? gridStep(hit && 'position' in hit ? [hit.position, hit.dim] : null, geom.positions, geom.dims, key) : null;
+  return at && { panel: 'heat', position: at[0], dim: at[1] };
 }
 
 /** "position 5 · dim 17 = 0.123457 (sin)": the value the model adds there, to 6 significant digits. */

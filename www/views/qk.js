@@ -234,6 +234,17 @@ export function hitTest(geom, x, y) {
   return best;
 }
 
+/** The keyboard cursor's next point: the queries in order, then the keys, wrapping around
+ *  (`]` / `}` forward, `[` / `{` back). */
+export function moveHit(geom, hit, key) {
+  if (!geom || !geom.qs || !['[', ']', '{', '}'].includes(key)) return null;
+  const all = geom.qs.map((_, index) => ({ side: 'q', index })).concat(geom.ks.map((_, index) => ({ side: 'k', index })));
+  if (!all.length) return null;
+  const k = hit ? all.findIndex((h) => h.side === hit.side && h.index === hit.index) : -1;
+  if (k < 0) return all[0];
+  return all[(k + (key === ']' || key === '}' ? 1 : -1) + all.length) % all.length];
+}
+
 export function hoverText(input, state, hit) {
   const s = input.step;
   if (!s || !hit) return null;

@@ -219,6 +219,31 @@ export function hitTest(geom, x, y) {
   return null;
 }
 
+/**
+ * The keyboard cursor's next matrix cell: `]` / `[` along a row, `}` / `{` down a column, from
+ * one matrix into the next at its end (the panels in drawing order, as one wrapped sequence).
+ */
+export function moveHit(geom, hit, key) {
+  const ps = geom && geom.panels ? geom.panels.filter((p) => p.rows > 0 && p.cols > 0) : [];
+  if (!ps.length || !['[', ']', '{', '}'].includes(key)) return null;
+  const hitOf = (p, row, col) => ({ panel: p.id, row, col, queryRow: p.rowSide === 'q' ? row : null });
+  let k = hit ? ps.findIndex((p) => p.id === hit.panel) : -1;
+  if (k < 0) return hitOf(ps[0], 0, 0);
+  const p = ps[k];
+  let row = Math.min(p.rows - 1, hit.row);
+  let col = Math.min(p.cols - 1, hit.col);
+  const forward = key === ']' || key === '}';
+  if (key === ']' || key === '[') {
+    col += forward ? 1 : -1;
+    if (col >= p.cols) [row, col] = [row + 1, 0];
+    if (col < 0) [row, col] = [row - 1, p.cols - 1];
+  } else row += forward ? 1 : -1;
+  if (row >= 0 && row < p.rows) return hitOf(p, row, col);
+  k = (k + (forward ? 1 : -1) + ps.length) % ps.length;
+  const q = ps[k];
+  return forward ? hitOf(q, 0, Math.min(col, q.cols - 1)) : hitOf(q, q.rows - 1, key === '[' ? q.cols - 1 : Math.min(col, q.cols - 1));
+}
+
 /** What a hovered matrix cell reads: its matrix, row token, column and the number. */
 export function hoverText(input, state, hit) {
   const s = input.step;
