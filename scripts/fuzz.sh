@@ -26,7 +26,7 @@ cargo build --release --locked --target "$host" --bins
 bin=target/$host/release
 
 # The targets run FUZZ_JOBS at a time (default: one per core): each libFuzzer process is
-# single-threaded, so on two cores six 20-second smoke runs take one minute, not two.
+# single-threaded, so on two cores six 10-second smoke runs take 30 s, not 60.
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
