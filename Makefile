@@ -34,12 +34,12 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
 .PHONY: help setup models venv build build-simd build-threads serve test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
-	check-simd clean distclean fuzz fuzz-smoke
+	check-simd clean distclean fuzz fuzz-smoke fuzz-build
 
 help:
 	@echo "attnviz make targets:"
 	@echo "  make serve       setup + models + build, then serve on http://127.0.0.1:\$$PORT/ (default 8080)"
-	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e"
+	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e (FORCE=1: also suites that passed with the same inputs)"
 	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
 	@echo "  make setup       install toolchain, wasm-bindgen, npm deps, chromium (scripts/setup.sh)"
 	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
@@ -141,18 +141,27 @@ build-threads: | .toolchain/env node_modules/.bin/wasm-opt
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
 
-# The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
+# The preparation in order, then lanes side by side (scripts/lanes.sh): the builds the page
 # loads and the e2e suite; the shared-memory build and the fuzzers; the native suites, then the
-# suite of every wasm build once both builds are there (test-wasm@build-simd,build-threads). The
-# lanes share the CPU alike: with the other two at nice 10 (lanes.sh NAME+N) the page lane's build
-# took 316 instead of 708 s, but its e2e suite ran no faster beside them and the niced lanes fell
-# behind. Measured in a fresh clone (1,257 s in all) with test-wasm in the wasm lane: page 1,131 s,
-# wasm 1,224 s, native 976 s; test-wasm (103 s) moved to the native lane to even them. Every stage
-# prints its wall and CPU time, and a summary closes. The browser suites depend on nothing that
-# takes its time from another lane, and pass with busy neighbours (their responsiveness checks
-# time the app's own work).
-TEST_PREP := setup models venv
-TEST_LANES := "page: build-simd test-e2e" "wasm: build-threads fuzz-smoke" "native: lint test-rust test-py test-wasm@build-simd,build-threads"
+# suite of every wasm build once both builds are there (TARGET@A,B waits for A and B). The
+# instrumented fuzz build runs from the start in a lane of its own at nice 5: it takes the CPU
+# the others leave (a link on one core, a browser test waiting for a frame), and when a lane has
+# to wait for it, lanes.sh lifts the nice (root only). Measured in fresh clones: with the fuzz
+# build inside fuzz-smoke it started at 573 s and took 568 s beside the e2e suite, the last lane
+# (1,203 s in all); test-wasm (103 s) had moved from the wasm lane to the native one, which ended
+# first (976 s). The main lanes share the CPU alike: with the other two at nice 10 the page lane's
+# build took 316 instead of 708 s, but its e2e suite ran no faster beside them and the niced lanes
+# fell behind. Every stage prints its wall and CPU time, and a summary closes. The browser suites
+# depend on nothing that takes its time from another lane, and pass with busy neighbours (their
+# responsiveness checks time the app's own work).
+TEST_PREP := setup models
+# A suite that passed before with the very same inputs (scripts/test-inputs.sh: the tree's files,
+# the models' manifests, the tools' versions) is not run again: with nothing changed a warm
+# make test takes seconds. After a change every suite runs (each reads most of the tree). CI
+# (CI=true) and FORCE=1 run them all regardless (and write the stamps, in .test-stamps/).
+TEST_CACHED := lint test-rust test-py test-wasm test-e2e fuzz-smoke
+TEST_LANES := "page: build-simd test-e2e@venv" "wasm: build-threads fuzz-smoke@fuzz-build" \
+	"native: venv lint test-rust test-py test-wasm@build-simd,build-threads" "fuzz+5: fuzz-build"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:
@@ -163,6 +172,8 @@ test:
 	if [ ! -f .toolchain/lint-env ] && [ "$$(clippy-driver --rustc -vV 2>/dev/null)" = "$$(rustc -vV)" ]; then \
 	  export CLIPPY_IN_BUILD=1; echo "[test] the native clippy runs inside the native test build (CLIPPY_IN_BUILD=1)"; \
 	fi; \
+	export LANES_CACHE_KEY="$$(bash scripts/test-inputs.sh)" LANES_CACHED="$(TEST_CACHED)"; \
+	if [ -z "$${CI:-}" ] && [ -z "$(FORCE)" ]; then export LANES_SKIP_PASSED=1; fi; \
 	MAKE="$(MAKE)" bash scripts/lanes.sh $(TEST_LANES); \
 	echo "[time] make test: $$(( $$(date +%s) - start )) s"; \
 	echo "[test] all suites passed"
@@ -220,6 +231,8 @@ fuzz:
 
 fuzz-smoke:
 	bash scripts/fuzz.sh $(FUZZ_RUNS) $(FUZZ_SMOKE_SECONDS)
+fuzz-build:
+	bash scripts/fuzz.sh --build
 
 # The shipped wasm builds (pkg/, pkg/relaxed/, pkg/threads/) in headless Chromium: each must give
 # the native CLI's numbers within 1e-5 on the real models (fetched over HTTP at run time) and turn

@@ -2,6 +2,7 @@
 # Coverage-guided fuzzing of the parsers a user's file reaches (fuzz/, libFuzzer via the
 # libfuzzer-sys crate, built with stable rustc's SanitizerCoverage flags: cargo-fuzz needs nightly).
 # usage: scripts/fuzz.sh RUNS SECONDS [TARGET...]
+#        scripts/fuzz.sh --build    (the instrumented build only: make test starts it early)
 #   each target runs until RUNS inputs or SECONDS (0 = no time limit), whichever comes first,
 #   starting from fuzz/corpus/<target> (seeds from the tiny models, plus what earlier runs kept)
 #   and the inputs that once crashed it (fuzz/regressions/<target>, also replayed by cargo test).
@@ -11,6 +12,8 @@
 # fuzz/regressions/<target>/, which cargo test (tests/fuzz_regressions.rs) replays.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
+build_only=
+if [ "${1:-}" = --build ]; then build_only=1; set -- 0 0; fi
 runs=${1:?RUNS}; secs=${2:?SECONDS}; shift 2
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors marian_bin config_json manifest_json tokenizer_json gguf)
@@ -23,6 +26,7 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-co
 echo "[fuzz] cargo build --release (fuzz/, instrumented, target $host)"
 # --target keeps build scripts and proc macros uninstrumented.
 cargo build --release --locked --target "$host" --bins
+[ -z "$build_only" ] || exit 0
 bin=target/$host/release
 
 # The targets run FUZZ_JOBS at a time (default: one per core): each libFuzzer process is

@@ -4,7 +4,11 @@
 # (an LTO link on one core, a browser test waiting for a frame, a download) is the other's.
 #   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native+10: lint test-rust fuzz-smoke test-py"
 # A lane named NAME+N runs at nice N: the other lanes come first when the CPU is short.
-# A target written TARGET@A,B starts once targets A and B have finished (in whichever lane).
+# A target written TARGET@A,B starts once targets A and B have finished (in whichever lane); a
+# lane that waits lifts the nice of the others (a niced lane is a filler whose result is due).
+# With LANES_CACHE_KEY set, a pass of a target named in LANES_CACHED writes its stamp (the key, in
+# .test-stamps/); with LANES_SKIP_PASSED=1 too, such a target that passed under that key is not
+# run again.
 # Exits non-zero when any lane failed (the other lanes are stopped), after a summary of the times.
 set -uo pipefail
 set -m  # each lane its own process group, so that stopping one stops all it started (cargo's rustc too)
@@ -20,16 +24,25 @@ children_cpu() {  # children_cpu FILE: writes the number into FILE
 }
 
 run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first that fails
-  local name=$1 target t took cpu after dep waited
+  local name=$1 target t took cpu after dep waited stamp
   shift
   for target in "$@"; do
     after=""
     if [[ $target == *@* ]]; then after=${target#*@}; target=${target%%@*}; fi
     waited=$(date +%s)
     for dep in ${after//,/ }; do
-      until [ -f "$dir/done.$dep" ]; do sleep 2; done
+      # A lane that has to wait lifts every lane's nice: a filler lane's target is wanted now.
+      [ -f "$dir/done.$dep" ] || for g in "$dir"/pgid.*; do renice -n 0 -g "$(cat "$g")" >/dev/null 2>&1 || true; done
+      until [ -f "$dir/done.$dep" ]; do sleep 1; done
     done
     [ -z "$after" ] || echo "[lanes] $target: waited $(( $(date +%s) - waited )) s for $after"
+    stamp=.test-stamps/$target
+    if [ "${LANES_SKIP_PASSED:-}" = 1 ] && [ -n "${LANES_CACHE_KEY:-}" ] && [[ " ${LANES_CACHED:-} " == *" $target "* ]] && [ "$(head -1 "$stamp" 2>/dev/null)" = "$LANES_CACHE_KEY" ]; then
+      echo "[lanes] $target: passed at $(sed -n 2p "$stamp") with these very inputs (scripts/test-inputs.sh): not run again"
+      echo "$target passed before" >> "$dir/$name.times"
+      touch "$dir/done.$target"
+      continue
+    fi
     t=$(date +%s)
     children_cpu "$dir/$name.cpu"; cpu=$(cat "$dir/$name.cpu.s")
     echo "make $target"
@@ -45,6 +58,9 @@ run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first
     echo "[time] $target: $took s (CPU $cpu s)"
     echo "$target ${took}s (CPU ${cpu}s)" >> "$dir/$name.times"
     touch "$dir/done.$target"
+    if [ -n "${LANES_CACHE_KEY:-}" ] && [[ " ${LANES_CACHED:-} " == *" $target "* ]]; then
+      mkdir -p .test-stamps && printf '%s\n%s\n' "$LANES_CACHE_KEY" "$(date -u +%FT%TZ)" > "$stamp"
+    fi
   done
 }
 
@@ -58,6 +74,7 @@ for lane in "$@"; do
   # Each line of the lane's output (stdout and stderr) goes out prefixed, as it comes.
   ( renice -n "$niceness" -p "$BASHPID" >/dev/null; run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
   pids+=($!) names+=("$name")
+  echo "$!" > "$dir/pgid.$name"
 done
 
 killtree() {  # killtree PID: a lane's process group (its pid is the group's id)

@@ -6,9 +6,7 @@
 //! error naming the key or tensor. Parity with numpy: tests/reference/test_own_models.py.
 #![cfg(not(target_arch = "wasm32"))]
 
-#[path = "support/fuzz_models.rs"]
-#[allow(dead_code)]
-mod fuzz_models;
+use crate::fuzz_models;
 
 use attnviz::attention::{Attended, GenerateOptions};
 use attnviz::models::inspect::{inspect, FileHead};

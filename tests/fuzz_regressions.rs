@@ -4,8 +4,7 @@
 //! natively (around the `tokenizers` crate): in wasm a panic aborts the module. Needs no
 //! downloaded model: the folders are the tiny ones of tests/support/fuzz_models.rs.
 
-#[path = "support/fuzz_models.rs"]
-mod fuzz_models;
+use crate::fuzz_models;
 
 use fuzz_models::{no_panic, run, Outcome, Target};
 use std::path::Path;

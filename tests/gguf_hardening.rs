@@ -5,9 +5,7 @@
 //! made absurd. A file that still loads must also attend and generate.
 #![cfg(not(target_arch = "wasm32"))]
 
-#[allow(dead_code)]
-#[path = "support/fuzz_models.rs"]
-mod fuzz_models;
+use crate::fuzz_models;
 
 use attnviz::attention::GenerateOptions;
 use attnviz::models::{Manifest, Model};

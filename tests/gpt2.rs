@@ -5,9 +5,7 @@
 //! independent numpy reference is in tests/reference/test_own_models.py.
 #![cfg(not(target_arch = "wasm32"))]
 
-#[path = "support/fuzz_models.rs"]
-#[allow(dead_code)]
-mod fuzz_models;
+use crate::fuzz_models;
 
 use attnviz::attention::{AttentionKind, GenerateOptions, StopReason};
 use attnviz::models::{Family, Manifest, Model, PositionKind};

@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 // The tiny models of the fuzzers; here for their base64 helpers.
-#[allow(dead_code)]
-#[path = "support/fuzz_models.rs"]
-mod fuzz_models;
+use crate::fuzz_models;
 use fuzz_models::{b64_decode, b64_encode};
 
 fn models_dir(dir: &str) -> PathBuf {

@@ -3,9 +3,7 @@
 //! self-attention, cross-attention), is recognised from its headers, and is refused with a
 //! message that names what is wrong. Parity with numpy: tests/reference/test_own_models.py.
 
-#[path = "support/fuzz_models.rs"]
-#[allow(dead_code)]
-mod fuzz_models;
+use crate::fuzz_models;
 
 use attnviz::attention::{AttentionKind, HeadRequest};
 use attnviz::models::inspect::{inspect, FileHead};

@@ -3,10 +3,7 @@
 //! against — and reports why decoding stopped.
 #![cfg(not(target_arch = "wasm32"))]
 
-#[path = "support/schema.rs"]
-mod schema;
-
-use schema::Checker;
+use crate::schema_check::Checker;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
