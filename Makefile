@@ -141,27 +141,25 @@ build-threads: | .toolchain/env node_modules/.bin/wasm-opt
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
 
-# The preparation in order, then lanes side by side (scripts/lanes.sh): the builds the page
+# The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
 # loads and the e2e suite; the shared-memory build and the fuzzers; the native suites, then the
-# suite of every wasm build once both builds are there (TARGET@A,B waits for A and B). The
-# instrumented fuzz build runs from the start in a lane of its own at nice 5: it takes the CPU
-# the others leave (a link on one core, a browser test waiting for a frame), and when a lane has
-# to wait for it, lanes.sh lifts the nice (root only). Measured in fresh clones: with the fuzz
-# build inside fuzz-smoke it started at 573 s and took 568 s beside the e2e suite, the last lane
-# (1,203 s in all); test-wasm (103 s) had moved from the wasm lane to the native one, which ended
-# first (976 s). The main lanes share the CPU alike: with the other two at nice 10 the page lane's
-# build took 316 instead of 708 s, but its e2e suite ran no faster beside them and the niced lanes
-# fell behind. Every stage prints its wall and CPU time, and a summary closes. The browser suites
-# depend on nothing that takes its time from another lane, and pass with busy neighbours (their
-# responsiveness checks time the app's own work).
+# suite of every wasm build once both builds are there (TARGET@A,B waits for A and B). Measured in
+# fresh clones: test-wasm (103 s) moved from the wasm lane, the last to end, to the native one,
+# the first (976 s), took a run from 1,257 to 1,203 s. A fourth lane with the fuzz build at nice 5
+# from the start made it worse: the builds the others wait for took 688 instead of 547 s (pkg/)
+# and 733 instead of 573 s (pkg/threads/). The lanes share the CPU alike: with the other two at
+# nice 10 the page lane's build took 316 instead of 708 s, but its e2e suite ran no faster beside
+# them and the niced lanes fell behind. Every stage prints its wall and CPU time, and a summary
+# closes. The browser suites depend on nothing that takes its time from another lane, and pass
+# with busy neighbours (their responsiveness checks time the app's own work).
 TEST_PREP := setup models
 # A suite that passed before with the very same inputs (scripts/test-inputs.sh: the tree's files,
 # the models' manifests, the tools' versions) is not run again: with nothing changed a warm
 # make test takes seconds. After a change every suite runs (each reads most of the tree). CI
 # (CI=true) and FORCE=1 run them all regardless (and write the stamps, in .test-stamps/).
 TEST_CACHED := lint test-rust test-py test-wasm test-e2e fuzz-smoke
-TEST_LANES := "page: build-simd test-e2e@venv" "wasm: build-threads fuzz-smoke@fuzz-build" \
-	"native: venv lint test-rust test-py test-wasm@build-simd,build-threads" "fuzz+5: fuzz-build"
+TEST_LANES := "page: build-simd test-e2e@venv" "wasm: build-threads fuzz-smoke" \
+	"native: venv lint test-rust test-py test-wasm@build-simd,build-threads"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:
