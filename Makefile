@@ -47,6 +47,7 @@ help:
 	@echo "  make test-rust   cargo test --release (native)"
 	@echo "  make fuzz-smoke  each fuzz target (fuzz/) for FUZZ_SMOKE_SECONDS (10); part of make test"
 	@echo "  make fuzz        each fuzz target for FUZZ_RUNS inputs (1000000) or FUZZ_SECONDS (0: no limit)"
+	@echo "  make fuzz-build  the instrumented fuzz build alone (fuzz-smoke and fuzz build it when needed)"
 	@echo "  make test-wasm   the shipped wasm builds in headless Chromium against the native CLI (tests/wasm/)"
 	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
 	@echo "  make test-e2e    end-to-end page tests (node --test tests/e2e/) in headless Chromium"

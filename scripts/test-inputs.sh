@@ -12,5 +12,5 @@ cd "$(dirname "$0")/.."
   node --version 2>/dev/null || true
   wasm-bindgen --version 2>/dev/null || true
   chromium --version 2>/dev/null || true
-  .venv/bin/python --version 2>/dev/null || true
+  python3 --version 2>/dev/null || true  # (.venv is made by make test itself: tests/reference/requirements.txt is in the tree)
 } | sha256sum | cut -c1-64
