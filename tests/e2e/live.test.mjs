@@ -264,6 +264,12 @@ test('a long text on the translator: the page and the widget say how much was re
   }
 });
 
+/** Open `html` as if it were the site's file `name`: a teacher's page beside attnviz's files. */
+async function openAsSiteFile(page, name, html) {
+  await page.route(`**/${name}`, (r) => r.fulfill({ contentType: 'text/html', body: html }));
+  await page.goto(`${server.url}${name}`);
+}
+
 test('widgets with loading="lazy" and loading="click" fetch no model until scrolled to or asked', async () => {
   // A teacher's lesson page (served as if it were a file of the site): a MiniLM widget at the
   // top, a SmolLM2 widget behind a click, and a lazy translator 6,000 px down. A context of its
@@ -271,16 +277,16 @@ test('widgets with loading="lazy" and loading="click" fetch no model until scrol
   const context = await browser.newContext();
   const page = await context.newPage();
   try {
-    await page.route('**/lesson.html', (r) => r.fulfill({ contentType: 'text/html', body: `<!doctype html><html><head><meta charset="utf-8"><title>lesson</title>
+    const lesson = `<!doctype html><html><head><meta charset="utf-8"><title>lesson</title>
 <script type="module" src="./attention-viz.js"></script></head><body><h1>Attention</h1>
 <attention-viz id="top" model="minilm" text="Above the fold."></attention-viz>
 <attention-viz id="click" model="smollm2" text="Once upon a time" loading="click"></attention-viz>
 <div style="height: 6000px"></div>
-<attention-viz id="lazy" model="en-pt" text="The cat sat on the mat." loading="lazy"></attention-viz></body></html>` }));
+<attention-viz id="lazy" model="en-pt" text="The cat sat on the mat." loading="lazy"></attention-viz></body></html>`;
     // The worker's requests, as the server logged them from here on.
     const mark = server.stderr.length;
     const modelRequests = () => server.stderr.slice(mark).split('\n').filter((l) => /\/models\/(smollm2|en-pt)\//.test(l));
-    await page.goto(`${server.url}lesson.html`);
+    await openAsSiteFile(page, 'lesson.html', lesson);
     await page.waitForFunction(() => document.getElementById('top').dataset.state === 'ready', null, { timeout: 180_000 });
     const button = page.locator('#click').locator('button.load');
     await button.waitFor({ timeout: 30_000 });
@@ -383,11 +389,10 @@ test('the iframe snippet, as the lesson page shows it, resizes every iframe on a
     const script = /<script>([\s\S]*)<\/script>/.exec(snippet)[1];
     // A teacher's page: two iframes from the snippet, a short heatmap and a tall step view.
     const frame = (q) => `<iframe src="embed.html?${new URLSearchParams(q)}" title="Attention map" style="width:100%;border:0" height="480"></iframe>`;
-    await page.route('**/two-iframes.html', (r) => r.fulfill({ contentType: 'text/html', body: `<!doctype html><meta charset="utf-8"><title>two</title>
+    await openAsSiteFile(page, 'two-iframes.html', `<!doctype html><meta charset="utf-8"><title>two</title>
 ${frame({ model: 'minilm', text: 'Hi.', view: 'heatmap' })}
 ${frame({ model: 'minilm', text: 'The animal did not cross the street because it was too tired to walk any further.', view: 'step' })}
-<script>${script}</script>` }));
-    await page.goto(`${server.url}two-iframes.html`);
+<script>${script}</script>`);
     await page.waitForFunction(() => document.querySelectorAll('iframe').length === 2);
     for (const f of page.frames().filter((x) => x.url().includes('embed.html'))) await f.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
     await page.waitForFunction(async () => {
