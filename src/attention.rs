@@ -204,16 +204,40 @@ pub struct Generation {
     pub sampling: Sampling,
 }
 
+/// Which tokens a block's queries (or keys) are: the source's, the target's, or every position
+/// fed through a decoder-only model (its prompt in the source, then what it generated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSide {
+    Source,
+    Target,
+    SourceThenTarget,
+}
+
 impl ForwardOutput {
-    /// The query tokens and the key tokens of attention of `kind`. A decoder-only model's
-    /// self-attention runs over the prompt and then its continuation.
-    pub fn tokens_of(&self, kind: AttentionKind) -> (Vec<String>, Vec<String>) {
+    /// Which tokens the queries and the keys of attention of `kind` are: the one rule every
+    /// viewer reads (the result ships it per block). A decoder-only model's self-attention runs
+    /// over the prompt and then its continuation.
+    pub fn sides_of(&self, kind: AttentionKind) -> (TokenSide, TokenSide) {
         if kind == AttentionKind::DecoderSelf && self.generation.is_some() {
-            let all: Vec<String> = self.source_tokens.iter().chain(&self.target_tokens).cloned().collect();
-            return (all.clone(), all);
+            return (TokenSide::SourceThenTarget, TokenSide::SourceThenTarget);
         }
-        let side = |s: &str| if s == "encoder" { self.source_tokens.clone() } else { self.target_tokens.clone() };
+        let side = |s: &str| if s == "encoder" { TokenSide::Source } else { TokenSide::Target };
         (side(kind.query_side()), side(kind.key_side()))
+    }
+
+    /// The query tokens and the key tokens of attention of `kind` (see [`ForwardOutput::sides_of`]).
+    pub fn tokens_of(&self, kind: AttentionKind) -> (Vec<String>, Vec<String>) {
+        let (q, k) = self.sides_of(kind);
+        (self.tokens_on(q), self.tokens_on(k))
+    }
+
+    fn tokens_on(&self, side: TokenSide) -> Vec<String> {
+        match side {
+            TokenSide::Source => self.source_tokens.clone(),
+            TokenSide::Target => self.target_tokens.clone(),
+            TokenSide::SourceThenTarget => self.source_tokens.iter().chain(&self.target_tokens).cloned().collect(),
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! by the tests. `F` is how an array of floats goes out: a slice (a JSON array) from the CLI,
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
-use crate::attention::{Attended, AttentionBlock, AttentionKind, BlockNorm, Generation, HeadInternals, StopReason};
+use crate::attention::{Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals, StopReason, TokenSide};
 use crate::heads::HeadScores;
 use crate::models::{PositionKind, PositionTable};
 use serde::Serialize;
@@ -23,6 +23,11 @@ pub struct AttentionResult<F> {
     pub heads: usize,
     pub query_len: usize,
     pub key_len: usize,
+    /// Which tokens the queries are: `source`, `target`, or `source_then_target` (a
+    /// decoder-only model's prompt, then what it generated).
+    pub query_side: TokenSide,
+    /// Which tokens the keys are (as `query_side`).
+    pub key_side: TokenSide,
     /// `[heads, query_len, key_len]`: the layout of `data`.
     pub shape: [usize; 3],
     /// `# [heads, query_len, key_len]` row-major, each row sums to 1.
@@ -66,8 +71,8 @@ impl<'a, F> AttendResult<'a, F> {
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
             stop_reason: out.stop_reason,
-            attentions: blocks(&a.attentions, &floats),
-            value_norms: a.value_norms.as_ref().map(|n| blocks(n, &floats)),
+            attentions: blocks(out, &a.attentions, &floats),
+            value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, &floats)),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
             forward_ms,
@@ -75,16 +80,21 @@ impl<'a, F> AttendResult<'a, F> {
     }
 }
 
-fn blocks<'a, F>(list: &'a [AttentionBlock], floats: &impl Fn(&'a [f32]) -> F) -> Vec<AttentionResult<F>> {
+fn blocks<'a, F>(out: &ForwardOutput, list: &'a [AttentionBlock], floats: &impl Fn(&'a [f32]) -> F) -> Vec<AttentionResult<F>> {
     list.iter()
-        .map(|b| AttentionResult {
-            kind: b.kind,
-            layer: b.layer,
-            heads: b.heads,
-            query_len: b.query_len,
-            key_len: b.key_len,
-            shape: [b.heads, b.query_len, b.key_len],
-            data: floats(&b.probs),
+        .map(|b| {
+            let (query_side, key_side) = out.sides_of(b.kind);
+            AttentionResult {
+                kind: b.kind,
+                layer: b.layer,
+                heads: b.heads,
+                query_len: b.query_len,
+                key_len: b.key_len,
+                query_side,
+                key_side,
+                shape: [b.heads, b.query_len, b.key_len],
+                data: floats(&b.probs),
+            }
         })
         .collect()
 }
@@ -204,10 +214,23 @@ pub struct PositionsResult<'a, F> {
     pub shape: [usize; 2],
     /// `# [positions, dims]` row-major: row `p` is what is added to the token at position `p`.
     pub data: F,
+    /// A computed table's (sinusoidal, rotary) frequencies: pair i turns by
+    /// θ_i = base^(−i/denominator) radians per position; `frequencies[c]` is column c's θ
+    /// (columns i and dims/2 + i are one pair). `null` for a learned table.
+    pub wave: Option<WaveResult>,
+}
+
+/// See [`PositionsResult::wave`].
+#[derive(Serialize)]
+pub struct WaveResult {
+    pub base: f64,
+    pub denominator: f64,
+    pub frequencies: Vec<f64>,
 }
 
 impl<'a, F> PositionsResult<'a, F> {
     pub fn new(model: &'a str, t: &'a PositionTable, floats: impl Fn(&'a [f32]) -> F) -> PositionsResult<'a, F> {
-        PositionsResult { model, kind: t.kind, positions: t.positions, dims: t.dims, shape: [t.positions, t.dims], data: floats(&t.data) }
+        let wave = t.wave.map(|w| WaveResult { base: w.base, denominator: w.denominator, frequencies: w.column_frequencies(t.dims) });
+        PositionsResult { model, kind: t.kind, positions: t.positions, dims: t.dims, shape: [t.positions, t.dims], data: floats(&t.data), wave }
     }
 }

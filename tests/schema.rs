@@ -154,6 +154,20 @@ fn cli_positions_json_satisfies_the_schema() {
         let v = cli(&args);
         checker.positions(&v).unwrap_or_else(|e| panic!("{dir}: {e}"));
         assert_eq!((v["kind"].as_str(), v["positions"].as_u64(), v["dims"].as_u64()), (Some(kind), Some(positions), Some(dims)));
+        // A computed table says its frequencies: column c's angle at position 1 is θ_c
+        // (Marian: sin θ in the first half; rotary: cos θ first, sin θ in the second half).
+        if kind == "learned" {
+            assert!(v["wave"].is_null(), "{dir}: a learned table has no frequencies");
+            continue;
+        }
+        let freq = v["wave"]["frequencies"].as_array().unwrap();
+        assert_eq!(freq.len(), dims as usize);
+        let at1 = |c: usize| v["data"][dims as usize + c].as_f64().unwrap();
+        for c in [0, 5, dims as usize / 2 - 1] {
+            let theta = freq[c].as_f64().unwrap();
+            let sin = if kind == "rotary" { at1(dims as usize / 2 + c) } else { at1(c) };
+            assert!((sin - theta.sin()).abs() < 1e-6, "{dir}: column {c}: sin at position 1 is {sin}, θ {theta}");
+        }
     }
     let mut broken = cli(&["positions", "--model", "models/en-pt", "--count", "3"]);
     broken["data"].as_array_mut().unwrap().pop();

@@ -48,29 +48,31 @@ export function resultShape(result) {
   return { kinds, layers, heads, rows, cols, targetLen, generated: result.generation ? targetLen : 0 };
 }
 
-const fedMemo = new WeakMap(); // result → the tokens of a decoder-only model's every fed position
+const sidesMemo = new WeakMap(); // result → { side name → { tokens, words } }
 
-/** Query and key tokens (and word ids) that a kind's matrices are indexed by. */
-export function tokensFor(result, kind) {
-  const src = result.tokens.source || [];
-  const tgt = result.tokens.target || [];
-  const ws = (result.word_ids && result.word_ids.source) || src.map(() => null);
-  const wt = (result.word_ids && result.word_ids.target) || tgt.map(() => null);
-  // Decoder-only models (no encoder) put the prompt in `source` and what they generated in
-  // `target`; their maps cover every position fed through the model: the prompt, then the
-  // generated tokens.
-  if (kind === 'decoder_self' && (!tgt.length || result.generation)) {
-    if (!tgt.length) return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
-    if (!fedMemo.has(result)) {
-      const fed = src.concat(tgt);
-      const words = ws.concat(wt);
-      fedMemo.set(result, { q: fed, k: fed, qWords: words, kWords: words, qSide: 'fed', kSide: 'fed' });
-    }
-    return fedMemo.get(result);
+/** The tokens and word ids of one side the result names (the schema's token_side). */
+function sideOf(result, side) {
+  if (!sidesMemo.has(result)) sidesMemo.set(result, {});
+  const memo = sidesMemo.get(result);
+  if (!memo[side]) {
+    const src = result.tokens.source || [];
+    const tgt = result.tokens.target || [];
+    const ws = (result.word_ids && result.word_ids.source) || src.map(() => null);
+    const wt = (result.word_ids && result.word_ids.target) || tgt.map(() => null);
+    memo[side] = side === 'target' ? { tokens: tgt, words: wt } : side === 'source_then_target' ? { tokens: src.concat(tgt), words: ws.concat(wt) } : { tokens: src, words: ws };
   }
-  if (kind === 'decoder_self') return { q: tgt, k: tgt, qWords: wt, kWords: wt, qSide: 'target', kSide: 'target' };
-  if (kind === 'cross') return { q: tgt, k: src, qWords: wt, kWords: ws, qSide: 'target', kSide: 'source' };
-  return { q: src, k: src, qWords: ws, kWords: ws, qSide: 'source', kSide: 'source' };
+  return memo[side];
+}
+
+/** Query and key tokens (and word ids) that a kind's matrices are indexed by: the sides the
+ *  model's result names for its blocks of that kind (Rust's one rule: src/attention.rs
+ *  `ForwardOutput::sides_of`; a decoder-only model's blocks run over the prompt, then what it
+ *  generated). Blocks made without sides (tests, other tools) are the source's. */
+export function tokensFor(result, kind) {
+  const block = result.attentions.find((b) => b.kind === kind);
+  const q = sideOf(result, (block && block.query_side) || 'source');
+  const k = sideOf(result, (block && block.key_side) || 'source');
+  return { q: q.tokens, k: k.tokens, qWords: q.words, kWords: k.words };
 }
 
 /** The [query][key] matrix of one head (a view into the block, not a copy; a prefix block

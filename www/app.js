@@ -5,9 +5,9 @@
 
 import { modelLabel, Session } from './session.js';
 import { mountGenerationPanel } from './generation-panel.js';
-import { bindCanvas, bindCompareBox, bindTextBox, download, exportName, pngBlob, slicedPainter, toSvg } from './render.js';
+import { bindCompareBox, bindTextBox, download, exportName, pngBlob, toSvg } from './render.js';
+import { mountShell } from './shell/host.js';
 import { decodeState, defaultState, encodeState, permalinkNotice } from './state.js';
-import { themeOf } from './views/common.js';
 import { bindControls, syncControls } from './page/controls.js';
 import { renderSide } from './page/side.js';
 import { renderProgress, renderStatus } from './page/status.js';
@@ -15,7 +15,7 @@ import { bindEntropyChart } from './page/entropy-panel.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './page/open-model.js';
 import { configure } from './worker-client.js';
-import { later, listen, onFrame, timed, timings } from './timing.js';
+import { later, listen, timings } from './timing.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -66,37 +66,35 @@ function main() {
   // ?build=simd, ?build=relaxed or ?build=threads (a permalink flag, README): load that build where it can run.
   configure({ build: new URLSearchParams(location.search).get('build') });
   const el = elements();
-  let geom = null; // where the last drawing put things, for hit tests
   let lastHash = '';
-  let drawQueued = false;
-  const painter = slicedPainter(el.canvas);
-  const theme = themeOf(document.documentElement, () => scheduleDraw());
 
   // Read by the end-to-end tests (never by the page itself).
+  const geomOf = () => shell.geom();
   const debug = { build: null, modelId: null, tokens: [], targetTokens: [], outputText: null, lastForwardMs: null, drawCount: 0, lastDrawMs: null, lastLatencyMs: null, view: null, step: null, state: null };
   // Where (CSS px, relative to the canvas) a token of the head view is drawn.
   debug.tokenPoint = (side, index) => {
+    const geom = geomOf();
     if (session.state.view !== 'head' || !geom || !geom.rowH) return null;
     return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
   };
   // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
-  debug.stepPanels = () => (session.state.view === 'step' && geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null);
+  debug.stepPanels = (geom = geomOf()) => (session.state.view === 'step' && geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null);
   // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
-  debug.heatmapGrid = () => (session.state.view === 'heatmap' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null);
+  debug.heatmapGrid = (geom = geomOf()) => (session.state.view === 'heatmap' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null);
   // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
-  debug.positionsChart = () => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
+  debug.positionsChart = (geom = geomOf()) => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
   // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
-  debug.headsGrid = () => (session.state.view === 'heads' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null);
+  debug.headsGrid = (geom = geomOf()) => (session.state.view === 'heads' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null);
   // Comparison (head view or heatmap with a "Compare with…" text): where each panel is drawn (CSS
   // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry.
-  debug.comparePanels = () => (geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null);
+  debug.comparePanels = (geom = geomOf()) => (geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null);
   // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
   // the lines from the focused query, and the PCA behind them.
-  debug.qkPoints = () => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
+  debug.qkPoints = (geom = geomOf()) => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
   // how long the app's own slices and handlers held the main thread (timing.js; take() empties it)
   debug.timings = timings;
   // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
-  Object.defineProperty(debug, 'computing', { get: () => drawQueued || session.attendInFlight || session.compareInFlight || session.needsNorms() || session.needsStepData() || (!!session.state.compare && !session.compareFresh()) });
+  Object.defineProperty(debug, 'computing', { get: () => shell.busy || session.pending });
   // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
   Object.defineProperty(debug, 'focus', { get: () => session.focus });
   // what inspectModel() found on the last model opened, with the worker's timings and memory
@@ -104,7 +102,7 @@ function main() {
   // the attention weights of the result drawn last, as plain arrays (the two wasm builds' are compared)
   debug.attentions = () => (session.result ? session.result.attentions.map(({ kind, data }) => ({ kind, data: Array.from(data) })) : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
-  Object.defineProperty(debug, 'drawing', { get: () => painter.busy });
+  Object.defineProperty(debug, 'drawing', { get: () => shell.drawing });
   window.attnvizDebug = debug;
 
   const session = new Session({
@@ -116,8 +114,8 @@ function main() {
       } else if (reason === 'progress') renderProgress(el, session);
       else if (reason === 'hover') renderSide(el, session);
       else if (reason === 'text') el.text.value = session.state.text; // the session replaced the text (a model's example)
-      else if (reason === 'result') draw();
-      else if (reason === 'state') scheduleDraw();
+      else if (reason === 'result') shell.draw();
+      else if (reason === 'state') shell.scheduleDraw();
       if (reason === 'status') {
         renderStatus(el, session);
         generation.sync();
@@ -136,31 +134,24 @@ function main() {
     }
   }
 
-  function scheduleDraw() {
-    if (drawQueued) return;
-    drawQueued = true;
-    onFrame('page:frame', () => {
-      drawQueued = false;
-      draw();
-    });
-  }
-
-  function draw() {
-    const r = session.result;
-    if (!r) return;
-    const s = session.state;
-    const width = canvasWidth(el); // read before syncControls changes the DOM (no forced layout)
-    syncControls(el, session);
-    const input = session.input();
-    painter.draw(s.view, input, session.drawState(), theme(), width, (g) => drawn(g, r, s, input), (e) => {
+  const shell = mountShell({
+    name: 'page',
+    session,
+    canvas: el.canvas,
+    box: el.wrap,
+    themeRoot: document.documentElement,
+    width: () => canvasWidth(el),
+    sync: () => syncControls(el, session),
+    drawn,
+    failed(e) {
       console.error(e);
       el.status.textContent = `Error drawing: ${e.message}`;
-    });
-  }
+    },
+  });
+  shell.observe();
 
   // After a drawing has finished (at 512 tokens, some tasks after it began).
-  function drawn(g, r, s, input) {
-    geom = g;
+  function drawn(geom, r, s, input) {
     generation.sync();
     // The side panel's chart in a task of its own, so no single task holds both drawings.
     later('page:chart', chart.draw);
@@ -168,7 +159,6 @@ function main() {
     // The head overview's ranking in a task of its own, like the chart: not in the drawing's.
     later('page:heads-table', () => renderHeadsTable(el.headsRank, session));
     renderStatus(el, session);
-    session.drawn();
     const sd = input.step;
     const seen = {
       lastDrawMs: geom.drawMs,
@@ -203,16 +193,10 @@ function main() {
     const h = location.hash.replace(/^#/, '');
     if (h === lastHash) return;
     const next = decodeState(h, defaultState());
-    const modelChanged = next.model !== session.state.model;
-    const textChanged = next.text !== session.state.text || JSON.stringify(session.genParams(next)) !== JSON.stringify(session.genParams());
     lastHash = h;
     el.text.value = next.text;
     el.compare.value = next.compare;
-    const before = session.restorePoint(); // what a failed load goes back to
-    session.state = { ...next };
-    if (modelChanged) session.selectModel(next.model, { keepText: true, before });
-    else if (textChanged) session.compute();
-    else session.patch({});
+    session.applyState(next);
   });
 
   // No debounce on typing: the session keeps at most one forward in flight and collapses the texts
@@ -233,17 +217,9 @@ function main() {
   const chart = bindEntropyChart(el, session);
   // bars of the entropy chart as drawn (0 until its wasm has loaded)
   Object.defineProperty(debug, 'chartBars', { get: () => (chart.geometry() ? chart.geometry().bars.length : 0) });
-  bindCanvas(el.canvas, session, () => geom);
 
   // Keyboard: layer, head and view from anywhere but text fields.
-  listen('page', document, 'keydown', (e) => {
-    const t = e.target;
-    if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) return;
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
-    if (t && t.getAttribute && t.getAttribute('role') === 'tab' && (e.key === 'ArrowLeft' || e.key === 'ArrowRight')) return;
-    if (t && (t.tagName === 'BUTTON' || t.tagName === 'A' || t.tagName === 'SUMMARY') && (e.key === 'Enter' || e.key === ' ')) return;
-    if (session.key(e.key, geom)) e.preventDefault();
-  });
+  listen('page', document, 'keydown', shell.key);
 
   listen('page', el.png, 'click', async () => {
     try {
@@ -257,7 +233,7 @@ function main() {
   listen('page', el.svg, 'click', () => {
     try {
       const st = { ...session.state, focus: session.state.pin };
-      const svg = toSvg(session.state.view, session.input(), st, theme(), canvasWidth(el));
+      const svg = toSvg(session.state.view, session.input(), st, shell.theme(), canvasWidth(el));
       download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg'));
       el.msg.textContent = 'SVG saved.';
     } catch (e) {
@@ -274,17 +250,6 @@ function main() {
       el.msg.textContent = 'The address bar now holds the permalink.';
     }
   });
-
-  // Theme and size changes redraw.
-  if (window.matchMedia) listen('page', matchMedia('(prefers-color-scheme: dark)'), 'change', scheduleDraw);
-  let lastWidth = 0;
-  new ResizeObserver(timed('page:resize', () => {
-    const w = el.wrap.clientWidth;
-    if (Math.abs(w - lastWidth) > 4) {
-      lastWidth = w;
-      scheduleDraw();
-    }
-  })).observe(el.wrap);
 
   const initial = decodeState(location.hash, defaultState());
   el.text.value = initial.text;

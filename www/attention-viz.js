@@ -25,18 +25,16 @@
 // picks the wasm build (wasm-build.js: 'simd', 'relaxed', 'threads'). Both before the first widget.
 // The footer names the weights and the wasm build that drew the map.
 
-import { tokensFor } from './analysis.js';
 import { mountGenerationPanel } from './generation-panel.js';
 import { configure } from './worker-client.js';
-import { bindCanvas, bindCompareBox, bindTextBox, slicedPainter } from './render.js';
+import { bindCompareBox, bindTextBox } from './render.js';
 import { modelLabel, Session } from './session.js';
+import { controlChoices, mountShell } from './shell/host.js';
 import { GEN_MAX, generationOptions, KINDS, TEMPERATURE_MAX, textLimitNotice } from './state.js';
-import { themeOf, tokenLabel } from './views/common.js';
-import { kindShown, VIEW_IDS, viewFor } from './views/index.js';
-import { stepLabels } from './views/cross.js';
+import { VIEW_IDS, viewFor } from './views/index.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { setOptions } from './select-options.js';
-import { later, listen, onFrame, record, timed, timings } from './timing.js';
+import { later, listen, record, timings } from './timing.js';
 
 export { configure };
 
@@ -197,12 +195,20 @@ class AttentionViz extends HTMLElement {
     this.$.credit = mk('span', {}, this.$.foot);
 
     this.session = new Session({ name: 'widget', unknownModel: 'error', onUpdate: (reason) => this.onUpdate(reason) });
-    this.geom = null;
-    this.painter = slicedPainter(this.$.canvas);
-    this.theme = themeOf(this, () => this.scheduleDraw());
+    this.shell = mountShell({
+      name: 'widget',
+      session: this.session,
+      canvas: this.$.canvas,
+      box: this.$.wrap,
+      themeRoot: this,
+      // Read before syncControls changes the DOM: reading a size after it forces a layout.
+      width: () => Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600),
+      sync: () => this.syncControls(),
+      drawn: (geom, r, s) => this.drawn(r, s),
+      failed: (e) => this.showError(e.message),
+    });
     this.drawCount = 0;
     this.started = false;
-    this.drawQueued = false;
     this.generation = mountGenerationPanel(this.$.gen, this.session);
 
     listen('widget', this.$.layer, 'change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
@@ -215,22 +221,11 @@ class AttentionViz extends HTMLElement {
     listen('widget', this.$.query, 'change', () => this.session.patch({ query: Number(this.$.query.value) }));
     listen('widget', this.$.step, 'input', () => this.session.patch({ step: Number(this.$.step.value) }));
     bindTextBox(this.$.text, this.session);
-    bindCanvas(this.$.canvas, this.session, () => this.geom);
-    listen('widget', this.$.canvas, 'keydown', (e) => {
-      if (e.ctrlKey || e.metaKey || e.altKey) return;
-      if (this.session.key(e.key, this.geom)) e.preventDefault();
-    });
-    this.resizeObs = new ResizeObserver(timed('widget:resize', () => {
-      const w = this.$.wrap.clientWidth;
-      if (Math.abs(w - (this.lastWidth || 0)) > 4) {
-        this.lastWidth = w;
-        this.scheduleDraw();
-      }
-    }));
+    listen('widget', this.$.canvas, 'keydown', this.shell.key);
   }
 
   connectedCallback() {
-    this.resizeObs.observe(this.$.wrap);
+    this.shell.observe();
     if (this.started || this.waiting) return;
     this.dataset.state = 'loading';
     // loading="lazy": nothing is downloaded before the widget comes near the screen (a lesson
@@ -250,7 +245,7 @@ class AttentionViz extends HTMLElement {
   }
 
   disconnectedCallback() {
-    this.resizeObs.disconnect();
+    this.shell.disconnect();
   }
 
   /** Start the session with the attributes as they are now (gate: see Session.start). */
@@ -291,26 +286,8 @@ class AttentionViz extends HTMLElement {
 
   /** One attribute changed after the start: the state follows it (timed, as a handler). */
   applyAttribute(name) {
-    this.theme.forget(); // a host page restyling the widget usually changes an attribute too
-    const session = this.session;
-    const prev = session.state;
-    const next = this.readAttributes(name, { ...prev });
-    if (next.model !== prev.model) {
-      const before = session.restorePoint(); // what a failed load goes back to
-      session.state = next;
-      if (session.catalog) session.selectModel(next.model, { keepText: true, before });
-    } else if (JSON.stringify(session.genParams(next)) !== JSON.stringify(session.genParams(prev))) {
-      session.setGeneration({ gen: next.gen, temperature: next.temperature, topK: next.topK, seed: next.seed });
-    } else if (name === GEN_ATTRS.gstep) {
-      session.scrub(next.gstep ?? session.numGenerated());
-    } else if (next.text !== prev.text) {
-      session.state = next;
-      session.setText(next.text);
-    } else {
-      const patch = {};
-      for (const k of Object.keys(next)) if (next[k] !== prev[k]) patch[k] = next[k];
-      session.patch(patch);
-    }
+    this.shell.theme.forget(); // a host page restyling the widget usually changes an attribute too
+    this.session.applyState(this.readAttributes(name, { ...this.session.state }));
   }
 
   /** Attributes → a state: all of them at start, then only the one that changed (so a change of
@@ -370,8 +347,8 @@ class AttentionViz extends HTMLElement {
 
   onUpdate(reason) {
     const session = this.session;
-    if (reason === 'result') this.draw();
-    else if (reason === 'state') this.scheduleDraw();
+    if (reason === 'result') this.shell.draw();
+    else if (reason === 'state') this.shell.scheduleDraw();
     else if (reason === 'hover') this.showReadout();
     else if (reason === 'text') this.$.text.value = session.state.text; // the session replaced the text (a model's example)
     else if (reason === 'progress' || reason === 'status') {
@@ -409,37 +386,15 @@ class AttentionViz extends HTMLElement {
     this.dispatchEvent(new CustomEvent('attention-error', { detail: { message }, bubbles: true, composed: true }));
   }
 
-  scheduleDraw() {
-    if (this.drawQueued || !this.session.result) return;
-    this.drawQueued = true;
-    onFrame('widget:frame', () => {
-      this.drawQueued = false;
-      this.draw();
-    });
-  }
-
   showReadout() {
     const d = this.session.details();
     const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}${it.extra ? ` (${it.extra})` : ''}`).join(', ');
     this.$.readout.textContent = items ? `${d.title}: ${items}` : d.hint || '';
   }
 
-  draw() {
-    const session = this.session;
-    const r = session.result;
-    if (!r) return;
-    const s = session.state;
-    // Read before syncControls changes the DOM: reading a size after it forces a layout.
-    const width = Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600);
-    this.syncControls();
-    this.painter.draw(s.view, session.input(), session.drawState(), this.theme(), width, (g) => this.drawn(g, r, s), (e) => this.showError(e.message));
-  }
-
   // After a drawing has finished (at 512 tokens, some tasks after it began).
-  drawn(geom, r, s) {
+  drawn(r, s) {
     const session = this.session;
-    this.geom = geom;
-    session.drawn();
     this.$.msg.hidden = true;
     const sum = session.summary();
     const n = r.tokens.source.length;
@@ -464,35 +419,31 @@ class AttentionViz extends HTMLElement {
 
   syncControls() {
     const session = this.session;
-    const s = session.state;
-    const ctl = viewFor(s.view).controls;
-    const kind = kindShown(s);
-    const L = session.numLayers();
-    const H = session.numHeads();
-    setOptions(this.$.layer, [...Array(L).keys()].map((l) => [String(l), `${l + 1}/${L}`]));
-    this.$.layer.value = String(s.layer);
+    const c = controlChoices(session);
+    const ctl = c.controls;
+    setOptions(this.$.layer, c.layers);
+    this.$.layer.value = c.layer;
     this.$.layerLabel.hidden = !ctl.layer;
-    const heads = [...Array(H).keys()].map((h) => [String(h), String(h + 1)]);
+    const heads = [...Array(c.heads).keys()].map((h) => [String(h), String(h + 1)]);
     if (ctl.heads === 'multi') heads.unshift(['all', 'all']);
     if (ctl.agg) heads.push(['mean', 'mean']);
     setOptions(this.$.head, heads);
-    this.$.head.value = ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : String(s.head);
+    this.$.head.value = c.head;
     this.$.headLabel.hidden = !ctl.heads;
-    const gqa = ctl.heads ? session.headNote() : null;
-    this.$.gqa.hidden = !gqa;
-    this.$.gqa.textContent = gqa || '';
+    this.$.gqa.hidden = !c.headNote;
+    this.$.gqa.textContent = c.headNote || '';
     this.$.queryLabel.hidden = !ctl.query;
     if (ctl.query) {
-      setOptions(this.$.query, tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]));
-      this.$.query.value = String(s.query);
+      setOptions(this.$.query, c.queries);
+      this.$.query.value = c.query;
     }
-    this.$.stepLabel.hidden = !ctl.step;
-    if (ctl.step) {
-      const labels = stepLabels(session.input(), s);
-      this.$.step.max = String(Math.max(0, labels.length - 1));
-      this.$.step.value = String(s.step);
+    this.$.stepLabel.hidden = !c.step;
+    if (c.step) {
+      this.$.step.max = String(c.step.max);
+      this.$.step.value = String(c.step.value);
+      this.$.step.setAttribute('aria-valuetext', c.step.text);
     }
-    this.$.canvas.dataset.view = s.view;
+    this.$.canvas.dataset.view = session.state.view;
   }
 
   /** Open the reader's own model: a FileList or array of Files (a folder's, or one .gguf). */

@@ -15,6 +15,7 @@ import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { tokenLabel } from './views/common.js';
 import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
 import { COMPARE_VIEWS, note as compareNote } from './views/compare.js';
+import { stepLabels } from './views/cross.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
 import { later, record } from './timing.js';
 
@@ -425,7 +426,7 @@ export class Session {
     this.catchingUp = !current;
     this.shape = resultShape(this.result);
     this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;
-    this.state = clampToResult(this.state, this.shape);
+    this.fitState();
     // A scrubbed step given without a followed query (a widget's generate-step): follow its query.
     if (this.state.gstep !== null && this.state.gstep !== undefined && !this.state.pin) this.state = { ...this.state, ...this.follow(this.state.gstep) };
     const t0 = this.inputTimes.get(text);
@@ -571,20 +572,26 @@ export class Session {
     return { ...this.state, focus: this.focus || this.state.pin };
   }
 
-  /** Change the view state; fetches step internals when the view needs them. */
   /** The worker's key of the current model with the chosen weights. */
   modelKey() {
     return this.manifest ? modelKey(this.manifest, this.state.weights) : this.state.model;
   }
 
+  /**
+   * Change the view state; fetches what the view needs. A pinned token is an index into the
+   * tokens shown: another view or kind, or special tokens hidden or sub-words merged, make it
+   * another token, so those clear it (unless `p` gives one). Another layer or head keeps it: the
+   * same token, read in another layer.
+   */
   patch(p) {
     const key = this.modelKey();
+    const tokensMoved = ['view', 'kind', 'hideSpecial', 'merge'].some((k) => k in p && p[k] !== this.state[k]);
     if ('view' in p && p.view !== this.state.view) this.cursor = null;
-    this.state = { ...this.state, ...p };
+    this.state = { ...this.state, ...(tokensMoved && !('pin' in p) ? { pin: null } : {}), ...p };
     // Other weights ("exact weights" toggled): load them; the drawing stays until they are in.
     if (this.manifest && this.modelKey() !== key) this.selectModel(this.manifest.id);
     if ('view' in p || 'kind' in p || 'layer' in p || 'hideSpecial' in p || 'merge' in p) this.focus = null;
-    if (this.shape) this.state = clampToResult(this.state, this.shape);
+    if (this.shape) this.fitState();
     this.hoverText = null;
     if (viewFor(this.state.view).needsStep) this.ensureStep();
     if (viewFor(this.state.view).needsPositions) this.ensurePositions();
@@ -592,6 +599,57 @@ export class Session {
     if (this.needsNorms()) this.compute();
     this.computeCompare(); // the measure or the model may have changed
     this.emit('state');
+  }
+
+  /** The state fitted to the drawn result: every index inside what it has, and the cross view's
+   *  decode step inside the rows it shows (words when sub-words are merged). */
+  fitState() {
+    this.state = clampToResult(this.state, this.shape);
+    if (viewFor(this.state.view).controls.step && this.result) {
+      const last = Math.max(0, stepLabels(this.input(), this.state).length - 1);
+      if (this.state.step > last) this.state = { ...this.state, step: last };
+    }
+  }
+
+  /**
+   * Go to `next`, a whole view state (a permalink the address bar was given, a widget's
+   * attributes), each part through the one path that changes it: another model is loaded (a
+   * failed load goes back to this one), another text or generation is computed, a scrubbed
+   * generation step follows its query, and the rest is a patch of what differs.
+   */
+  applyState(next) {
+    const prev = this.state;
+    if (next.model !== prev.model) {
+      const before = this.restorePoint();
+      this.state = { ...next };
+      if (this.catalog) this.selectModel(next.model, { keepText: true, before });
+      return;
+    }
+    if (next.text !== prev.text || JSON.stringify(this.genParams(next)) !== JSON.stringify(this.genParams(prev))) {
+      // A new forward. A pin or scrubbed step that `next` carries over unchanged was one of the
+      // old tokens; one it names anew (a permalink's) is one of the new.
+      if (!this.inputTimes.has(next.text)) this.inputTimes.set(next.text, performance.now());
+      this.state = { ...next, pin: next.pin === prev.pin ? null : next.pin, gstep: next.gstep === prev.gstep ? null : next.gstep };
+      this.focus = null;
+      this.cursor = null;
+      this.compute();
+      this.computeCompare();
+      this.emit('state');
+      return;
+    }
+    if (next.gstep !== prev.gstep && this.result && this.result.generation) {
+      this.scrub(next.gstep ?? this.numGenerated());
+      return;
+    }
+    const diff = {};
+    for (const k of Object.keys(next)) if (next[k] !== prev[k]) diff[k] = next[k];
+    this.patch(diff);
+  }
+
+  /** Something the state asks for is still on its way: a forward (A's or B's, for the current
+   *  text, generation and measure), or the view's step data or value norms. */
+  get pending() {
+    return this.attendInFlight || this.compareInFlight || this.needsNorms() || this.needsStepData() || (!!this.state.compare && !this.compareFresh());
   }
 
   /** The view draws one head's step internals (step, qk) and they are not fetched yet. */

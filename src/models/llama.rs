@@ -8,6 +8,7 @@
 //! `forward`.
 
 use super::decoder::{self, CausalLm, DecoderSpec, LayerCache};
+use super::Wave;
 use crate::attention::{AttentionKind, BlockNorm, Probe, Site};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{multi_head_attention, rms_norm, silu, Mask, Mat, WeightMatrix};
@@ -257,14 +258,22 @@ struct RotaryTable {
     layout: RopeLayout,
 }
 
+impl LlamaConfig {
+    /// Pair i of a head turns by θ_i = base^(−i/(d_k/2)) = base^(−2i/d_k) radians per position.
+    pub fn rotary_wave(&self) -> Wave {
+        Wave { base: self.rope_theta, denominator: (self.head_dim() / 2) as f64 }
+    }
+}
+
 impl RotaryTable {
     fn new(c: &LlamaConfig) -> RotaryTable {
         let half = c.head_dim() / 2;
+        let wave = c.rotary_wave();
         let (mut cos, mut sin) = (Vec::new(), Vec::new());
         for pos in 0..c.max_positions() {
             for i in 0..half {
-                // θ_i = base^(−2i/d): computed in f64 as the references do.
-                let angle = pos as f64 * c.rope_theta.powf(-(2.0 * i as f64) / c.head_dim() as f64);
+                // Computed in f64 as the references do.
+                let angle = pos as f64 * wave.frequency(i);
                 cos.push(angle.cos() as f32);
                 sin.push(angle.sin() as f32);
             }

@@ -7,7 +7,7 @@
 //! Sizes come from the tensor shapes and the embedded `model.yml`. Each struct is one group of
 //! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
-use super::{post_norm_output, value_output_norms, LayerNorm, Linear};
+use super::{post_norm_output, value_output_norms, LayerNorm, Linear, Wave};
 use crate::attention::{AttentionKind, ForwardOutput, Probe, Site, StopReason};
 use crate::error::{invalid_model, Error, Result};
 use crate::tensor::{gelu, multi_head_attention, relu, sigmoid, silu, Mask, Mat, WeightMatrix};
@@ -318,12 +318,15 @@ impl MarianFlavor {
         }
     }
 
-    /// The sinusoid's frequencies are 10000^(−i/denominator), i < d/2.
-    fn frequency_denominator(self, half: usize) -> f64 {
-        match self {
+    /// The sinusoid's frequencies, 10000^(−i/denominator) for i < d/2: Bergamot divides by
+    /// d/2 − 1, Hugging Face's opus-mt by d/2 (the paper's 10000^(−2i/d)).
+    pub fn sinusoid(self, d: usize) -> Wave {
+        let half = d / 2;
+        let denominator = match self {
             MarianFlavor::Bergamot => (half as f64 - 1.0).max(1.0),
             MarianFlavor::HuggingFace => half as f64,
-        }
+        };
+        Wave { base: 10000.0, denominator }
     }
 }
 
@@ -507,9 +510,9 @@ pub struct MarianModel {
 /// from the formula.
 fn add_position(row: &mut [f32], pos: usize, flavor: MarianFlavor) {
     let half = row.len() / 2;
-    let step = (10000f64).ln() / flavor.frequency_denominator(half);
+    let wave = flavor.sinusoid(row.len());
     for i in 0..half {
-        let angle = pos as f64 * (-step * i as f64).exp();
+        let angle = pos as f64 * wave.frequency(i);
         row[i] += angle.sin() as f32;
         row[half + i] += angle.cos() as f32;
     }
@@ -736,6 +739,26 @@ mod tests {
                 let (s, c) = ((pos as f64 * freq).sin(), (pos as f64 * freq).cos());
                 let (ts, tc) = (table[pos * d + i] as f64, table[pos * d + half + i] as f64);
                 assert!((ts - s).abs() <= 1e-6 && (tc - c).abs() <= 1e-6, "pos {pos} i {i}: {ts} {tc} vs {s} {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_wave_shipped_is_the_one_added() {
+        // The positions view reads periods off `Wave::column_frequencies`: they must be the
+        // table's own, for Bergamot (÷ (d/2 − 1)) and for opus-mt (÷ d/2, the paper's).
+        let d = 16;
+        for (flavor, denominator) in [(MarianFlavor::Bergamot, 7.0), (MarianFlavor::HuggingFace, 8.0)] {
+            let wave = flavor.sinusoid(d);
+            assert_eq!(wave, Wave { base: 10000.0, denominator });
+            let freqs = wave.column_frequencies(d);
+            let table = position_table(50, d, flavor);
+            for pos in 0..50 {
+                for c in 0..d {
+                    let angle = pos as f64 * freqs[c];
+                    let want = if c < d / 2 { angle.sin() } else { angle.cos() };
+                    assert!((table[pos * d + c] as f64 - want).abs() < 1e-6, "{flavor:?} pos {pos} column {c}");
+                }
             }
         }
     }

@@ -305,6 +305,27 @@ pub enum PositionKind {
     Rotary,
 }
 
+/// The frequencies of a computed position table: pair i turns by θ_i = base^(−i/denominator)
+/// radians per position (one sin and one cos column per pair).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Wave {
+    pub base: f64,
+    pub denominator: f64,
+}
+
+impl Wave {
+    /// θ_i in radians per position.
+    pub fn frequency(&self, i: usize) -> f64 {
+        self.base.powf(-(i as f64) / self.denominator)
+    }
+
+    /// θ of each of `dims` columns laid out as two halves (column i and column d/2 + i share pair i).
+    pub fn column_frequencies(&self, dims: usize) -> Vec<f64> {
+        let half = (dims / 2).max(1);
+        (0..dims).map(|c| self.frequency(c % half)).collect()
+    }
+}
+
 /// The vectors a model adds to the token embeddings for positions `0..positions`.
 pub struct PositionTable {
     pub kind: PositionKind,
@@ -312,6 +333,8 @@ pub struct PositionTable {
     pub dims: usize,
     /// `# [positions, dims]` row-major.
     pub data: Vec<f32>,
+    /// A computed table's frequencies (`None` for a learned one).
+    pub wave: Option<Wave>,
 }
 
 /// Positions a table holds when none are asked for: enough to see the slow dimensions turn.
@@ -568,18 +591,24 @@ impl Model {
             Family::Bert(b) => {
                 let dims = b.config.hidden_size;
                 let data = b.position_table(n);
-                PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data }
+                PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data, wave: None }
             }
             Family::Marian(m) => {
                 let dims = m.config.dim_emb;
-                PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: marian::position_table(n, dims, m.config.flavor) }
+                PositionTable {
+                    kind: PositionKind::Sinusoidal,
+                    positions: n,
+                    dims,
+                    data: marian::position_table(n, dims, m.config.flavor),
+                    wave: Some(m.config.flavor.sinusoid(dims)),
+                }
             }
             Family::Gpt2(g) => {
                 let dims = g.config.n_embd;
                 let data = g.position_table(n);
-                PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data }
+                PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data, wave: None }
             }
-            Family::Llama(l) => PositionTable { kind: PositionKind::Rotary, positions: n, dims: l.config.head_dim(), data: l.rotary_table(n) },
+            Family::Llama(l) => PositionTable { kind: PositionKind::Rotary, positions: n, dims: l.config.head_dim(), data: l.rotary_table(n), wave: Some(l.config.rotary_wave()) },
         }
     }
 

@@ -281,7 +281,7 @@ test('widget: compare="…" draws both sentences and the difference map; its "Co
     await box.fill(C);
     await page.waitForFunction(() => /9 vs 11 tokens: no difference map/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label')), null, { timeout: 60_000 });
     // Hovering B's cell reads out B's weight (the widget's read-out line).
-    const geom = await page.evaluate(() => document.getElementById('w').geom.panels.map(({ panel, x, y, g }) => ({ panel, x, y, g: { left: g.left, top: g.top, cell: g.cell } })));
+    const geom = await page.evaluate(() => document.getElementById('w').shell.geom().panels.map(({ panel, x, y, g }) => ({ panel, x, y, g: { left: g.left, top: g.top, cell: g.cell } })));
     const pb = geom.find((p) => p.panel === 'b');
     const r = await page.evaluate(() => {
       const c = document.getElementById('w').shadowRoot.querySelector('canvas').getBoundingClientRect();

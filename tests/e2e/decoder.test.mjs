@@ -311,8 +311,8 @@ test('the widget: model="smollm2-135m" generate="4" draws, and generate-step scr
       for (let i = 0; i < data.length; i += 4 * 7) if (Math.abs(data[i] - data[0]) + Math.abs(data[i + 1] - data[1]) + Math.abs(data[i + 2] - data[2]) > 30) ink++;
       return {
         state: w.viewState,
-        rows: w.geom && w.geom.rows,
-        pinned: w.geom && w.geom.pinnedRow,
+        rows: w.shell.geom() && w.shell.geom().rows,
+        pinned: w.shell.geom() && w.shell.geom().pinnedRow,
         ink: ink / (data.length / 28),
         tokens: [...root.querySelectorAll('.gen-tok:not(.next)')].map((b) => b.textContent),
         out: root.querySelector('.out').textContent,

@@ -283,7 +283,7 @@ test('widget: view="heads" draws the grid and the ranking; clicking a cell opens
       const r = c.getBoundingClientRect();
       return { x: r.left, y: r.top };
     });
-    const geom = await page.evaluate(() => document.getElementById('w').geom);
+    const geom = await page.evaluate(() => document.getElementById('w').shell.geom());
     await page.mouse.click(box.x + geom.left + 3.5 * geom.cell, box.y + geom.top + 1.5 * geom.cell);
     await page.waitForFunction(() => document.getElementById('w').viewState.view === 'head');
     const s = await page.evaluate(() => document.getElementById('w').viewState);

@@ -107,7 +107,7 @@ test('the widget at 512 tokens: switching views, typing and hovering keep the ma
   try {
     const drawCount = () => page.evaluate(() => Number(document.getElementById('w').dataset.drawCount || 0));
     const idle = async (after) => {
-      await page.waitForFunction((n) => Number(document.getElementById('w').dataset.drawCount || 0) > n && !document.getElementById('w').painter.busy, after, { timeout: 180_000 });
+      await page.waitForFunction((n) => Number(document.getElementById('w').dataset.drawCount || 0) > n && !document.getElementById('w').shell.drawing, after, { timeout: 180_000 });
     };
     await idle(0);
     const watch = await watchMainThread(page);
@@ -127,7 +127,7 @@ test('the widget at 512 tokens: switching views, typing and hovering keep the ma
       await page.mouse.move(c.x + c.width / 2, c.y + Math.min(c.height / 2, 300));
       await page.mouse.move(c.x + c.width / 2 + 5, c.y + Math.min(c.height / 2, 300) + 4);
       await new Promise((r) => setTimeout(r, 300));
-      await page.waitForFunction(() => !document.getElementById('w').painter.busy);
+      await page.waitForFunction(() => !document.getElementById('w').shell.drawing);
       await watch.take(`widget ${view}`);
     }
     await watch.check();

@@ -206,7 +206,7 @@ test('on a touch phone the widget fits the width, a tap on a head of its model v
     assert.ok(s.host <= 390 && s.canvas <= s.wrap + 0.5, `the model view is ${s.canvas} px wide in a ${s.wrap} px box: ${JSON.stringify(s)}`);
     // Tap head HEAD + 1 of layer LAYER + 1 in the grid of every head: the head view of that head.
     const cell = await page.evaluate(([l, h]) => {
-      const g = document.getElementById('w').geom;
+      const g = document.getElementById('w').shell.geom();
       const r = Math.floor(h / g.cols);
       const c = h % g.cols;
       return { x: g.left + c * g.pitchX + g.cell / 2, y: g.top + l * g.layerPitch + r * g.pitchY + g.cell / 2 };
@@ -221,7 +221,7 @@ test('on a touch phone the widget fits the width, a tap on a head of its model v
     // Tap query token "it": pinned, the read-out line gives its top weights (2 decimals), the CLI's.
     const i = TOKENS.indexOf('it');
     const tok = await page.evaluate((k) => {
-      const g = document.getElementById('w').geom;
+      const g = document.getElementById('w').shell.geom();
       return { x: g.leftX - 10, y: g.headerH + 4 + k * g.rowH + g.rowH / 2 };
     }, i);
     at = await onScreen(page, '#w >> canvas', tok.x, tok.y);

@@ -174,6 +174,20 @@ test('a dropped opus-mt (Hugging Face Marian) folder translates and draws its th
     await page.waitForFunction((c) => window.attnvizDebug.view === 'cross' && window.attnvizDebug.drawCount > c && !window.attnvizDebug.drawing, n, { timeout: 30_000 });
     const aria = await page.getAttribute('#view', 'aria-label');
     assert.match(aria, /cross-attention/i);
+    // Its positions: opus-mt's sinusoid has the paper's frequencies 10000^(−2i/d) (Bergamot's
+    // divide by d/2 − 1): the note and every period read out are the model's own (the CLI's).
+    await page.click('[role=tab][data-view=positions]');
+    await page.waitForFunction(() => window.attnvizDebug.positionsChart && window.attnvizDebug.positionsChart() && !window.attnvizDebug.drawing, null, { timeout: 30_000 });
+    const positions = cliJson('positions', '--model', path.join(dir, 'tiny-marian'), '--count', '64'); // all its positions
+    assert.equal(positions.wave.denominator, positions.dims / 2);
+    assert.match(await page.getAttribute('#view', 'aria-label'), /dim i’s frequency is 10000\^\(−i\/\(d\/2\)\) = 10000\^\(−2i\/d\), the paper’s/);
+    const g = await page.evaluate(() => window.attnvizDebug.positionsChart());
+    const box = await page.locator('canvas#view').boundingBox();
+    const d = positions.dims / 2 - 1; // the slowest sine
+    await page.mouse.move(box.x + g.heat.x + (3.5 / g.positions) * g.heat.w, box.y + g.heat.y + g.heat.h - ((d + 0.5) / g.dims) * g.heat.h);
+    await page.waitForFunction(() => /position 3 · dim \d+ = /.test(document.getElementById('side-hint').textContent));
+    const readout = await page.locator('#side-hint').textContent();
+    assert.ok(readout.includes(`dim ${d} = `) && readout.includes(`period ${((2 * Math.PI) / positions.wave.frequencies[d]).toFixed(1)} positions`), readout);
     console.log(`# dropped tiny-marian: ${s.notice}; translation “${out.text}”`);
     assert.deepEqual(app.pageErrors, []);
   });

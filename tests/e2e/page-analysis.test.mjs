@@ -105,14 +105,20 @@ test('merging sub-words: keys summed, queries averaged, labels joined', () => {
   assert.deepEqual(sp.rowLabels, ['sentou', 'no']);
 });
 
-test('cross-attention uses target tokens as queries and source tokens as keys', () => {
-  const r = { tokens: { source: ['a', 'b', '</s>'], target: ['x', '</s>'] }, word_ids: { source: [0, 1, null], target: [0, null] }, attentions: [] };
+test('a block’s queries and keys are the tokens of the sides the result names for it', () => {
+  // As a translator's result ships them (Rust's ForwardOutput::sides_of): cross-attention's
+  // queries are the target's tokens, its keys the source's.
+  const side = (kind, q, k) => ({ kind, layer: 0, heads: 1, query_side: q, key_side: k });
+  const r = { tokens: { source: ['a', 'b', '</s>'], target: ['x', '</s>'] }, word_ids: { source: [0, 1, null], target: [0, null] }, attentions: [side('encoder_self', 'source', 'source'), side('decoder_self', 'target', 'target'), side('cross', 'target', 'source')] };
   const t = tokensFor(r, 'cross');
-  assert.deepEqual(t.q, ['x', '</s>']);
-  assert.deepEqual(t.k, ['a', 'b', '</s>']);
-  // A decoder-only model that reports its tokens as `source`
-  const d = tokensFor({ tokens: { source: ['a', 'b'], target: [] }, attentions: [] }, 'decoder_self');
-  assert.deepEqual(d.q, ['a', 'b']);
+  assert.deepEqual([t.q, t.k, t.qWords, t.kWords], [['x', '</s>'], ['a', 'b', '</s>'], [0, null], [0, 1, null]]);
+  assert.deepEqual(tokensFor(r, 'decoder_self').k, ['x', '</s>']);
+  // A decoder-only model's every fed position: its prompt (source), then what it generated.
+  const g = { tokens: { source: ['a', 'b'], target: ['c'] }, attentions: [side('decoder_self', 'source_then_target', 'source_then_target')] };
+  assert.deepEqual(tokensFor(g, 'decoder_self').q, ['a', 'b', 'c']);
+  assert.deepEqual(tokensFor(g, 'decoder_self').qWords, [null, null, null]);
+  // A block made without sides (another tool's) is over the source's tokens.
+  assert.deepEqual(tokensFor({ tokens: { source: ['a', 'b'], target: ['c'] }, attentions: [{ kind: 'encoder_self' }] }, 'encoder_self').k, ['a', 'b']);
 });
 
 test('prepareLayer applies filters to every head and caches per result', () => {

@@ -48,6 +48,8 @@ function assertMatches(text, want, at) {
   if (at) assert.deepEqual([p, d], at, `read-out "${text}" names another cell`);
   const expected = want.data[p * want.dims + d];
   assert.ok(Math.abs(v - expected) <= 1e-5, `position ${p} dim ${d}: page says ${v}, CLI ${expected}`);
+  // A computed table's dim says its period: 2π over the frequency the model itself uses.
+  if (want.wave) assert.ok(text.includes(`period ${((2 * Math.PI) / want.wave.frequencies[d]).toFixed(1)} positions`), `read-out "${text}": the CLI's frequency ${want.wave.frequencies[d]} for dim ${d}`);
   return [p, d];
 }
 
@@ -153,9 +155,9 @@ test('the view tab switches to the positions view, the main thread within budget
   try {
     await page.goto(`${server.url}examples.html`);
     await mountWidget(page, { model: 'en-pt', text: TEXT, view: 'positions' });
-    await page.waitForFunction(() => document.getElementById('w').geom && document.getElementById('w').geom.heat, null, { timeout: 180_000 });
+    await page.waitForFunction(() => document.getElementById('w').shell.geom() && document.getElementById('w').shell.geom().heat, null, { timeout: 180_000 });
     const g = await page.evaluate(() => {
-      const { heat, positions, dims } = document.getElementById('w').geom;
+      const { heat, positions, dims } = document.getElementById('w').shell.geom();
       return { heat, positions, dims };
     });
     const label = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));

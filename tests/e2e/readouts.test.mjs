@@ -158,7 +158,7 @@ test('widget: the keyboard reads out the heatmap\'s cells ([ ] then }) in its re
     const page = await context.newPage();
     await page.goto(`${server.url}examples.html`);
     await mountWidget(page, { model: 'minilm', text: TEXT, view: 'heatmap' });
-    await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready' && document.getElementById('w').geom?.cell, null, { timeout: 120_000 });
+    await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready' && document.getElementById('w').shell.geom()?.cell, null, { timeout: 120_000 });
     const tokens = await page.evaluate(() => document.getElementById('w').session.result.tokens.source);
     const readout = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent);
     await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').focus());

@@ -111,9 +111,9 @@ test('the widget shows the same panels, and hovering one reads its number out', 
   const want = cliStep();
   const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: TEXT, view: 'step', layer: String(LAYER + 1), head: String(HEAD + 1) }); // 1-based attributes
   try {
-    await page.waitForFunction(() => document.getElementById('w').geom && document.getElementById('w').geom.panels, null, { timeout: 180_000 });
+    await page.waitForFunction(() => document.getElementById('w').shell.geom() && document.getElementById('w').shell.geom().panels, null, { timeout: 180_000 });
     const p = await page.evaluate(() => {
-      const q = document.getElementById('w').geom.panels.find((x) => x.id === 'scores');
+      const q = document.getElementById('w').shell.geom().panels.find((x) => x.id === 'scores');
       return { x: q.x, y: q.y, cw: q.cw, ch: q.ch, cols: q.cols };
     });
     const c = await page.locator('#w >> canvas').boundingBox();

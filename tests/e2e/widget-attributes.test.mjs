@@ -59,7 +59,7 @@ const num = (s) => Number(s.replace(/−/g, '-'));
 async function hoverCell(page, i, j) {
   const at = await page.evaluate(([row, col]) => {
     const w = document.getElementById('w');
-    const g = w.geom;
+    const g = w.shell.geom();
     if (!g || !g.cell) return null;
     const c = w.shadowRoot.querySelector('canvas');
     const y0 = c.getBoundingClientRect().top + window.scrollY + g.top + (row + 0.5) * g.cell;

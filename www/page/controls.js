@@ -2,10 +2,9 @@
 // query and the decode-step scrubber. syncControls writes the session's state into them;
 // bindControls turns their events into session calls. No state of their own.
 
-import { tokensFor } from '../analysis.js';
-import { headColor, tokenLabel } from '../views/common.js';
+import { headColor } from '../views/common.js';
 import { kindShown, viewFor, VIEWS } from '../views/index.js';
-import { stepLabels } from '../views/cross.js';
+import { controlChoices } from '../shell/host.js';
 import { setOptions } from '../select-options.js';
 import { later, listen } from '../timing.js';
 
@@ -42,10 +41,10 @@ function selectTab(list, attr, value) {
 
 export function syncControls(el, session) {
   const s = session.state;
-  const result = session.result;
   const sh = session.shape;
   const view = viewFor(s.view);
-  const ctl = view.controls;
+  const choices = controlChoices(session);
+  const ctl = choices.controls;
   const available = new Set(session.availableViews().map((v) => v.id));
   fillTabs(el.views, VIEWS, 'view', el.panel.id);
   for (const b of el.views.querySelectorAll('[role=tab]')) b.hidden = !available.has(b.dataset.view);
@@ -57,12 +56,11 @@ export function syncControls(el, session) {
   el.panel.setAttribute('aria-labelledby', [viewTab, !el.kinds.hidden && kindTab].filter(Boolean).map((b) => b.id).join(' '));
 
   const kind = kindShown(s);
-  const L = sh.layers[kind] || 0;
-  const H = sh.heads[kind] || 0;
-  setOptions(el.layer, [...Array(L).keys()].map((l) => [String(l), `${l + 1} of ${L}`]));
-  el.layer.value = String(s.layer);
+  const H = choices.heads;
+  setOptions(el.layer, choices.layers);
+  el.layer.value = choices.layer;
   el.layerPrev.disabled = s.layer <= 0;
-  el.layerNext.disabled = s.layer >= L - 1;
+  el.layerNext.disabled = s.layer >= choices.layers.length - 1;
   el.layerCtl.hidden = !ctl.layer;
 
   if (el.heads.childElementCount !== H) {
@@ -110,23 +108,19 @@ export function syncControls(el, session) {
   el.threshold.closest('label').hidden = !ctl.threshold;
 
   // Grouped-query attention: which key/value head the selected query head shares.
-  const gqa = ctl.heads ? session.headNote() : null;
-  el.gqaNote.hidden = !gqa;
-  el.gqaNote.textContent = gqa || '';
+  el.gqaNote.hidden = !choices.headNote;
+  el.gqaNote.textContent = choices.headNote || '';
 
   el.queryCtl.hidden = !ctl.query;
   if (ctl.query) {
-    const q = tokensFor(result, kind).q;
-    setOptions(el.query, q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]));
-    el.query.value = String(s.query);
+    setOptions(el.query, choices.queries);
+    el.query.value = choices.query;
   }
   el.stepCtl.hidden = !ctl.step;
-  if (ctl.step) {
-    // The scrubber counts what the map shows as rows (words when sub-words are merged).
-    const labels = stepLabels(session.input(), s);
-    el.step.max = String(Math.max(0, labels.length - 1));
-    el.step.value = String(Math.min(s.step, Math.max(0, labels.length - 1)));
-    el.stepOut.textContent = labels.length ? `${Math.min(s.step, labels.length - 1) + 1} / ${labels.length}: ${labels[Math.min(s.step, labels.length - 1)]}` : '';
+  if (choices.step) {
+    el.step.max = String(choices.step.max);
+    el.step.value = String(choices.step.value);
+    el.stepOut.textContent = choices.step.text;
   }
 }
 
@@ -148,15 +142,15 @@ function tabKeys(list) {
 export function bindControls(el, session) {
   listen('page', el.views, 'click', (e) => {
     const b = e.target.closest('[role=tab]');
-    if (b) session.patch({ view: b.dataset.view, pin: null });
+    if (b) session.patch({ view: b.dataset.view });
   });
   listen('page', el.kinds, 'click', (e) => {
     const b = e.target.closest('[role=tab]');
-    if (b) session.patch({ kind: b.dataset.kind, pin: null, query: 0 });
+    if (b) session.patch({ kind: b.dataset.kind, query: 0 });
   });
   tabKeys(el.views);
   tabKeys(el.kinds);
-  listen('page', el.layer, 'change', () => session.patch({ layer: Number(el.layer.value), pin: null }));
+  listen('page', el.layer, 'change', () => session.patch({ layer: Number(el.layer.value) }));
   listen('page', el.layerPrev, 'click', () => session.patch({ layer: Math.max(0, session.state.layer - 1) }));
   listen('page', el.layerNext, 'click', () => session.patch({ layer: session.state.layer + 1 }));
   // A click toggles a head after a short delay, so that a double-click (solo) does not toggle twice.
@@ -184,7 +178,7 @@ export function bindControls(el, session) {
   listen('page', el.exact, 'change', () => session.patch({ weights: el.exact.checked ? 'exact' : 'int8' }));
   listen('page', el.query, 'change', () => session.patch({ query: Number(el.query.value) }));
   listen('page', el.step, 'input', () => session.patch({ step: Number(el.step.value) }));
-  listen('page', el.hideSpecial, 'change', () => session.patch({ hideSpecial: el.hideSpecial.checked, pin: null }));
-  listen('page', el.merge, 'change', () => session.patch({ merge: el.merge.checked, pin: null }));
+  listen('page', el.hideSpecial, 'change', () => session.patch({ hideSpecial: el.hideSpecial.checked }));
+  listen('page', el.merge, 'change', () => session.patch({ merge: el.merge.checked }));
   listen('page', el.threshold, 'input', () => session.patch({ threshold: Number(el.threshold.value) }));
 }

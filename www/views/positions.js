@@ -2,7 +2,7 @@
 // The translator (Marian) adds a fixed sinusoid; BERT adds rows of a learned table; Llama adds
 // nothing and rotates queries and keys instead (the table then holds the rotations' cos and sin,
 // cos(p·θᵢ) in the first d_k/2 columns, sin(p·θᵢ) in the rest). The numbers
-// are the model's own (input.positions = AttnModel.positions(count): { kind, positions, dims,
+// are the model’s own (input.positions = AttnModel.positions(count): { kind, positions, dims, wave,
 // data [positions × dims] }), drawn by plotters-canvas in the wasm (drawPositionsChart,
 // input.charts = the main-thread wasm module) as a heatmap of position × dimension above a line
 // chart of a few dimensions over position. The chart is drawn into an off-screen canvas once per
@@ -51,19 +51,30 @@ function lineDimsOf(t) {
     .sort((a, b) => a - b);
 }
 
+/** How a computed table's pair i frequency reads, from the model's own wave (base^(−i/denominator)). */
+function frequencyFormula(t) {
+  const { base, denominator } = t.wave;
+  const half = t.dims / 2;
+  const b = base.toLocaleString('en', { useGrouping: false });
+  if (denominator === half) return `${b}^(−i/(d/2)) = ${b}^(−2i/d)`;
+  if (denominator === half - 1) return `${b}^(−i/(d/2−1))`;
+  return `${b}^(−i/${denominator})`;
+}
+
 /** The one or two sentences the view says about the paper's formula. */
 export function paperNote(t) {
   if (t.kind === 'sinusoidal') {
+    const same = t.wave.denominator === t.dims / 2 && t.wave.base === 10000;
     return (
       'The translator adds a fixed sinusoid, the family of the paper’s PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)). ' +
-      `Marian lays it out differently: dims 0–${t.dims / 2 - 1} are the sines and dims ${t.dims / 2}–${t.dims - 1} the cosines of the same angles (the paper interleaves them), and dim i’s frequency is 10000^(−i/(d/2−1)) rather than 10000^(−2i/d).`
+      `Marian lays it out differently: dims 0–${t.dims / 2 - 1} are the sines and dims ${t.dims / 2}–${t.dims - 1} the cosines of the same angles (the paper interleaves them), and dim i’s frequency is ${frequencyFormula(t)}${same ? ', the paper’s' : ' rather than the paper’s 10000^(−2i/d)'}.`
     );
   }
   if (t.kind === 'rotary') {
     const last = t.dims / 2 - 1;
     return (
       'This model adds no position vector, neither the paper’s fixed sinusoid PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(…) nor a learned table: ' +
-      'rotary positions (RoPE, Su et al. 2021) rotate each pair of query and key dimensions by the angle p·θᵢ, θᵢ = base^(−2i/d_k), the same frequencies as the paper’s, so q·k depends on how far apart two tokens are. ' +
+      `rotary positions (RoPE, Su et al. 2021) rotate each pair of query and key dimensions by the angle p·θᵢ, θᵢ = ${frequencyFormula(t).replace(/\bd\b/g, 'd_k')}${t.wave.base === 10000 ? ', the paper’s frequencies' : ', the paper’s form with its own base'}, so q·k depends on how far apart two tokens are. ` +
       `Shown for one head (d_k = ${t.dims}): cos(p·θᵢ) in dims 0–${last} and sin(p·θᵢ) in dims ${last + 1}–${t.dims - 1}; the fastest pair turns every ${period(t, 0).toFixed(1)} positions, the slowest every ${Math.round(period(t, last)).toLocaleString('en')}.`
     );
   }
@@ -222,13 +233,9 @@ export function* draw(ctx, input, state, theme, width, height) {
   return { width, height, heat, lines, lo: c.geom.lo, hi: c.geom.hi, positions: t.positions, dims: t.dims, lineDims: dims, table: t };
 }
 
-/** Period in positions of dim d of a computed table (2π / its frequency): Marian's sinusoid has
- *  frequency 10000^(−i/(d/2−1)); a rotary pair's angle θᵢ is read off position 1 (cos θ, sin θ). */
+/** Period in positions of dim d of a computed table: 2π / its frequency, as the model computes it. */
 function period(t, d) {
-  const half = t.dims / 2;
-  const i = d % half;
-  if (t.kind === 'rotary' && t.positions > 1) return (2 * Math.PI) / Math.atan2(t.data[t.dims + half + i], t.data[t.dims + i]);
-  return (2 * Math.PI) / Math.exp((-Math.log(10000) / Math.max(1, half - 1)) * i);
+  return (2 * Math.PI) / t.wave.frequencies[d];
 }
 
 /** (x, y) in CSS px → { position, dim, panel } or null: a heatmap cell, or the nearest line. */

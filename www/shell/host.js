@@ -1,0 +1,136 @@
+// What every host of attnviz (the page, the <attention-viz> widget, the notebook widget) does
+// around the views, written once: one drawing per frame however many state changes came in it,
+// drawn in slices (render.js slicedPainter), the geometry that hit tests and keys read, a redraw
+// when the map's box is resized or the colour scheme changes, pointer and keys on the map, and
+// the choices both hosts' controls offer (controlChoices). A host builds its own DOM, binds it to
+// the session and to this shell, and writes what they hold; it never changes the session's
+// state itself.
+
+import { tokensFor } from '../analysis.js';
+import { bindCanvas, slicedPainter } from '../render.js';
+import { themeOf, tokenLabel } from '../views/common.js';
+import { kindShown, viewFor } from '../views/index.js';
+import { stepLabels } from '../views/cross.js';
+import { onFrame, timed } from '../timing.js';
+
+/**
+ * Mount the drawing loop of one host on `session`.
+ * - `name`: the host's name in the timing log ('page', 'widget').
+ * - `canvas`, `box`: the map and the box it scrolls in (its width is the drawing's).
+ * - `themeRoot`: the element whose CSS custom properties colour the views.
+ * - `width()`: the width to draw at, read before `sync()` changes the DOM (no forced layout).
+ * - `sync()`: write the session's state into the host's controls, before each drawing.
+ * - `drawn(geom, result, state, input)`: after a drawing has finished (at 512 tokens, some tasks
+ *   after it began).
+ * - `failed(error)`: a drawing threw.
+ */
+export function mountShell({ name, session, canvas, box, themeRoot, width, sync, drawn, failed }) {
+  const painter = slicedPainter(canvas);
+  let geom = null; // where the last drawing put things, for hit tests and keys
+  let queued = false;
+  let lastWidth = 0;
+
+  function scheduleDraw() {
+    if (queued || !session.result) return;
+    queued = true;
+    onFrame(`${name}:frame`, () => {
+      queued = false;
+      draw();
+    });
+  }
+
+  const theme = themeOf(themeRoot, scheduleDraw);
+
+  function draw() {
+    const r = session.result;
+    if (!r) return;
+    const s = session.state;
+    const w = width();
+    sync();
+    const input = session.input();
+    painter.draw(s.view, input, session.drawState(), theme(), w, (g) => {
+      geom = g;
+      session.drawn();
+      drawn(g, r, s, input);
+    }, failed);
+  }
+
+  bindCanvas(canvas, session, () => geom);
+  const resize = new ResizeObserver(timed(`${name}:resize`, () => {
+    const w = box.clientWidth;
+    if (Math.abs(w - lastWidth) > 4) {
+      lastWidth = w;
+      scheduleDraw();
+    }
+  }));
+
+  return {
+    draw,
+    scheduleDraw,
+    theme,
+    /** The last drawing's geometry (null before the first). */
+    geom: () => geom,
+    /** A drawing is queued for the next frame or still being made. */
+    get busy() {
+      return queued || painter.busy;
+    },
+    /** A drawing is still being made (at 512 tokens it takes several tasks). */
+    get drawing() {
+      return painter.busy;
+    },
+    observe: () => resize.observe(box),
+    disconnect: () => resize.disconnect(),
+    /**
+     * A key pressed on the map or, for a host that takes keys page-wide, anywhere outside text
+     * fields: true when the session did something with it (the event's default is then prevented).
+     */
+    key(e) {
+      const t = e.target;
+      if (e.ctrlKey || e.metaKey || e.altKey) return false;
+      if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable)) return false;
+      // Arrow keys move between tabs; Enter and space press buttons, links and summaries.
+      if (t && t.getAttribute && t.getAttribute('role') === 'tab' && (e.key === 'ArrowLeft' || e.key === 'ArrowRight')) return false;
+      if (t && (t.tagName === 'BUTTON' || t.tagName === 'A' || t.tagName === 'SUMMARY') && (e.key === 'Enter' || e.key === ' ')) return false;
+      if (!session.key(e.key, geom)) return false;
+      e.preventDefault();
+      return true;
+    },
+  };
+}
+
+/** How a layer is named in every host's picker: "3 of 6". */
+export const layerLabel = (layer, layers) => `${layer + 1} of ${layers}`;
+
+/**
+ * What the controls of the current view offer, the same for every host: which controls the view
+ * has, the layer, head, query and decode-step choices as [value, label] pairs, and what is
+ * chosen. A host renders these (selects, swatches, a range) and binds their events to the
+ * session.
+ */
+export function controlChoices(session) {
+  const s = session.state;
+  const ctl = viewFor(s.view).controls;
+  const kind = kindShown(s);
+  const L = session.numLayers();
+  const H = session.numHeads();
+  const out = {
+    controls: ctl,
+    layers: [...Array(L).keys()].map((l) => [String(l), layerLabel(l, L)]),
+    layer: String(s.layer),
+    heads: H,
+    /** The one value of a single head picker: a head, 'all' (multi-head views) or 'mean'. */
+    head: ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : String(s.head),
+    headNote: ctl.heads ? session.headNote() : null,
+    queries: [],
+    query: String(s.query),
+    step: null,
+  };
+  if (ctl.query && session.result) out.queries = tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]);
+  if (ctl.step && session.result) {
+    // The scrubber counts what the map shows as rows (words when sub-words are merged).
+    const labels = stepLabels(session.input(), s);
+    const at = Math.min(s.step, Math.max(0, labels.length - 1));
+    out.step = { max: Math.max(0, labels.length - 1), value: at, text: labels.length ? `${at + 1} / ${labels.length}: ${labels[at]}` : '' };
+  }
+  return out;
+}
