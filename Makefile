@@ -33,12 +33,13 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models venv build build-simd build-threads serve test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
+.PHONY: help setup models venv build build-simd build-threads serve site test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean fuzz fuzz-smoke fuzz-build
 
 help:
 	@echo "attnviz make targets:"
 	@echo "  make serve       setup + models + build, then serve on http://127.0.0.1:\$$PORT/ (default 8080)"
+	@echo "  make site DEST=path  the folder to upload to any static host: page, lesson, widget, wasm builds, default models"
 	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e (FORCE=1: also suites that passed with the same inputs)"
 	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
 	@echo "  make setup       install toolchain, wasm-bindgen, npm deps, chromium (scripts/setup.sh)"
@@ -141,6 +142,12 @@ build-threads: | .toolchain/env node_modules/.bin/wasm-opt
 
 serve: setup models build
 	@exec $(PYTHON) scripts/serve.py --port $(PORT)
+
+# The folder a teacher uploads (README "Embed it in your page"); tests/e2e/site.test.mjs serves one
+# with python3 -m http.server.
+site: setup models build
+	@test -n "$(DEST)" || { echo "make site: say where, e.g. make site DEST=../my-course/attnviz" >&2; exit 2; }
+	@$(PYTHON) scripts/site.py --dest "$(DEST)"
 
 # The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
 # loads and the e2e suite; the shared-memory build and the fuzzers; the native suites, then the

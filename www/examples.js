@@ -9,7 +9,9 @@ function tagFor(el) {
   const attrs = [...el.attributes].filter((a) => a.name !== 'id' && a.name !== 'data-state' && a.name !== 'data-draw-count');
   const quote = (v) => v.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
   const parts = attrs.map((a) => (a.value === '' ? a.name : `${a.name}="${quote(a.value)}"`));
-  return `<attention-viz\n  ${parts.join('\n  ')}>\n</attention-viz>`;
+  // The widget's text shows only where attention-viz.js did not load (its shadow root hides it).
+  const fallback = el.textContent.trim();
+  return `<attention-viz\n  ${parts.join('\n  ')}>${fallback ? `\n  ${fallback}` : ''}\n</attention-viz>`;
 }
 
 for (const box of document.querySelectorAll('.snippet[data-for]')) {

@@ -1,0 +1,100 @@
+// `make site DEST=…` (scripts/site.py): the folder a teacher uploads works from a plain static
+// server (python3 -m http.server: no COOP/COEP, no compression, no prefix rules): the page and the
+// lesson's three widgets draw with the real models. A folder with only the top-level files (what
+// the README's old "copy the .js, .css and .html files" gave) says so where each widget stands,
+// instead of leaving it 0 px tall.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launchBrowser, openApp } from './harness.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+let browser;
+let dir;
+const servers = [];
+
+/** python3 -m http.server on a free port of 127.0.0.1, serving `folder`: its base URL. */
+function staticServer(folder) {
+  return new Promise((resolve, reject) => {
+    const p = spawn('python3', ['-u', '-m', 'http.server', '--bind', '127.0.0.1', '--directory', folder, '0'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    servers.push(p);
+    let out = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(`http://127.0.0.1:${m[1]}/`);
+    });
+    p.on('exit', (code) => reject(new Error(`http.server exited (${code}): ${out}`)));
+  });
+}
+
+before(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'attnviz-site-'));
+  browser = await launchBrowser();
+});
+after(async () => {
+  for (const p of servers) p.kill();
+  await browser?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const sizeOf = (folder) => readdirSync(folder, { recursive: true }).reduce((n, f) => n + (statSync(path.join(folder, f)).isFile() ? statSync(path.join(folder, f)).size : 0), 0);
+
+test('make site writes a folder that works from python3 -m http.server: the page and the lesson draw', async () => {
+  const site = path.join(dir, 'site');
+  // (pkg/threads/ may still be being built beside this suite in make test: it needs COOP/COEP,
+  // which http.server does not send, so it is not loaded here anyway)
+  const said = execFileSync('python3', [path.join(ROOT, 'scripts/site.py'), '--dest', site, '--builds', 'simd,relaxed']).toString();
+  const m = /(\d+) files, ([\d.]+) MiB/.exec(said);
+  assert.ok(m, said);
+  assert.ok(Math.abs(Number(m[2]) - sizeOf(site) / 1048576) < 0.1, `printed ${m[2]} MiB`);
+  for (const f of ['index.html', 'examples.html', 'attention-viz.js', 'views/head.js', 'shell/host.js', 'pkg/attnviz_bg.wasm', 'pkg/relaxed/attnviz_bg.wasm', 'models/index.json', 'models/minilm/model.int8.safetensors', 'models/en-pt/manifest.json']) {
+    assert.ok(statSync(path.join(site, f)).size > 0, `${f} is in the site`);
+  }
+  assert.throws(() => execFileSync('python3', [path.join(ROOT, 'scripts/site.py'), '--dest', site], { stdio: 'pipe' }), /not empty/, 'a folder with files in it is refused');
+  const url = await staticServer(site);
+  const app = await openApp(browser, url, { fresh: true });
+  try {
+    const drawn = await app.page.evaluate(() => ({ model: window.attnvizDebug.modelId, tokens: window.attnvizDebug.tokens.length, build: window.attnvizDebug.build.id }));
+    assert.equal(drawn.model, 'minilm-l6');
+    assert.ok(drawn.tokens > 5, JSON.stringify(drawn));
+    assert.notEqual(drawn.build, 'threads', 'no isolation without COOP/COEP');
+    await app.page.goto(`${url}examples.html`);
+    await app.page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    const widgets = await app.page.$$eval('attention-viz', (all) => all.map((w) => ({ id: w.id, state: w.dataset.state, height: w.getBoundingClientRect().height })));
+    assert.equal(widgets.length, 3);
+    for (const w of widgets) assert.ok(w.state === 'ready' && w.height > 100, JSON.stringify(w));
+    assert.deepEqual(app.failedRequests, []);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('a lesson uploaded without the widget’s other files says so where each widget stands', async () => {
+  const partial = path.join(dir, 'partial');
+  mkdirSync(partial);
+  for (const f of ['examples.html', 'examples.js', 'attention-viz.js', 'styles.css']) copyFileSync(path.join(ROOT, 'www', f), path.join(partial, f));
+  const url = await staticServer(partial);
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${url}examples.html`);
+    await page.waitForLoadState('networkidle');
+    const widgets = await page.$$eval('attention-viz', (all) => all.map((w) => ({ text: w.innerText, height: w.getBoundingClientRect().height, defined: !!customElements.get('attention-viz') })));
+    assert.equal(widgets.length, 3);
+    for (const w of widgets) {
+      assert.equal(w.defined, false);
+      assert.match(w.text, /If this stays, attention-viz\.js or the files beside it did not load/);
+      assert.ok(w.height > 0, 'the widget is not 0 px tall');
+    }
+    // and the snippet a teacher copies carries the same words
+    assert.match(await page.textContent('.snippet[data-for="ex-cross"] code'), /did not load/);
+  } finally {
+    await context.close();
+  }
+});
