@@ -35,8 +35,8 @@ for (const { dir, glue, exports } of process.env.BENCH_RATIO_ONLY === '1' ? [] :
     const stepTimes = [];
     for (let i = 0; i < gRuns; i++) {
       promptTimes.push(time(() => model.attend(prompt)));
-      const one = time(() => model.attend(prompt, 1));
-      const nine = time(() => model.attend(prompt, 9));
+      const one = time(() => model.attend(prompt, { generate: 1 }));
+      const nine = time(() => model.attend(prompt, { generate: 9 }));
       stepTimes.push((nine - one) / 8);
     }
     const afterRuns = exports.memory.buffer.byteLength;

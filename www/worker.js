@@ -122,22 +122,20 @@ async function handle(msg) {
       case 'attend': {
         const m = await ensureModel(msg.model, msg.id);
         const t0 = performance.now();
-        const g = genArgs(m, msg.gen);
-        const args = msg.valueNorms ? [g[0], g[1], g[2], g[3], true] : g;
-        const result = guarded(() => m.model.attend(String(msg.text ?? ''), ...args));
+        const result = guarded(() => m.model.attend(String(msg.text ?? ''), { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms }));
         const ms = performance.now() - t0;
         self.postMessage({ id: msg.id, type: 'result', result, ms }, floatBuffers(result));
         break;
       }
       case 'step': {
         const m = await ensureModel(msg.model, msg.id);
-        const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0, ...genArgs(m, msg.gen)));
+        const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0, generateOptions(m, msg.gen)));
         self.postMessage({ id: msg.id, type: 'step', step }, floatBuffers(step));
         break;
       }
       case 'heads': {
         const m = await ensureModel(msg.model, msg.id);
-        const heads = guarded(() => m.model.heads(String(msg.text ?? ''), ...genArgs(m, msg.gen)));
+        const heads = guarded(() => m.model.heads(String(msg.text ?? ''), generateOptions(m, msg.gen)));
         self.postMessage({ id: msg.id, type: 'heads', heads });
         break;
       }
@@ -177,14 +175,15 @@ async function handle(msg) {
  * The wasm facade's trailing arguments of attend() and step(): generate, temperature, top_k, seed
  * (undefined = the facade's default: greedy, all tokens). None for a model that does not generate.
  */
-function genArgs(m, gen) {
-  if (!gen || !m.info.generates) return [];
-  const n = Math.max(0, Math.floor(Number(gen.n) || 0));
-  if (!n) return [];
+/** The wasm calls' generation options for `gen` ({ n, temperature, top_k, seed } or null):
+ *  none for a model that does not generate. */
+function generateOptions(m, gen) {
+  if (!gen || !m.info.generates) return {};
+  const generate = Math.max(0, Math.floor(Number(gen.n) || 0));
+  if (!generate) return {};
   const t = Number(gen.temperature) || 0;
-  const k = Math.max(0, Math.floor(Number(gen.top_k) || 0));
-  const seed = Math.max(0, Math.floor(Number(gen.seed) || 0));
-  return [n, t > 0 ? t : undefined, t > 0 && k ? k : undefined, t > 0 ? seed >>> 0 : undefined];
+  if (!(t > 0)) return { generate };
+  return { generate, temperature: t, topK: Math.max(0, Math.floor(Number(gen.top_k) || 0)), seed: Math.max(0, Math.floor(Number(gen.seed) || 0)) >>> 0 };
 }
 
 function errorText(e) {

@@ -8,7 +8,7 @@ use crate::models::inspect::{inspect, FileHead, GGUF_HEAD_BYTES};
 use crate::models::{Manifest, Model, SUPPORTED};
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 
@@ -158,13 +158,63 @@ fn f32s(values: &[f32]) -> F32s {
     F32s(Float32Array::from(values))
 }
 
-/// Generation options from the optional trailing arguments (absent: no generation, greedy).
-fn generate_options(generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<GenerateOptions, JsError> {
-    let temperature = temperature.unwrap_or(0.0);
-    if !(temperature.is_finite() && temperature >= 0.0) {
-        return Err(JsError::new(&format!("temperature must be a number ≥ 0, not {temperature}")));
+/// What `attend`, `step` and `heads` take after their required arguments: one options object,
+/// every field optional (`undefined` or `{}`, or a field set to `undefined`: no generation,
+/// greedy, raw weights only). An unknown field is an error, so a misspelt option is never
+/// silently ignored.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct CallOptions {
+    /// Tokens a decoder-only model generates after the text (other models ignore it).
+    generate: Option<u32>,
+    /// 0: greedy; > 0: sampled from softmax(logits / temperature).
+    temperature: Option<f64>,
+    /// Sample among the k most probable tokens (0: all of them).
+    top_k: Option<u32>,
+    seed: Option<u32>,
+    /// `attend` only: also return the value-weighted norms.
+    value_norms: Option<bool>,
+}
+
+impl CallOptions {
+    /// The fields, as JS spells them.
+    const FIELDS: [&'static str; 5] = ["generate", "temperature", "topK", "seed", "valueNorms"];
+
+    fn read(options: JsValue, call: &str) -> Result<CallOptions, JsError> {
+        if options.is_undefined() || options.is_null() {
+            return Ok(CallOptions::default());
+        }
+        // serde-wasm-bindgen reads only the fields a struct names: the others are checked here.
+        if let Some(object) = options.dyn_ref::<Object>() {
+            for key in Object::keys(object).iter() {
+                let key = key.as_string().unwrap_or_default();
+                if !Self::FIELDS.contains(&key.as_str()) {
+                    return Err(JsError::new(&format!("{call} options: unknown field `{key}` (the options are {})", Self::FIELDS.join(", "))));
+                }
+            }
+        }
+        let o: CallOptions = serde_wasm_bindgen::from_value(options).map_err(|e| {
+            let why = e.to_string();
+            JsError::new(&format!("{call} options: {}", why.strip_prefix("Error: ").unwrap_or(&why)))
+        })?;
+        let t = o.temperature.unwrap_or(0.0);
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(JsError::new(&format!("{call} options: temperature must be a number ≥ 0, not {t}")));
+        }
+        if o.value_norms == Some(true) && call != "attend" {
+            return Err(JsError::new(&format!("{call} options: valueNorms is an option of attend only")));
+        }
+        Ok(o)
     }
-    Ok(GenerateOptions { max_new_tokens: generate.unwrap_or(0) as usize, temperature, top_k: top_k.unwrap_or(0) as usize, seed: seed.unwrap_or(0) })
+
+    fn generate(&self) -> GenerateOptions {
+        GenerateOptions {
+            max_new_tokens: self.generate.unwrap_or(0) as usize,
+            temperature: self.temperature.unwrap_or(0.0),
+            top_k: self.top_k.unwrap_or(0) as usize,
+            seed: self.seed.unwrap_or(0),
+        }
+    }
 }
 
 #[wasm_bindgen]
@@ -199,55 +249,34 @@ impl AttnModel {
     }
 
     /// One forward: [`AttendResult`] (`schema/attend.schema.json`), attention data as
-    /// `Float32Array`s `[heads, Tq, Tk]`. A decoder-only model (`info().generates`) then
-    /// generates `generate` tokens (greedy, or sampled at `temperature` > 0 from the `top_k`
-    /// most probable with `seed`); other models ignore those arguments.
-    ///
-    /// `value_norms`: also return `value_norms`, ‖α_ij f_h(x_j)‖ per block (the "value-weighted"
-    /// measure), laid out like `attentions`.
-    pub fn attend(
-        &self,
-        text: &str,
-        generate: Option<u32>,
-        temperature: Option<f64>,
-        top_k: Option<u32>,
-        seed: Option<u32>,
-        value_norms: Option<bool>,
-    ) -> Result<JsValue, JsError> {
-        let options = generate_options(generate, temperature, top_k, seed)?;
+    /// `Float32Array`s `[heads, Tq, Tk]`. `options` (all optional): `{ generate, temperature,
+    /// topK, seed }`: a decoder-only model (`info().generates`) then generates `generate` tokens
+    /// (greedy, or sampled at `temperature` > 0 from the `topK` most probable with `seed`; other
+    /// models ignore them); `valueNorms: true`: also `value_norms`, ‖α_ij f_h(x_j)‖ per block
+    /// (the "value-weighted" measure), laid out like `attentions`.
+    pub fn attend(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
+        let o = CallOptions::read(options, "attend")?;
         let start = now_ms();
-        let a = self.model.attend_with(text, &options, value_norms.unwrap_or(false)).map_err(err)?;
+        let a = self.model.attend_with(text, &o.generate(), o.value_norms.unwrap_or(false)).map_err(err)?;
         let ms = now_ms() - start;
         to_js(&AttendResult::new(&self.model.manifest.id, text, &a, ms, f32s))
     }
 
     /// Every intermediate of one head: [`StepResult`] (`schema/attend.schema.json`), arrays as
-    /// `Float32Array`s.
-    /// The generation arguments are those of [`AttnModel::attend`]: the step view of a
-    /// decoder-only model covers the text and its continuation.
-    #[allow(clippy::too_many_arguments)]
-    pub fn step(
-        &self,
-        text: &str,
-        kind: &str,
-        layer: usize,
-        head: usize,
-        generate: Option<u32>,
-        temperature: Option<f64>,
-        top_k: Option<u32>,
-        seed: Option<u32>,
-    ) -> Result<JsValue, JsError> {
+    /// `Float32Array`s. `options`: the generation options of [`AttnModel::attend`] (the step
+    /// view of a decoder-only model covers the text and its continuation).
+    pub fn step(&self, text: &str, kind: &str, layer: usize, head: usize, options: JsValue) -> Result<JsValue, JsError> {
         let kind = AttentionKind::parse(kind).ok_or_else(|| JsError::new(&format!("unknown attention kind `{kind}` (encoder_self, decoder_self or cross)")))?;
-        let options = generate_options(generate, temperature, top_k, seed)?;
-        let hi = self.model.head_internals_generating(text, &options, HeadRequest { kind, layer, head }).map_err(err)?;
+        let o = CallOptions::read(options, "step")?;
+        let hi = self.model.head_internals_generating(text, &o.generate(), HeadRequest { kind, layer, head }).map_err(err)?;
         to_js(&StepResult::new(&self.model.manifest.id, text, &hi, f32s))
     }
 
     /// Every head's scores and label on the text (and its continuation): [`HeadsResult`]
-    /// (`#/$defs/heads` in `schema/attend.schema.json`).
-    pub fn heads(&self, text: &str, generate: Option<u32>, temperature: Option<f64>, top_k: Option<u32>, seed: Option<u32>) -> Result<JsValue, JsError> {
-        let options = generate_options(generate, temperature, top_k, seed)?;
-        let (a, scores) = self.model.heads(text, &options).map_err(err)?;
+    /// (`#/$defs/heads` in `schema/attend.schema.json`). `options`: as [`AttnModel::step`]'s.
+    pub fn heads(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
+        let o = CallOptions::read(options, "heads")?;
+        let (a, scores) = self.model.heads(text, &o.generate()).map_err(err)?;
         let induction = scores.iter().any(|s| s.induction.is_some()).then_some(crate::models::INDUCTION_TOKENS);
         to_js(&HeadsResult::new(&self.model.manifest.id, text, &a, &scores, induction))
     }

@@ -47,7 +47,7 @@ test('SmolLM2 in wasm (Chromium) equals the native build: tokens, continuation, 
   for (const c of CASES) {
     const want = native(c.text, c.args);
     const got = await page.evaluate(({ text, generate, temperature, topK, seed }) => {
-      const r = window.smollm2.attend(text, generate, temperature, topK, seed);
+      const r = window.smollm2.attend(text, { generate, temperature, topK, seed });
       return { ...r, attentions: r.attentions.map((a) => ({ ...a, data: Array.from(a.data) })) };
     }, c);
     assert.deepEqual(got.tokens, want.tokens, c.text);
@@ -74,14 +74,17 @@ test('SmolLM2 in wasm (Chromium) equals the native build: tokens, continuation, 
   // A bad request is an Error, and the instance keeps working after it.
   const errors = await page.evaluate(() => {
     const out = [];
-    for (const f of [() => window.smollm2.attend(''), () => window.smollm2.attend('hi', 2, -1), () => window.smollm2.step('hi', 'cross', 0, 0)]) {
+    // (an option misspelt is an error too, not ignored: topk for topK)
+    for (const f of [() => window.smollm2.attend(''), () => window.smollm2.attend('hi', { generate: 2, temperature: -1 }), () => window.smollm2.step('hi', 'cross', 0, 0), () => window.smollm2.attend('hi', { generate: 2, temperature: 1, topk: 5 }), () => window.smollm2.heads('hi', { valueNorms: true })]) {
       try { f(); out.push('no error'); } catch (e) { out.push(e instanceof Error ? e.message : `not an Error: ${e}`); }
     }
-    out.push(window.smollm2.attend('hi', 1).tokens.target.length);
+    out.push(window.smollm2.attend('hi', { generate: 1 }).tokens.target.length);
     return out;
   });
   assert.match(errors[0], /empty/);
   assert.match(errors[1], /temperature/);
   assert.match(errors[2], /no cross attention/);
-  assert.equal(errors[3], 1);
+  assert.match(errors[3], /attend options: unknown field `topk`/);
+  assert.match(errors[4], /heads options: valueNorms is an option of attend only/);
+  assert.equal(errors[5], 1);
 });
