@@ -18,8 +18,12 @@ import { COMPARE_VIEWS, note as compareNote } from './views/compare.js';
 import { stepLabels } from './views/cross.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
 import { later, record } from './timing.js';
+import { cacheKey, LruCache } from './core/cache.js';
 
-const STEP_CACHE_SIZE = 32;
+// Answers kept per session: step internals and head scores of the last texts and heads looked at,
+// and the position tables of the last models.
+const ANSWERS_KEPT = 32;
+const MODELS_KEPT = 8;
 // Positions the positions view plots (clamped by the model to its maximum): enough for the slow
 // dimensions of the sinusoid to turn, more than most typed texts use.
 const POSITIONS_SHOWN = 128;
@@ -98,9 +102,9 @@ export class Session {
     this.focus = null; // transient: the token under the pointer (head view)
     this.hoverText = null; // transient: the read-out under the pointer (heatmap)
     this.cursor = null; // transient: the item the keys [ ] { } read out last, where they go on from
-    this.steps = new Map(); // stepKey → step() internals, least recently used first
-    this.positionTables = new Map(); // model id → its positions() table (the positions view)
-    this.headScores = new Map(); // headsKey → heads() answer (the head overview), least recently used first
+    this.steps = new LruCache(ANSWERS_KEPT); // stepKey → step() internals (the step and qk views)
+    this.positionTables = new LruCache(MODELS_KEPT); // model id → its positions() table (the positions view)
+    this.headScores = new LruCache(ANSWERS_KEPT); // headsKey → heads() answer (the head overview)
     this.loadSeq = 0;
     this.attendInFlight = false;
     this.attendQueued = false;
@@ -316,7 +320,7 @@ export class Session {
 
   /** What B's answer depends on: the model, B's text, the generation and whether norms are needed. */
   compareKey(s = this.state) {
-    return JSON.stringify([s.model, s.compare, this.genParams(s), s.measure === 'value-norm']);
+    return cacheKey(s.model, s.compare, this.genParams(s), s.measure === 'value-norm');
   }
 
   /** Is B's answer the one the state asks for? (one with value norms serves raw weights too) */
@@ -364,7 +368,7 @@ export class Session {
 
   /** Does the state still ask for the forward of (model, text, gen, valueNorms)? */
   asksFor(model, text, gen, valueNorms) {
-    return model === this.modelKey() && text === this.state.text && JSON.stringify(gen) === JSON.stringify(this.genParams()) && valueNorms === (this.state.measure === 'value-norm');
+    return model === this.modelKey() && text === this.state.text && cacheKey(gen) === cacheKey(this.genParams()) && valueNorms === (this.state.measure === 'value-norm');
   }
 
   /**
@@ -472,30 +476,32 @@ export class Session {
   /** The step cache key: everything the step internals depend on. */
   stepKey(s = this.state) {
     const r = this.resultFor;
-    return JSON.stringify([r && r.model, r && r.text, r && r.gen, kindShown(s), s.layer, s.head]);
+    return cacheKey(r && r.model, r && r.text, r && r.gen, kindShown(s), s.layer, s.head);
   }
 
   /** The step internals for the current state, if fetched. */
   stepData() {
-    const d = this.steps.get(this.stepKey());
-    return d || null;
+    return this.steps.get(this.stepKey());
   }
 
-  async ensureStep() {
-    if (!this.result) return;
-    const key = this.stepKey();
-    if (this.steps.has(key)) {
-      const d = this.steps.get(key);
-      this.steps.delete(key);
-      this.steps.set(key, d);
-      return;
-    }
-    const s = this.state;
-    const ans = await this.askWorker('step view', () => this.channel.step(this.resultFor.model, this.resultFor.text, kindShown(s), s.layer, s.head, this.resultFor.gen));
+  /**
+   * A view's data, fetched once per key: nothing to do when `cache` holds `key`; else the worker
+   * is asked (`ask`, the status line names `what` if it fails), the answer's `field` kept, and
+   * 'state' emitted if the state still wants that key (`keyNow()`).
+   */
+  async fetchInto(cache, key, keyNow, what, ask, field) {
+    if (cache.get(key)) return;
+    const ans = await this.askWorker(what, ask);
     if (!ans) return;
-    this.steps.set(key, ans.step);
-    while (this.steps.size > STEP_CACHE_SIZE) this.steps.delete(this.steps.keys().next().value);
-    if (key === this.stepKey()) this.emit('state');
+    cache.set(key, ans[field]);
+    if (key === keyNow()) this.emit('state');
+  }
+
+  ensureStep() {
+    if (!this.result) return Promise.resolve();
+    const s = this.state;
+    const { model, text, gen } = this.resultFor;
+    return this.fetchInto(this.steps, this.stepKey(), () => this.stepKey(), 'step view', () => this.channel.step(model, text, kindShown(s), s.layer, s.head, gen), 'step');
   }
 
   /**
@@ -514,30 +520,20 @@ export class Session {
       );
     }
     const model = this.resultFor.model;
-    if (this.positionTables.has(model)) return;
-    const ans = await this.askWorker('positions view', () => this.channel.positions(model, POSITIONS_SHOWN));
-    if (!ans) return;
-    this.positionTables.set(model, ans.positions);
-    if (this.resultFor && this.resultFor.model === model) this.emit('state');
+    await this.fetchInto(this.positionTables, cacheKey(model), () => cacheKey(this.resultFor && this.resultFor.model), 'positions view', () => this.channel.positions(model, POSITIONS_SHOWN), 'positions');
   }
 
   /** The head-scores cache key: what heads() depends on (not the measure: scores are of α). */
   headsKey() {
     const r = this.resultFor;
-    return JSON.stringify([r && r.model, r && r.text, r && r.gen]);
+    return cacheKey(r && r.model, r && r.text, r && r.gen);
   }
 
   /** The head overview's data: heads() of the drawn model, text and generation; emits 'state'. */
-  async ensureHeads() {
-    if (!this.resultFor) return;
-    const key = this.headsKey();
-    if (this.headScores.has(key)) return;
+  ensureHeads() {
+    if (!this.resultFor) return Promise.resolve();
     const { model, text, gen } = this.resultFor;
-    const ans = await this.askWorker('head overview', () => this.channel.heads(model, text, gen));
-    if (!ans) return;
-    this.headScores.set(key, ans.heads);
-    while (this.headScores.size > STEP_CACHE_SIZE) this.headScores.delete(this.headScores.keys().next().value);
-    if (key === this.headsKey()) this.emit('state');
+    return this.fetchInto(this.headScores, this.headsKey(), () => this.headsKey(), 'head overview', () => this.channel.heads(model, text, gen), 'heads');
   }
 
   /** What the views draw from. */
@@ -547,9 +543,9 @@ export class Session {
       result: this.shownResult(),
       specials: (this.info && this.info.special_tokens) || [],
       step: viewFor(this.state.view).needsStep ? this.stepData() : null,
-      positions: needsPositions && this.resultFor ? this.positionTables.get(this.resultFor.model) || null : null,
+      positions: needsPositions && this.resultFor ? this.positionTables.get(cacheKey(this.resultFor.model)) : null,
       charts: needsPositions ? chartWasm() : null,
-      heads: viewFor(this.state.view).needsHeads ? this.headScores.get(this.headsKey()) || null : null,
+      heads: viewFor(this.state.view).needsHeads ? this.headScores.get(this.headsKey()) : null,
       compare: this.compareInput(),
     };
   }
@@ -625,7 +621,7 @@ export class Session {
       if (this.catalog) this.selectModel(next.model, { keepText: true, before });
       return;
     }
-    if (next.text !== prev.text || JSON.stringify(this.genParams(next)) !== JSON.stringify(this.genParams(prev))) {
+    if (next.text !== prev.text || cacheKey(this.genParams(next)) !== cacheKey(this.genParams(prev))) {
       // A new forward. A pin or scrubbed step that `next` carries over unchanged was one of the
       // old tokens; one it names anew (a permalink's) is one of the new.
       if (!this.inputTimes.has(next.text)) this.inputTimes.set(next.text, performance.now());
@@ -746,9 +742,9 @@ export class Session {
 
   /** Change how many tokens are generated, or how: { gen, temperature, topK, seed }; recomputes. */
   setGeneration(p) {
-    const before = JSON.stringify(this.genParams());
+    const before = cacheKey(this.genParams());
     this.state = { ...this.state, ...p, gstep: null, pin: null };
-    if (JSON.stringify(this.genParams()) === before) {
+    if (cacheKey(this.genParams()) === before) {
       this.patch({});
       return Promise.resolve();
     }

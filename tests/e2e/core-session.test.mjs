@@ -1,0 +1,206 @@
+// The core without a browser (issue 22): www/session.js against a worker that speaks the worker
+// protocol (www/worker.js) in this process and answers with the native CLI's own results, the
+// model's real numbers. Each host (page, widget, notebook) binds to these rules; here they are
+// checked once, in milliseconds: at most one forward in flight and the newest text owed, every
+// answer newer than the one drawn is drawn (marked as catching up), the pin rule, applyState
+// (permalinks and widget attributes) and the clamped decode step.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cliBinary } from './cli-helpers.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const INDEX = JSON.parse(readFileSync(path.join(ROOT, 'models/index.json'), 'utf8'));
+
+/** The CLI's JSON with every float array a Float32Array, as the wasm facade returns it. */
+function asWasm(v, key = '') {
+  if (Array.isArray(v) && v.length && typeof v[0] === 'number' && (key === 'data' || key === 'sentence_embedding')) return Float32Array.from(v);
+  if (Array.isArray(v)) return v.map((x) => asWasm(x));
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, asWasm(x, k)]));
+  return v;
+}
+
+const cliMemo = new Map();
+function cli(...args) {
+  const key = args.join('\u0000');
+  if (!cliMemo.has(key)) cliMemo.set(key, asWasm(JSON.parse(execFileSync(cliBinary(), args, { maxBuffer: 1 << 28 }).toString())));
+  return cliMemo.get(key);
+}
+
+/**
+ * The worker protocol, answered in this process. Requests are held until the test releases them
+ * (`release()`: the oldest), so a test decides what is in flight; `posted` lists every request.
+ */
+class ProtocolWorker {
+  static last = null;
+
+  constructor() {
+    this.posted = [];
+    this.held = [];
+    this.onmessage = null;
+    ProtocolWorker.last = this;
+  }
+
+  postMessage(msg) {
+    this.posted.push(msg);
+    if (msg.type === 'attend') this.held.push(msg);
+    else setTimeout(() => this.answer(msg));
+  }
+
+  /** Answer the oldest held forward. */
+  release() {
+    const msg = this.held.shift();
+    assert.ok(msg, 'no forward in flight');
+    this.answer(msg);
+    return msg;
+  }
+
+  answer(msg) {
+    const reply = (m) => this.onmessage({ data: { id: msg.id, ...m } });
+    const dir = (id) => path.join(ROOT, 'models', INDEX.find((m) => m.id === id).dir);
+    if (msg.type === 'init') return reply({ type: 'init', build: { id: 'simd', dir: 'pkg/', version: 'core-test' }, supported: ['bert', 'marian', 'llama'], models: INDEX });
+    if (msg.type === 'load') {
+      const m = INDEX.find((x) => x.id === msg.model);
+      const r = cli('attend', '--model', dir(msg.model), '--text', m.example);
+      const kinds = [...new Set(r.attentions.map((b) => b.kind))];
+      const count = (k) => r.attentions.filter((b) => b.kind === k).length;
+      const heads = (k) => r.attentions.find((b) => b.kind === k).heads;
+      const info = { id: m.id, name: m.name, architecture: m.architecture, kinds, layers: Object.fromEntries(kinds.map((k) => [k, count(k)])), heads: Object.fromEntries(kinds.map((k) => [k, heads(k)])), kv_heads: Object.fromEntries(kinds.map((k) => [k, heads(k)])), generates: !!r.generation, special_tokens: [], example: m.example, max_positions: 512 };
+      return reply({ type: 'loaded', info });
+    }
+    if (msg.type === 'attend') {
+      const args = ['attend', '--model', dir(msg.model), '--text', msg.text];
+      if (msg.valueNorms) args.push('--measure', 'value-norm');
+      return reply({ type: 'result', result: cli(...args), ms: 1 });
+    }
+    throw new Error(`the core test's worker has no answer for ${msg.type}`);
+  }
+}
+
+let Session;
+before(async () => {
+  globalThis.Worker = ProtocolWorker;
+  globalThis.location = new URL('http://127.0.0.1/');
+  ({ Session } = await import('../../www/session.js'));
+});
+
+/** A started session on `model` with `text`, its updates logged; the first forward answered. */
+async function started(text, model = 'minilm-l6') {
+  const updates = [];
+  const session = new Session({ name: 'core', onUpdate: (reason, s) => updates.push({ reason, text: s.resultFor && s.resultFor.text, catchingUp: s.catchingUp }) });
+  const ready = session.start({ model, text });
+  await until(() => ProtocolWorker.last && ProtocolWorker.last.held.length === 1);
+  ProtocolWorker.last.release();
+  await ready;
+  await until(() => session.result && session.resultFor.text === text);
+  return { session, updates, worker: ProtocolWorker.last };
+}
+
+async function until(pred, ms = 10_000) {
+  const t0 = Date.now();
+  while (!pred()) {
+    if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms: ${pred}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const forwards = (w) => w.posted.filter((m) => m.type === 'attend').map((m) => m.text);
+
+test('typing: one forward in flight, the newest text owed, every newer answer drawn while catching up', async () => {
+  const { session, updates, worker } = await started('The cat');
+  updates.length = 0;
+  session.setText('The cat sat');
+  session.setText('The cat sat on');
+  session.setText('The cat sat on the mat');
+  // One in flight ("The cat sat"); the two typed meanwhile collapse into the newest.
+  assert.deepEqual(forwards(worker).slice(1), ['The cat sat']);
+  worker.release();
+  await until(() => session.resultFor.text === 'The cat sat');
+  // Drawn although the box moved on: newer than what was on screen, and said to be behind.
+  const drawn = updates.filter((u) => u.reason === 'result');
+  assert.deepEqual(drawn.map((u) => [u.text, u.catchingUp]), [['The cat sat', true]]);
+  await until(() => worker.held.length === 1);
+  assert.deepEqual(forwards(worker).slice(1), ['The cat sat', 'The cat sat on the mat']);
+  worker.release();
+  await until(() => session.resultFor.text === 'The cat sat on the mat');
+  assert.equal(session.catchingUp, false);
+  assert.equal(session.pending, false);
+  assert.deepEqual(session.result.tokens.source, cli('attend', '--model', path.join(ROOT, 'models/minilm'), '--text', 'The cat sat on the mat').tokens.source);
+});
+
+test('the pin: kept across layers and heads, cleared by another view, kind or token filter', async () => {
+  const { session } = await started('The animal was tired.');
+  const pin = { side: 'q', index: 2 };
+  session.patch({ pin });
+  session.patch({ layer: 3 });
+  session.soloHead(4);
+  assert.deepEqual(session.state.pin, pin, 'a layer or head change keeps the pinned token');
+  session.patch({ view: 'heatmap' });
+  assert.equal(session.state.pin, null, 'another view clears it');
+  session.patch({ view: 'head', pin });
+  assert.deepEqual(session.state.pin, pin, 'a patch that names a pin keeps it');
+  session.patch({ hideSpecial: true });
+  assert.equal(session.state.pin, null, 'hiding special tokens renumbers them: cleared');
+  session.patch({ pin, hideSpecial: true });
+  session.patch({ merge: false });
+  assert.deepEqual(session.state.pin, pin, 'a filter left as it was keeps it');
+  session.patch({ layer: 99 });
+  assert.equal(session.state.layer, 5, 'a layer past the model is its last (6 layers)');
+});
+
+test('applyState: a widget attribute and a permalink take one path each, and never assign around the session', async () => {
+  const { session, worker } = await started('The cat sat on the mat.');
+  const pin = { side: 'q', index: 1 };
+  session.patch({ pin, layer: 2 });
+  // A widget's text attribute changed: its other fields carried over, the old pin goes.
+  session.applyState({ ...session.state, text: 'A dog ran.' });
+  assert.equal(session.state.pin, null);
+  assert.equal(session.state.layer, 2);
+  assert.equal(forwards(worker).at(-1), 'A dog ran.');
+  worker.release();
+  await until(() => session.resultFor.text === 'A dog ran.');
+  // A permalink with a new text and its own pin: the pin is one of the new tokens, kept.
+  const linked = { ...session.state, text: 'The dog ran away.', pin: { side: 'q', index: 3 } };
+  session.applyState(linked);
+  assert.deepEqual(session.state.pin, { side: 'q', index: 3 });
+  worker.release();
+  await until(() => session.resultFor.text === 'The dog ran away.');
+  assert.deepEqual(session.state.pin, { side: 'q', index: 3 });
+  // Only the view differs: a patch (no forward), and the view's pin rule applies.
+  const before = forwards(worker).length;
+  session.applyState({ ...session.state, view: 'heatmap' });
+  assert.equal(session.state.view, 'heatmap');
+  assert.equal(session.state.pin, null);
+  assert.equal(forwards(worker).length, before, 'no forward for a view change');
+});
+
+test('the cross view’s decode step is clamped to the rows it shows, in the state itself', async () => {
+  const { session } = await started('The cat sat on the mat.', 'en-pt-tiny');
+  const pieces = session.result.tokens.target.length;
+  session.patch({ view: 'cross', step: 999 });
+  assert.equal(session.state.step, pieces - 1);
+  // Sub-words merged into words: fewer rows, and the step stays inside them.
+  const { stepLabels } = await import('../../www/views/cross.js');
+  session.patch({ merge: true, step: 999 });
+  const words = stepLabels(session.input(), session.state).length;
+  assert.ok(words < pieces, `${words} words, ${pieces} pieces`);
+  assert.equal(session.state.step, words - 1);
+  session.patch({ step: 2 });
+  assert.equal(session.state.step, 2);
+});
+
+test('the one answer cache keeps the entries used last, and one function builds every key', async () => {
+  const { cacheKey, LruCache } = await import('../../www/core/cache.js');
+  const c = new LruCache(2);
+  c.set(cacheKey('m', 'a'), 1);
+  c.set(cacheKey('m', 'b'), 2);
+  assert.equal(c.get(cacheKey('m', 'a')), 1); // a is now the one used last
+  c.set(cacheKey('m', 'c'), 3);
+  assert.equal(c.get(cacheKey('m', 'b')), null, 'the entry used least recently went');
+  assert.deepEqual([c.get(cacheKey('m', 'a')), c.get(cacheKey('m', 'c'))], [1, 3]);
+  assert.notEqual(cacheKey('ab', 'c'), cacheKey('a', 'bc'), 'parts never run together');
+  assert.equal(cacheKey({ n: 2, seed: 1 }), cacheKey({ n: 2, seed: 1 }));
+});
