@@ -7,6 +7,7 @@ import { modelLabel, Session } from './session.js';
 import { mountGenerationPanel } from './generation-panel.js';
 import { bindCompareBox, bindTextBox, download, exportName, pngBlob, toSvg } from './render.js';
 import { mountShell } from './shell/host.js';
+import { keepForOffline } from './shell/offline.js';
 import { decodeState, defaultState, encodeState, permalinkNotice } from './state.js';
 import { bindControls, syncControls } from './page/controls.js';
 import { renderSide } from './page/side.js';
@@ -68,29 +69,48 @@ function main() {
   const el = elements();
   let lastHash = '';
 
-  // Read by the end-to-end tests (never by the page itself).
-  const geomOf = () => shell.geom();
+  // Read by the end-to-end tests (never by the page itself). geomOf(view): the last drawing's
+  // geometry while that view is shown (any view: null).
+  const geomOf = (view = null) => (!view || session.state.view === view ? shell.geom() : null);
   const debug = { build: null, modelId: null, tokens: [], targetTokens: [], outputText: null, lastForwardMs: null, drawCount: 0, lastDrawMs: null, lastLatencyMs: null, view: null, step: null, state: null };
   // Where (CSS px, relative to the canvas) a token of the head view is drawn.
   debug.tokenPoint = (side, index) => {
-    const geom = geomOf();
-    if (session.state.view !== 'head' || !geom || !geom.rowH) return null;
+    const geom = geomOf('head');
+    if (!geom || !geom.rowH) return null;
     return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
   };
   // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
-  debug.stepPanels = (geom = geomOf()) => (session.state.view === 'step' && geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null);
+  debug.stepPanels = () => {
+    const geom = geomOf('step');
+    return geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null;
+  };
   // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
-  debug.heatmapGrid = (geom = geomOf()) => (session.state.view === 'heatmap' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null);
+  debug.heatmapGrid = () => {
+    const geom = geomOf('heatmap');
+    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null;
+  };
   // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
-  debug.positionsChart = (geom = geomOf()) => (session.state.view === 'positions' && geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null);
+  debug.positionsChart = () => {
+    const geom = geomOf('positions');
+    return geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null;
+  };
   // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
-  debug.headsGrid = (geom = geomOf()) => (session.state.view === 'heads' && geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null);
+  debug.headsGrid = () => {
+    const geom = geomOf('heads');
+    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null;
+  };
   // Comparison (head view or heatmap with a "Compare with…" text): where each panel is drawn (CSS
   // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry.
-  debug.comparePanels = (geom = geomOf()) => (geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null);
+  debug.comparePanels = () => {
+    const geom = geomOf();
+    return geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null;
+  };
   // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
   // the lines from the focused query, and the PCA behind them.
-  debug.qkPoints = (geom = geomOf()) => (session.state.view === 'qk' && geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null);
+  debug.qkPoints = () => {
+    const geom = geomOf('qk');
+    return geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null;
+  };
   // how long the app's own slices and handlers held the main thread (timing.js; take() empties it)
   debug.timings = timings;
   // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
@@ -257,27 +277,8 @@ function main() {
   document.body.dataset.state = 'loading';
   session.start(initial).then(() => {
     el.text.value = session.state.text;
-    registerServiceWorker(session.catalog);
+    keepForOffline(session.catalog);
   });
-}
-
-// A second visit works offline: the service worker keeps the shell and the wasm, the worker keeps
-// the model files in the Cache API. It is registered once the page has drawn, and told which
-// files the page and the worker loaded, so it copies them from the HTTP cache instead of
-// downloading them again.
-function registerServiceWorker(catalog) {
-  if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
-  navigator.serviceWorker
-    .register(new URL('./sw.js', import.meta.url), { scope: './' })
-    .then(() => navigator.serviceWorker.ready)
-    .then((reg) => {
-      // The worker's build (pkg/, pkg/relaxed/ or pkg/threads/ with its helper) is not among the page's own resources.
-      const dir = new URL(catalog ? catalog.build.dir : 'pkg/', location.href);
-      const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['attnviz.js', 'attnviz_bg.wasm'].map((f) => new URL(f, dir).href)];
-      if (catalog && catalog.build.id === 'threads') urls.push(new URL('./pool-helper.js', import.meta.url).href);
-      reg.active.postMessage({ type: 'keep', urls });
-    })
-    .catch((e) => console.warn('service worker not registered:', e.message));
 }
 
 main();

@@ -23,25 +23,39 @@
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }); configure({ build })
 // picks the wasm build (wasm-build.js: 'simd', 'relaxed', 'threads'). Both before the first widget.
+// data-offline on the <script> tag, or configure({ offline: true }): a second visit works offline
+// (sw.js, registered once a widget has drawn; the page must be inside sw.js's folder).
 // The footer names the weights and the wasm build that drew the map.
 
 import { mountGenerationPanel } from './generation-panel.js';
-import { configure } from './worker-client.js';
+import { configure as configureWorker } from './worker-client.js';
 import { bindCompareBox, bindTextBox } from './render.js';
 import { modelLabel, Session } from './session.js';
 import { controlChoices, mountShell } from './shell/host.js';
+import { keepForOffline } from './shell/offline.js';
 import { GEN_MAX, generationOptions, KINDS, TEMPERATURE_MAX, textLimitNotice } from './state.js';
 import { VIEW_IDS, viewFor } from './views/index.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { setOptions } from './select-options.js';
 import { later, listen, record, timings } from './timing.js';
 
-export { configure };
+let offline = false; // configure({ offline }) or data-offline: a second visit works offline
 
-// data-base on the <script> tag that loaded this module (module scripts have no currentScript).
+/**
+ * configure({ base, build, offline }): where pkg/, models/ and worker.js live, which wasm build
+ * to load (before the first widget), and whether this page of widgets should work offline on a
+ * second visit (the service worker sw.js; the page must be inside sw.js's folder).
+ */
+export function configure(opts = {}) {
+  if ('offline' in opts) offline = !!opts.offline;
+  configureWorker(opts);
+}
+
+// data-base and data-offline on the <script> tag that loaded this module (module scripts have no
+// currentScript).
 try {
-  const tag = [...document.querySelectorAll('script[data-base]')].find((s) => s.src && new URL(s.src, document.baseURI).href === import.meta.url);
-  if (tag) configure({ base: tag.dataset.base });
+  const tag = [...document.querySelectorAll('script[src]')].find((s) => new URL(s.src, document.baseURI).href === import.meta.url);
+  if (tag) configure({ ...(tag.dataset.base ? { base: tag.dataset.base } : {}), offline: tag.hasAttribute('data-offline') || offline });
 } catch {
   // configure() throws once the worker runs: a later configure call wins only before first use.
 }
@@ -412,6 +426,7 @@ class AttentionViz extends HTMLElement {
     this.dataset.drawCount = String(this.drawCount);
     const first = this.dataset.state !== 'ready';
     this.dataset.state = 'ready';
+    if (first && offline) keepForOffline(session.catalog);
     const detail = { ...s, tokens: r.tokens.source.slice(), targetTokens: (r.tokens.target || []).slice(), outputText: r.output_text ?? null, drawCount: this.drawCount };
     if (first) this.dispatchEvent(new CustomEvent('attention-ready', { detail, bubbles: true, composed: true }));
     this.dispatchEvent(new CustomEvent('attention-change', { detail, bubbles: true, composed: true }));

@@ -1,9 +1,10 @@
-// Service worker of the page (not of the widget): keeps the app shell, the wasm and the model
-// index so that a second visit works offline. Network first (so a new build is picked up at
+// Service worker of the page, and of a page of widgets that asks for it (data-offline,
+// configure({ offline }): shell/offline.js registers it): keeps the app shell, the wasm and the
+// model index so that a second visit works offline. Network first (so a new build is picked up at
 // once), the cache only when the network fails. Model weights are not handled here: the worker
 // keeps them in its own Cache API store (attnviz-models-v1).
 //
-// Nothing is downloaded for the cache on a first visit: the page, once drawn, posts the URLs it
+// Nothing is downloaded for the cache on a first visit: the host, once drawn, posts the URLs it
 // loaded ({ type: 'keep', urls }) and they are copied from the browser's HTTP cache
 // (cache: 'force-cache'); later loads refresh the copies as they pass through fetch below.
 const SHELL = 'attnviz-shell-v2';

@@ -25,6 +25,9 @@ export function configure(opts = {}) {
   if (opts.build) buildRequest = opts.build;
 }
 
+/** Where pkg/, models/ and worker.js live (configure({ base }); by default this module's folder). */
+export const workerBase = () => base;
+
 function ensureWorker() {
   if (worker) return worker;
   const url = new URL('worker.js', base);

@@ -15,6 +15,7 @@ import { launchBrowser, openApp } from './harness.mjs';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let browser;
 let dir;
+let siteUrl; // the folder make site wrote, served (the first test makes it)
 const servers = [];
 
 /** python3 -m http.server on a free port of 127.0.0.1, serving `folder`: its base URL. */
@@ -44,7 +45,7 @@ after(async () => {
 
 const sizeOf = (folder) => readdirSync(folder, { recursive: true }).reduce((n, f) => n + (statSync(path.join(folder, f)).isFile() ? statSync(path.join(folder, f)).size : 0), 0);
 
-test('make site writes a folder that works from python3 -m http.server: the page and the lesson draw', async () => {
+test('make site writes a folder that works from python3 -m http.server: the page draws', async () => {
   const site = path.join(dir, 'site');
   // (pkg/threads/ may still be being built beside this suite in make test: it needs COOP/COEP,
   // which http.server does not send, so it is not loaded here anyway)
@@ -63,15 +64,48 @@ test('make site writes a folder that works from python3 -m http.server: the page
     assert.equal(drawn.model, 'minilm-l6');
     assert.ok(drawn.tokens > 5, JSON.stringify(drawn));
     assert.notEqual(drawn.build, 'threads', 'no isolation without COOP/COEP');
-    await app.page.goto(`${url}examples.html`);
-    await app.page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
-    const widgets = await app.page.$$eval('attention-viz', (all) => all.map((w) => ({ id: w.id, state: w.dataset.state, height: w.getBoundingClientRect().height })));
-    assert.equal(widgets.length, 3);
-    for (const w of widgets) assert.ok(w.state === 'ready' && w.height > 100, JSON.stringify(w));
-    assert.deepEqual(app.failedRequests, []);
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();
+  }
+  siteUrl = url;
+});
+
+test('the lesson from make site draws its three widgets and, as it asks (data-offline), works offline on a second visit', async () => {
+  // A context of its own, and the lesson alone: the page's service worker (registered by a visit
+  // to index.html) must not be what keeps it.
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const failed = [];
+    page.on('response', (r) => r.status() >= 400 && failed.push(`${r.url()}: ${r.status()}`));
+    await page.goto(`${siteUrl}examples.html`);
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    const widgets = await page.$$eval('attention-viz', (all) => all.map((w) => ({ id: w.id, state: w.dataset.state, height: w.getBoundingClientRect().height })));
+    assert.equal(widgets.length, 3);
+    for (const w of widgets) assert.ok(w.state === 'ready' && w.height > 100, JSON.stringify(w));
+    assert.deepEqual(failed, []);
+    // Once its service worker holds the lesson's files, a visit without a network draws them all.
+    const kept = () => page.evaluate(async () => {
+      const names = await caches.keys();
+      const shell = names.find((n) => n.startsWith('attnviz-shell-'));
+      return shell ? (await (await caches.open(shell)).keys()).map((r) => new URL(r.url).pathname) : [];
+    });
+    const needed = ['/examples.html', '/attention-viz.js', '/shell/host.js', '/worker.js'];
+    let k = [];
+    for (let i = 0; i < 150; i++) {
+      k = await kept();
+      if (needed.every((f) => k.includes(f)) && k.some((f) => f.endsWith('.wasm'))) break;
+      await page.waitForTimeout(200);
+    }
+    assert.ok(needed.every((f) => k.includes(f)), `the service worker keeps ${k.join(', ') || 'nothing'}`);
+    await context.setOffline(true);
+    const again = await context.newPage();
+    await again.goto(`${siteUrl}examples.html`);
+    await again.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    assert.deepEqual(await again.$$eval('attention-viz', (all) => all.map((w) => w.dataset.state)), ['ready', 'ready', 'ready']);
+  } finally {
+    await context.close();
   }
 });
 

@@ -1,0 +1,36 @@
+// A second visit works offline, for the page and, where its author asks, for a page of widgets:
+// sw.js keeps the shell and the wasm, the worker keeps the model files in the Cache API. sw.js
+// is registered once a host has drawn, and told which files this page and the worker loaded, so
+// it copies them from the HTTP cache instead of downloading them again.
+
+import { workerBase } from '../worker-client.js';
+
+const SW = new URL('../sw.js', import.meta.url);
+let asked = false;
+
+/**
+ * Register sw.js for the folder it is in and hand it this page's files; once per page (every
+ * widget of a lesson calls it). A service worker controls only pages inside its folder: a page
+ * elsewhere gets a console warning saying where it must be, and nothing is registered.
+ * `catalog` says which wasm build the worker loaded (its files are not the page's resources).
+ */
+export function keepForOffline(catalog) {
+  if (asked) return;
+  asked = true;
+  if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
+  const scope = new URL('./', SW);
+  if (!location.href.startsWith(scope.href)) {
+    console.warn(`attnviz: offline use needs this page inside ${scope.href} (the folder of sw.js, as make site writes it); it will not work offline`);
+    return;
+  }
+  navigator.serviceWorker
+    .register(SW, { scope: scope.href })
+    .then(() => navigator.serviceWorker.ready)
+    .then((reg) => {
+      const dir = new URL(catalog ? catalog.build.dir : 'pkg/', workerBase());
+      const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['attnviz.js', 'attnviz_bg.wasm'].map((f) => new URL(f, dir).href)];
+      if (catalog && catalog.build.id === 'threads') urls.push(new URL('../pool-helper.js', import.meta.url).href);
+      reg.active.postMessage({ type: 'keep', urls });
+    })
+    .catch((e) => console.warn('attnviz: service worker not registered:', e.message));
+}
