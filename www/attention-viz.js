@@ -33,8 +33,7 @@ import { bindCompareBox, bindTextBox } from './render.js';
 import { modelLabel, Session } from './session.js';
 import { controlChoices, mountShell } from './shell/host.js';
 import { keepForOffline } from './shell/offline.js';
-import { GEN_MAX, generationOptions, KINDS, TEMPERATURE_MAX, textLimitNotice } from './state.js';
-import { VIEW_IDS, viewFor } from './views/index.js';
+import { fromAttributes, STATE_ATTRIBUTES, textLimitNotice } from './state.js';
 import { renderHeadsTable } from './page/heads-table.js';
 import { setOptions } from './select-options.js';
 import { later, listen, record, timings } from './timing.js';
@@ -60,21 +59,17 @@ try {
   // configure() throws once the worker runs: a later configure call wins only before first use.
 }
 
-const VIEW_ALIASES = { model: 'model', grid: 'model', head: 'head', heatmap: 'heatmap', cross: 'cross', step: 'step', positions: 'positions', heads: 'heads', qk: 'qk' };
-const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny', smollm2: 'smollm2-135m' };
-// State field → attribute, for the generation options.
-const GEN_ATTRS = { gen: 'generate', temperature: 'temperature', topK: 'top-k', seed: 'seed', gstep: 'generate-step' };
-
+// The palette is theme.css's (the page's too), imported into the shadow root, where :host matches.
+const THEME_URL = new URL('./theme.css', import.meta.url).href;
 const STYLE = `
+@import url("${THEME_URL}");
 :host {
   display: block;
-  /* Light or dark as the page around the widget is: light-dark() follows the host's color-scheme
-     (and, where the host allows both, the reader's preference). A page that declares no dark
-     scheme gets a light widget even for a reader who prefers dark: its own text and form fields
-     are light there. --av-dark is not inherited from the page: readTheme() asks the scheme. */
-  --av-bg: light-dark(#ffffff, #14171c); --av-fg: light-dark(#1d2330, #e6e9ee); --av-muted: light-dark(#5f6b7a, #9aa5b4);
-  --av-faint: light-dark(#d8dde4, #2f3540); --av-accent: light-dark(#0b6bcb, #5aa9ff); --av-hover: light-dark(#fff3bf, #4a4220);
-  --av-panel: light-dark(#f5f7fa, #1c2027); --av-border: light-dark(#cfd6df, #39414d); --av-error: light-dark(#c62828, #ff8a80);
+  /* Light or dark as the page around the widget is: theme.css's light-dark() follows the host's
+     color-scheme (and, where the host allows both, the reader's preference). A page that
+     declares no dark scheme gets a light widget even for a reader who prefers dark: its own text
+     and form fields are light there. --av-dark is not inherited from the page: readTheme() asks
+     the scheme. */
   --av-dark: initial;
   color: var(--av-fg);
   font: 14px/1.4 system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Apple Color Emoji", "Noto Color Emoji", "DejaVu Sans", sans-serif;
@@ -102,7 +97,7 @@ canvas:focus-visible { outline: none; }
 .foot { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
 .msg { padding: 16px 8px; color: var(--av-muted); }
 .msg.err { color: var(--av-error); }
-.warn { padding: 6px 8px; border-bottom: 2px solid #b26a00; background: #fff4e0; color: #5c3700; font-weight: 600; font-size: 13px; }
+.warn { padding: 6px 8px; border-bottom: 2px solid var(--av-warn-border); background: var(--av-warn-bg); color: var(--av-warn-fg); font-weight: 600; font-size: 13px; }
 .gen { margin: 6px 8px; }
 .gqa { font-size: 12px; color: var(--av-muted); }
 .readout { padding: 3px 8px; font-size: 12px; color: var(--av-muted); border-top: 1px solid var(--av-border); min-height: 1.4em; }
@@ -118,42 +113,9 @@ progress { width: 160px; }
 .heads-table tr.current, .heads-table tr.current td:first-child { background: var(--av-hover); }
 `;
 
-/**
- * What the widget ignored or changed in its attributes, in words (a console warning each):
- * a value it cannot use is never silently replaced. get(name) → the attribute or null.
- */
-function attributeProblems(get) {
-  const out = [];
-  const view = get('view');
-  if (view !== null && !VIEW_ALIASES[view]) out.push(`view="${view}" is not a view (${Object.keys(VIEW_ALIASES).join(', ')}); ignored`);
-  const kind = get('kind');
-  if (kind !== null && !KINDS.includes(kind)) out.push(`kind="${kind}" is not an attention kind (${KINDS.join(', ')}); ignored`);
-  for (const n of ['layer', 'head', 'query', 'generate-step']) {
-    const v = get(n);
-    if (v === null || (n === 'head' && v === 'mean')) continue;
-    if (!(Number.parseInt(v, 10) >= 1)) out.push(`${n}="${v}" is not a number from 1 (${n === 'head' ? 'or "mean"; ' : ''}they count from 1, as the page shows them); ignored`);
-  }
-  const oneOf = (n, values, used) => {
-    const v = get(n);
-    if (v !== null && !values.includes(v)) out.push(`${n}="${v}" is not one of ${values.join(', ')}; ${used} used`);
-  };
-  oneOf('measure', ['raw', 'value-norm'], 'raw');
-  oneOf('weights', ['int8', 'exact'], 'int8');
-  const range = (n, lo, hi) => {
-    const v = get(n);
-    if (v === null) return;
-    const x = Number.parseFloat(v);
-    if (!Number.isFinite(x)) out.push(`${n}="${v}" is not a number; ignored`);
-    else if (x < lo || x > hi) out.push(`${n}="${v}" is outside ${lo}–${hi}; ${x < lo ? lo : hi} used`);
-  };
-  range('generate', 0, GEN_MAX);
-  range('temperature', 0, TEMPERATURE_MAX);
-  return out;
-}
-
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return ['model', 'text', 'compare', 'view', 'kind', 'layer', 'head', 'query', 'measure', 'weights', 'editable', 'height', ...Object.values(GEN_ATTRS)];
+    return [...STATE_ATTRIBUTES, 'editable', 'height'];
   }
 
   constructor() {
@@ -220,6 +182,11 @@ class AttentionViz extends HTMLElement {
       sync: () => this.syncControls(),
       drawn: (geom, r, s) => this.drawn(r, s),
       failed: (e) => this.showError(e.message),
+    });
+    // theme.css arrives after the first style recalculation: its colours are read again then.
+    style.addEventListener('load', () => {
+      this.shell.theme.forget();
+      this.shell.scheduleDraw();
     });
     this.drawCount = 0;
     this.started = false;
@@ -307,33 +274,10 @@ class AttentionViz extends HTMLElement {
   /** Attributes → a state: all of them at start, then only the one that changed (so a change of
    *  layer does not undo what the reader typed). */
   readAttributes(only, s) {
-    const a = (n) => (only && n !== only && !(only === 'view' && n === 'kind') ? null : this.getAttribute(n));
-    const model = a('model');
-    if (model) s.model = MODEL_ALIASES[model] || model;
-    if (a('text') !== null) s.text = a('text');
-    if (a('compare') !== null || only === 'compare') s.compare = a('compare') || '';
-    const view = VIEW_ALIASES[a('view')];
-    if (view && VIEW_IDS.includes(view)) s.view = view;
-    if (KINDS.includes(a('kind'))) s.kind = a('kind');
-    else if (only === 'view' && s.kind === 'cross' && !viewFor(s.view).forceKind) s.kind = 'encoder_self';
-    // 1-based in attributes, 0-based inside.
-    const int = (n) => {
-      const v = Number.parseInt(a(n), 10);
-      return Number.isFinite(v) && v >= 1 ? v - 1 : null;
-    };
-    if (int('layer') !== null) s.layer = int('layer');
-    if (int('head') !== null) {
-      s.head = int('head');
-      s.agg = 'head';
-      s.heads = [s.head];
-    }
-    if (a('head') === 'mean') s.agg = 'mean';
-    if (int('query') !== null) s.query = int('query');
-    if (a('measure') !== null || only === 'measure') s.measure = a('measure') === 'value-norm' ? 'value-norm' : 'raw';
-    if (a('weights') !== null || only === 'weights') s.weights = a('weights') === 'exact' ? 'exact' : 'int8';
-    const gen = generationOptions(a, GEN_ATTRS, 1);
-    for (const [field, attr] of Object.entries(GEN_ATTRS)) if (a(attr) !== null || only === attr) s[field] = gen[field];
-    for (const problem of attributeProblems(a)) console.warn(`attention-viz: ${problem}`);
+    // The state fields' attributes, read as the permalink's parameters are (state.js FIELDS); a
+    // value the widget cannot use is never silently replaced: a console warning says so.
+    const { problems } = fromAttributes((n) => this.getAttribute(n), only, s);
+    for (const problem of problems) console.warn(`attention-viz: ${problem}`);
     if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {
       const editable = this.hasAttribute('editable');
       this.$.text.hidden = !editable;

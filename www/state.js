@@ -92,78 +92,200 @@ const clampInt = (v, lo, hi, dflt) => {
   return Math.min(hi, Math.max(lo, n));
 };
 
+/** Short names a widget's `model` and `view` attributes take besides the ids. */
+export const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny', smollm2: 'smollm2-135m' };
+const VIEW_ALIASES = { grid: 'model', ...Object.fromEntries(VIEW_IDS.map((v) => [v, v])) };
+
+const rounded = (x) => String(Math.round(x * 1000) / 1000);
+const unlessDefault = (name, write = String) => (v) => (v && v !== defaultState()[name] ? write(v) : null);
+/** An index counted from 1 in an attribute (as the page shows it), from 0 inside. */
+const fromOne = (raw) => {
+  const v = Number.parseInt(raw, 10);
+  return Number.isFinite(v) && v >= 1 ? v - 1 : null;
+};
+const countProblem = (name, raw, extra = '') => (fromOne(raw) === null ? `${name}="${raw}" is not a number from 1 (${extra}they count from 1, as the page shows them); ignored` : null);
+const oneOf = (name, values, used) => (raw) => (values.includes(raw) ? null : `${name}="${raw}" is not one of ${values.join(', ')}; ${used} used`);
+const inRange = (name, lo, hi) => (raw) => {
+  const x = Number.parseFloat(raw);
+  if (!Number.isFinite(x)) return `${name}="${raw}" is not a number; ignored`;
+  return x < lo || x > hi ? `${name}="${raw}" is outside ${lo}–${hi}; ${x < lo ? lo : hi} used` : null;
+};
+const GEN_PARAMS = { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' };
+const GEN_ATTRS = { gen: 'generate', temperature: 'temperature', topK: 'top-k', seed: 'seed', gstep: 'generate-step' };
+/** A generation field: read with its siblings by generationOptions (base: what gstep counts from). */
+const genField = (name, write) => ({
+  name,
+  param: GEN_PARAMS[name],
+  attr: GEN_ATTRS[name],
+  write,
+  fromLink: (raw, s, get) => generationOptions(get, GEN_PARAMS, 0)[name],
+  fromAttr: (raw, s, get, only) => {
+    if (raw !== null || only === GEN_ATTRS[name]) s[name] = generationOptions(get, GEN_ATTRS, 1)[name];
+  },
+});
+
 /**
- * State → "m=..&t=..&v=.." (without the leading #). Only non-default fields are written. The text
- * is cut to PERMALINK_TEXT_MAX characters (permalinkTruncated(s) tells whether it was).
+ * The view state's fields: the one table the permalink (encodeState, decodeState) and the
+ * widget's attributes (fromAttributes; attention-viz.js observes every `attr`) are read from.
+ * name: the state field; param: its permalink key; write(value) → the permalink string, or null
+ * to leave it out; fromLink(raw, state, get) → its value from a permalink (raw: null when absent);
+ * attr: its <attention-viz> attribute, if it has one; fromAttr(raw, state, get, only) writes what
+ * the attribute says into the state (raw: null when absent or not the one that changed); problem(raw)
+ * → what is wrong with a value given, said as a console warning (null: nothing).
+ */
+export const FIELDS = [
+  {
+    name: 'model', param: 'm', attr: 'model', write: String,
+    fromLink: (raw, s) => (raw === null ? s.model : raw.slice(0, 64)),
+    fromAttr: (raw, s) => { if (raw) s.model = MODEL_ALIASES[raw] || raw; },
+  },
+  {
+    name: 'text', param: 't', attr: 'text', write: (v) => capText(v),
+    fromLink: (raw, s) => (raw === null ? s.text : capText(raw)),
+    fromAttr: (raw, s) => { if (raw !== null) s.text = raw; },
+  },
+  {
+    name: 'compare', param: 'c', attr: 'compare', write: (v) => (v ? capText(v) : null),
+    fromLink: (raw) => (raw === null ? '' : capText(raw)),
+    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'compare') s.compare = raw || ''; },
+  },
+  {
+    name: 'view', param: 'v', attr: 'view', write: unlessDefault('view'),
+    fromLink: (raw, s) => (VIEW_IDS.includes(raw) ? raw : s.view),
+    fromAttr: (raw, s) => { if (VIEW_ALIASES[raw]) s.view = VIEW_ALIASES[raw]; },
+    problem: (raw) => (VIEW_ALIASES[raw] ? null : `view="${raw}" is not a view (${Object.keys(VIEW_ALIASES).join(', ')}); ignored`),
+  },
+  {
+    // (after view: a view that cannot show cross-attention takes the widget back to encoder self-attention)
+    name: 'kind', param: 'k', attr: 'kind', write: unlessDefault('kind'),
+    fromLink: (raw, s) => (KINDS.includes(raw) ? raw : s.kind),
+    fromAttr: (raw, s, get, only) => {
+      if (KINDS.includes(raw)) s.kind = raw;
+      else if (only === 'view' && s.kind === 'cross' && !viewFor(s.view).forceKind) s.kind = 'encoder_self';
+    },
+    problem: (raw) => (KINDS.includes(raw) ? null : `kind="${raw}" is not an attention kind (${KINDS.join(', ')}); ignored`),
+  },
+  {
+    name: 'layer', param: 'l', attr: 'layer', write: String,
+    fromLink: (raw, s) => (raw === null ? s.layer : clampInt(raw, 0, 1000, 0)),
+    fromAttr: (raw, s) => { if (fromOne(raw) !== null) s.layer = fromOne(raw); },
+    problem: (raw) => countProblem('layer', raw),
+  },
+  {
+    // head="mean": the mean over heads; head="N": that head alone
+    name: 'head', param: 'h', attr: 'head', write: String,
+    fromLink: (raw, s) => (raw === null ? s.head : clampInt(raw, 0, 1000, 0)),
+    fromAttr: (raw, s) => {
+      if (raw === 'mean') s.agg = 'mean';
+      else if (fromOne(raw) !== null) Object.assign(s, { head: fromOne(raw), agg: 'head', heads: [fromOne(raw)] });
+    },
+    problem: (raw) => (raw === 'mean' ? null : countProblem('head', raw, 'or "mean"; ')),
+  },
+  {
+    name: 'heads', param: 'hs', write: (v) => (String(v) === String(defaultState().heads) ? null : v ? v.join('.') : 'all'),
+    fromLink: (raw, s) => {
+      if (raw === null) return s.heads;
+      if (raw === 'all') return null;
+      const hs = raw.split('.').map((x) => Number.parseInt(x, 10)).filter((x) => Number.isFinite(x) && x >= 0 && x < 1000);
+      return hs.length ? [...new Set(hs)].sort((a, b) => a - b) : null;
+    },
+  },
+  { name: 'agg', param: 'a', write: unlessDefault('agg'), fromLink: (raw, s) => (AGGS.includes(raw) ? raw : s.agg) },
+  { name: 'hideSpecial', param: 'sp', write: (v) => (v ? '1' : null), fromLink: (raw) => raw === '1' },
+  { name: 'merge', param: 'mw', write: (v) => (v ? '1' : null), fromLink: (raw) => raw === '1' },
+  {
+    name: 'threshold', param: 'th', write: (v) => (v ? rounded(v) : null),
+    fromLink: (raw, s) => {
+      if (raw === null) return s.threshold;
+      const t = Number.parseFloat(raw);
+      return Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
+    },
+  },
+  {
+    name: 'query', param: 'q', attr: 'query', write: (v) => (v ? String(v) : null),
+    fromLink: (raw, s) => (raw === null ? s.query : clampInt(raw, 0, 100000, 0)),
+    fromAttr: (raw, s) => { if (fromOne(raw) !== null) s.query = fromOne(raw); },
+    problem: (raw) => countProblem('query', raw),
+  },
+  { name: 'step', param: 's', write: (v) => (v ? String(v) : null), fromLink: (raw, s) => (raw === null ? s.step : clampInt(raw, 0, 100000, 0)) },
+  {
+    name: 'pin', param: 'p', write: (v) => (v ? `${v.side}${v.index}` : null),
+    fromLink: (raw) => {
+      const pin = /^([qk])(\d{1,6})$/.exec(raw || '');
+      return pin ? { side: pin[1], index: Number(pin[2]) } : null;
+    },
+  },
+  { ...genField('gen', (v) => (v ? String(v) : null)), problem: inRange('generate', 0, GEN_MAX) },
+  { ...genField('temperature', (v) => (v ? rounded(v) : null)), problem: inRange('temperature', 0, TEMPERATURE_MAX) },
+  genField('topK', (v) => (v ? String(v) : null)),
+  genField('seed', (v) => (v ? String(v) : null)),
+  { ...genField('gstep', (v) => (v === null || v === undefined ? null : String(v))), problem: (raw) => countProblem('generate-step', raw) },
+  {
+    name: 'measure', param: 'ms', attr: 'measure', write: unlessDefault('measure'),
+    fromLink: (raw) => (MEASURES.includes(raw) ? raw : 'raw'),
+    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'measure') s.measure = raw === 'value-norm' ? 'value-norm' : 'raw'; },
+    problem: oneOf('measure', MEASURES, 'raw'),
+  },
+  {
+    name: 'weights', param: 'w', attr: 'weights', write: (v) => (v === 'exact' ? 'exact' : null),
+    fromLink: (raw) => (raw === 'exact' ? 'exact' : 'int8'),
+    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'weights') s.weights = raw === 'exact' ? 'exact' : 'int8'; },
+    problem: oneOf('weights', ['int8', 'exact'], 'int8'),
+  },
+  {
+    name: 'sort', param: 'so', write: unlessDefault('sort'),
+    fromLink: (raw) => {
+      const so = /^([a-z]+)(\.asc)?$/.exec(raw || '');
+      return so && SCORE_KEYS.includes(so[1]) ? so[0] : 'score';
+    },
+  },
+];
+
+/** The attributes of <attention-viz> that are state fields, in the table's order. */
+export const STATE_ATTRIBUTES = FIELDS.filter((f) => f.attr).map((f) => f.attr);
+
+/**
+ * State → "m=..&t=..&v=.." (without the leading #). Only what differs from the defaults is written
+ * (model, text, layer and head always). The text is cut to PERMALINK_TEXT_MAX characters
+ * (permalinkTruncated(s) tells whether it was).
  */
 export function encodeState(s) {
-  const d = defaultState();
   const p = new URLSearchParams();
-  p.set('m', s.model);
-  p.set('t', capText(s.text));
-  if (s.compare) p.set('c', capText(s.compare));
-  if (s.view !== d.view) p.set('v', s.view);
-  if (s.kind !== d.kind) p.set('k', s.kind);
-  p.set('l', String(s.layer));
-  p.set('h', String(s.head));
-  if (String(s.heads) !== String(d.heads)) p.set('hs', s.heads ? s.heads.join('.') : 'all');
-  if (s.agg !== d.agg) p.set('a', s.agg);
-  if (s.hideSpecial) p.set('sp', '1');
-  if (s.merge) p.set('mw', '1');
-  if (s.threshold) p.set('th', String(Math.round(s.threshold * 1000) / 1000));
-  if (s.query) p.set('q', String(s.query));
-  if (s.step) p.set('s', String(s.step));
-  if (s.pin) p.set('p', `${s.pin.side}${s.pin.index}`);
-  if (s.gen) p.set('g', String(s.gen));
-  if (s.temperature) p.set('tp', String(Math.round(s.temperature * 1000) / 1000));
-  if (s.topK) p.set('tk', String(s.topK));
-  if (s.seed) p.set('sd', String(s.seed));
-  if (s.gstep !== null && s.gstep !== undefined) p.set('gs', String(s.gstep));
-  if (s.measure && s.measure !== d.measure) p.set('ms', s.measure);
-  if (s.weights === 'exact') p.set('w', 'exact');
-  if (s.sort && s.sort !== d.sort) p.set('so', s.sort);
+  for (const f of FIELDS) {
+    const v = f.write(s[f.name]);
+    if (v !== null) p.set(f.param, v);
+  }
   return p.toString();
 }
 
-/** "#m=..&t=.." → partial state merged over defaults; unknown / bad values fall back. */
+/** "#m=..&t=.." → partial state merged over `base`; unknown or bad values fall back. */
 export function decodeState(hash, base = defaultState()) {
   const s = { ...base };
   const str = (hash || '').replace(/^#/, '');
   if (!str) return s;
   const p = new URLSearchParams(str);
-  if (p.has('m')) s.model = p.get('m').slice(0, 64);
-  if (p.has('t')) s.text = capText(p.get('t'));
-  s.compare = p.has('c') ? capText(p.get('c')) : '';
-  if (p.has('v') && VIEW_IDS.includes(p.get('v'))) s.view = p.get('v');
-  if (p.has('k') && KINDS.includes(p.get('k'))) s.kind = p.get('k');
-  if (p.has('l')) s.layer = clampInt(p.get('l'), 0, 1000, 0);
-  if (p.has('h')) s.head = clampInt(p.get('h'), 0, 1000, 0);
-  if (p.get('hs') === 'all') s.heads = null;
-  else if (p.has('hs')) {
-    const hs = p
-      .get('hs')
-      .split('.')
-      .map((x) => Number.parseInt(x, 10))
-      .filter((x) => Number.isFinite(x) && x >= 0 && x < 1000);
-    s.heads = hs.length ? [...new Set(hs)].sort((a, b) => a - b) : null;
-  }
-  if (p.has('a') && AGGS.includes(p.get('a'))) s.agg = p.get('a');
-  s.hideSpecial = p.get('sp') === '1';
-  s.merge = p.get('mw') === '1';
-  if (p.has('th')) {
-    const t = Number.parseFloat(p.get('th'));
-    s.threshold = Number.isFinite(t) ? Math.min(1, Math.max(0, t)) : 0;
-  }
-  if (p.has('q')) s.query = clampInt(p.get('q'), 0, 100000, 0);
-  if (p.has('s')) s.step = clampInt(p.get('s'), 0, 100000, 0);
-  const pin = /^([qk])(\d{1,6})$/.exec(p.get('p') || '');
-  s.pin = pin ? { side: pin[1], index: Number(pin[2]) } : null;
-  s.measure = MEASURES.includes(p.get('ms')) ? p.get('ms') : 'raw';
-  s.weights = p.get('w') === 'exact' ? 'exact' : 'int8';
-  const so = /^([a-z]+)(\.asc)?$/.exec(p.get('so') || '');
-  s.sort = so && SCORE_KEYS.includes(so[1]) ? so[0] : 'score';
-  Object.assign(s, generationOptions((k) => p.get(k), { gen: 'g', temperature: 'tp', topK: 'tk', seed: 'sd', gstep: 'gs' }, 0));
+  const get = (k) => p.get(k);
+  for (const f of FIELDS) s[f.name] = f.fromLink(get(f.param), s, get);
   return s;
+}
+
+/**
+ * A widget's attributes → state `s` (changed in place and returned) and the problems to warn
+ * about: all of them at the start (`only` null), then only the one that changed (so a change of
+ * layer does not undo what the reader typed; a change of view reads kind again). get(attr) →
+ * the attribute's value or null.
+ */
+export function fromAttributes(get, only, s) {
+  const a = (n) => (only && n !== only && !(only === 'view' && n === 'kind') ? null : get(n));
+  const problems = [];
+  for (const f of FIELDS) {
+    if (!f.attr) continue;
+    const raw = a(f.attr);
+    f.fromAttr(raw, s, a, only);
+    const problem = raw !== null && f.problem ? f.problem(raw) : null;
+    if (problem) problems.push(problem);
+  }
+  return { state: s, problems };
 }
 
 /**

@@ -152,11 +152,16 @@ test('the pin: kept across layers and heads, cleared by another view, kind or to
 });
 
 test('applyState: a widget attribute and a permalink take one path each, and never assign around the session', async () => {
-  const { session, worker } = await started('The cat sat on the mat.');
+  const { session, worker, updates } = await started('The cat sat on the mat.');
   const pin = { side: 'q', index: 1 };
   session.patch({ pin, layer: 2 });
   // A widget's text attribute changed: its other fields carried over, the old pin goes.
+  updates.length = 0;
   session.applyState({ ...session.state, text: 'A dog ran.' });
+  await new Promise((r) => setTimeout(r, 20));
+  // Nothing is redrawn before its answer: the old maps under the new text (and a permalink
+  // written with them) would describe another input.
+  assert.deepEqual(updates.filter((u) => u.reason === 'state' || u.reason === 'result'), []);
   assert.equal(session.state.pin, null);
   assert.equal(session.state.layer, 2);
   assert.equal(forwards(worker).at(-1), 'A dog ran.');
@@ -203,4 +208,34 @@ test('the one answer cache keeps the entries used last, and one function builds 
   assert.deepEqual([c.get(cacheKey('m', 'a')), c.get(cacheKey('m', 'c'))], [1, 3]);
   assert.notEqual(cacheKey('ab', 'c'), cacheKey('a', 'bc'), 'parts never run together');
   assert.equal(cacheKey({ n: 2, seed: 1 }), cacheKey({ n: 2, seed: 1 }));
+});
+
+test('one field table: a widget’s attributes and a permalink’s parameters read into the same state', async () => {
+  const { decodeState, defaultState, FIELDS, fromAttributes, STATE_ATTRIBUTES } = await import('../../www/state.js');
+  // Every attribute is a state field that a permalink also holds.
+  for (const attr of STATE_ATTRIBUTES) assert.ok(FIELDS.find((f) => f.attr === attr).param, attr);
+  const attrs = { model: 'en-pt', text: 'The cat sat.', view: 'cross', kind: 'cross', layer: '2', head: '3', query: '4', measure: 'value-norm', weights: 'exact', generate: '7', temperature: '0.5', 'top-k': '9', seed: '4', 'generate-step': '2' };
+  const { state, problems } = fromAttributes((n) => attrs[n] ?? null, null, defaultState());
+  assert.deepEqual(problems, []);
+  const link = decodeState('#m=en-pt-tiny&t=The+cat+sat.&v=cross&k=cross&l=1&h=2&hs=2&q=3&ms=value-norm&w=exact&g=7&tp=0.5&tk=9&sd=4&gs=1');
+  for (const f of FIELDS) assert.deepEqual(state[f.name], link[f.name], f.name);
+  // What a widget cannot use is said, once per attribute, and leaves the field as it was.
+  const bad = fromAttributes((n) => ({ view: 'nope', layer: '0', measure: 'loud' })[n] ?? null, null, defaultState());
+  assert.deepEqual(bad.problems.map((p) => p.split('=')[0]), ['view', 'layer', 'measure']);
+  assert.deepEqual([bad.state.view, bad.state.layer, bad.state.measure], ['head', 0, 'raw']);
+});
+
+test('one palette: theme.css is what the page and the widget import, and the views’ fallback colours are its own', async () => {
+  const css = readFileSync(path.join(ROOT, 'www/theme.css'), 'utf8');
+  const { LIGHT, DARK } = await import('../../www/views/common.js');
+  for (const key of ['bg', 'fg', 'muted', 'faint', 'accent', 'hover']) {
+    const m = new RegExp(`--av-${key}: light-dark\\((#[0-9a-f]{6}), (#[0-9a-f]{6})\\);`).exec(css);
+    assert.ok(m, `theme.css has --av-${key}`);
+    assert.deepEqual([LIGHT[key], DARK[key]], [m[1], m[2]], key);
+  }
+  // Nothing else holds a palette: no colour custom property is declared outside theme.css.
+  for (const f of ['www/styles.css', 'www/attention-viz.js', 'www/examples.html', 'www/index.html']) {
+    assert.doesNotMatch(readFileSync(path.join(ROOT, f), 'utf8'), /--av-(bg|fg|muted|faint|accent|hover|panel|border|error)\s*:/, f);
+  }
+  assert.match(readFileSync(path.join(ROOT, 'www/styles.css'), 'utf8'), /@import url\("\.\/theme\.css"\)/);
 });
