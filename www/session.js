@@ -628,9 +628,10 @@ export class Session {
       this.state = { ...next, pin: next.pin === prev.pin ? null : next.pin, gstep: next.gstep === prev.gstep ? null : next.gstep };
       this.focus = null;
       this.cursor = null;
+      // No redraw until the answer: the old maps under the new state would be drawn, and the
+      // permalink written with them, for a text they are not of.
       this.compute();
       this.computeCompare();
-      this.emit('state');
       return;
     }
     if (next.gstep !== prev.gstep && this.result && this.result.generation) {
