@@ -234,7 +234,7 @@ function main() {
   listen('page', el.model, 'change', () => session.pickModel(el.model.value));
   bindControls(el, session);
   bindOpenModel(el, session);
-  const chart = bindEntropyChart(el, session);
+  const chart = bindEntropyChart(el, session, shell.theme);
   // bars of the entropy chart as drawn (0 until its wasm has loaded)
   Object.defineProperty(debug, 'chartBars', { get: () => (chart.geometry() ? chart.geometry().bars.length : 0) });
 

@@ -73,7 +73,15 @@ async function seen(page) {
   const chips = f.texts.filter((t) => Math.abs(t.px - 13) < 0.01 && t.align === 'center');
   const target = chips.slice(0, R);
   const weights = f.texts.filter((t) => Math.abs(t.px - 10) < 0.01).map((t) => Number(t.text));
-  const bg = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--av-bg').trim());
+  // The page's background colour as a canvas writes it (theme.css gives a light-dark() pair).
+  const bg = await page.evaluate(() => {
+    const probe = document.body.appendChild(document.createElement('span'));
+    probe.style.color = 'var(--av-bg)';
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.fillStyle = getComputedStyle(probe).color;
+    probe.remove();
+    return ctx.fillStyle;
+  });
   const lit = target.map((c, i) => (c.fill.toLowerCase() === bg.toLowerCase() ? i : -1)).filter((i) => i >= 0);
   const dom = await page.evaluate(() => ({
     out: document.getElementById('step-out').textContent,

@@ -1,7 +1,6 @@
 // The side panel's entropy chart (plotters-canvas, drawn by a main-thread copy of the wasm):
 // one bar per head of the current layer; hover reads a bar's value out, click shows that head.
 
-import { readTheme } from '../views/common.js';
 import * as entropyChart from '../views/entropy-chart.js';
 import { kindShown } from '../views/index.js';
 import { runSliced } from '../slices.js';
@@ -10,8 +9,9 @@ import { listen } from '../timing.js';
 
 const HINT = 'Mean entropy of each head’s rows (low = focused). Hover a bar for its value; click it to show that head.';
 
-/** el: { chart (canvas), chartBox, chartReadout }. Returns { draw } for the page's draw(). */
-export function bindEntropyChart(el, session) {
+/** el: { chart (canvas), chartBox, chartReadout }; theme(): the page's colours (the shell's, read
+ *  once per colour scheme). Returns { draw } for the page's draw(). */
+export function bindEntropyChart(el, session, theme) {
   let wasm = null;
   let loading = false;
   let geom = null;
@@ -40,7 +40,7 @@ export function bindEntropyChart(el, session) {
     const state = chartState();
     const paint = () => {
       cancel = null;
-      geom = entropyChart.drawChart(el.chart, wasm, input, state, readTheme(document.documentElement), Math.max(160, el.chartBox.clientWidth));
+      geom = entropyChart.drawChart(el.chart, wasm, input, state, theme(), Math.max(160, el.chartBox.clientWidth));
       if (hover === null) el.chartReadout.textContent = HINT;
     };
     cancel = runSliced(

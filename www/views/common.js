@@ -14,8 +14,10 @@ export const headColor = (h) => HEAD_COLORS[h % HEAD_COLORS.length];
 const FONT_STACK = 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Noto Sans Arabic", "Noto Sans Hebrew", "Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji", "DejaVu Sans", sans-serif';
 const MONO_STACK = 'ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace';
 
+// theme.css's colours, for a drawing made where no stylesheet is (tests/e2e/core-session.test.mjs
+// checks they agree).
 export const LIGHT = { dark: false, bg: '#ffffff', fg: '#1d2330', muted: '#5f6b7a', faint: '#d8dde4', accent: '#0b6bcb', hover: '#fff3bf' };
-const DARK = { dark: true, bg: '#14171c', fg: '#e6e9ee', muted: '#9aa5b4', faint: '#2f3540', accent: '#5aa9ff', hover: '#4a4220' };
+export const DARK = { dark: true, bg: '#14171c', fg: '#e6e9ee', muted: '#9aa5b4', faint: '#2f3540', accent: '#5aa9ff', hover: '#4a4220' };
 
 /**
  * Colours resolved against the used colour scheme of `el` (a widget: its shadow root's), so that
