@@ -359,8 +359,14 @@ export class Session {
 
   /** The text changed (typing): recompute; hover and pin refer to the old tokens. */
   setText(text) {
-    if (!this.inputTimes.has(text)) this.inputTimes.set(text, performance.now());
-    this.state = { ...this.state, text, pin: null, gstep: null };
+    return this.computeFor({ ...this.state, text, pin: null, gstep: null });
+  }
+
+  /** Go to `state`, whose text or generation is new: its forward is computed (timed from now,
+   *  for the keystroke → drawn measurement); hover and cursor were on the old tokens. */
+  computeFor(state) {
+    if (!this.inputTimes.has(state.text)) this.inputTimes.set(state.text, performance.now());
+    this.state = state;
     this.focus = null;
     this.cursor = null;
     return this.compute();
@@ -624,13 +630,9 @@ export class Session {
     if (next.text !== prev.text || cacheKey(this.genParams(next)) !== cacheKey(this.genParams(prev))) {
       // A new forward. A pin or scrubbed step that `next` carries over unchanged was one of the
       // old tokens; one it names anew (a permalink's) is one of the new.
-      if (!this.inputTimes.has(next.text)) this.inputTimes.set(next.text, performance.now());
-      this.state = { ...next, pin: next.pin === prev.pin ? null : next.pin, gstep: next.gstep === prev.gstep ? null : next.gstep };
-      this.focus = null;
-      this.cursor = null;
       // No redraw until the answer: the old maps under the new state would be drawn, and the
       // permalink written with them, for a text they are not of.
-      this.compute();
+      this.computeFor({ ...next, pin: next.pin === prev.pin ? null : next.pin, gstep: next.gstep === prev.gstep ? null : next.gstep });
       this.computeCompare();
       return;
     }

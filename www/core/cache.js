@@ -12,10 +12,6 @@ export class LruCache {
     this.map = new Map(); // least recently used first
   }
 
-  has(key) {
-    return this.map.has(key);
-  }
-
   /** The entry, or null; a found entry becomes the most recently used. */
   get(key) {
     if (!this.map.has(key)) return null;
