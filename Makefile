@@ -75,7 +75,7 @@ node_modules/.bin/wasm-opt node_modules/.bin/eslint:
 #   pkg/          +simd128 (.cargo/config.toml): every browser with wasm SIMD
 #   pkg/relaxed/  +simd128,+relaxed-simd: the GEMM's multiply-adds are f32x4.relaxed_madd (an FMA
 #                 where the CPU has one); the page loads it where WebAssembly.validate accepts a
-#                 relaxed-SIMD opcode (www/wasm-build.js). Only this crate's code differs (the GEMM
+#                 relaxed-SIMD opcode (www/worker/wasm-build.js). Only this crate's code differs (the GEMM
 #                 is ours), so the flag goes to this crate alone (`cargo rustc -- …`) and the
 #                 dependencies compiled for pkg/ in the same target dir are reused.
 #   pkg/threads/  relaxed SIMD on shared memory (+atomics): GEMMs split across helper workers

@@ -24,7 +24,7 @@ export default [
     languageOptions: { globals: { ...globals.browser } },
   },
   {
-    files: ['www/worker.js'],
+    files: ['www/worker/worker.js'],
     languageOptions: { globals: { ...globals.worker } },
   },
   {

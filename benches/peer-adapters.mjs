@@ -7,7 +7,7 @@
 // run() returns NaN: the hidden state is not exposed (parity is tested elsewhere).
 import fs from 'node:fs';
 import path from 'node:path';
-import { BUILDS as PAGE_BUILDS } from '../www/wasm-build.js';
+import { BUILDS as PAGE_BUILDS } from '../www/worker/wasm-build.js';
 import { BUILDS, loadBuild, loadModel, loadThreadsBuild, root, textOfTokens } from './wasm-builds.mjs';
 
 const inputsFile = process.env.PEER_INPUTS || path.join(process.env.PEERS_DIR || '', 'inputs.json');

@@ -1,5 +1,5 @@
 // A GEMM helper thread of pkg/threads/ under Node (benches/wasm-builds.mjs loadThreadsBuild): the
-// worker_threads twin of www/pool-helper.js.
+// worker_threads twin of www/worker/pool-helper.js.
 import { parentPort, workerData } from 'node:worker_threads';
 import { enableRelaxedSimd } from './wasm-builds.mjs';
 

@@ -3,7 +3,7 @@
 // are worker_threads on the module's shared memory, as the page's pool-helper.js workers are).
 // MiniLM int8 at 16/64/128/512 tokens, interleaved runs; prints medians and the ratio
 // threads ÷ one thread, and checks the two give identical attention weights. Asserts nothing.
-import { BUILDS as PAGE_BUILDS } from '../www/wasm-build.js';
+import { BUILDS as PAGE_BUILDS } from '../www/worker/wasm-build.js';
 import { loadBuild, loadModel, loadThreadsBuild, textOfTokens } from './wasm-builds.mjs';
 
 const glue = await loadThreadsBuild(Number(process.env.HELPERS ?? 1));

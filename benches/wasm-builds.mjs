@@ -1,21 +1,21 @@
 // The two wasm builds of `make build` under Node, for the benches (scripts/bench-wasm.mjs and the
 // peer adapters, benches/peer-adapters.mjs): pkg/ (SIMD128) and pkg/relaxed/ (relaxed SIMD, see
-// www/wasm-build.js). Each build's glue is its own ES module, so both run side by side in one
+// www/worker/wasm-build.js). Each build's glue is its own ES module, so both run side by side in one
 // process, each with its own instance.
 import fs from 'node:fs';
 import path from 'node:path';
 import v8 from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BUILDS as PAGE_BUILDS, hasRelaxedSimd } from '../www/wasm-build.js';
+import { BUILDS as PAGE_BUILDS, hasRelaxedSimd } from '../www/worker/wasm-build.js';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** The page's builds (www/wasm-build.js), the plain one first: ratios are relaxed ÷ plain. */
+/** The page's builds (www/worker/wasm-build.js), the plain one first: ratios are relaxed ÷ plain. */
 export const BUILDS = [PAGE_BUILDS.simd, PAGE_BUILDS.relaxed];
 
 /**
  * Node 20's V8 (11.3) has relaxed SIMD behind a flag (Chromium and Node ≥ 22 ship it): turn it on
- * before any module is compiled (the page's probe, www/wasm-build.js, says whether it is on). False when this Node cannot run the relaxed build at all.
+ * before any module is compiled (the page's probe, www/worker/wasm-build.js, says whether it is on). False when this Node cannot run the relaxed build at all.
  */
 export function enableRelaxedSimd() {
   if (!hasRelaxedSimd()) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');

@@ -1,6 +1,6 @@
 // `make bench` (wasm part): the release wasm builds under Node (one thread; pkg/ = SIMD128, the
 // module the page's worker runs where relaxed SIMD does not validate, pkg/relaxed/ = relaxed SIMD,
-// the one it runs where it does: www/wasm-build.js), both in this one process.
+// the one it runs where it does: www/worker/wasm-build.js), both in this one process.
 // 1. For each build: median forward time of each default model on a 16-token sentence; for
 //    SmolLM2 (causal decoder) a 32-token prompt, one generated token through the KV cache, and the
 //    wasm memory with the model loaded.

@@ -9,7 +9,7 @@ import { openAsBlob } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { readHeads } from '../www/own-model.js';
+import { readHeads } from '../www/worker/own-model.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const target = path.resolve(process.argv[2] || path.join(root, 'models/minilm'));

@@ -4,7 +4,7 @@
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
 use crate::attention::{Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals, StopReason, TokenSide};
-use crate::heads::HeadScores;
+use crate::heads::{score_block, HeadScores};
 use crate::models::{PositionKind, PositionTable};
 use serde::Serialize;
 
@@ -32,6 +32,11 @@ pub struct AttentionResult<F> {
     pub shape: [usize; 3],
     /// `# [heads, query_len, key_len]` row-major, each row sums to 1.
     pub data: F,
+    /// Every head's scores on this map (entropy, attention-sink and pattern shares, label:
+    /// [`crate::heads::score_block`], without the induction score, which needs its own input):
+    /// what the views read instead of deriving them again. Absent from value-norm blocks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Vec<HeadScores>>,
 }
 
 /// What `attend` returns.
@@ -60,8 +65,9 @@ pub struct AttendResult<'a, F> {
 }
 
 impl<'a, F> AttendResult<'a, F> {
-    /// `floats` turns each array of floats into its wire form.
-    pub fn new(model: &'a str, text: &'a str, a: &'a Attended, forward_ms: f64, floats: impl Fn(&'a [f32]) -> F) -> AttendResult<'a, F> {
+    /// `floats` turns each array of floats into its wire form; `special` lists the model's
+    /// special-token strings (its info's `special_tokens`), for the heads' scores.
+    pub fn new(model: &'a str, text: &'a str, a: &'a Attended, special: &[String], forward_ms: f64, floats: impl Fn(&'a [f32]) -> F) -> AttendResult<'a, F> {
         let out = &a.output;
         AttendResult {
             model,
@@ -71,8 +77,8 @@ impl<'a, F> AttendResult<'a, F> {
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
             stop_reason: out.stop_reason,
-            attentions: blocks(out, &a.attentions, &floats),
-            value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, &floats)),
+            attentions: blocks(out, &a.attentions, Some(special), &floats),
+            value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, None, &floats)),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
             forward_ms,
@@ -80,10 +86,13 @@ impl<'a, F> AttendResult<'a, F> {
     }
 }
 
-fn blocks<'a, F>(out: &ForwardOutput, list: &'a [AttentionBlock], floats: &impl Fn(&'a [f32]) -> F) -> Vec<AttentionResult<F>> {
+/// The blocks in their wire form; with `special` (attention maps, not value norms), each with its
+/// heads' scores.
+fn blocks<'a, F>(out: &ForwardOutput, list: &'a [AttentionBlock], special: Option<&[String]>, floats: &impl Fn(&'a [f32]) -> F) -> Vec<AttentionResult<F>> {
     list.iter()
         .map(|b| {
             let (query_side, key_side) = out.sides_of(b.kind);
+            let scores = special.map(|special| score_block(b, &out.tokens_of(b.kind).1, special, None));
             AttentionResult {
                 kind: b.kind,
                 layer: b.layer,
@@ -94,6 +103,7 @@ fn blocks<'a, F>(out: &ForwardOutput, list: &'a [AttentionBlock], floats: &impl 
                 key_side,
                 shape: [b.heads, b.query_len, b.key_len],
                 data: floats(&b.probs),
+                scores,
             }
         })
         .collect()

@@ -11,7 +11,7 @@ fn path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(rel)
 }
 
-/// The first bytes of a file that the worker reads (www/own-model.js `readHeads`).
+/// The first bytes of a file that the worker reads (www/worker/own-model.js `readHeads`).
 fn head(p: &Path) -> (u64, Vec<u8>) {
     let size = std::fs::metadata(p).unwrap_or_else(|e| panic!("{}: {e} — run `make models` first", p.display())).len();
     let name = p.file_name().unwrap().to_string_lossy();

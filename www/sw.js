@@ -7,11 +7,11 @@
 // Nothing is downloaded for the cache on a first visit: the host, once drawn, posts the URLs it
 // loaded ({ type: 'keep', urls }) and they are copied from the browser's HTTP cache
 // (cache: 'force-cache'); later loads refresh the copies as they pass through fetch below.
-const SHELL = 'attnviz-shell-v2';
+const SHELL = 'attnviz-shell-v3'; // v3: the files moved into core/, shell/, worker/, page/, widget/
 // What the page's Web Worker loads (the page cannot list those among its own resources;
 // model-store.js only the worker imports). The page adds the wasm build the worker loaded
 // (pkg/ or pkg/relaxed/, wasm-build.js) to its list.
-const WORKER_FILES = ['worker.js', 'worker-client.js', 'wasm-build.js', 'model-store.js', 'models/index.json'];
+const WORKER_FILES = ['worker/worker.js', 'worker/worker-client.js', 'worker/wasm-build.js', 'worker/model-store.js', 'models/index.json'];
 
 self.addEventListener('install', (event) => event.waitUntil(self.skipWaiting()));
 

@@ -220,7 +220,7 @@ fn run(args: Args) -> Result<(), String> {
             if table {
                 print_table(&mut out, id, &a)
             } else {
-                json_line(&mut out, &AttendResult::new(id, &args.text, &a, ms, std::convert::identity))
+                json_line(&mut out, &AttendResult::new(id, &args.text, &a, &model.info().special_tokens, ms, std::convert::identity))
             }
         }
         Command::Step(request) => {

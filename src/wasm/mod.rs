@@ -259,7 +259,7 @@ impl AttnModel {
         let start = now_ms();
         let a = self.model.attend_with(text, &o.generate(), o.value_norms.unwrap_or(false)).map_err(err)?;
         let ms = now_ms() - start;
-        to_js(&AttendResult::new(&self.model.manifest.id, text, &a, ms, f32s))
+        to_js(&AttendResult::new(&self.model.manifest.id, text, &a, &self.model.info().special_tokens, ms, f32s))
     }
 
     /// Every intermediate of one head: [`StepResult`] (`schema/attend.schema.json`), arrays as

@@ -1,5 +1,5 @@
-// The core without a browser (issue 22): www/session.js against a worker that speaks the worker
-// protocol (www/worker.js) in this process and answers with the native CLI's own results, the
+// The core without a browser (issue 22): www/core/session.js against a worker that speaks the worker
+// protocol (www/worker/worker.js) in this process and answers with the native CLI's own results, the
 // model's real numbers. Each host (page, widget, notebook) binds to these rules; here they are
 // checked once, in milliseconds: at most one forward in flight and the newest text owed, every
 // answer newer than the one drawn is drawn (marked as catching up), the pin rule, applyState
@@ -84,7 +84,7 @@ let Session;
 before(async () => {
   globalThis.Worker = ProtocolWorker;
   globalThis.location = new URL('http://127.0.0.1/');
-  ({ Session } = await import('../../www/session.js'));
+  ({ Session } = await import('../../www/core/session.js'));
 });
 
 /** A started session on `model` with `text`, its updates logged; the first forward answered. */
@@ -211,7 +211,7 @@ test('the one answer cache keeps the entries used last, and one function builds 
 });
 
 test('one field table: a widget’s attributes and a permalink’s parameters read into the same state', async () => {
-  const { decodeState, defaultState, FIELDS, fromAttributes, STATE_ATTRIBUTES } = await import('../../www/state.js');
+  const { decodeState, defaultState, FIELDS, fromAttributes, STATE_ATTRIBUTES } = await import('../../www/core/state.js');
   // Every attribute is a state field that a permalink also holds.
   for (const attr of STATE_ATTRIBUTES) assert.ok(FIELDS.find((f) => f.attr === attr).param, attr);
   const attrs = { model: 'en-pt', text: 'The cat sat.', view: 'cross', kind: 'cross', layer: '2', head: '3', query: '4', measure: 'value-norm', weights: 'exact', generate: '7', temperature: '0.5', 'top-k': '9', seed: '4', 'generate-step': '2' };
@@ -238,4 +238,54 @@ test('one palette: theme.css is what the page and the widget import, and the vie
     assert.doesNotMatch(readFileSync(path.join(ROOT, f), 'utf8'), /--av-(bg|fg|muted|faint|accent|hover|panel|border|error)\s*:/, f);
   }
   assert.match(readFileSync(path.join(ROOT, 'www/styles.css'), 'utf8'), /@import url\("\.\/theme\.css"\)/);
+});
+
+test('one request lane for every kind: one in flight, the newest owed, every answer kept, a failure never loops', async () => {
+  const { Lane } = await import('../../www/core/lane.js');
+  let wantedKey = 'a';
+  const asked = [];
+  const kept = [];
+  const pending = new Map(); // key → { resolve, reject }
+  const lane = new Lane(
+    () => (wantedKey && !kept.includes(wantedKey) ? { key: wantedKey, ask: () => new Promise((resolve, reject) => { asked.push(wantedKey); pending.set(asked.at(-1), { resolve, reject }); }) } : null),
+    (request, answer, error) => {
+      if (!error) kept.push(request.key);
+    },
+  );
+  const done = lane.run();
+  wantedKey = 'b';
+  lane.run();
+  wantedKey = 'c';
+  lane.run();
+  assert.deepEqual(asked, ['a'], 'one in flight; what was wanted meanwhile is owed, not asked');
+  assert.equal(lane.inFlight.key, 'a');
+  pending.get('a').resolve({ result: 'A' });
+  await until(() => asked.length === 2);
+  assert.deepEqual(kept, ['a'], 'the answer for a text left behind is kept');
+  assert.deepEqual(asked, ['a', 'c'], 'only the newest of the owed is asked for');
+  pending.get('c').reject(new Error('no'));
+  await done;
+  assert.equal(lane.inFlight, null);
+  assert.deepEqual(kept, ['a']);
+  await lane.run();
+  assert.deepEqual(asked, ['a', 'c'], 'a request that failed is not asked again while it is still the one wanted');
+  wantedKey = 'd';
+  const d = lane.run();
+  pending.get('d').resolve({ superseded: true });
+  wantedKey = null;
+  await d;
+  assert.deepEqual(kept, ['a'], 'a superseded answer is not kept');
+});
+
+test('the heads’ scores come from Rust with every block, and the views’ entropy of an unfiltered map is the same number', async () => {
+  const { entropy, headMatrix } = await import('../../www/core/analysis.js');
+  const r = cli('attend', '--model', path.join(ROOT, 'models/minilm'), '--text', 'The cat sat on the mat.');
+  for (const b of r.attentions) {
+    assert.equal(b.scores.length, b.heads);
+    for (let h = 0; h < b.heads; h++) {
+      assert.equal(b.scores[h].head, h);
+      const js = entropy(headMatrix(b, h), b.query_len, b.key_len).nats;
+      assert.ok(Math.abs(js - b.scores[h].entropy) < 1e-4, `layer ${b.layer} head ${h}: ${js} vs Rust ${b.scores[h].entropy}`);
+    }
+  }
 });

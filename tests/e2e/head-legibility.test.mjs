@@ -49,8 +49,8 @@ test('one diffuse head alone: its strongest line is drawn nearly opaque, and the
   const out = await page.evaluate(async ([t, dd]) => {
     const head = await import('./views/head.js');
     const common = await import('./views/common.js');
-    const { SvgContext } = await import('./svg.js');
-    const { drain } = await import('./slices.js'); // a view's draw() runs as steps
+    const { SvgContext } = await import('./views/svg.js');
+    const { drain } = await import('./core/slices.js'); // a view's draw() runs as steps
     const { result, specials } = window.__real[t];
     const input = { result, specials };
     const state = { kind: 'encoder_self', layer: dd.layer, head: dd.head, heads: [dd.head], agg: 'head', threshold: 0, hideSpecial: false, merge: false, focus: null };
@@ -105,8 +105,8 @@ test('all heads: each line has its strongest head\'s colour, a legend names them
   const out = await page.evaluate(async (t) => {
     const head = await import('./views/head.js');
     const common = await import('./views/common.js');
-    const { SvgContext } = await import('./svg.js');
-    const { drain } = await import('./slices.js');
+    const { SvgContext } = await import('./views/svg.js');
+    const { drain } = await import('./core/slices.js');
     const { result, specials } = window.__real[t];
     const input = { result, specials };
     const block = result.attentions.find((a) => a.kind === 'encoder_self' && a.layer === 2);

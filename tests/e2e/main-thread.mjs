@@ -1,5 +1,5 @@
 // Responsiveness, checked on what the product controls. The app times its own main-thread work
-// (www/timing.js: every slice of a sliced drawing, every handler of the page shell and of the
+// (www/core/timing.js: every slice of a sliced drawing, every handler of the page shell and of the
 // widget, every session update; the page's window.attnvizDebug.timings, a widget's `timings`).
 // Each of those entries is held to BUDGET_MS of the main thread's own time: Chromium's trace gives
 // the thread's CPU time over the entry (that of its innermost enclosing trace event, garbage
@@ -14,13 +14,13 @@
 //   watch.take('typing')                            the app's entries since the last take, as a phase
 //   await watch.check()                             stop; every entry of every phase within budget
 import assert from 'node:assert/strict';
-import { SLICE_MS } from '../../www/slices.js';
+import { SLICE_MS } from '../../www/core/slices.js';
 
-/** www/slices.js's SLICE_MS: a slice runs steps until this many ms have passed. */
+/** www/core/slices.js's SLICE_MS: a slice runs steps until this many ms have passed. */
 export { SLICE_MS };
 /**
  * The longest single unit of work the app runs at once, in main-thread time: a step that starts
- * just before SLICE_MS runs out (www/render.js gives a large canvas's allocation and its copy a
+ * just before SLICE_MS runs out (www/shell/render.js gives a large canvas's allocation and its copy a
  * step of their own, which cannot be split: the 512-token head view's ~7,750 px tall canvas
  * measured up to 33 ms, every other step and handler here under 28 ms), with a quarter more.
  * SLICE_MS + STEP_MS is then 50 ms: no piece of the app's own work is a long task on its own.

@@ -53,6 +53,8 @@ function waitModel(page, prefix, after = 0) {
 }
 
 async function typeText(page, text) {
+  // The same text again asks for nothing (the drawn answer is the text's): no new drawing.
+  if ((await page.evaluate(() => window.attnvizDebug.text)) === text) return;
   const before = (await seen(page)).draws;
   await page.fill('#text', text);
   await page.waitForFunction(([t, n]) => window.attnvizDebug.text === t && window.attnvizDebug.drawCount > n, [text, before], { timeout: 60_000 });

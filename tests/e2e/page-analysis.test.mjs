@@ -1,12 +1,12 @@
-// The page's pure modules without a browser: the array maths of www/analysis.js (rollout, head
+// The page's pure modules without a browser: the array maths of www/core/analysis.js (rollout, head
 // mean, entropy, special-token hiding, sub-word merging) and the permalink encoding of
-// www/state.js.
+// www/core/state.js.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   applyTransform, entropy, headMean, makeTransform, prepareLayer, rollout, tokensFor,
-} from '../../www/analysis.js';
-import { clampToResult, decodeState, defaultState, encodeState } from '../../www/state.js';
+} from '../../www/core/analysis.js';
+import { clampToResult, decodeState, defaultState, encodeState } from '../../www/core/state.js';
 
 const close = (a, b, eps = 1e-6) => Math.abs(a - b) <= eps;
 

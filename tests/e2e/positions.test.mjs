@@ -133,7 +133,7 @@ test('the view tab switches to the positions view, the main thread within budget
     await page.setViewportSize({ width: 1280, height: 1100 });
     // The chart module loaded ahead (its compile is not the drawing's), then the main thread recorded.
     await page.evaluate(async () => {
-      await (await import('./chart-wasm.js')).loadChartWasm();
+      await (await import('./views/chart-wasm.js')).loadChartWasm();
     });
     const watch = await watchMainThread(page);
     await page.click('#tab-view-positions');

@@ -59,7 +59,7 @@ const NASTY = [
 test('SvgContext: text with every kind of forbidden character still gives well-formed XML', async () => {
   const page = await openPage();
   const svg = await page.evaluate(async (texts) => {
-    const { SvgContext } = await import('./svg.js');
+    const { SvgContext } = await import('./views/svg.js');
     const ctx = new SvgContext(400, 20 * texts.length);
     ctx.font = '13px sans-serif';
     texts.forEach((t, i) => ctx.fillText(t, 4, 16 + 20 * i));
@@ -137,7 +137,7 @@ test('a failed load rejects its promise and raises no unhandled rejection', asyn
     const unhandled = [];
     const onUnhandled = (e) => unhandled.push(String(e.reason && e.reason.message));
     window.addEventListener('unhandledrejection', onUnhandled);
-    const wc = await import('./worker-client.js');
+    const wc = await import('./worker/worker-client.js');
     let message = null;
     try {
       await wc.loadModel('no-such-model', () => {});
@@ -156,7 +156,7 @@ test('a panic in the wasm reports its message; the worker restarts with its mode
   const page = await openPage();
   for (const round of [1, 2]) {
     const message = await page.evaluate(async (r) => {
-      const wc = await import('./worker-client.js');
+      const wc = await import('./worker/worker-client.js');
       try {
         await wc.__panicForTest(`deliberate test panic #${r}`);
         return 'resolved';

@@ -2,7 +2,7 @@
 // consistently, the same number of characters on write and on read.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import * as state from '../../www/state.js';
+import * as state from '../../www/core/state.js';
 
 const { decodeState, defaultState, encodeState } = state;
 const roundTrip = (s) => decodeState(`#${encodeState(s)}`);

@@ -94,7 +94,7 @@ test('300 idle and 40 half-open connections hold no thread each, and the server 
     assert.ok(n <= 40, `serve.py runs ${n} threads with 340 open connections (a thread per connection piles up)`);
     // Bounded, generous: a hang (every worker held by a stalled client) would take the request
     // timeout or forever.
-    const { res, ms } = await timedFetch(`${base}state.js`);
+    const { res, ms } = await timedFetch(`${base}core/state.js`);
     assert.equal(res.status, 200);
     assert.ok(ms < 5_000, `an answer took ${ms} ms with 340 stalled connections open`);
     assert.ok(threads() <= 40);
@@ -105,11 +105,11 @@ test('300 idle and 40 half-open connections hold no thread each, and the server 
 
 test('a GET with a body is answered once (the body is not read as a second request)', async () => {
   const inner = `GET ${PREFIX}nope HTTP/1.1\r\nHost: x\r\n\r\n`;
-  const req = `GET ${PREFIX}state.js HTTP/1.1\r\nHost: x\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`;
+  const req = `GET ${PREFIX}core/state.js HTTP/1.1\r\nHost: x\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`;
   const got = await rawExchange(req);
   assert.deepEqual(statusLines(got), ['HTTP/1.1 200'], `answers: ${statusLines(got).join(', ')}`);
   // The connection stays usable: a request after the body is answered, once.
-  const two = await rawExchange(`${req}HEAD ${PREFIX}svg.js HTTP/1.1\r\nHost: x\r\n\r\n`);
+  const two = await rawExchange(`${req}HEAD ${PREFIX}views/svg.js HTTP/1.1\r\nHost: x\r\n\r\n`);
   assert.deepEqual(statusLines(two), ['HTTP/1.1 200', 'HTTP/1.1 200']);
 });
 
@@ -120,13 +120,13 @@ test('headers: the pages\' CSP (the same as their meta tag) on pages and scripts
   });
   assert.equal(new Set(metas).size, 1, 'the three pages carry one policy');
   // On what runs as a document or a worker: pages, SVG, scripts (worker.js, sw.js).
-  for (const p of ['', 'embed.html', 'worker.js', 'sw.js', 'pkg/attnviz.js']) {
+  for (const p of ['', 'embed.html', 'worker/worker.js', 'sw.js', 'pkg/attnviz.js']) {
     const { res } = await timedFetch(`${base}${p}`);
     assert.equal(res.headers.get('content-security-policy'), metas[0], `CSP of /${p}`);
   }
   // Data gets none (widget.test.mjs opens a JSON file as a stand-in page of another site).
   assert.equal((await timedFetch(`${base}models/index.json`)).res.headers.get('content-security-policy'), null);
-  for (const p of ['', 'worker.js', 'models/index.json', 'no-such-file']) {
+  for (const p of ['', 'worker/worker.js', 'models/index.json', 'no-such-file']) {
     const { res } = await timedFetch(`${base}${p}`);
     assert.equal(res.headers.get('referrer-policy'), 'no-referrer', `Referrer-Policy of /${p}`);
     assert.equal(res.headers.get('cross-origin-opener-policy'), 'same-origin');
@@ -138,12 +138,12 @@ test('unchanged: prefix redirect and 404 outside it, 304 on If-Modified-Since, R
   const redirect = await fetch(base.replace(/\/$/, ''), { redirect: 'manual' });
   assert.equal(redirect.status, 301);
   assert.equal(redirect.headers.get('location'), PREFIX);
-  assert.equal((await timedFetch(`http://127.0.0.1:${port}/state.js`)).res.status, 404);
-  const first = (await timedFetch(`${base}state.js`)).res;
+  assert.equal((await timedFetch(`http://127.0.0.1:${port}/core/state.js`)).res.status, 404);
+  const first = (await timedFetch(`${base}core/state.js`)).res;
   const lm = first.headers.get('last-modified');
-  assert.equal((await timedFetch(`${base}state.js`, { headers: { 'If-Modified-Since': lm } })).res.status, 304);
-  const whole = readFileSync(path.join(ROOT, 'www', 'state.js'));
-  const part = await fetch(`${base}state.js`, { headers: { Range: 'bytes=10-19' } });
+  assert.equal((await timedFetch(`${base}core/state.js`, { headers: { 'If-Modified-Since': lm } })).res.status, 304);
+  const whole = readFileSync(path.join(ROOT, 'www', 'core', 'state.js'));
+  const part = await fetch(`${base}core/state.js`, { headers: { Range: 'bytes=10-19' } });
   assert.equal(part.status, 206);
   assert.equal(part.headers.get('content-range'), `bytes 10-19/${whole.length}`);
   assert.deepEqual(Buffer.from(await part.arrayBuffer()), whole.subarray(10, 20));
@@ -151,5 +151,5 @@ test('unchanged: prefix redirect and 404 outside it, 304 on If-Modified-Since, R
   const three = await rawExchange(`HEAD ${PREFIX} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(3));
   assert.equal(statusLines(three).length, 3);
   // Many requests in a row still work (no leak of workers or connections).
-  for (let i = 0; i < 200; i++) assert.equal((await timedFetch(`${base}svg.js`)).res.status, 200);
+  for (let i = 0; i < 200; i++) assert.equal((await timedFetch(`${base}views/svg.js`)).res.status, 200);
 });

@@ -243,7 +243,7 @@ test('a first visit downloads each script and the wasm once; progress is in MiB 
     const log = server.stderr.slice(logFrom);
     const counts = {};
     for (const m of log.matchAll(/"GET (\S+) HTTP\/[\d.]+" 200 /g)) counts[m[1]] = (counts[m[1]] || 0) + 1;
-    for (const f of ['/app.js', '/session.js', '/views/index.js', '/worker.js', `/${dir}attnviz.js`, `/${dir}attnviz_bg.wasm`]) {
+    for (const f of ['/page/app.js', '/core/session.js', '/views/index.js', '/worker/worker.js', `/${dir}attnviz.js`, `/${dir}attnviz_bg.wasm`]) {
       assert.equal(counts[f], 1, `${f} downloaded ${counts[f] || 0} times: ${JSON.stringify(counts)}`);
     }
     const twice = Object.entries(counts).filter(([, n]) => n > 1);

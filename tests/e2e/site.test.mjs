@@ -91,7 +91,7 @@ test('the lesson from make site draws its three widgets and, as it asks (data-of
       const shell = names.find((n) => n.startsWith('attnviz-shell-'));
       return shell ? (await (await caches.open(shell)).keys()).map((r) => new URL(r.url).pathname) : [];
     });
-    const needed = ['/examples.html', '/attention-viz.js', '/shell/host.js', '/worker.js'];
+    const needed = ['/examples.html', '/attention-viz.js', '/shell/host.js', '/worker/worker.js'];
     let k = [];
     for (let i = 0; i < 150; i++) {
       k = await kept();
@@ -112,7 +112,10 @@ test('the lesson from make site draws its three widgets and, as it asks (data-of
 test('a lesson uploaded without the widget’s other files says so where each widget stands', async () => {
   const partial = path.join(dir, 'partial');
   mkdirSync(partial);
-  for (const f of ['examples.html', 'examples.js', 'attention-viz.js', 'styles.css']) copyFileSync(path.join(ROOT, 'www', f), path.join(partial, f));
+  for (const f of ['examples.html', 'page/examples.js', 'attention-viz.js', 'styles.css']) {
+    mkdirSync(path.dirname(path.join(partial, f)), { recursive: true });
+    copyFileSync(path.join(ROOT, 'www', f), path.join(partial, f));
+  }
   const url = await staticServer(partial);
   const context = await browser.newContext();
   try {

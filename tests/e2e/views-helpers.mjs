@@ -169,7 +169,7 @@ export async function waitQuiet(page, canvas, quietMs = 1000, timeout = 60_000) 
 export function realResult(page, text, model = 'minilm-l6') {
   return page.evaluate(async ([t, id]) => {
     if (!window.__realWorker) {
-      const w = new Worker(new URL('worker.js', location.href), { type: 'module' });
+      const w = new Worker(new URL('worker/worker.js', location.href), { type: 'module' });
       let next = 1;
       const waiting = new Map();
       w.onmessage = (ev) => {

@@ -1,4 +1,4 @@
-// The wasm builds (www/wasm-build.js, `make build`): Chromium validates relaxed SIMD, so with
+// The wasm builds (www/worker/wasm-build.js, `make build`): Chromium validates relaxed SIMD, so with
 // fewer than 4 cores (too few for a default pool: one core stays with the page) the page loads
 // pkg/relaxed/ and its status line says "wasm relaxed SIMD"; from 4 cores on, cross-origin
 // isolated (the test server, serve.py, makes it so), it loads pkg/threads/ on cores − 1 threads
@@ -66,7 +66,7 @@ function maxDiff(a, b) {
   return worst;
 }
 
-/** What the page loads by default (README, www/wasm-build.js): the threads build from 4 cores
+/** What the page loads by default (README, www/worker/wasm-build.js): the threads build from 4 cores
  *  on where the page is cross-origin isolated, on all cores but one (4 at most), else relaxed. */
 const defaultBuild = ({ cores, isolated }) => (isolated && cores >= 4 ? { id: 'threads', threads: Math.min(4, cores - 1) } : { id: 'relaxed' });
 

@@ -5,8 +5,8 @@
 import { headColor } from '../views/common.js';
 import { kindShown, viewFor, VIEWS } from '../views/index.js';
 import { controlChoices } from '../shell/host.js';
-import { setOptions } from '../select-options.js';
-import { later, listen } from '../timing.js';
+import { setOptions } from '../shell/select-options.js';
+import { later, listen } from '../core/timing.js';
 
 const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
 

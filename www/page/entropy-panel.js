@@ -3,9 +3,9 @@
 
 import * as entropyChart from '../views/entropy-chart.js';
 import { kindShown } from '../views/index.js';
-import { runSliced } from '../slices.js';
-import { loadChartWasm } from '../chart-wasm.js';
-import { listen } from '../timing.js';
+import { runSliced } from '../core/slices.js';
+import { loadChartWasm } from '../views/chart-wasm.js';
+import { listen } from '../core/timing.js';
 
 const HINT = 'Mean entropy of each head’s rows (low = focused). Hover a bar for its value; click it to show that head.';
 

@@ -2,8 +2,8 @@
 // picker), drops of a folder or files anywhere on the page, and "Remove" for a model the user
 // opened. The work is the session's (openModel, removeModel), shared with the widget.
 
-import { collectDrop, SUPPORTED_TEXT } from '../own-model.js';
-import { listen } from '../timing.js';
+import { collectDrop, SUPPORTED_TEXT } from '../worker/own-model.js';
+import { listen } from '../core/timing.js';
 
 export function bindOpenModel(el, session) {
   el.openHelp.textContent = `Opens ${SUPPORTED_TEXT}. The files are read here and never leave your browser.`;
@@ -37,8 +37,7 @@ export function bindOpenModel(el, session) {
     e.preventDefault();
     document.body.classList.remove('dropping');
     collectDrop(e.dataTransfer).then(({ files, name }) => open(files, name), (err) => {
-      session.notice = `Could not open the dropped files: ${err.message}`;
-      session.emit('status');
+      session.say(`Could not open the dropped files: ${err.message}`);
     });
   });
   listen('page', el.removeModel, 'click', () => {

@@ -1,8 +1,10 @@
 // The page's side panel: what the current view says about the map, the hovered or pinned
 // token's top weights, and notes on the filters in use.
 
+import { details } from '../shell/prose.js';
+
 export function renderSide(el, session) {
-  const c = session.details();
+  const c = details(session);
   el.sideTitle.textContent = c.title;
   el.sideHint.hidden = !c.hint;
   el.sideHint.textContent = c.hint || '';

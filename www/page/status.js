@@ -1,7 +1,7 @@
 // The page's status line, download progress, truncation warnings and translation output.
 
-import { mib } from '../session.js';
-import { permalinkNotice, textLimitNotice } from '../state.js';
+import { loadingText, mib, summary } from '../shell/prose.js';
+import { permalinkNotice, textLimitNotice } from '../core/state.js';
 
 export function renderProgress(el, session) {
   const p = session.progress;
@@ -14,11 +14,11 @@ export function renderProgress(el, session) {
 
 export function renderStatus(el, session) {
   renderProgress(el, session);
-  const sum = session.summary();
+  const sum = summary(session);
   const error = session.error;
   el.status.classList.toggle('error', !!error);
   let text = error ? `Error: ${error}` : sum.text;
-  if (!error && session.phase === 'loading' && session.manifest) text = session.loadingText();
+  if (!error && session.phase === 'loading' && session.manifest) text = loadingText(session);
   if (!error && sum.catchingUp) text += ` · ${sum.catchingUp}`;
   else if (!error && session.busy) text += ' · computing…';
   el.status.textContent = text;

@@ -6,12 +6,15 @@
 // the session and to this shell, and writes what they hold; it never changes the session's
 // state itself.
 
-import { tokensFor } from '../analysis.js';
-import { bindCanvas, slicedPainter } from '../render.js';
-import { themeOf, tokenLabel } from '../views/common.js';
+import { tokensFor } from '../core/analysis.js';
+import { bindCanvas, slicedPainter } from './render.js';
+import { themeOf } from '../views/common.js';
+import { tokenLabel } from '../core/tokens.js';
+import { pressKey } from './keys.js';
 import { kindShown, viewFor } from '../views/index.js';
 import { stepLabels } from '../views/cross.js';
-import { onFrame, timed } from '../timing.js';
+import { onFrame, timed } from '../core/timing.js';
+import { headNote } from './prose.js';
 
 /**
  * Mount the drawing loop of one host on `session`.
@@ -91,7 +94,7 @@ export function mountShell({ name, session, canvas, box, themeRoot, width, sync,
       // Arrow keys move between tabs; Enter and space press buttons, links and summaries.
       if (t && t.getAttribute && t.getAttribute('role') === 'tab' && (e.key === 'ArrowLeft' || e.key === 'ArrowRight')) return false;
       if (t && (t.tagName === 'BUTTON' || t.tagName === 'A' || t.tagName === 'SUMMARY') && (e.key === 'Enter' || e.key === ' ')) return false;
-      if (!session.key(e.key, geom)) return false;
+      if (!pressKey(session, e.key, geom)) return false;
       e.preventDefault();
       return true;
     },
@@ -120,7 +123,7 @@ export function controlChoices(session) {
     heads: H,
     /** The one value of a single head picker: a head, 'all' (multi-head views) or 'mean'. */
     head: ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : String(s.head),
-    headNote: ctl.heads ? session.headNote() : null,
+    headNote: ctl.heads ? headNote(session) : null,
     queries: [],
     query: String(s.query),
     step: null,

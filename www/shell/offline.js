@@ -3,7 +3,7 @@
 // is registered once a host has drawn, and told which files this page and the worker loaded, so
 // it copies them from the HTTP cache instead of downloading them again.
 
-import { workerBase } from '../worker-client.js';
+import { workerBase } from '../worker/worker-client.js';
 
 const SW = new URL('../sw.js', import.meta.url);
 let asked = false;
@@ -29,7 +29,7 @@ export function keepForOffline(catalog) {
     .then((reg) => {
       const dir = new URL(catalog ? catalog.build.dir : 'pkg/', workerBase());
       const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['attnviz.js', 'attnviz_bg.wasm'].map((f) => new URL(f, dir).href)];
-      if (catalog && catalog.build.id === 'threads') urls.push(new URL('../pool-helper.js', import.meta.url).href);
+      if (catalog && catalog.build.id === 'threads') urls.push(new URL('../worker/pool-helper.js', import.meta.url).href);
       reg.active.postMessage({ type: 'keep', urls });
     })
     .catch((e) => console.warn('attnviz: service worker not registered:', e.message));

@@ -8,7 +8,7 @@
 // position, so A and B need as many tokens (after the filters); positions whose tokens differ are
 // labelled "a/b". Otherwise no difference map, and the drawing says why ("7 vs 9 tokens").
 
-import { isSteps } from '../slices.js';
+import { isSteps } from '../core/slices.js';
 import { clear, diverging, fitText, fmt, font, maxAbs, maxOf, measureTag } from './common.js';
 import * as head from './head.js';
 import * as heatmap from './heatmap.js';

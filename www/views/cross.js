@@ -3,7 +3,7 @@
 // source tokens light up by how much that step attended to them; below, the whole
 // target × source matrix with row t outlined.
 
-import { prepareLayer, prepareLayerSteps } from '../analysis.js';
+import { prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { MEASURE_TAG, measureTag, clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
 
 const CHIP_H = 26;

@@ -11,7 +11,7 @@
 // (hidden special tokens, merged sub-words). The dashed line is the same for a uniform row over
 // the keys each query can see (its largest possible value).
 
-import { entropy, prepareLayer, prepareLayerSteps } from '../analysis.js';
+import { entropy, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { font, headColor, prepareCanvas } from './common.js';
 import { KIND_NAMES } from './head.js';
 

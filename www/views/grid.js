@@ -1,7 +1,7 @@
 // Model view: every layer × head of one attention kind as a small map, with each head's mean
 // row entropy (normalised: 0 = every query looks at one key, 1 = uniform). Click opens a head.
 
-import { entropy, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../analysis.js';
+import { entropy, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { canvasScale, clear, drawTitle, measureTag, drawMatrix, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 

@@ -5,7 +5,8 @@
 // Hovering (or clicking, to pin) a point rings it and its partner (query i ↔ key i); from a
 // query, lines go to its top keys, as wide as the attention weight.
 
-import { clear, drawTitle, fitText, font, textLines, tokenLabel, wrapWords } from './common.js';
+import { clear, drawTitle, fitText, font, textLines, wrapWords } from './common.js';
+import { tokenLabel } from '../core/tokens.js';
 import { KIND_NAMES } from './head.js';
 
 export const Q_COLOR = '#0072b2';

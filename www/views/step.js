@@ -2,8 +2,9 @@
 // q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
-import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, tokenLabel, viridis } from './common.js';
-import { drain, NEW_TASK } from '../slices.js';
+import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, viridis } from './common.js';
+import { tokenLabel } from '../core/tokens.js';
+import { drain, NEW_TASK } from '../core/slices.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;

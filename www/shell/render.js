@@ -1,13 +1,13 @@
 // Glue shared by the page and the widget: pick a view, size the canvas for it, draw, label it;
 // and export the same view as PNG or SVG.
 
-import { canvasScale, context2d, prepareCanvas } from './views/common.js';
-import { moduleFor, viewFor } from './views/index.js';
-import { SvgContext } from './svg.js';
-import { COMPARE_VIEWS } from './views/compare.js';
-import { drain, isSteps, NEW_TASK, runSliced } from './slices.js';
-import { capText, TEXT_MAX } from './state.js';
-import { listen } from './timing.js';
+import { canvasScale, context2d, prepareCanvas } from '../views/common.js';
+import { moduleFor, viewFor } from '../views/index.js';
+import { SvgContext } from '../views/svg.js';
+import { COMPARE_VIEWS } from '../views/compare.js';
+import { drain, isSteps, NEW_TASK, runSliced } from '../core/slices.js';
+import { capText, TEXT_MAX } from '../core/state.js';
+import { listen } from '../core/timing.js';
 
 const LARGE_CANVAS_PX = 1_000_000;
 

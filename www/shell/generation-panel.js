@@ -2,11 +2,12 @@
 // many tokens to generate and how (greedy, or sampled with temperature / top-k / seed), the
 // scrubber over the generated tokens (a range and the tokens as buttons; arrow keys move), the
 // top-5 next-token probabilities of the scrubbed step, and the attention-sink sentence. The
-// panel holds no state: it writes what session.generation() says and turns its events into
+// panel holds no state: it writes what generationText(session) (prose.js) says and turns its events into
 // session calls. Token strings go into the DOM as text only.
 
-import { GEN_MAX, TEMPERATURE_MAX } from './state.js';
-import { listen } from './timing.js';
+import { GEN_MAX, TEMPERATURE_MAX } from '../core/state.js';
+import { listen } from '../core/timing.js';
+import { generationText } from './prose.js';
 
 const CSS = `
 .gen { display: flex; flex-direction: column; gap: 6px; padding: 6px 8px; border: 1px solid var(--av-faint); border-radius: 6px; font-size: 14px; }
@@ -225,7 +226,7 @@ export function mountGenerationPanel(container, session) {
   }
 
   function sync() {
-    const g = session.generation();
+    const g = generationText(session);
     container.hidden = !g;
     if (!g) return;
     const s = session.state;

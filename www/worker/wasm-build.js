@@ -13,7 +13,7 @@ const RELAXED_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 8, 1, 96, 3, 123, 123, 12
 
 /** The builds by id: where their files are (relative to the base that holds pkg/) and their name. */
 export const BUILDS = {
-  // Shared memory: GEMMs split over helper workers (www/pool-helper.js, src/pool.rs). The charts
+  // Shared memory: GEMMs split over helper workers (www/worker/pool-helper.js, src/pool.rs). The charts
   // drawn on the page's own thread (which may not block) take the one-thread relaxed build.
   threads: { id: 'threads', dir: 'pkg/threads/', label: 'wasm relaxed SIMD, threads', chartDir: 'pkg/relaxed/' },
   relaxed: { id: 'relaxed', dir: 'pkg/relaxed/', label: 'wasm relaxed SIMD' },

@@ -40,10 +40,10 @@
 
 import { modelStore } from './model-store.js';
 import { readHeads } from './own-model.js';
-import { modelFiles } from './weights.js';
+import { modelFiles } from '../core/weights.js';
 import { BUILDS, pickBuild } from './wasm-build.js';
 
-let base = new URL('./', import.meta.url); // where pkg/ and models/ live
+let base = new URL('../', import.meta.url); // where pkg/ and models/ live: the site's root
 let build = null; // the wasm build loaded (wasm-build.js BUILDS), chosen at init
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
 let wasmModule = null; // the compiled pkg/attnviz_bg.wasm, kept to start fresh instances

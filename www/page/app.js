@@ -1,22 +1,23 @@
-// The page: binds the DOM of index.html to one Session (www/session.js) and draws its state with
+// The page: binds the DOM of index.html to one Session (www/core/session.js) and draws its state with
 // the shared views. All logic a widget also needs lives in the session, the views registry and
 // render.js; this file only finds elements, forwards events and writes what the session holds.
 // Token strings and user text go into the DOM with textContent only.
 
-import { modelLabel, Session } from './session.js';
-import { mountGenerationPanel } from './generation-panel.js';
-import { bindCompareBox, bindTextBox, download, exportName, pngBlob, toSvg } from './render.js';
-import { mountShell } from './shell/host.js';
-import { keepForOffline } from './shell/offline.js';
-import { decodeState, defaultState, encodeState, permalinkNotice } from './state.js';
-import { bindControls, syncControls } from './page/controls.js';
-import { renderSide } from './page/side.js';
-import { renderProgress, renderStatus } from './page/status.js';
-import { bindEntropyChart } from './page/entropy-panel.js';
-import { renderHeadsTable } from './page/heads-table.js';
-import { bindOpenModel, syncOpenModel } from './page/open-model.js';
-import { configure } from './worker-client.js';
-import { later, listen, timings } from './timing.js';
+import { Session } from '../core/session.js';
+import { mountGenerationPanel } from '../shell/generation-panel.js';
+import { bindCompareBox, bindTextBox, download, exportName, pngBlob, toSvg } from '../shell/render.js';
+import { mountShell } from '../shell/host.js';
+import { keepForOffline } from '../shell/offline.js';
+import { decodeState, defaultState, encodeState, permalinkNotice } from '../core/state.js';
+import { bindControls, syncControls } from './controls.js';
+import { renderSide } from './side.js';
+import { renderProgress, renderStatus } from './status.js';
+import { bindEntropyChart } from './entropy-panel.js';
+import { renderHeadsTable } from './heads-table.js';
+import { bindOpenModel, syncOpenModel } from './open-model.js';
+import { configure } from '../worker/worker-client.js';
+import { later, listen, timings } from '../core/timing.js';
+import { buildText, generationText, modelLabel } from '../shell/prose.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -43,7 +44,7 @@ function elements() {
 const canvasWidth = (el) => Math.max(280, el.wrap.clientWidth - 2);
 
 function fillCatalog(el, catalog, session) {
-  el.build.textContent = `attnviz ${catalog.build.version} · ${session.buildText()} · architectures: ${catalog.supported.join(', ')}`;
+  el.build.textContent = `attnviz ${catalog.build.version} · ${buildText(session)} · architectures: ${catalog.supported.join(', ')}`;
   el.model.textContent = '';
   el.credits.textContent = '';
   const yours = document.createElement('optgroup');
@@ -226,7 +227,7 @@ function main() {
   const generation = mountGenerationPanel(el.generation, session);
   // What the generation panel shows (read by the tests with the drawing it belongs to).
   function generationSeen() {
-    const g = session.generation();
+    const g = generationText(session);
     const r = session.result;
     if (!g || !r || !r.generation) return g ? { tokens: [], step: 0, steps: 0, top: [], promptLen: null } : null;
     return { tokens: g.tokens, rawTokens: (r.tokens.target || []).slice(), step: g.step, steps: g.steps, gstep: session.state.gstep, promptLen: r.generation.prompt_len, top: g.top, chosen: g.chosen, shownLen: session.input().result.tokens.source.length + (session.input().result.tokens.target || []).length, stopReason: r.stop_reason ?? null, sampling: r.generation.sampling || null };

@@ -2,7 +2,7 @@
 // (or ?model=smollm2&text=…&generate=8&generate-step=3: the widget's attributes, by name)
 // Builds one <attention-viz> from the query string (attributes set as data, never as markup) and
 // reports its height to the parent page: postMessage({ type: 'attnviz:height', height, id }).
-import { AttentionViz } from './attention-viz.js';
+import { AttentionViz } from '../attention-viz.js';
 
 const params = new URLSearchParams(location.search);
 const el = document.createElement('attention-viz');

@@ -2,7 +2,7 @@
 // widget alike. Every matrix is a row-major Float32Array [query][key].
 
 import { drain } from './slices.js';
-import { tokenLabel } from './views/common.js';
+import { tokenLabel } from './tokens.js';
 
 /** Kinds present in a result, in a stable teaching order. */
 function resultKinds(result) {
@@ -77,7 +77,7 @@ export function tokensFor(result, kind) {
 
 /** The [query][key] matrix of one head (a view into the block, not a copy; a prefix block
  *  copies it on first use). */
-function headMatrix(block, h) {
+export function headMatrix(block, h) {
   if (block.headData) return block.headData(h);
   const n = block.query_len * block.key_len;
   return block.data.subarray(h * n, (h + 1) * n);
@@ -422,32 +422,6 @@ export function prefixResult(result, n) {
   if (result.value_norms) out.value_norms = result.value_norms.map((b) => (b.query_len === b.key_len && b.key_len > n ? prefixBlock(b, n) : b));
   per.set(n, out);
   while (per.size > PREFIXES_KEPT) per.delete(per.keys().next().value);
-  return out;
-}
-
-const sinkMemo = new WeakMap(); // block → sinkHeads answer
-
-/**
- * The attention sink in one self-attention block: how many heads put more than half of their
- * weight, averaged over the queries past the first, on the first token. → { heads, of, mean }
- * (mean: the average weight on the first token over those heads and queries).
- */
-export function sinkHeads(block) {
-  if (sinkMemo.has(block)) return sinkMemo.get(block);
-  const T = block.key_len;
-  const rows = block.query_len;
-  let heads = 0;
-  let total = 0;
-  for (let h = 0; h < block.heads; h++) {
-    const mat = headMatrix(block, h);
-    let s = 0;
-    for (let i = 1; i < rows; i++) s += mat[i * T];
-    const m = rows > 1 ? s / (rows - 1) : 1;
-    if (m > 0.5) heads += 1;
-    total += m;
-  }
-  const out = { heads, of: block.heads, mean: block.heads ? total / block.heads : 0 };
-  sinkMemo.set(block, out);
   return out;
 }
 

@@ -7,18 +7,18 @@
 // 'hover' (a read-out under the pointer changed), 'text' (the session replaced the text: a model's
 // example; the shell's text box must show it).
 
-import { blockAt, measuredResult, prefixResult, VALUE_NORM_NOTE, prepareLayer, resultShape, sinkHeads } from './analysis.js';
-import { Channel, init, loadModel, openModel, removeModel } from './worker-client.js';
-import { collectFiles, describeReport } from './own-model.js';
+import { measuredResult, prefixResult, resultShape } from './analysis.js';
+import { Channel, init, loadModel, openModel, removeModel } from '../worker/worker-client.js';
+import { collectFiles, describeReport } from '../worker/own-model.js';
 import { modelFiles, modelKey } from './weights.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
-import { tokenLabel } from './views/common.js';
-import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from './views/index.js';
-import { COMPARE_VIEWS, note as compareNote } from './views/compare.js';
-import { stepLabels } from './views/cross.js';
-import { chartWasm, loadChartWasm } from './chart-wasm.js';
+import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from '../views/index.js';
+import { COMPARE_VIEWS } from '../views/compare.js';
+import { stepLabels } from '../views/cross.js';
+import { chartWasm, loadChartWasm } from '../views/chart-wasm.js';
 import { later, record } from './timing.js';
-import { cacheKey, LruCache } from './core/cache.js';
+import { cacheKey, LruCache } from './cache.js';
+import { Lane } from './lane.js';
 
 // Answers kept per session: step internals and head scores of the last texts and heads looked at,
 // and the position tables of the last models.
@@ -32,39 +32,8 @@ const BUSY_AFTER_MS = 200;
 /** State fields that a new model resets (its layers and heads differ). */
 const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 0, step: 0, pin: null, agg: 'head', gstep: null };
 
-/** Bytes as the picker and the status line say them. */
-const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
-
-/** Which weights are loaded, for the status line; null for a model with one set of weights. */
-const weightsLabel = (m, weights) => (m.variants && m.variants.int8 ? (weights === 'exact' ? 'exact f32 weights' : 'int8 weights') : null);
-
 /** What a model's files weigh (its manifest's sizes): the download of its first pick. */
-const downloadBytes = (m, weights) => modelFiles(m, weights).reduce((a, f) => a + ((m.sizes || {})[f] || 0), 0);
-
-/** How a model is named in the picker: its name and what it costs to download the first time. */
-export function modelLabel(m) {
-  const bytes = downloadBytes(m);
-  if (m.user) return `${m.name} · ${(bytes / 1e6).toFixed(1)} MB`; // kept here: nothing to download
-  return bytes ? `${m.name || m.id} · ${MB(bytes)}` : m.name || m.id;
-}
-
-const SINK_NOTE = 'Most heads of a causal model put most of their weight on the first token, whatever it is: it acts as a no-op “attention sink” where a head parks the weight it does not need (Xiao et al. 2023, “Efficient Streaming Language Models with Attention Sinks”).';
-
-/** Sentences on the filters in use, for the side panel. */
-function filterNotes(s, input) {
-  const ctl = viewFor(s.view).controls;
-  const notes = [];
-  if (input.compare) notes.push(compareNote(input, s));
-  else if (s.compare) notes.push('The comparison with B (“Compare with…”) is drawn in the head view and the heatmap.');
-  if (s.measure === 'value-norm' && ctl.measure) notes.push(VALUE_NORM_NOTE);
-  if (s.hideSpecial) notes.push('Special tokens are hidden and each row is renormalised to sum to 1.');
-  if (s.merge) notes.push('Sub-word pieces are merged into words: weights to a word are summed over its pieces (keys), and a word’s row is the average of its pieces’ rows (queries).');
-  if (s.threshold > 0 && ctl.threshold) notes.push(`Lines with weight below ${s.threshold.toFixed(2)} are hidden.`);
-  if (s.agg === 'rollout' && ctl.agg) notes.push('Rollout (Abnar & Zuidema 2020): per layer 0.5·mean over heads + 0.5·identity, rows renormalised, multiplied through the layers up to this one.');
-  return notes;
-}
-
-export const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
+export const downloadBytes = (m, weights) => modelFiles(m, weights).reduce((a, f) => a + ((m.sizes || {})[f] || 0), 0);
 
 export class Session {
   /**
@@ -80,7 +49,6 @@ export class Session {
     this.compareText = null; // and its text
     this.compareModel = null; // and its model
     this.compareError = null; // why B's last forward failed (its key is then compareFor too: no retry loop)
-    this.compareInFlight = false;
     this.onUpdate = onUpdate;
     this.unknownModel = unknownModel;
     this.state = defaultState();
@@ -106,8 +74,13 @@ export class Session {
     this.positionTables = new LruCache(MODELS_KEPT); // model id → its positions() table (the positions view)
     this.headScores = new LruCache(ANSWERS_KEPT); // headsKey → heads() answer (the head overview)
     this.loadSeq = 0;
-    this.attendInFlight = false;
-    this.attendQueued = false;
+    this.infoSeq = 0; // the loadSeq `info` was loaded at: an answer from before it is of another load
+    // Every request to the worker goes through a lane (lane.js): one in flight, the newest owed.
+    this.forwards = new Lane(() => this.forwardWanted(), (req, ans, err) => this.forwardDone(req, ans, err));
+    this.compareForwards = new Lane(() => this.compareWanted(), (req, ans, err) => this.compareDone(req, ans, err));
+    this.stepLane = this.fetchLane(this.steps, () => this.stepWanted(), 'step view', 'step');
+    this.positionsLane = this.fetchLane(this.positionTables, () => this.positionsWanted(), 'positions view', 'positions');
+    this.headsLane = this.fetchLane(this.headScores, () => this.headsWanted(), 'head overview', 'heads');
     this.inputTimes = new Map(); // text → when the input event that produced it happened
     this.pendingLatency = null; // the same, for a result not yet drawn
     this.latency = null; // { total, toPost, roundTrip, forward } of the last typed text drawn
@@ -241,7 +214,7 @@ export class Session {
 
   /** What a failed model load goes back to: the model in use, its info and the view state. */
   restorePoint() {
-    return this.info ? { manifest: this.manifest, info: this.info, state: { ...this.state } } : null;
+    return this.info ? { manifest: this.manifest, info: this.info, infoSeq: this.infoSeq, state: { ...this.state } } : null;
   }
 
   /**
@@ -282,6 +255,7 @@ export class Session {
     }
     if (seq !== this.loadSeq) return; // another model was picked meanwhile
     this.info = info;
+    this.infoSeq = seq;
     this.progress = null;
     this.emit('status');
     await this.compute();
@@ -299,6 +273,7 @@ export class Session {
     const text = textBefore === m.example && textBefore !== before.state.text ? before.state.text : textBefore;
     this.manifest = before.manifest;
     this.info = before.info;
+    this.infoSeq = before.infoSeq;
     this.state = { ...before.state, text, compare: this.state.compare };
     this.progress = null;
     this.phase = this.result ? 'ready' : 'idle';
@@ -306,9 +281,7 @@ export class Session {
     if (this.state.text !== textBefore) this.emit('text');
     this.emit('status');
     this.emit('state');
-    // Text typed while it loaded (nothing to do otherwise: a forward that succeeds clears the error).
-    const r = this.resultFor;
-    if (!r || !this.asksFor(r.model, r.text, r.gen, r.valueNorms)) this.compute();
+    this.compute(); // text typed while it loaded (the lane asks for nothing when the drawn answer is the state's)
   }
 
   /** The "Compare with…" text changed: B is computed beside A (an empty text ends the comparison). */
@@ -329,32 +302,30 @@ export class Session {
     return this.compareFor === this.compareKey() || (s.measure !== 'value-norm' && this.compareFor === this.compareKey({ ...s, measure: 'value-norm' }));
   }
 
-  /**
-   * Run B's forward when its answer is missing or stale, in the worker (the main thread only
-   * draws): one in flight, texts typed meanwhile collapse into the newest (as compute() does).
-   */
-  async computeCompare() {
-    if (!this.info || !this.state.compare || this.compareInFlight || this.compareFresh()) return;
-    this.compareInFlight = true;
-    const key = this.compareKey();
+  /** Run B's forward when its answer is missing or stale, in the worker (the main thread only
+   *  draws); texts typed meanwhile collapse into the newest (as compute() does). */
+  computeCompare() {
+    return this.compareForwards.run();
+  }
+
+  /** B's forward the state asks for, or null (none compared, or its answer is here). */
+  compareWanted() {
+    if (!this.info || !this.state.compare || this.compareFresh()) return null;
     const { model, compare } = this.state;
-    let ans = null;
-    let err = null;
-    try {
-      ans = await this.compareChannel.attend(model, compare, this.genParams(), this.state.measure === 'value-norm');
-    } catch (e) {
-      err = e.message;
-    }
-    this.compareInFlight = false;
-    if (err || (!ans.superseded && model === this.state.model)) {
-      this.compareResult = err ? null : ans.result;
-      this.compareError = err;
-      this.compareFor = key;
-      this.compareText = compare;
-      this.compareModel = model;
-      if (key === this.compareKey()) this.emit('state');
-    }
-    if (!this.compareFresh() && this.state.compare) this.computeCompare();
+    const gen = this.genParams();
+    const valueNorms = this.state.measure === 'value-norm';
+    return { key: this.compareKey(), model, compare, ask: () => this.compareChannel.attend(model, compare, gen, valueNorms) };
+  }
+
+  /** B's answer (or why it failed) is kept unless it is of a model left meanwhile. */
+  compareDone({ key, model, compare }, ans, err) {
+    if (!err && model !== this.state.model) return;
+    this.compareResult = err ? null : ans.result;
+    this.compareError = err ? err.message : null;
+    this.compareFor = key;
+    this.compareText = compare;
+    this.compareModel = model;
+    if (key === this.compareKey()) this.emit('state');
   }
 
   /** The text changed (typing): recompute; hover and pin refer to the old tokens. */
@@ -372,67 +343,68 @@ export class Session {
     return this.compute();
   }
 
-  /** Does the state still ask for the forward of (model, text, gen, valueNorms)? */
-  asksFor(model, text, gen, valueNorms) {
-    return model === this.modelKey() && text === this.state.text && cacheKey(gen) === cacheKey(this.genParams()) && valueNorms === (this.state.measure === 'value-norm');
+  /** Does an answer for `r` ({ model, text, gen, valueNorms, infoSeq }) serve the state? (one
+   *  with value norms serves raw weights too; one from before the model was (re)loaded never) */
+  servesState(r) {
+    return r.infoSeq === this.infoSeq && r.model === this.modelKey() && r.text === this.state.text && cacheKey(r.gen) === cacheKey(this.genParams()) && (r.valueNorms || this.state.measure !== 'value-norm');
   }
 
   /**
-   * Run a forward for the current model and text. At most one forward is in flight per session
-   * and at most one more is owed: texts typed meanwhile collapse into the newest. An answer that
-   * comes back after the text moved on is still drawn (it is newer than what is on screen, and
-   * `catchingUp` says the box is ahead of it), then the newest text is computed: while the user
-   * types, the maps move at the model's own pace. Only an answer for another model is dropped.
+   * Run a forward for the current model and text when the drawn answer is not the state's. At
+   * most one forward is in flight per session and at most one more is owed: texts typed
+   * meanwhile collapse into the newest. An answer that comes back after the text moved on is
+   * still drawn (it is newer than what is on screen, and `catchingUp` says the box is ahead of
+   * it), then the newest text is computed: while the user types, the maps move at the model's own
+   * pace. Only an answer for another model is dropped.
    */
-  async compute() {
-    if (!this.info) return;
-    if (this.attendInFlight) {
-      this.attendQueued = true;
-      return;
-    }
-    this.attendInFlight = true;
-    this.attendQueued = false;
+  compute() {
+    return this.forwards.run();
+  }
+
+  /** The forward the state asks for, or null: no model loaded (or the state names one that is
+   *  not: nothing of the old model is drawn over that error), or its answer is drawn. */
+  forwardWanted() {
+    if (!this.info || (this.manifest && this.state.model !== this.manifest.id)) return null;
+    if (this.resultFor && this.servesState(this.resultFor)) return null;
     const model = this.modelKey();
+    const infoSeq = this.infoSeq;
     const { text } = this.state;
     const gen = this.genParams();
     const valueNorms = this.state.measure === 'value-norm';
-    const busyTimer = later('session:busy', () => {
-      this.busy = true;
-      this.emit('status');
-    }, BUSY_AFTER_MS);
-    const tPost = performance.now();
-    let ans = null;
-    let err = null;
-    try {
-      ans = await this.channel.attend(model, text, gen, valueNorms);
-    } catch (e) {
-      err = e;
-    }
-    clearTimeout(busyTimer);
-    this.attendInFlight = false;
-    // The state names a model that is not the one loaded (an unknown one, said in the error):
-    // nothing of the old model is drawn over that error.
-    if (this.manifest && this.state.model !== this.manifest.id) return;
-    const current = this.asksFor(model, text, gen, valueNorms) && !this.attendQueued;
-    // Another model's answer, an error or a superseded request for a text already left behind:
-    // nothing to draw, only the newest text to compute.
-    if (model !== this.modelKey() || (!current && (err || ans.superseded))) {
-      this.compute();
-      return;
-    }
+    const request = { key: cacheKey(model, text, gen, valueNorms, infoSeq), model, text, gen, valueNorms, infoSeq, tPost: 0 };
+    request.ask = async () => {
+      const busyTimer = later('session:busy', () => {
+        this.busy = true;
+        this.emit('status');
+      }, BUSY_AFTER_MS);
+      request.tPost = performance.now();
+      try {
+        return await this.channel.attend(model, text, gen, valueNorms);
+      } finally {
+        clearTimeout(busyTimer);
+      }
+    };
+    return request;
+  }
+
+  /** A forward came back: drawn unless it is of another model, or an error for a text left behind. */
+  async forwardDone(request, ans, err) {
+    const { model, text, tPost } = request;
+    if ((this.manifest && this.state.model !== this.manifest.id) || model !== this.modelKey()) return;
+    const current = this.servesState(request);
     if (current) this.busy = false;
     if (err) {
+      if (!current) return; // only the newest text is computed
       this.error = err.message;
       this.phase = this.result ? 'ready' : 'error';
       this.emit('status');
       return;
     }
-    if (ans.superseded) return;
     const tAnswer = performance.now();
     this.error = null;
     this.phase = 'ready';
     this.result = ans.result;
-    this.resultFor = { model, text, gen, valueNorms };
+    this.resultFor = { model, text, gen: request.gen, valueNorms: request.valueNorms, infoSeq: request.infoSeq };
     this.catchingUp = !current;
     this.shape = resultShape(this.result);
     this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;
@@ -448,11 +420,8 @@ export class Session {
         if (typed === text) break;
       }
     }
-    if (viewFor(this.state.view).needsStep) await this.ensureStep();
-    if (viewFor(this.state.view).needsPositions) await this.ensurePositions();
-    if (viewFor(this.state.view).needsHeads) await this.ensureHeads();
+    await this.fetchViewData();
     this.emit('result');
-    if (!current) this.compute(); // the text (or generation, or measure) moved on meanwhile
     this.computeCompare(); // a new model, generation or measure: B follows
   }
 
@@ -465,18 +434,33 @@ export class Session {
   }
 
   /**
-   * Ask the worker for a view's data: the answer, or null when it was superseded or failed (the
-   * status line then says `${what}: …`).
+   * A lane for one kind of view data, fetched once per key into `cache` (an LRU): wanted() gives
+   * { key, ask } while the view needs data it lacks. A failure is said in the status line
+   * (`${what}: …`); an answer is kept, and 'state' emitted when the state still wants its key.
    */
-  async askWorker(what, ask) {
-    try {
-      const ans = await ask();
-      return ans.superseded ? null : ans;
-    } catch (e) {
-      this.error = `${what}: ${e.message}`;
-      this.emit('status');
-      return null;
-    }
+  fetchLane(cache, wanted, what, field) {
+    return new Lane(
+      () => {
+        const request = this.result ? wanted() : null;
+        return request && !cache.get(request.key) ? request : null;
+      },
+      (request, ans, err) => {
+        if (err) {
+          this.error = `${what}: ${err.message}`;
+          this.emit('status');
+          return;
+        }
+        cache.set(request.key, ans[field]);
+        const now = wanted();
+        if (now && now.key === request.key) this.emit('state');
+      },
+    );
+  }
+
+  /** Fetch what the view shows beside the forward (each lane asks only when its view needs it). */
+  fetchViewData() {
+    if (viewFor(this.state.view).needsPositions) this.loadCharts();
+    return Promise.all([this.stepLane.run(), this.positionsLane.run(), this.headsLane.run()]);
   }
 
   /** The step cache key: everything the step internals depend on. */
@@ -490,43 +474,31 @@ export class Session {
     return this.steps.get(this.stepKey());
   }
 
-  /**
-   * A view's data, fetched once per key: nothing to do when `cache` holds `key`; else the worker
-   * is asked (`ask`, the status line names `what` if it fails), the answer's `field` kept, and
-   * 'state' emitted if the state still wants that key (`keyNow()`).
-   */
-  async fetchInto(cache, key, keyNow, what, ask, field) {
-    if (cache.get(key)) return;
-    const ans = await this.askWorker(what, ask);
-    if (!ans) return;
-    cache.set(key, ans[field]);
-    if (key === keyNow()) this.emit('state');
-  }
-
-  ensureStep() {
-    if (!this.result) return Promise.resolve();
+  /** The step and qk views: one head's internals (step()) for the drawn model, text and generation. */
+  stepWanted() {
     const s = this.state;
+    if (!viewFor(s.view).needsStep) return null;
     const { model, text, gen } = this.resultFor;
-    return this.fetchInto(this.steps, this.stepKey(), () => this.stepKey(), 'step view', () => this.channel.step(model, text, kindShown(s), s.layer, s.head, gen), 'step');
+    return { key: this.stepKey(), ask: () => this.channel.step(model, text, kindShown(s), s.layer, s.head, gen) };
   }
 
-  /**
-   * The positions view's data: the model's position table (from the worker, once per model) and
-   * the main-thread wasm its charts are drawn with (plotters-canvas). Emits 'state' as each arrives.
-   */
-  async ensurePositions() {
-    if (!this.resultFor) return;
-    if (!chartWasm()) {
-      loadChartWasm(this.catalog.build).then(
-        () => this.emit('state'),
-        (e) => {
-          this.error = `positions view: the chart module did not load (${e.message})`;
-          this.emit('status');
-        },
-      );
-    }
-    const model = this.resultFor.model;
-    await this.fetchInto(this.positionTables, cacheKey(model), () => cacheKey(this.resultFor && this.resultFor.model), 'positions view', () => this.channel.positions(model, POSITIONS_SHOWN), 'positions');
+  /** The positions view: the drawn model's position table, once per model. */
+  positionsWanted() {
+    if (!viewFor(this.state.view).needsPositions) return null;
+    const { model } = this.resultFor;
+    return { key: cacheKey(model), ask: () => this.channel.positions(model, POSITIONS_SHOWN) };
+  }
+
+  /** The main-thread wasm the positions view's charts are drawn with (plotters-canvas). */
+  loadCharts() {
+    if (chartWasm()) return;
+    loadChartWasm(this.catalog.build).then(
+      () => this.emit('state'),
+      (e) => {
+        this.error = `positions view: the chart module did not load (${e.message})`;
+        this.emit('status');
+      },
+    );
   }
 
   /** The head-scores cache key: what heads() depends on (not the measure: scores are of α). */
@@ -535,11 +507,11 @@ export class Session {
     return cacheKey(r && r.model, r && r.text, r && r.gen);
   }
 
-  /** The head overview's data: heads() of the drawn model, text and generation; emits 'state'. */
-  ensureHeads() {
-    if (!this.resultFor) return Promise.resolve();
+  /** The head overview: heads() of the drawn model, text and generation. */
+  headsWanted() {
+    if (!viewFor(this.state.view).needsHeads) return null;
     const { model, text, gen } = this.resultFor;
-    return this.fetchInto(this.headScores, this.headsKey(), () => this.headsKey(), 'head overview', () => this.channel.heads(model, text, gen), 'heads');
+    return { key: this.headsKey(), ask: () => this.channel.heads(model, text, gen) };
   }
 
   /** What the views draw from. */
@@ -595,10 +567,8 @@ export class Session {
     if ('view' in p || 'kind' in p || 'layer' in p || 'hideSpecial' in p || 'merge' in p) this.focus = null;
     if (this.shape) this.fitState();
     this.hoverText = null;
-    if (viewFor(this.state.view).needsStep) this.ensureStep();
-    if (viewFor(this.state.view).needsPositions) this.ensurePositions();
-    if (viewFor(this.state.view).needsHeads) this.ensureHeads();
-    if (this.needsNorms()) this.compute();
+    this.fetchViewData();
+    this.compute(); // value norms wanted, or other weights
     this.computeCompare(); // the measure or the model may have changed
     this.emit('state');
   }
@@ -648,7 +618,7 @@ export class Session {
   /** Something the state asks for is still on its way: a forward (A's or B's, for the current
    *  text, generation and measure), or the view's step data or value norms. */
   get pending() {
-    return this.attendInFlight || this.compareInFlight || this.needsNorms() || this.needsStepData() || (!!this.state.compare && !this.compareFresh());
+    return !!this.forwards.inFlight || !!this.compareForwards.inFlight || this.needsNorms() || this.needsStepData() || (!!this.state.compare && !this.compareFresh());
   }
 
   /** The view draws one head's step internals (step, qk) and they are not fetched yet. */
@@ -661,73 +631,12 @@ export class Session {
     return this.state.measure === 'value-norm' && !!this.result && !this.result.value_norms;
   }
 
-  /** The status line while a model loads: its download size the first time (then it is kept). */
-  loadingText() {
-    const m = this.manifest;
-    if (!m) return 'Loading…';
-    const bytes = downloadBytes(m, this.state.weights);
-    const big = bytes > 20e6 ? ` (${MB(bytes)}, downloaded on first use, then kept in this browser)` : '';
-    return `Loading ${m.name || m.id}${big}…`;
-  }
-
   /** The weights the drawn map was computed with ('int8' | 'exact'): while other weights load,
    *  the map drawn (and what the status line says of it) is still the old one's. */
   drawnWeights() {
     const m = this.manifest;
     if (!m || !this.resultFor) return this.state.weights;
     return this.resultFor.model === modelKey(m, 'exact') ? 'exact' : 'int8';
-  }
-
-  /** The wasm build the worker runs, as the status lines name it: "wasm SIMD (pkg/)"; or null. */
-  buildText() {
-    const b = this.catalog && this.catalog.build;
-    return b ? `${b.label} (${b.dir})` : null;
-  }
-
-  /**
-   * What the status line says: { text, weights (which weights drew the map, or null for a model
-   * with one set), truncation (a warning or null), output (translation or continuation, or
-   * null), outputLabel }.
-   */
-  summary() {
-    const r = this.result;
-    const m = this.manifest;
-    const name = m ? m.name || m.id : this.state.model;
-    if (!r) return { text: this.phase === 'loading' ? this.loadingText() : '', weights: null, truncation: null, catchingUp: null, coverage: null, output: null, outputLabel: null };
-    const n = r.tokens.source.length;
-    const tgt = (r.tokens.target || []).length;
-    const weights = weightsLabel(m, this.drawnWeights());
-    const parts = [name, weights, `${n} token${n === 1 ? '' : 's'}`].filter(Boolean);
-    if (tgt) parts.push(`${tgt} ${r.generation ? 'generated' : 'output'} token${tgt === 1 ? '' : 's'}`);
-    if (this.forwardMs != null) parts.push(`${this.forwardMs.toFixed(1)} ms per forward`);
-    const max = this.info && this.info.max_positions;
-    const truncation = r.truncated
-      ? `Your text is longer than this model reads: only its first ${n} tokens${max ? ` (the model’s maximum is ${max} positions)` : ''} are shown. Shorten the text to see all of it.`
-      : null;
-    // A translation says how much of the text was read and translated (a tiny translator may end
-    // a long text's translation early, and the source is cut at the model's maximum).
-    let coverage = null;
-    if (r.output_text != null && !r.generation) {
-      const read = r.truncated ? `Read the first ${n} tokens of the text (the rest is past what the model reads)` : `Read all ${n} tokens of the text`;
-      const ended = r.stop_reason === 'max_length'
-        ? ', cut at the model’s length limit: the end of the text is not translated.'
-        : n >= 24 && tgt < 0.6 * n
-          ? ', and the model ended it early: parts of a long text may be left out (translate it a sentence or two at a time).'
-          : '.';
-      coverage = `${read}; the translation has ${tgt} token${tgt === 1 ? '' : 's'}${ended}`;
-    }
-    // The drawn answer is of an older text while a newer one is computed (typing faster than the model).
-    const catchingUp = this.catchingUp ? 'catching up with the text…' : null;
-    return { text: parts.join(' · '), weights, truncation, catchingUp, coverage, output: r.output_text ?? null, outputLabel: r.generation ? 'Continuation' : 'Translation' };
-  }
-
-  /** What the side panel (page) or read-out line (widget) says: { title, hint, items, notes }. */
-  details() {
-    const s = this.state;
-    const input = this.input();
-    const view = viewFor(s.view);
-    const base = view.side ? view.side(input, s, this.focus) : { title: 'Details', hint: moduleFor(s.view, input).describe(input, s), items: [] };
-    return { ...base, hint: this.hoverText || base.hint, notes: filterNotes(s, input) };
   }
 
   // ---------------------------------------------------------------- generation
@@ -794,56 +703,6 @@ export class Session {
     return measuredResult(prefixResult(r, r.generation.prompt_len + Math.min(this.genStep(), (r.tokens.target || []).length)), measure);
   }
 
-  /**
-   * What a shell's generation panel shows, or null for a model that does not generate:
-   * { n, tokens: [label], step, steps (G), chosen (label or null), stepText, topTitle,
-   *   top: [{ label, p, chosen }], stopText, sampling, sink }.
-   */
-  generation() {
-    if (!this.generates()) return null;
-    const r = this.result;
-    const g = r && r.generation;
-    const s = this.state;
-    const sampling = s.temperature > 0 ? `sampled at temperature ${s.temperature}${s.topK ? `, top-k ${s.topK}` : ''}, seed ${s.seed}` : 'greedy (the most likely token each time)';
-    const base = { n: s.gen, tokens: [], step: 0, steps: 0, chosen: null, stepText: '', topTitle: '', top: [], stopText: '', sampling, sink: SINK_NOTE };
-    if (!g) return base;
-    const tokens = (r.tokens.target || []).map(tokenLabel);
-    const G = tokens.length;
-    const step = this.genStep();
-    const fed = r.tokens.source.concat(r.tokens.target || []);
-    const before = tokenLabel(fed[g.prompt_len - 1 + step] ?? '');
-    const dist = step < G ? g.steps[step] : null;
-    const chosenId = dist ? dist.id : null;
-    const top = ((dist ? dist.top : g.next) || []).map((t) => ({ label: tokenLabel(t.token), p: t.p, chosen: t.id === chosenId }));
-    const chosen = dist ? tokenLabel(dist.token) : null;
-    const stepText = !G ? '' : step < G ? `step ${step + 1} of ${G}: after “${before}” the model chose “${chosen}”` : `after all ${G} token${G === 1 ? '' : 's'}: what would come next`;
-    const topTitle = step < G ? `Top 5 next tokens at step ${step + 1} (after “${before}”)` : `Top 5 next tokens after “${before}”`;
-    let stopText = '';
-    const max = (this.info && this.info.max_positions) || fed.length;
-    if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
-    else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
-    else if (G && r.truncated) stopText = `The prompt was cut to its first ${g.prompt_len} tokens, so that it and the ${G} generated fit in the model’s ${max} positions.`;
-    const shown = this.shownResult();
-    const block = blockAt(shown.weightsResult || shown, 'decoder_self', s.layer);
-    const sh = block ? sinkHeads(block) : null;
-    const sink = sh && block.query_len > 2 ? `${SINK_NOTE} Here, in layer ${s.layer + 1}, ${sh.heads} of ${sh.of} heads put more than half their weight on the first token.` : SINK_NOTE;
-    return { ...base, tokens, step, steps: G, chosen, stepText, topTitle, top, stopText, sink };
-  }
-
-  /** GQA: which key/value head the selected query head shares, and with which heads; or null. */
-  headNote() {
-    const kind = kindShown(this.state);
-    const H = this.numHeads();
-    const kv = this.info && this.info.kv_heads && this.info.kv_heads[kind];
-    if (!H || !kv || kv >= H || H % kv) return null;
-    const group = H / kv;
-    const h = Math.min(H - 1, this.state.head);
-    const k = Math.floor(h / group);
-    const from = k * group + 1;
-    const to = from + group - 1;
-    return `Query head ${h + 1} shares K/V head ${k + 1} with heads ${from}–${to} (grouped-query attention: ${H} query heads, ${kv} key/value heads).`;
-  }
-
   // ---------------------------------------------------------------- heads
 
   /** Head view: show or hide head h (the others stay); other views: select h. */
@@ -882,6 +741,19 @@ export class Session {
 
   // ---------------------------------------------------------------- pointer and keys
 
+  /** Nothing pinned, hovered or under the keyboard cursor (Escape). */
+  unpin() {
+    this.focus = null;
+    this.cursor = null;
+    this.patch({ pin: null });
+  }
+
+  /** Something the user should know, in the status line (a host's own failure, e.g. a drop). */
+  say(notice) {
+    this.notice = notice;
+    this.emit('status');
+  }
+
   /** The pointer is over `hit` (the view's hitTest answer, or null). */
   hover(hit) {
     const r = viewHover(this.state, hit, this.input());
@@ -917,72 +789,5 @@ export class Session {
     return true;
   }
 
-  /**
-   * A key pressed on the map (or anywhere on the page outside text fields). Returns true when
-   * the key did something, so the shell can preventDefault(). `geom` is the drawing's geometry
-   * (the keyboard cursor moves on it: [ ] { }, Enter clicks where it is).
-   */
-  key(key, geom = null) {
-    if (!this.result) return false;
-    const s = this.state;
-    const H = this.numHeads() || 1;
-    const L = this.numLayers() || 1;
-    switch (key) {
-      case 'ArrowUp':
-        this.patch({ layer: Math.max(0, s.layer - 1) });
-        return true;
-      case 'ArrowDown':
-        this.patch({ layer: Math.min(L - 1, s.layer + 1) });
-        return true;
-      case 'ArrowLeft':
-        this.soloHead((s.head + H - 1) % H);
-        return true;
-      case 'ArrowRight':
-        this.soloHead((s.head + 1) % H);
-        return true;
-      case 'a':
-      case 'A':
-        this.allHeads();
-        return true;
-      case 'm':
-      case 'M':
-        this.patch({ agg: 'mean' });
-        return true;
-      case 'Escape':
-        this.focus = null;
-        this.cursor = null;
-        this.patch({ pin: null });
-        return true;
-      case 'Enter': {
-        // A click on the item under the keyboard cursor (the step view's query row, a head of
-        // the overview, a point of the query/key space).
-        if (!this.cursor || !viewFor(s.view).click(this.cursor, s, this.input())) return false;
-        this.click(this.cursor);
-        return true;
-      }
-      case '{':
-      case '}':
-        return this.moveCursor(key, geom);
-      case '[':
-      case ']': {
-        // Head view: pin the previous / next query token (its top weights are read out).
-        if (s.view !== 'head') return this.moveCursor(key, geom);
-        const prep = prepareLayer(this.shownResult(), s, this.input().specials);
-        if (!prep || !prep.rows) return false;
-        const i = s.pin && s.pin.side === 'q' ? s.pin.index : -1;
-        const n = prep.rows;
-        this.patch({ pin: { side: 'q', index: key === ']' ? (i + 1) % n : (i - 1 + n) % n } });
-        return true;
-      }
-      default: {
-        // Digit n opens the n-th tab the reader sees (a hidden tab, such as cross-attention for
-        // a model without it, is not counted).
-        const n = Number.parseInt(key, 10);
-        const v = this.availableViews()[n - 1];
-        if (!v || String(n) !== key) return false;
-        this.patch({ view: v.id, pin: null });
-        return true;
-      }
-    }
-  }
+
 }

@@ -3,9 +3,9 @@
 // (the older promise resolves to { superseded: true } and its answer is never drawn).
 
 import { pickBuild } from './wasm-build.js';
-import { timed } from './timing.js';
+import { timed } from '../core/timing.js';
 
-let base = new URL('./', import.meta.url).href;
+let base = new URL('../', import.meta.url).href; // the site's root (this file is in its worker/)
 let buildRequest = null; // configure({ build }): 'simd' forces pkg/ (wasm-build.js)
 let worker = null;
 let nextId = 1;
@@ -30,7 +30,7 @@ export const workerBase = () => base;
 
 function ensureWorker() {
   if (worker) return worker;
-  const url = new URL('worker.js', base);
+  const url = new URL('worker/worker.js', base);
   if (url.origin === location.origin) {
     worker = new Worker(url, { type: 'module', name: 'attnviz' });
   } else {

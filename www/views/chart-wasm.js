@@ -1,7 +1,9 @@
 // The wasm module on the main thread, for the charts plotters-canvas draws into a <canvas> (the
 // worker has no DOM canvas to give it). One instance per page, loaded on first use; the worker
 // has fetched the same file by then (the same build: its dir comes from the worker's init
-// answer), so the HTTP cache serves it.
+// answer), so the HTTP cache serves it. From where the worker's are (configure({ base })).
+
+import { workerBase } from '../worker/worker-client.js';
 
 let module = null;
 let loading = null;
@@ -18,8 +20,8 @@ export function chartWasm() {
 export function loadChartWasm(build = { dir: 'pkg/' }) {
   const dir = build.chartDir || build.dir;
   if (!loading) {
-    loading = import(new URL(`./${dir}attnviz.js`, import.meta.url).href).then(async (m) => {
-      await m.default({ module_or_path: fetch(new URL(`./${dir}attnviz_bg.wasm`, import.meta.url), { cache: 'force-cache' }) });
+    loading = import(new URL(`${dir}attnviz.js`, workerBase()).href).then(async (m) => {
+      await m.default({ module_or_path: fetch(new URL(`${dir}attnviz_bg.wasm`, workerBase()), { cache: 'force-cache' }) });
       module = m;
       return m;
     });

@@ -1,0 +1,155 @@
+// What the page and the widget say in words, written once: the status line, the side panel's
+// notes, the generation panel's sentences, the model picker's labels. The session holds the
+// facts (core/session.js); these functions turn them into English. Token strings and user text
+// in these sentences go into the DOM with textContent only.
+
+import { blockAt, VALUE_NORM_NOTE } from '../core/analysis.js';
+import { downloadBytes } from '../core/session.js';
+import { tokenLabel } from '../core/tokens.js';
+import { note as compareNote } from '../views/compare.js';
+import { kindShown, moduleFor, viewFor } from '../views/index.js';
+
+/** Bytes as the picker and the status line say them. */
+const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
+
+/** Which weights are loaded, for the status line; null for a model with one set of weights. */
+const weightsLabel = (m, weights) => (m.variants && m.variants.int8 ? (weights === 'exact' ? 'exact f32 weights' : 'int8 weights') : null);
+
+/** How a model is named in the picker: its name and what it costs to download the first time. */
+export function modelLabel(m) {
+  const bytes = downloadBytes(m);
+  if (m.user) return `${m.name} · ${(bytes / 1e6).toFixed(1)} MB`; // kept here: nothing to download
+  return bytes ? `${m.name || m.id} · ${MB(bytes)}` : m.name || m.id;
+}
+
+export const SINK_NOTE = 'Most heads of a causal model put most of their weight on the first token, whatever it is: it acts as a no-op “attention sink” where a head parks the weight it does not need (Xiao et al. 2023, “Efficient Streaming Language Models with Attention Sinks”).';
+
+/** Sentences on the filters in use, for the side panel. */
+function filterNotes(s, input) {
+  const ctl = viewFor(s.view).controls;
+  const notes = [];
+  if (input.compare) notes.push(compareNote(input, s));
+  else if (s.compare) notes.push('The comparison with B (“Compare with…”) is drawn in the head view and the heatmap.');
+  if (s.measure === 'value-norm' && ctl.measure) notes.push(VALUE_NORM_NOTE);
+  if (s.hideSpecial) notes.push('Special tokens are hidden and each row is renormalised to sum to 1.');
+  if (s.merge) notes.push('Sub-word pieces are merged into words: weights to a word are summed over its pieces (keys), and a word’s row is the average of its pieces’ rows (queries).');
+  if (s.threshold > 0 && ctl.threshold) notes.push(`Lines with weight below ${s.threshold.toFixed(2)} are hidden.`);
+  if (s.agg === 'rollout' && ctl.agg) notes.push('Rollout (Abnar & Zuidema 2020): per layer 0.5·mean over heads + 0.5·identity, rows renormalised, multiplied through the layers up to this one.');
+  return notes;
+}
+
+export const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+/** The status line while a model loads: its download size the first time (then it is kept). */
+export function loadingText(session) {
+  const m = session.manifest;
+  if (!m) return 'Loading…';
+  const bytes = downloadBytes(m, session.state.weights);
+  const big = bytes > 20e6 ? ` (${MB(bytes)}, downloaded on first use, then kept in this browser)` : '';
+  return `Loading ${m.name || m.id}${big}…`;
+}
+
+
+/** The wasm build the worker runs, as the status lines name it: "wasm SIMD (pkg/)"; or null. */
+export function buildText(session) {
+  const b = session.catalog && session.catalog.build;
+  return b ? `${b.label} (${b.dir})` : null;
+}
+
+/**
+ * What the status line says: { text, weights (which weights drew the map, or null for a model
+ * with one set), truncation (a warning or null), output (translation or continuation, or
+ * null), outputLabel }.
+ */
+export function summary(session) {
+  const r = session.result;
+  const m = session.manifest;
+  const name = m ? m.name || m.id : session.state.model;
+  if (!r) return { text: session.phase === 'loading' ? loadingText(session) : '', weights: null, truncation: null, catchingUp: null, coverage: null, output: null, outputLabel: null };
+  const n = r.tokens.source.length;
+  const tgt = (r.tokens.target || []).length;
+  const weights = weightsLabel(m, session.drawnWeights());
+  const parts = [name, weights, `${n} token${n === 1 ? '' : 's'}`].filter(Boolean);
+  if (tgt) parts.push(`${tgt} ${r.generation ? 'generated' : 'output'} token${tgt === 1 ? '' : 's'}`);
+  if (session.forwardMs != null) parts.push(`${session.forwardMs.toFixed(1)} ms per forward`);
+  const max = session.info && session.info.max_positions;
+  const truncation = r.truncated
+    ? `Your text is longer than this model reads: only its first ${n} tokens${max ? ` (the model’s maximum is ${max} positions)` : ''} are shown. Shorten the text to see all of it.`
+    : null;
+  // A translation says how much of the text was read and translated (a tiny translator may end
+  // a long text's translation early, and the source is cut at the model's maximum).
+  let coverage = null;
+  if (r.output_text != null && !r.generation) {
+    const read = r.truncated ? `Read the first ${n} tokens of the text (the rest is past what the model reads)` : `Read all ${n} tokens of the text`;
+    const ended = r.stop_reason === 'max_length'
+      ? ', cut at the model’s length limit: the end of the text is not translated.'
+      : n >= 24 && tgt < 0.6 * n
+        ? ', and the model ended it early: parts of a long text may be left out (translate it a sentence or two at a time).'
+        : '.';
+    coverage = `${read}; the translation has ${tgt} token${tgt === 1 ? '' : 's'}${ended}`;
+  }
+  // The drawn answer is of an older text while a newer one is computed (typing faster than the model).
+  const catchingUp = session.catchingUp ? 'catching up with the text…' : null;
+  return { text: parts.join(' · '), weights, truncation, catchingUp, coverage, output: r.output_text ?? null, outputLabel: r.generation ? 'Continuation' : 'Translation' };
+}
+
+/** What the side panel (page) or read-out line (widget) says: { title, hint, items, notes }. */
+export function details(session) {
+  const s = session.state;
+  const input = session.input();
+  const view = viewFor(s.view);
+  const base = view.side ? view.side(input, s, session.focus) : { title: 'Details', hint: moduleFor(s.view, input).describe(input, s), items: [] };
+  return { ...base, hint: session.hoverText || base.hint, notes: filterNotes(s, input) };
+}
+
+
+/**
+ * What a shell's generation panel shows, or null for a model that does not generate:
+ * { n, tokens: [label], step, steps (G), chosen (label or null), stepText, topTitle,
+ *   top: [{ label, p, chosen }], stopText, sampling, sink }.
+ */
+export function generationText(session) {
+  if (!session.generates()) return null;
+  const r = session.result;
+  const g = r && r.generation;
+  const s = session.state;
+  const sampling = s.temperature > 0 ? `sampled at temperature ${s.temperature}${s.topK ? `, top-k ${s.topK}` : ''}, seed ${s.seed}` : 'greedy (the most likely token each time)';
+  const base = { n: s.gen, tokens: [], step: 0, steps: 0, chosen: null, stepText: '', topTitle: '', top: [], stopText: '', sampling, sink: SINK_NOTE };
+  if (!g) return base;
+  const tokens = (r.tokens.target || []).map(tokenLabel);
+  const G = tokens.length;
+  const step = session.genStep();
+  const fed = r.tokens.source.concat(r.tokens.target || []);
+  const before = tokenLabel(fed[g.prompt_len - 1 + step] ?? '');
+  const dist = step < G ? g.steps[step] : null;
+  const chosenId = dist ? dist.id : null;
+  const top = ((dist ? dist.top : g.next) || []).map((t) => ({ label: tokenLabel(t.token), p: t.p, chosen: t.id === chosenId }));
+  const chosen = dist ? tokenLabel(dist.token) : null;
+  const stepText = !G ? '' : step < G ? `step ${step + 1} of ${G}: after “${before}” the model chose “${chosen}”` : `after all ${G} token${G === 1 ? '' : 's'}: what would come next`;
+  const topTitle = step < G ? `Top 5 next tokens at step ${step + 1} (after “${before}”)` : `Top 5 next tokens after “${before}”`;
+  let stopText = '';
+  const max = (session.info && session.info.max_positions) || fed.length;
+  if (G && r.stop_reason === 'eos') stopText = `Stopped at the end-of-text token after ${G} token${G === 1 ? '' : 's'}.`;
+  else if (G < s.gen) stopText = `Generated ${G} of ${s.gen} tokens: the model reads at most ${max} positions, prompt and continuation together${G ? '' : ', and the prompt fills them'}.`;
+  else if (G && r.truncated) stopText = `The prompt was cut to its first ${g.prompt_len} tokens, so that it and the ${G} generated fit in the model’s ${max} positions.`;
+  // The heads' scores are Rust's (src/heads.rs, shipped with each block): `first` is a head's mean
+  // weight on the first token over the prompt and the continuation.
+  const block = blockAt(r, 'decoder_self', s.layer);
+  const sinks = block && block.scores && block.query_len > 2 ? block.scores.filter((h) => h.first > 0.5).length : null;
+  const sink = sinks !== null ? `${SINK_NOTE} Here, in layer ${s.layer + 1}, ${sinks} of ${block.heads} heads put more than half their weight on the first token.` : SINK_NOTE;
+  return { ...base, tokens, step, steps: G, chosen, stepText, topTitle, top, stopText, sink };
+}
+
+/** GQA: which key/value head the selected query head shares, and with which heads; or null. */
+export function headNote(session) {
+  const kind = kindShown(session.state);
+  const H = session.numHeads();
+  const kv = session.info && session.info.kv_heads && session.info.kv_heads[kind];
+  if (!H || !kv || kv >= H || H % kv) return null;
+  const group = H / kv;
+  const h = Math.min(H - 1, session.state.head);
+  const k = Math.floor(h / group);
+  const from = k * group + 1;
+  const to = from + group - 1;
+  return `Query head ${h + 1} shares K/V head ${k + 1} with heads ${from}–${to} (grouped-query attention: ${H} query heads, ${kv} key/value heads).`;
+}

@@ -1,0 +1,423 @@
+// <attention-viz> — an embeddable live attention map (Shadow DOM, no globals).
+//
+//   <script type="module" src="path/to/attention-viz.js"></script>
+//   <attention-viz model="minilm" text="The animal didn't cross the street because it was tired."
+//                  view="head" layer="4" editable></attention-viz>
+//
+// Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
+// step | positions | heads | qk), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
+// weights (int8, the default where a model has them: a quarter of the download | exact: the f32 file),
+// kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
+// shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
+// editable (present: the reader can type), height (max height of the map in px); for a model that
+// generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
+// greedy), top-k, seed, generate-step (the scrubbed step, from 1; absent: after the last token).
+// compare (a second sentence B: the head view and the heatmap draw it beside the text, with the
+// difference map B − A where the tokens align; with editable, a "Compare with…" box holds it;
+// compare="" gives an editable widget that box, empty).
+// Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
+// after the first draw, `attention-error` (detail: { message }).
+// Methods: openModel(files, { name }) opens the reader's own model (a folder's Files, e.g. an
+// <input webkitdirectory>'s FileList, or one .gguf; read and kept in the browser) and resolves
+// to what was found, or rejects saying why not; removeModel(id) forgets one.
+// Where pkg/, models/ and worker.js live: next to this file by default; override with
+// data-base="…" on the <script> tag or with the exported configure({ base }); configure({ build })
+// picks the wasm build (wasm-build.js: 'simd', 'relaxed', 'threads'). Both before the first widget.
+// data-offline on the <script> tag, or configure({ offline: true }): a second visit works offline
+// (sw.js, registered once a widget has drawn; the page must be inside sw.js's folder).
+// The footer names the weights and the wasm build that drew the map.
+
+import { mountGenerationPanel } from '../shell/generation-panel.js';
+import { configure as configureWorker } from '../worker/worker-client.js';
+import { bindCompareBox, bindTextBox } from '../shell/render.js';
+import { Session } from '../core/session.js';
+import { controlChoices, mountShell } from '../shell/host.js';
+import { keepForOffline } from '../shell/offline.js';
+import { fromAttributes, STATE_ATTRIBUTES, textLimitNotice } from '../core/state.js';
+import { renderHeadsTable } from '../page/heads-table.js';
+import { setOptions } from '../shell/select-options.js';
+import { later, listen, record, timings } from '../core/timing.js';
+import { buildText, details, loadingText, modelLabel, summary } from '../shell/prose.js';
+
+let offline = false; // configure({ offline }) or data-offline: a second visit works offline
+
+/**
+ * configure({ base, build, offline }): where pkg/, models/ and worker.js live, which wasm build
+ * to load (before the first widget), and whether this page of widgets should work offline on a
+ * second visit (the service worker sw.js; the page must be inside sw.js's folder).
+ */
+export function configure(opts = {}) {
+  if ('offline' in opts) offline = !!opts.offline;
+  configureWorker(opts);
+}
+
+// The palette is theme.css's (the page's too), imported into the shadow root, where :host matches.
+const THEME_URL = new URL('../theme.css', import.meta.url).href;
+const STYLE = `
+@import url("${THEME_URL}");
+:host {
+  display: block;
+  /* Light or dark as the page around the widget is: theme.css's light-dark() follows the host's
+     color-scheme (and, where the host allows both, the reader's preference). A page that
+     declares no dark scheme gets a light widget even for a reader who prefers dark: its own text
+     and form fields are light there. --av-dark is not inherited from the page: readTheme() asks
+     the scheme. */
+  --av-dark: initial;
+  color: var(--av-fg);
+  font: 14px/1.4 system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", "Apple Color Emoji", "Noto Color Emoji", "DejaVu Sans", sans-serif;
+  border: 1px solid var(--av-border);
+  border-radius: 8px;
+  background: var(--av-bg);
+  overflow: hidden;
+  contain: content;
+}
+[hidden] { display: none !important; }
+.bar { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: center; padding: 6px 8px; background: var(--av-panel); border-bottom: 1px solid var(--av-border); font-size: 13px; }
+.bar label { display: inline-flex; gap: 4px; align-items: center; }
+select, input, textarea, button { font: inherit; color: inherit; }
+select, button { background: var(--av-bg); border: 1px solid var(--av-border); border-radius: 5px; padding: 2px 6px; min-height: 28px; }
+textarea { display: block; width: 100%; box-sizing: border-box; border: 0; border-bottom: 1px solid var(--av-border); padding: 6px 8px; font-size: 15px; background: var(--av-bg); resize: vertical; min-height: 2.6em; }
+.out { padding: 4px 8px; font-size: 14px; border-bottom: 1px solid var(--av-border); }
+.out b { font-weight: 600; color: var(--av-muted); margin-right: 6px; }
+.out .coverage, .coverage { display: block; font-size: 12px; color: var(--av-muted); }
+.wrap { overflow: auto; position: relative; }
+canvas { display: block; margin-inline: auto; }
+:focus-visible { outline: 3px solid var(--av-accent); outline-offset: -3px; }
+/* The map's ring goes on its scrolling box: on a canvas wider than the box it would be cut off. */
+.wrap:has(canvas:focus-visible) { outline: 3px solid var(--av-accent); outline-offset: -3px; }
+canvas:focus-visible { outline: none; }
+.foot { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
+.msg { padding: 16px 8px; color: var(--av-muted); }
+.msg.err { color: var(--av-error); }
+.warn { padding: 6px 8px; border-bottom: 2px solid var(--av-warn-border); background: var(--av-warn-bg); color: var(--av-warn-fg); font-weight: 600; font-size: 13px; }
+.gen { margin: 6px 8px; }
+.gqa { font-size: 12px; color: var(--av-muted); }
+.readout { padding: 3px 8px; font-size: 12px; color: var(--av-muted); border-top: 1px solid var(--av-border); min-height: 1.4em; }
+progress { width: 160px; }
+.heads-rank { border-top: 1px solid var(--av-border); font-size: 12px; }
+.heads-caption { margin: 0; padding: 4px 8px; color: var(--av-muted); }
+.heads-scroll { max-height: 22em; overflow: auto; }
+.heads-table { border-collapse: collapse; table-layout: fixed; width: 58em; font-variant-numeric: tabular-nums; }
+.heads-table th:first-child, .heads-table td:first-child { position: sticky; left: 0; z-index: 1; background: var(--av-bg); }
+.heads-table th, .heads-table td { padding: 1px 4px; text-align: right; white-space: nowrap; }
+.heads-table th:nth-child(-n+2), .heads-table td:nth-child(-n+2) { text-align: left; }
+.heads-table th button, .heads-table td button { min-height: 22px; padding: 0 4px; font-size: 12px; }
+.heads-table tr.current, .heads-table tr.current td:first-child { background: var(--av-hover); }
+`;
+
+class AttentionViz extends HTMLElement {
+  static get observedAttributes() {
+    return [...STATE_ATTRIBUTES, 'editable', 'height'];
+  }
+
+  constructor() {
+    super();
+    const root = this.attachShadow({ mode: 'open' });
+    const style = document.createElement('style');
+    style.textContent = STYLE;
+    root.appendChild(style);
+    const mk = (tag, props = {}, parent = root) => {
+      const e = document.createElement(tag);
+      Object.assign(e, props);
+      parent.appendChild(e);
+      return e;
+    };
+    this.$ = {};
+    this.$.bar = mk('div', { className: 'bar' });
+    const lab = (text) => {
+      const l = mk('label', {}, this.$.bar);
+      l.append(text);
+      return l;
+    };
+    this.$.layerLabel = lab('Layer ');
+    this.$.layer = mk('select', {}, this.$.layerLabel);
+    this.$.headLabel = lab('Head ');
+    this.$.head = mk('select', {}, this.$.headLabel);
+    this.$.gqa = mk('span', { className: 'gqa', hidden: true }, this.$.bar);
+    this.$.queryLabel = lab('Query ');
+    this.$.query = mk('select', {}, this.$.queryLabel);
+    this.$.stepLabel = lab('Step ');
+    this.$.step = mk('input', { type: 'range', min: '0', max: '0', value: '0' }, this.$.stepLabel);
+    this.$.text = mk('textarea', { rows: 2, spellcheck: false, dir: 'auto' });
+    this.$.text.setAttribute('aria-label', 'Text to analyse');
+    this.$.compare = null; // the "Compare with…" box, made for an editable widget that compares
+    this.$.warn = mk('div', { className: 'warn', hidden: true });
+    this.$.warn.setAttribute('role', 'alert');
+    this.$.out = mk('div', { className: 'out', hidden: true });
+    this.$.outLabel = mk('b', { textContent: 'Translation' }, this.$.out);
+    this.$.outText = mk('span', { dir: 'auto' }, this.$.out);
+    this.$.coverage = mk('small', { className: 'coverage' }, this.$.out);
+    this.$.gen = mk('div');
+    this.$.gen.setAttribute('role', 'group');
+    this.$.gen.setAttribute('aria-label', 'Generation');
+    this.$.msg = mk('div', { className: 'msg', textContent: 'Loading…' });
+    this.$.progress = mk('progress', { max: 1, value: 0, hidden: true }, this.$.msg);
+    this.$.wrap = mk('div', { className: 'wrap' });
+    this.$.canvas = mk('canvas', { tabIndex: 0 }, this.$.wrap);
+    this.$.canvas.setAttribute('role', 'img');
+    this.$.readout = mk('div', { className: 'readout' });
+    this.$.readout.setAttribute('aria-live', 'polite');
+    this.$.rank = mk('div', { className: 'heads-rank', hidden: true });
+    this.$.foot = mk('div', { className: 'foot' });
+    this.$.status = mk('span', {}, this.$.foot);
+    this.$.credit = mk('span', {}, this.$.foot);
+
+    this.session = new Session({ name: 'widget', unknownModel: 'error', onUpdate: (reason) => this.onUpdate(reason) });
+    this.shell = mountShell({
+      name: 'widget',
+      session: this.session,
+      canvas: this.$.canvas,
+      box: this.$.wrap,
+      themeRoot: this,
+      // Read before syncControls changes the DOM: reading a size after it forces a layout.
+      width: () => Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600),
+      sync: () => this.syncControls(),
+      drawn: (geom, r, s) => this.drawn(r, s),
+      failed: (e) => this.showError(e.message),
+    });
+    // theme.css arrives after the first style recalculation: its colours are read again then.
+    style.addEventListener('load', () => {
+      this.shell.theme.forget();
+      this.shell.scheduleDraw();
+    });
+    this.drawCount = 0;
+    this.started = false;
+    this.generation = mountGenerationPanel(this.$.gen, this.session);
+
+    listen('widget', this.$.layer, 'change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
+    listen('widget', this.$.head, 'change', () => {
+      const v = this.$.head.value;
+      if (v === 'mean') this.session.patch({ agg: 'mean' });
+      else if (v === 'all') this.session.allHeads();
+      else this.session.soloHead(Number(v));
+    });
+    listen('widget', this.$.query, 'change', () => this.session.patch({ query: Number(this.$.query.value) }));
+    listen('widget', this.$.step, 'input', () => this.session.patch({ step: Number(this.$.step.value) }));
+    bindTextBox(this.$.text, this.session);
+    listen('widget', this.$.canvas, 'keydown', this.shell.key);
+  }
+
+  connectedCallback() {
+    this.shell.observe();
+    if (this.started || this.waiting) return;
+    this.dataset.state = 'loading';
+    // loading="lazy": nothing is downloaded before the widget comes near the screen (a lesson
+    // with a SmolLM2 widget far below the fold costs no one its 98 MB); loading="click": the
+    // model's name and size on a button, downloaded when the reader asks.
+    const mode = this.getAttribute('loading');
+    if (mode === 'lazy' && typeof IntersectionObserver === 'function') {
+      this.$.msg.firstChild.textContent = 'Loads when scrolled into view.';
+      this.waiting = new IntersectionObserver((entries) => {
+        if (!entries.some((e) => e.isIntersecting)) return;
+        this.waiting.disconnect();
+        this.waiting = null;
+        this.begin();
+      }, { rootMargin: '300px' });
+      this.waiting.observe(this);
+    } else this.begin(mode === 'click' ? (m) => this.askToLoad(m) : null);
+  }
+
+  disconnectedCallback() {
+    this.shell.disconnect();
+  }
+
+  /** Start the session with the attributes as they are now (gate: see Session.start). */
+  begin(gate = null) {
+    const s = this.readAttributes(null, { ...this.session.state, model: 'minilm-l6', text: '' });
+    this.started = true;
+    this.session.start(s, { gate }).then(() => {
+      if (this.hasAttribute('editable')) this.$.text.value = this.session.state.text;
+    });
+  }
+
+  /** loading="click": a button that names the model and its download; resolves when pressed. */
+  askToLoad(m) {
+    return new Promise((resolve) => {
+      this.$.msg.firstChild.textContent = '';
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'load';
+      b.textContent = `Load ${modelLabel(m)}`;
+      b.addEventListener('click', () => {
+        b.remove();
+        this.$.msg.firstChild.textContent = 'Loading…';
+        resolve();
+      }, { once: true });
+      this.$.msg.insertBefore(b, this.$.progress);
+    });
+  }
+
+  attributeChangedCallback(name, oldValue, newValue) {
+    if (!this.started || oldValue === newValue) return;
+    const t0 = performance.now();
+    try {
+      this.applyAttribute(name);
+    } finally {
+      record('widget:attribute', t0);
+    }
+  }
+
+  /** One attribute changed after the start: the state follows it (timed, as a handler). */
+  applyAttribute(name) {
+    this.shell.theme.forget(); // a host page restyling the widget usually changes an attribute too
+    this.session.applyState(this.readAttributes(name, { ...this.session.state }));
+  }
+
+  /** Attributes → a state: all of them at start, then only the one that changed (so a change of
+   *  layer does not undo what the reader typed). */
+  readAttributes(only, s) {
+    // The state fields' attributes, read as the permalink's parameters are (state.js FIELDS); a
+    // value the widget cannot use is never silently replaced: a console warning says so.
+    const { problems } = fromAttributes((n) => this.getAttribute(n), only, s);
+    for (const problem of problems) console.warn(`attention-viz: ${problem}`);
+    if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {
+      const editable = this.hasAttribute('editable');
+      this.$.text.hidden = !editable;
+      if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
+      // Only a widget that compares gets the second box (compare="" for an empty one): an
+      // editable lesson widget keeps its one text box.
+      const box = editable && this.hasAttribute('compare') ? this.compareBox() : this.$.compare;
+      if (box) box.hidden = !editable || !this.hasAttribute('compare');
+      if (box && !box.hidden && box.value !== s.compare) box.value = s.compare;
+      const h = Number.parseInt(this.getAttribute('height'), 10);
+      this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
+    }
+    return s;
+  }
+
+  /** The "Compare with…" box under the text box, made on first need. */
+  compareBox() {
+    if (this.$.compare) return this.$.compare;
+    const box = Object.assign(document.createElement('textarea'), { rows: 1, spellcheck: false, dir: 'auto', placeholder: 'Compare with… (a second sentence, B)' });
+    box.setAttribute('aria-label', 'Compare with…');
+    this.$.text.after(box);
+    bindCompareBox(box, this.session);
+    return (this.$.compare = box);
+  }
+
+  onUpdate(reason) {
+    const session = this.session;
+    if (reason === 'result') this.shell.draw();
+    else if (reason === 'state') this.shell.scheduleDraw();
+    else if (reason === 'hover') this.showReadout();
+    else if (reason === 'text') this.$.text.value = session.state.text; // the session replaced the text (a model's example)
+    else if (reason === 'progress' || reason === 'status') {
+      const p = session.progress;
+      this.$.progress.hidden = !p;
+      if (p) {
+        this.$.progress.max = p.total || 1;
+        this.$.progress.value = p.loaded;
+      }
+      this.generation.sync();
+      this.showWarning();
+      if (session.manifest) this.$.credit.textContent = session.manifest.credit || session.manifest.name || session.manifest.id;
+      if (session.phase === 'error' && !session.result) this.showError(session.error);
+      else if (session.phase === 'loading' && !session.result) {
+        this.$.msg.hidden = false;
+        this.$.msg.classList.remove('err');
+        this.$.msg.firstChild.textContent = loadingText(session);
+      } else if (session.error) this.showError(session.error);
+    }
+  }
+
+  showWarning() {
+    const session = this.session;
+    const warn = [session.notice, session.result && summary(session).truncation, textLimitNotice(session.state, session.textCut)].filter(Boolean).join(' ');
+    this.$.warn.hidden = !warn;
+    this.$.warn.textContent = warn;
+  }
+
+  showError(message) {
+    this.dataset.state = 'error';
+    this.$.msg.hidden = false;
+    this.$.msg.classList.add('err');
+    this.$.msg.firstChild.textContent = `attention-viz: ${message}`;
+    this.$.progress.hidden = true;
+    this.dispatchEvent(new CustomEvent('attention-error', { detail: { message }, bubbles: true, composed: true }));
+  }
+
+  showReadout() {
+    const d = details(this.session);
+    const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}${it.extra ? ` (${it.extra})` : ''}`).join(', ');
+    this.$.readout.textContent = items ? `${d.title}: ${items}` : d.hint || '';
+  }
+
+  // After a drawing has finished (at 512 tokens, some tasks after it began).
+  drawn(r, s) {
+    const session = this.session;
+    this.$.msg.hidden = true;
+    const sum = summary(session);
+    const n = r.tokens.source.length;
+    // As the page's status lines do: which weights drew the map and which wasm build ran them.
+    this.$.status.textContent = [`${n} token${n === 1 ? '' : 's'}`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, buildText(session), sum.catchingUp].filter(Boolean).join(' · ');
+    this.showWarning();
+    this.$.out.hidden = sum.output == null;
+    this.$.outLabel.textContent = sum.outputLabel || 'Translation';
+    this.$.outText.textContent = sum.output ?? '';
+    this.$.coverage.textContent = sum.coverage || '';
+    this.showReadout();
+    later('widget:heads-table', () => renderHeadsTable(this.$.rank, session)); // a task of its own
+    this.generation.sync();
+    this.drawCount += 1;
+    this.dataset.drawCount = String(this.drawCount);
+    const first = this.dataset.state !== 'ready';
+    this.dataset.state = 'ready';
+    if (first && offline) keepForOffline(session.catalog);
+    const detail = { ...s, tokens: r.tokens.source.slice(), targetTokens: (r.tokens.target || []).slice(), outputText: r.output_text ?? null, drawCount: this.drawCount };
+    if (first) this.dispatchEvent(new CustomEvent('attention-ready', { detail, bubbles: true, composed: true }));
+    this.dispatchEvent(new CustomEvent('attention-change', { detail, bubbles: true, composed: true }));
+  }
+
+  syncControls() {
+    const session = this.session;
+    const c = controlChoices(session);
+    const ctl = c.controls;
+    setOptions(this.$.layer, c.layers);
+    this.$.layer.value = c.layer;
+    this.$.layerLabel.hidden = !ctl.layer;
+    const heads = [...Array(c.heads).keys()].map((h) => [String(h), String(h + 1)]);
+    if (ctl.heads === 'multi') heads.unshift(['all', 'all']);
+    if (ctl.agg) heads.push(['mean', 'mean']);
+    setOptions(this.$.head, heads);
+    this.$.head.value = c.head;
+    this.$.headLabel.hidden = !ctl.heads;
+    this.$.gqa.hidden = !c.headNote;
+    this.$.gqa.textContent = c.headNote || '';
+    this.$.queryLabel.hidden = !ctl.query;
+    if (ctl.query) {
+      setOptions(this.$.query, c.queries);
+      this.$.query.value = c.query;
+    }
+    this.$.stepLabel.hidden = !c.step;
+    if (c.step) {
+      this.$.step.max = String(c.step.max);
+      this.$.step.value = String(c.step.value);
+      this.$.step.setAttribute('aria-valuetext', c.step.text);
+    }
+    this.$.canvas.dataset.view = session.state.view;
+  }
+
+  /** Open the reader's own model: a FileList or array of Files (a folder's, or one .gguf). */
+  async openModel(files, { name = null } = {}) {
+    return this.session.openFiles(files, name);
+  }
+
+  /** Forget a model opened with openModel (its id: `viewState.model` while it is shown). */
+  removeModel(id) {
+    return this.session.removeModel(id);
+  }
+
+  /** TEST HOOK, not an API: how long the app's own slices and handlers held the main thread
+   *  (timing.js; one log per page, shared with the page shell and every widget). */
+  get timings() {
+    return timings;
+  }
+
+  /** The current state (read-only copy). */
+  get viewState() {
+    return { ...this.session.state };
+  }
+}
+
+
+export { AttentionViz };
