@@ -71,9 +71,12 @@ MIME = {
 BINARY_DEFAULT = "application/octet-stream"  # .safetensors, .bin, .gguf, .spm, ...
 
 # The pages' <meta http-equiv="Content-Security-Policy"> (www/index.html, embed.html, examples.html;
-# tests/e2e/server.test.mjs checks that they agree).
+# tests/e2e/server.test.mjs checks that they agree). connect-src: models by Hub id are fetched
+# from the Hugging Face Hub, its CDN or a mirror (any https origin), or a Hub-layout server on
+# this machine; scripts stay 'self' only.
 CSP = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self' blob:; "
-       "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "
+       "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+       "connect-src 'self' https: http://127.0.0.1:* http://localhost:*; "
        "object-src 'none'; base-uri 'self'; form-action 'none'")
 
 WORKERS = 16  # threads that answer requests

@@ -8,7 +8,8 @@
 // example; the shell's text box must show it).
 
 import { measuredResult, prefixResult, resultShape } from './analysis.js';
-import { Channel, init, loadModel, openModel, removeModel } from '../worker/worker-client.js';
+import { Channel, init, loadModel, openHubModel, openModel, removeModel } from '../worker/worker-client.js';
+import { isHubId } from '../worker/hub.js';
 import { collectFiles, describeReport } from '../worker/own-model.js';
 import { modelFiles, modelKey } from './weights.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
@@ -124,16 +125,17 @@ export class Session {
       return;
     }
     this.emit('catalog');
-    let m = this.findModel(this.state.model);
+    let m = this.findModel(this.state.model) || (isHubId(this.state.model) ? await this.fetchHub(this.state.model) : null);
     if (!m) {
       const ids = this.catalog.models.map((x) => x.id).join(', ');
-      const missing = `model "${this.state.model}" is not available here (available: ${ids || 'none'})`;
+      // A Hub id that could not be opened: the notice says why (the repo, the file, the status).
+      const missing = isHubId(this.state.model) ? this.notice : `model "${this.state.model}" is not available here (available: ${ids || 'none'})`;
       const fallback = this.findModel(defaultState().model) || this.catalog.models[0];
       if (this.unknownModel === 'error' || !fallback) {
         this.fail(new Error(missing));
         return;
       }
-      this.notice = `The permalink's ${missing}; showing ${fallback.name || fallback.id} instead.`;
+      this.notice = isHubId(this.state.model) ? `${missing} Showing ${fallback.name || fallback.id} instead.` : `The permalink's ${missing}; showing ${fallback.name || fallback.id} instead.`;
       m = fallback;
       Object.assign(this.state, PER_MODEL, { view: 'head' });
     }
@@ -168,30 +170,70 @@ export class Session {
    * the notice says why, and the promise rejects with that message.
    */
   async openModel({ name, files }) {
+    return this.show(await this.opening(name, (inspected) => openModel(files, name, inspected)));
+  }
+
+  /**
+   * Open a model of the Hugging Face Hub by id (hf:owner/name[@revision][?file=x.gguf],
+   * worker/hub.js): its headers inspected, its files fetched (with progress), loaded, kept and
+   * shown, as an opened folder is. Resolves to the report; rejects as openModel does.
+   */
+  async openHub(id) {
+    return this.show(await this.opening(id, (inspected) => this.openHubFiles(id, inspected)));
+  }
+
+  /** A Hub id that a permalink, an attribute or applyState names: its manifest once opened (the
+   *  view state is kept), or null with the notice saying why not. */
+  async fetchHub(id) {
+    try {
+      const opened = await this.opening(id, (inspected) => this.openHubFiles(id, inspected));
+      this.say(opened.notice);
+      return opened.manifest;
+    } catch {
+      return null;
+    }
+  }
+
+  openHubFiles(id, inspected) {
+    return openHubModel(id, inspected, (p) => {
+      this.progress = { loaded: p.loaded, total: p.total };
+      this.emit('progress');
+    });
+  }
+
+  /** Open a model by `open(onInspected)` (a worker request), saying in the notice what happens;
+   *  → the worker's answer with `notice`, the sentence to show once it is shown. */
+  async opening(name, open) {
     this.notice = `Reading “${name}”…`;
     this.emit('status');
     let opened;
     try {
-      opened = await openModel(files, name, (report) => {
+      opened = await open((report) => {
         this.notice = `Found in “${name}”: ${describeReport(report)} Loading…`;
         this.emit('status');
       });
     } catch (e) {
+      this.progress = null;
       this.notice = `Could not open “${name}”: ${e.message}`;
       this.emit('status');
       throw e;
     }
+    this.progress = null;
     this.opened = opened.report; // what was found, with the worker's timings and memory
     this.emit('catalog');
-    const shown = this.pickModel(opened.manifest.id);
     // Which storage holds it (OPFS or IndexedDB) is no concern of the reader's; whether it stays is.
     const kept = opened.stored
       ? ' Kept in this browser for your next visit (never uploaded).'
       : opened.storage
         ? ' It could not be kept in this browser’s storage: open it again next time.'
         : ' This browser gives the page no storage to keep it in (a private window?): after a reload, open it again.';
-    this.notice = `Opened “${name}”: ${describeReport(opened.report)}${kept}`;
-    this.emit('status');
+    return { ...opened, notice: opened.report ? `Opened “${name}”: ${describeReport(opened.report)}${kept}` : `Opened “${name}” (kept in this browser).` };
+  }
+
+  /** Show a model just opened (a new pick: its layers and heads start afresh), saying so. */
+  async show(opened) {
+    const shown = this.pickModel(opened.manifest.id);
+    this.say(opened.notice);
     await shown;
     return opened.report;
   }
@@ -225,7 +267,7 @@ export class Session {
    * permalink never names the failed one) and says what failed.
    */
   async selectModel(id, { keepText = true, before = this.restorePoint() } = {}) {
-    const m = this.findModel(id);
+    const m = this.findModel(id) || (isHubId(id) ? await this.fetchHub(id) : null);
     if (!m) {
       this.fail(new Error(`unknown model "${id}"`));
       return;

@@ -136,7 +136,7 @@ const genField = (name, write) => ({
 export const FIELDS = [
   {
     name: 'model', param: 'm', attr: 'model', write: String,
-    fromLink: (raw, s) => (raw === null ? s.model : raw.slice(0, 64)),
+    fromLink: (raw, s) => (raw === null ? s.model : raw.slice(0, 256)),
     fromAttr: (raw, s) => { if (raw) s.model = MODEL_ALIASES[raw] || raw; },
   },
   {

@@ -37,6 +37,7 @@ function elements() {
     canvas: $('view'), wrap: $('canvas-wrap'), sideTitle: $('side-title'), sideHint: $('side-hint'), topList: $('top-list'), notes: $('notes'),
     chart: $('entropy-chart'), chartBox: $('chart-box'), chartReadout: $('chart-readout'),
     openModel: $('open-model'), removeModel: $('remove-model'), openPanel: $('open-panel'), openHelp: $('open-help'), openFolder: $('open-folder'), openFiles: $('open-files'),
+    hubForm: $('hub-form'), hubRepo: $('hub-repo'), hubRevision: $('hub-revision'), hubFile: $('hub-file'), hubHelp: $('hub-help'),
     png: $('export-png'), svg: $('export-svg'), link: $('copy-link'), msg: $('action-msg'), credits: $('credits'), build: $('build'),
   };
 }
@@ -65,8 +66,10 @@ function fillCatalog(el, catalog, session) {
 }
 
 function main() {
-  // ?build=simd, ?build=relaxed or ?build=threads (a permalink flag, README): load that build where it can run.
-  configure({ build: new URLSearchParams(location.search).get('build') });
+  // ?build=simd, ?build=relaxed or ?build=threads (a permalink flag, README): load that build where
+  // it can run; ?hub=URL: fetch hf: model ids from that Hub-layout server (a mirror) instead.
+  const query = new URLSearchParams(location.search);
+  configure({ build: query.get('build'), hub: query.get('hub') });
   const el = elements();
   let lastHash = '';
 

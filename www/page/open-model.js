@@ -3,6 +3,8 @@
 // opened. The work is the session's (openModel, removeModel), shared with the widget.
 
 import { collectDrop, SUPPORTED_TEXT } from '../worker/own-model.js';
+import { hubId, parseHubId } from '../worker/hub.js';
+import { workerHub } from '../worker/worker-client.js';
 import { listen } from '../core/timing.js';
 
 export function bindOpenModel(el, session) {
@@ -17,6 +19,23 @@ export function bindOpenModel(el, session) {
     el.openModel.setAttribute('aria-expanded', 'false');
     return session.openFiles(files, name).catch(() => {});
   };
+  // A Hub repo by id: the same path as a permalink's m=hf:… (session.openHub).
+  el.hubHelp.textContent = `Fetched from ${workerHub()} into this browser (then kept), e.g. sentence-transformers/all-MiniLM-L6-v2; the permalink names it as hf:owner/name.`;
+  listen('page', el.hubForm, 'submit', (e) => {
+    e.preventDefault();
+    const repo = el.hubRepo.value.trim().replace(/^hf:/, '');
+    if (!repo) return;
+    el.openPanel.hidden = true;
+    el.openModel.setAttribute('aria-expanded', 'false');
+    let id;
+    try {
+      id = hubId(parseHubId(hubId({ repo, revision: el.hubRevision.value.trim() || 'main', file: el.hubFile.value.trim() || null })));
+    } catch (err) {
+      session.say(err.message);
+      return;
+    }
+    session.openHub(id).catch(() => {}); // the notice says why
+  });
   for (const input of [el.openFolder, el.openFiles]) {
     listen('page', input, 'change', () => {
       open(Array.from(input.files)); // an empty folder too: the notice says it held nothing

@@ -4,7 +4,8 @@
 //   <attention-viz model="minilm" text="The animal didn't cross the street because it was tired."
 //                  view="head" layer="4" editable></attention-viz>
 //
-// Attributes: model (minilm | en-pt | any model id), text, view (head | model | heatmap | cross |
+// Attributes: model (minilm | en-pt | any model id, or a Hugging Face Hub id:
+// hf:owner/name[@revision][?file=name.gguf], fetched from the Hub and kept), text, view (head | model | heatmap | cross |
 // step | positions | heads | qk), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
 // weights (int8, the default where a model has them: a quarter of the download | exact: the f32 file),
 // kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
@@ -22,7 +23,8 @@
 // to what was found, or rejects saying why not; removeModel(id) forgets one.
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }); configure({ build })
-// picks the wasm build (wasm-build.js: 'simd', 'relaxed', 'threads'). Both before the first widget.
+// picks the wasm build (wasm-build.js: 'simd', 'relaxed', 'threads'); data-hub="…" or
+// configure({ hub }) the Hub that hf: ids are fetched from (a mirror). All before the first widget.
 // data-offline on the <script> tag, or configure({ offline: true }): a second visit works offline
 // (sw.js, registered once a widget has drawn; the page must be inside sw.js's folder).
 // The footer names the weights and the wasm build that drew the map.
@@ -42,7 +44,7 @@ import { buildText, details, loadingText, modelLabel, summary } from '../shell/p
 let offline = false; // configure({ offline }) or data-offline: a second visit works offline
 
 /**
- * configure({ base, build, offline }): where pkg/, models/ and worker.js live, which wasm build
+ * configure({ base, build, hub, offline }): where pkg/, models/ and worker/ live, which wasm build
  * to load (before the first widget), and whether this page of widgets should work offline on a
  * second visit (the service worker sw.js; the page must be inside sw.js's folder).
  */

@@ -14,7 +14,11 @@
 const NAME = 'attnviz-models'; // OPFS folder and IndexedDB database
 
 // ---------------------------------------------------------------- OPFS: attnviz-models/<id>/
-// A model's files, then manifest.json last: a folder without it is an unfinished copy.
+// A model's files, then manifest.json last: a folder without it is an unfinished copy. The
+// folder's name is the id URI-encoded (a Hub id, hf:owner/name, has a slash; own-… ids are
+// their own encoding, so folders kept before stay readable).
+
+const folderOf = (id) => encodeURIComponent(id);
 
 const opfs = {
   async open() {
@@ -22,7 +26,7 @@ const opfs = {
     return root.getDirectoryHandle(NAME, { create: true });
   },
   async keep(dir, manifest, byName) {
-    const sub = await dir.getDirectoryHandle(manifest.id, { create: true });
+    const sub = await dir.getDirectoryHandle(folderOf(manifest.id), { create: true });
     for (const f of manifest.files) await writeFile(sub, f, byName.get(f));
     await writeFile(sub, 'manifest.json', new Blob([JSON.stringify(manifest)]));
   },
@@ -32,7 +36,7 @@ const opfs = {
       if (h.kind !== 'directory') continue;
       try {
         const m = JSON.parse(await (await (await h.getFileHandle('manifest.json')).getFile()).text());
-        if (m && m.id === name) out.push(m);
+        if (m && folderOf(m.id) === name) out.push(m);
       } catch {
         // an unfinished copy: not offered
       }
@@ -40,14 +44,14 @@ const opfs = {
     return out;
   },
   async read(dir, manifest) {
-    const sub = await dir.getDirectoryHandle(manifest.id);
+    const sub = await dir.getDirectoryHandle(folderOf(manifest.id));
     const out = {};
     for (const f of manifest.files) out[f] = await (await sub.getFileHandle(f)).getFile();
     return out;
   },
   async remove(dir, id) {
     try {
-      await dir.removeEntry(id, { recursive: true });
+      await dir.removeEntry(folderOf(id), { recursive: true });
     } catch (e) {
       if (e.name !== 'NotFoundError') throw e;
     }

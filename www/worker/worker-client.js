@@ -4,9 +4,11 @@
 
 import { pickBuild } from './wasm-build.js';
 import { timed } from '../core/timing.js';
+import { DEFAULT_HUB } from './hub.js';
 
 let base = new URL('../', import.meta.url).href; // the site's root (this file is in its worker/)
 let buildRequest = null; // configure({ build }): 'simd' forces pkg/ (wasm-build.js)
+let hub = null; // configure({ hub }): where hf: model ids are fetched from (worker/hub.js; the Hub by default)
 let worker = null;
 let nextId = 1;
 const waiting = new Map(); // id → { resolve, reject, onProgress, channel, type }
@@ -16,14 +18,20 @@ const loadPromises = new Map();
 let channelCount = 0;
 
 /**
- * Set where pkg/, models/ and worker.js live (a URL or a path relative to the page), and which wasm
- * build to load (build: 'simd' for pkg/ even where relaxed SIMD validates; default: the best one).
+ * Set where pkg/, models/ and worker/ live (a URL or a path relative to the page), which wasm
+ * build to load (build: 'simd' for pkg/ even where relaxed SIMD validates; default: the best
+ * one), and the Hub that hf: model ids are fetched from (hub: a URL with the Hugging Face Hub's
+ * layout, {hub}/{repo}/resolve/{revision}/{file}; default https://huggingface.co).
  */
 export function configure(opts = {}) {
-  if ((opts.base || opts.build) && worker) throw new Error('attnviz: configure({ base, build }) must be called before the first use');
+  if ((opts.base || opts.build || opts.hub) && worker) throw new Error('attnviz: configure({ base, build, hub }) must be called before the first use');
+  if (opts.hub) hub = new URL(opts.hub, document.baseURI).href.replace(/\/+$/, '');
   if (opts.base) base = new URL(opts.base.endsWith('/') ? opts.base : `${opts.base}/`, document.baseURI).href;
   if (opts.build) buildRequest = opts.build;
 }
+
+/** The Hub that hf: model ids are fetched from (configure({ hub })). */
+export const workerHub = () => hub || DEFAULT_HUB;
 
 /** Where pkg/, models/ and worker.js live (configure({ base }); by default this module's folder). */
 export const workerBase = () => base;
@@ -83,7 +91,7 @@ function request(msg, onProgress) {
 export function init() {
   if (!initPromise) {
     const pick = pickBuild(buildRequest);
-    initPromise = request({ type: 'init', base, build: pick.id, threads: pick.threads }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
+    initPromise = request({ type: 'init', base, build: pick.id, threads: pick.threads, hub }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
     initPromise.catch(() => {
       initPromise = null;
     });
@@ -134,6 +142,21 @@ export async function openModel(files, name, onInspected = () => {}) {
   if (navigator.storage && navigator.storage.persist) navigator.storage.persist().catch(() => {});
   const catalog = await init();
   const m = await request({ type: 'open', files, name }, (p) => onInspected(p.inspected));
+  if (!catalog.models.some((x) => x.id === m.manifest.id)) catalog.models.push(m.manifest);
+  loadPromises.set(m.manifest.id, Promise.resolve(m.info));
+  return m;
+}
+
+/**
+ * A model of the Hugging Face Hub by id (hf:owner/name[@revision][?file=x.gguf], worker/hub.js)
+ * → as openModel's answer: the worker fetches the repo's headers (onInspected(report)), then its
+ * files (onProgress({ loaded, total })), loads and keeps them; the catalogue gains the model under
+ * that id. Rejects naming the repo and the file that failed.
+ */
+export async function openHubModel(id, onInspected = () => {}, onProgress = () => {}) {
+  if (navigator.storage && navigator.storage.persist) navigator.storage.persist().catch(() => {});
+  const catalog = await init();
+  const m = await request({ type: 'open-hub', model: id }, (p) => (p.inspected ? onInspected(p.inspected) : onProgress(p)));
   if (!catalog.models.some((x) => x.id === m.manifest.id)) catalog.models.push(m.manifest);
   loadPromises.set(m.manifest.id, Promise.resolve(m.info));
   return m;

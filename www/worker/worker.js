@@ -40,10 +40,12 @@
 
 import { modelStore } from './model-store.js';
 import { readHeads } from './own-model.js';
+import { DEFAULT_HUB, HubRepo, hubId, parseHubId } from './hub.js';
 import { modelFiles } from '../core/weights.js';
 import { BUILDS, pickBuild } from './wasm-build.js';
 
 let base = new URL('../', import.meta.url); // where pkg/ and models/ live: the site's root
+let hub = DEFAULT_HUB; // where hf: model ids are fetched from (init's hub, configure({ hub }))
 let build = null; // the wasm build loaded (wasm-build.js BUILDS), chosen at init
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
 let wasmModule = null; // the compiled pkg/attnviz_bg.wasm, kept to start fresh instances
@@ -66,7 +68,7 @@ self.onmessage = (ev) => {
   const msg = ev.data;
   if (!msg || typeof msg !== 'object') return;
   // init and load are never superseded (several widgets may wait on one load).
-  if (msg.type === 'init' || msg.type === 'load' || msg.type === 'open' || msg.type === 'remove') {
+  if (msg.type === 'init' || msg.type === 'load' || msg.type === 'open' || msg.type === 'open-hub' || msg.type === 'remove') {
     handle(msg);
     return;
   }
@@ -111,6 +113,7 @@ async function handle(msg) {
   try {
     switch (msg.type) {
       case 'init':
+        if (msg.hub && !initPromise) hub = String(msg.hub);
         await ensureInit(msg.base, msg.build, msg.threads);
         self.postMessage({ id: msg.id, type: 'init', build: { ...wasm.buildInfo(), ...build }, supported: supported(), models: index });
         break;
@@ -149,6 +152,12 @@ async function handle(msg) {
         await ensureInit();
         const inspected = (report) => self.postMessage({ id: msg.id, type: 'progress', inspected: report });
         self.postMessage({ id: msg.id, type: 'opened', ...(await openUserModel(msg.files, msg.name, inspected)) });
+        break;
+      }
+      case 'open-hub': {
+        await ensureInit();
+        const progress = (m) => self.postMessage({ id: msg.id, type: 'progress', ...m });
+        self.postMessage({ id: msg.id, type: 'opened', ...(await openHubModel(String(msg.model), progress)) });
         break;
       }
       case 'remove': {
@@ -459,31 +468,80 @@ function userId(name) {
   return id;
 }
 
-/** Inspect, load, then keep a user's files; nothing changes (index, storage) when one step fails. */
-async function openUserModel(list, name, inspected) {
+/** Inspect, load, then keep a user's files. */
+function openUserModel(list, name, inspected) {
   const byName = new Map((Array.isArray(list) ? list : []).filter((f) => f && f.file instanceof Blob).map((f) => [String(f.name), f.file]));
+  return openModelFiles(byName, {
+    name: String(name),
+    // The same files opened again (same name, sizes and times of change): the copy already kept.
+    stamp: (files) => JSON.stringify(files.map((f) => [byName.get(f).size, byName.get(f).lastModified])),
+    read: async (f) => new Uint8Array(await byName.get(f).arrayBuffer()),
+    newId: () => userId(name),
+    inspected: (report) => inspected({ inspected: report }),
+  });
+}
+
+/**
+ * A Hub repo's model by id (worker/hub.js): its headers read by Range requests and inspected
+ * before the weights are fetched (progress: { inspected } once, then { loaded, total }), then
+ * loaded and kept under the id, so a permalink or a widget naming the id finds it kept.
+ */
+async function openHubModel(id, progress) {
+  const parsed = parseHubId(id);
+  const canonical = hubId(parsed);
+  const kept = index.find((m) => m.user && m.id === canonical);
+  if (kept) return { manifest: kept, report: null, info: (await ensureModel(kept.id, null)).info, stored: true, storage: true };
+  const repo = new HubRepo(hub, parsed);
+  const remote = await repo.modelFiles();
+  let loaded = 0;
+  let total = 0;
+  return openModelFiles(remote, {
+    name: parsed.repo.split('/')[1],
+    stamp: (files) => JSON.stringify([hub, parsed.revision, files.map((f) => [f, remote.get(f).size])]),
+    read: (f) =>
+      remote.get(f).bytes((n) => {
+        loaded += n;
+        progress({ loaded, total });
+      }),
+    newId: () => canonical,
+    inspected: (report) => {
+      total = report.manifest.files.reduce((a, f) => a + remote.get(f).size, 0);
+      progress({ inspected: report });
+      progress({ loaded, total });
+    },
+    extra: { hub: { repo: parsed.repo, revision: parsed.revision, file: parsed.file, endpoint: hub } },
+  });
+}
+
+/**
+ * Inspect, load, then keep a model's files (byName: name → a Blob, or a worker/hub.js
+ * RemoteFile: what readHeads reads headers from); nothing changes (index, storage) when one step
+ * fails. stamp(files) identifies the same files opened again (the copy kept is used), read(f)
+ * gives a file's bytes, newId() the model's id.
+ */
+async function openModelFiles(byName, { name, stamp, read, newId, inspected, extra = {} }) {
   const t0 = performance.now();
   const heads = await readHeads(byName, wasm.ggufHeadBytes());
-  const report = guarded(() => wasm.inspectModel(String(name), heads));
+  const report = guarded(() => wasm.inspectModel(name, heads));
   report.inspect_ms = performance.now() - t0;
   inspected(report); // said before the weights are read: they may take a while
-  // The same files opened again (same name, sizes and times of change): the copy already kept.
-  const stamp = JSON.stringify(report.manifest.files.map((f) => [byName.get(f).size, byName.get(f).lastModified]));
-  const kept = index.find((m) => m.user && m.name === String(name) && m.stamp === stamp);
+  const sameFiles = stamp(report.manifest.files);
+  const kept = index.find((m) => m.user && m.name === name && m.stamp === sameFiles);
   if (kept) return { manifest: kept, report, info: (await ensureModel(kept.id, null)).info, stored: true, storage: true };
   const files = {};
-  for (const f of report.manifest.files) files[f] = new Uint8Array(await byName.get(f).arrayBuffer());
+  for (const f of report.manifest.files) files[f] = await read(f);
   // From here to index.push nothing awaits: two models opened at once get ids of their own.
-  const id = userId(name);
-  const manifest = { ...report.manifest, id, dir: id, name: String(name), user: true, stamp, sizes: Object.fromEntries(Object.entries(files).map(([f, b]) => [f, b.byteLength])) };
+  const id = newId();
+  const manifest = { ...report.manifest, ...extra, id, dir: id, name, user: true, stamp: sameFiles, sizes: Object.fromEntries(Object.entries(files).map(([f, b]) => [f, b.byteLength])) };
   const t1 = performance.now();
   const model = guarded(() => wasm.AttnModel.load(JSON.stringify(manifest), files));
   report.load_ms = performance.now() - t1;
   report.wasm_memory_bytes = wasmMemoryBytes();
   const entry = { model, info: guarded(() => model.info()), manifest };
   models.set(id, entry);
-  index.push(manifest);
-  const stored = await storeUserModel(manifest, byName);
+  index = index.filter((m) => m.id !== id).concat(manifest);
+  const blobs = new Map(report.manifest.files.map((f) => [f, byName.get(f) instanceof Blob ? byName.get(f) : new Blob([files[f]])]));
+  const stored = await storeUserModel(manifest, blobs);
   return { manifest, report, info: entry.info, stored, storage: !!(await modelStore()) };
 }
 

@@ -1,0 +1,87 @@
+// A stand-in for the Hugging Face Hub (no machine here reaches the real one): the Hub's URL
+// layout, /{owner}/{name}/resolve/{revision}/{file}, served from local model folders, with what
+// the Hub does that a client must handle: weights answered by a 302 to another path (the Hub's
+// LFS/CDN redirect), Range requests (206 + Content-Range), CORS for pages of another origin, and
+// its refusals (404 with X-Error-Code EntryNotFound / RepoNotFound / RevisionNotFound, 401
+// GatedRepo). `requests` logs every path asked for.
+//
+//   const hub = await startHub({ 'owner/name': '/path/to/folder' }, { gated: ['owner/gated'] });
+//   hub.url  // 'http://127.0.0.1:PORT'
+//   await hub.close();
+
+import http from 'node:http';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+const REVISIONS = ['main', '0123456789abcdef0123456789abcdef01234567'];
+const CORS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-headers': 'range',
+  'access-control-expose-headers': 'content-range, content-length, etag, x-error-code, x-repo-commit',
+  'cross-origin-resource-policy': 'cross-origin',
+};
+
+export function startHub(repos, { gated = [] } = {}) {
+  const requests = [];
+  const refuse = (res, status, code) => {
+    res.writeHead(status, { ...CORS, 'content-type': 'application/json', 'x-error-code': code });
+    res.end(JSON.stringify({ error: code }));
+  };
+  const sendFile = (req, res, file) => {
+    const size = statSync(file).size;
+    const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range || '');
+    if (m) {
+      const start = Number(m[1]);
+      const end = Math.min(size - 1, m[2] ? Number(m[2]) : size - 1);
+      if (start >= size || end < start) {
+        res.writeHead(416, { ...CORS, 'content-range': `bytes */${size}` });
+        res.end();
+        return;
+      }
+      const body = readFileSync(file).subarray(start, end + 1);
+      res.writeHead(206, { ...CORS, 'content-type': 'application/octet-stream', 'content-length': body.length, 'content-range': `bytes ${start}-${end}/${size}`, 'accept-ranges': 'bytes' });
+      res.end(body);
+      return;
+    }
+    res.writeHead(200, { ...CORS, 'content-type': 'application/octet-stream', 'content-length': size, 'accept-ranges': 'bytes', etag: `"${size}"` });
+    res.end(readFileSync(file));
+  };
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://hub');
+    requests.push({ path: decodeURIComponent(url.pathname), range: req.headers.range || null });
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, CORS);
+      res.end();
+      return;
+    }
+    // The CDN side of the weights' redirect: /cdn/<owner>/<name>/<file>.
+    const cdn = /^\/cdn\/([^/]+\/[^/]+)\/([^/]+)$/.exec(url.pathname);
+    if (cdn && repos[cdn[1]]) {
+      sendFile(req, res, path.join(repos[cdn[1]], cdn[2]));
+      return;
+    }
+    const m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+    if (!m) return refuse(res, 404, 'RepoNotFound');
+    const [, repo, revision, name] = m.map(decodeURIComponent);
+    if (gated.includes(repo)) return refuse(res, 401, 'GatedRepo');
+    if (!repos[repo]) return refuse(res, 401, 'RepoNotFound'); // the Hub answers 401 for a repo it will not say exists
+    if (!REVISIONS.includes(revision)) return refuse(res, 404, 'RevisionNotFound');
+    const file = path.join(repos[repo], name);
+    if (name === 'manifest.json' || !existsSync(file)) return refuse(res, 404, 'EntryNotFound');
+    if (/\.(safetensors|gguf|bin)$/.test(name)) {
+      res.writeHead(302, { ...CORS, location: `/cdn/${repo}/${name}`, 'x-repo-commit': REVISIONS[1] });
+      res.end();
+      return;
+    }
+    sendFile(req, res, file);
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      resolve({
+        url: `http://127.0.0.1:${server.address().port}`,
+        requests,
+        close: () => new Promise((r) => server.close(r)),
+      });
+    });
+  });
+}

@@ -1,0 +1,161 @@
+// Models by Hugging Face Hub id (issue 24), against a local server with the Hub's URL layout
+// (hub-server.mjs: its redirects, Range answers and refusals; no machine here reaches the real
+// Hub). The page's "Open from the Hugging Face Hub" and a permalink's m=hf:… fetch a repo's
+// headers first (Range requests: the architecture is checked before any weights), then its files,
+// draw them with the CLI's tokens, keep them for the next visit, and say why a repo cannot be
+// opened (no such repo, gated, no such revision) while the model in use stays. A widget on another
+// page takes model="hf:…" with data-hub on its script tag.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openApp, useServerAndBrowser } from './harness.mjs';
+import { cliJson } from './cli-helpers.mjs';
+import { startHub } from './hub-server.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TEXT = 'The cat sat on the mat.';
+let server;
+let browser;
+let dir;
+let hub;
+useServerAndBrowser({}, (s, b) => {
+  server = s;
+  browser = b;
+});
+before(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'attnviz-hub-'));
+  execFileSync(path.join(ROOT, '.venv/bin/python'), [path.join(ROOT, 'scripts/tiny_models.py'), '--out', dir]);
+  hub = await startHub(
+    {
+      'attnviz-test/tiny-bert': path.join(dir, 'tiny-bert'),
+      'attnviz-test/tiny-bert-sharded': path.join(dir, 'tiny-bert-sharded'),
+      'sentence-transformers/all-MiniLM-L6-v2': path.join(ROOT, 'models/minilm'),
+      'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF': path.join(ROOT, 'models/smollm2'),
+    },
+    { gated: ['attnviz-test/gated'] },
+  );
+});
+after(async () => {
+  if (hub) await hub.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const seen = (page) => page.evaluate(() => ({ model: window.attnvizDebug.modelId, text: window.attnvizDebug.text, tokens: window.attnvizDebug.tokens, draws: window.attnvizDebug.drawCount, notice: document.getElementById('notice').textContent, hash: location.hash }));
+
+function waitModel(page, id, after = 0) {
+  return page.waitForFunction(([m, n]) => window.attnvizDebug.modelId === m && window.attnvizDebug.drawCount > n && !window.attnvizDebug.drawing, [id, after], { timeout: 60_000 });
+}
+
+async function openFromHub(page, repo, { revision = '', file = '' } = {}) {
+  await page.click('#open-model');
+  await page.fill('#hub-repo', repo);
+  await page.fill('#hub-revision', revision);
+  await page.fill('#hub-file', file);
+  await page.click('#hub-form button[type="submit"]');
+}
+
+/** The hub's requests for one repo's file since `from`: [{ path, range }] (the CDN path too). */
+const asked = (from, repo, file) => hub.requests.slice(from).filter((r) => r.path.endsWith(`${repo}/${file}`) || r.path.endsWith(`/${repo}/resolve/main/${file}`));
+
+test('page: a Hub repo by id draws with its own tokens, its headers read before its weights, kept for the next visit', async () => {
+  const app = await openApp(browser, `${server.url}?hub=${encodeURIComponent(hub.url)}#t=${encodeURIComponent(TEXT)}`);
+  const { page } = app;
+  try {
+    const want = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source;
+    const from = hub.requests.length;
+    const n = (await seen(page)).draws;
+    await openFromHub(page, 'attnviz-test/tiny-bert');
+    await waitModel(page, 'hf:attnviz-test/tiny-bert', n);
+    let s = await seen(page);
+    assert.deepEqual(s.tokens, want);
+    assert.equal(s.text, TEXT, 'the text typed stays');
+    assert.match(s.notice, /Opened “hf:attnviz-test\/tiny-bert”: BERT encoder, safetensors F32: 2 layers × 4 heads/);
+    assert.match(s.notice, /Kept in this browser/);
+    assert.match(decodeURIComponent(s.hash), /m=hf:attnviz-test\/tiny-bert(&|$)/, 'the permalink names the Hub id');
+    // Headers first: the weights' first request is a Range request, and the whole file is asked
+    // for only after the header was read (inspectModel before the download).
+    const weights = asked(from, 'attnviz-test/tiny-bert', 'model.safetensors');
+    assert.ok(weights.length >= 3, JSON.stringify(weights));
+    const firstWhole = weights.findIndex((r) => !r.range);
+    assert.ok(firstWhole > 0 && weights.slice(0, firstWhole).every((r) => r.range), `ranges before the download: ${JSON.stringify(weights)}`);
+    assert.ok(weights.some((r) => r.path.startsWith('/cdn/')), 'the weights were fetched through the Hub’s redirect');
+
+    // The next visit: the permalink finds the model kept (no weights fetched again).
+    const again = hub.requests.length;
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    await waitModel(page, 'hf:attnviz-test/tiny-bert');
+    s = await seen(page);
+    assert.deepEqual(s.tokens, want);
+    assert.deepEqual(hub.requests.slice(again).filter((r) => !r.range), [], 'nothing downloaded again');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or unknown-revision repo is refused with why, and the model in use stays; a GGUF repo opens with its file named', async () => {
+  const app = await openApp(browser, `${server.url}?hub=${encodeURIComponent(hub.url)}#m=${encodeURIComponent('hf:attnviz-test/tiny-bert-sharded')}&t=${encodeURIComponent(TEXT)}`);
+  const { page } = app;
+  try {
+    await waitModel(page, 'hf:attnviz-test/tiny-bert-sharded');
+    let s = await seen(page);
+    assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert-sharded'), '--text', TEXT).tokens.source);
+    for (const [repo, opts, why] of [
+      ['attnviz-test/gated', {}, /attnviz-test\/gated@main\/config\.json: the repo is gated/],
+      ['attnviz-test/nope', {}, /attnviz-test\/nope@main\/config\.json: no such repo, or a private one \(HTTP 401\)/],
+      ['attnviz-test/tiny-bert', { revision: 'v9' }, /attnviz-test\/tiny-bert@v9\/config\.json: the repo has no revision by that name/],
+      ['attnviz-test/tiny-bert', { file: 'missing.gguf' }, /attnviz-test\/tiny-bert@main\/missing\.gguf: not in the repo \(HTTP 404\)/],
+      ['not a repo', {}, /is not a Hub model id/],
+    ]) {
+      await openFromHub(page, repo, opts);
+      await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('notice').textContent), why.source, { timeout: 30_000 });
+      s = await seen(page);
+      assert.equal(s.model, 'hf:attnviz-test/tiny-bert-sharded', `${repo}: the model in use stays`);
+    }
+    // A GGUF repo: the file named.
+    const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
+    const n = (await seen(page)).draws;
+    await openFromHub(page, 'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF', { file: gguf });
+    await waitModel(page, `hf:HuggingFaceTB/SmolLM2-135M-Instruct-GGUF?file=${gguf}`, n);
+    s = await seen(page);
+    assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(ROOT, 'models/smollm2'), '--text', s.text).tokens.source);
+    assert.match(s.notice, /Llama decoder, gguf/i);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('widget: model="hf:…" with data-hub on the script tag draws the Hub repo with the CLI’s tokens', async () => {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${server.url}models/index.json`); // a host page of this origin with no CSP of ours
+    const ready = await page.evaluate(([base, hubUrl, text]) => new Promise((resolve) => {
+      const w = document.createElement('attention-viz');
+      w.setAttribute('model', 'hf:sentence-transformers/all-MiniLM-L6-v2');
+      w.setAttribute('text', text);
+      w.addEventListener('attention-ready', (e) => resolve({ tokens: e.detail.tokens, model: e.detail.model }), { once: true });
+      w.addEventListener('attention-error', (e) => resolve({ error: e.detail.message }), { once: true });
+      document.body.appendChild(w);
+      const s = document.createElement('script');
+      s.type = 'module';
+      s.src = `${base}attention-viz.js`;
+      s.dataset.hub = hubUrl;
+      document.body.appendChild(s);
+    }), [server.url, hub.url, TEXT]);
+    assert.equal(ready.error, undefined, ready.error);
+    assert.equal(ready.model, 'hf:sentence-transformers/all-MiniLM-L6-v2');
+    assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(ROOT, 'models/minilm'), '--text', TEXT).tokens.source);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});

@@ -1,0 +1,165 @@
+// Models from the Hugging Face Hub by id, fetched by the worker from the Hub's own URL layout,
+// {hub}/{repo}/resolve/{revision}/{file} (any server laid out the same way will do: a mirror, or
+// the tests' local one):
+//
+//   hf:<owner>/<name>[@<revision>][?file=<name>.gguf]
+//
+// A repo gives config.json, tokenizer.json and model.safetensors (or the shards its
+// model.safetensors.index.json names), or the one .gguf that `file=` names. Only their headers
+// are fetched first (HTTP Range requests), so the architecture and sizes are checked
+// (inspectModel, as for a dropped folder) before any weights are downloaded. Errors name the repo,
+// the revision and the file.
+
+export const DEFAULT_HUB = 'https://huggingface.co';
+const ID = /^hf:([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w./-]+?))?(?:\?file=([^?#/]+\.gguf))?$/;
+
+/** Is this model id a Hub id? */
+export const isHubId = (id) => String(id).startsWith('hf:');
+
+/** 'hf:owner/name@rev?file=x.gguf' → { repo, revision, file } (revision 'main' by default). */
+export function parseHubId(id) {
+  const m = ID.exec(String(id).trim());
+  if (!m) throw new Error(`"${id}" is not a Hub model id: write hf:owner/name, optionally @revision and ?file=name.gguf`);
+  return { repo: m[1], revision: m[2] || 'main', file: m[3] || null };
+}
+
+/** The id with its parts in one spelling (the revision named only when it is not main). */
+export function hubId({ repo, revision, file }) {
+  return `hf:${repo}${revision && revision !== 'main' ? `@${revision}` : ''}${file ? `?file=${file}` : ''}`;
+}
+
+/** Why the Hub said no, in words, from the status and the Hub's X-Error-Code header. */
+function refusal(res, where) {
+  const code = res.headers.get('x-error-code') || '';
+  if (code === 'GatedRepo') return `${where}: the repo is gated (its page on the Hub asks you to accept its terms; attnviz sends no token, so it cannot fetch gated repos)`;
+  if (code === 'RepoNotFound' || (res.status === 401 && !code)) return `${where}: no such repo, or a private one (HTTP ${res.status})`;
+  if (code === 'RevisionNotFound') return `${where}: the repo has no revision by that name (HTTP ${res.status})`;
+  if (res.status === 404) return `${where}: not in the repo (HTTP 404)`;
+  return `${where}: HTTP ${res.status}`;
+}
+
+/**
+ * One repo at one revision on one hub: finds its model files and reads them.
+ *   const repo = new HubRepo(hub, parseHubId(id));
+ *   const files = await repo.modelFiles();           // Map name → RemoteFile (size known)
+ *   const bytes = await files.get(name).bytes(onChunk);
+ */
+export class HubRepo {
+  constructor(hub, { repo, revision, file }) {
+    this.hub = String(hub || DEFAULT_HUB).replace(/\/+$/, '');
+    this.repo = repo;
+    this.revision = revision;
+    this.file = file;
+  }
+
+  url(name) {
+    return `${this.hub}/${this.repo}/resolve/${encodeURIComponent(this.revision)}/${name}`;
+  }
+
+  /** "owner/name@revision/file", as errors name a file. */
+  where(name) {
+    return `${this.repo}@${this.revision}/${name}`;
+  }
+
+  /** GET (with a Range when given): the response, or null for a file the repo does not have. */
+  async get(name, range = null, { optional = false } = {}) {
+    let res;
+    try {
+      res = await fetch(this.url(name), { headers: range ? { Range: range } : {}, credentials: 'omit' });
+    } catch (e) {
+      throw new Error(`${this.where(name)}: could not be fetched from ${this.hub} (${e.message}: no network, or the server does not allow this page to read it, CORS)`, { cause: e });
+    }
+    if (res.ok) return res;
+    if (optional && res.status === 404 && (res.headers.get('x-error-code') || 'EntryNotFound') === 'EntryNotFound') return null;
+    throw new Error(refusal(res, this.where(name)));
+  }
+
+  /** A file's size from one byte of it (206 Content-Range); null when the repo does not have it. */
+  async probe(name, { optional = false } = {}) {
+    const res = await this.get(name, 'bytes=0-0', { optional });
+    if (!res) return null;
+    const range = /\/(\d+)\s*$/.exec(res.headers.get('content-range') || '');
+    const size = range ? Number(range[1]) : Number(res.headers.get('content-length'));
+    if (res.body) res.body.cancel().catch(() => {}); // a server that ignored the Range sends it all: stop it
+    if (!Number.isFinite(size) || size < 0 || (!range && res.status !== 200)) throw new Error(`${this.where(name)}: the server gave no size for it`);
+    return new RemoteFile(this, name, size);
+  }
+
+  /** The model's files as RemoteFiles (sizes known, nothing of the weights read yet). */
+  async modelFiles() {
+    const out = new Map();
+    const add = async (name, optional = false) => {
+      const f = await this.probe(name, { optional });
+      if (f) out.set(name, f);
+      return f;
+    };
+    if (this.file) {
+      await add(this.file);
+      return out;
+    }
+    await add('config.json');
+    await add('tokenizer.json');
+    if (!(await add('model.safetensors', true))) {
+      const index = await add('model.safetensors.index.json', true);
+      if (!index) throw new Error(`${this.where('model.safetensors')}: the repo has neither model.safetensors nor model.safetensors.index.json (attnviz reads safetensors weights, or one .gguf named with ?file=)`);
+      let shards;
+      try {
+        shards = [...new Set(Object.values(JSON.parse(new TextDecoder().decode(await index.bytes())).weight_map || {}))];
+      } catch (e) {
+        throw new Error(`${this.where('model.safetensors.index.json')}: not a shard index (${e.message})`, { cause: e });
+      }
+      for (const s of shards.map(String)) {
+        if (!/^[\w.-]+\.safetensors$/.test(s)) throw new Error(`${this.where('model.safetensors.index.json')}: names a shard "${s}" that is not a file of the repo's top level`);
+        await add(s);
+      }
+    }
+    return out;
+  }
+}
+
+/** A file of a Hub repo with the slice()/size of a Blob (what own-model.js readHeads reads). */
+export class RemoteFile {
+  constructor(repo, name, size) {
+    this.repo = repo;
+    this.name = name;
+    this.size = size;
+  }
+
+  /** Bytes [start, end) as a Blob's slice would give them: { arrayBuffer() }, one Range request. */
+  slice(start = 0, end = this.size) {
+    const from = Math.max(0, start);
+    const to = Math.min(this.size, end);
+    return {
+      arrayBuffer: async () => {
+        if (to <= from) return new ArrayBuffer(0);
+        const res = await this.repo.get(this.name, `bytes=${from}-${to - 1}`);
+        const buf = await res.arrayBuffer();
+        // A server that ignored the Range sent the whole file.
+        return res.status === 206 ? buf : buf.slice(from, to);
+      },
+    };
+  }
+
+  /** The whole file; onChunk(bytes) as it arrives. Checked against the size the probe gave. */
+  async bytes(onChunk = () => {}) {
+    const res = await this.repo.get(this.name);
+    const chunks = [];
+    let got = 0;
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      got += value.byteLength;
+      onChunk(value.byteLength);
+    }
+    if (got !== this.size) throw new Error(`${this.repo.where(this.name)}: got ${got} bytes, the server said ${this.size}`);
+    const out = new Uint8Array(got);
+    let o = 0;
+    for (const c of chunks) {
+      out.set(c, o);
+      o += c.byteLength;
+    }
+    return out;
+  }
+}
