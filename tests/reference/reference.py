@@ -109,11 +109,13 @@ def attention_block(kind: str, layer: int, probs: np.ndarray) -> dict:
 
 # ----------------------------------------------------------------------------- safetensors
 
-_ST_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
+_ST_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I8": "i1"}
 
 
 def read_safetensors(path: str, dtype=np.float64) -> dict[str, np.ndarray]:
-    """Hand-written reader: u64 LE header length, JSON header, raw little-endian data."""
+    """Hand-written reader: u64 LE header length, JSON header, raw little-endian data. An I8
+    tensor `<name>` is an int8 weight with an F32 `<name>_scale` (one scale per row, or one for
+    all): it is returned dequantised, real = q · scale, and `<name>_scale` is not returned."""
     with open(path, "rb") as f:
         raw = f.read()
     (hlen,) = struct.unpack_from("<Q", raw, 0)
@@ -133,6 +135,12 @@ def read_safetensors(path: str, dtype=np.float64) -> dict[str, np.ndarray]:
         arr = np.frombuffer(raw, dtype=dt, count=(end - start) // np.dtype(dt).itemsize,
                             offset=base + start)
         out[name] = arr.reshape(info["shape"]).astype(dtype)
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] != "I8":
+            continue
+        scale = out.pop(f"{name}_scale")
+        q = out[name]
+        out[name] = q * (scale.reshape(-1, *([1] * (q.ndim - 1))) if scale.size > 1 else scale.reshape(()))
     return out
 
 
@@ -227,11 +235,11 @@ class Bert:
     """BertModel, RobertaModel / XLMRobertaModel (positions after padding_idx) and
     DistilBertModel (its names and config keys mapped onto BERT's; no token types)."""
 
-    def __init__(self, model_dir: str, dtype=np.float64):
+    def __init__(self, model_dir: str, dtype=np.float64, weights_file: str = "model.safetensors"):
         self.dtype = dtype
         with open(os.path.join(model_dir, "config.json")) as f:
             self.config = json.load(f)
-        self.w = read_safetensors(os.path.join(model_dir, "model.safetensors"), dtype)
+        self.w = read_safetensors(os.path.join(model_dir, weights_file), dtype)
         model_type = self.config.get("model_type", "bert")
         # task-head checkpoints prefix every name with the base model's ("bert.", "roberta.", …)
         base = {"roberta": "roberta.", "xlm-roberta": "roberta.", "distilbert": "distilbert."}.get(model_type, "bert.")
@@ -482,26 +490,40 @@ def model_id(model_dir: str) -> str:
     raise ValueError(f"cannot tell which model is in {model_dir}")
 
 
+def weights_file(model_dir: str, weights: str) -> str:
+    """The safetensors file of a weight set: "f32" the folder's model.safetensors; "int8" the one
+    its manifest's `variants.int8` names (int8 + per-row scales, read by read_safetensors)."""
+    if weights == "f32":
+        return "model.safetensors"
+    with open(os.path.join(model_dir, "manifest.json")) as f:
+        files = json.load(f).get("variants", {}).get(weights, [])
+    named = [f for f in files if f.endswith(".safetensors")]
+    if len(named) != 1:
+        raise ValueError(f"{model_dir}: the manifest names no {weights} safetensors file")
+    return named[0]
+
+
 @functools.lru_cache(maxsize=4)
-def load(model_dir: str, dtype=np.float64):
-    """dtype=np.float32 runs the same maths in float32 (to size rounding noise); default float64."""
+def load(model_dir: str, dtype=np.float64, weights: str = "f32"):
+    """dtype=np.float32 runs the same maths in float32 (to size rounding noise); default float64.
+    weights: "f32", or "int8" for a BERT folder's int8 variant (its manifest names the file)."""
     model_dir = os.path.abspath(model_dir)
     files = os.listdir(model_dir)
     if "config.json" in files and "model.safetensors" in files:
-        return Bert(model_dir, dtype)
+        return Bert(model_dir, dtype, weights_file(model_dir, weights))
     if any(f.endswith(".bin") for f in files):
         return Marian(model_dir, dtype)
     raise ValueError(f"unsupported model folder {model_dir}")
 
 
-def attend(model_dir: str, text: str, dtype=np.float64, measure: str = "weight", raw: bool = False) -> dict:
+def attend(model_dir: str, text: str, dtype=np.float64, measure: str = "weight", raw: bool = False, weights: str = "f32") -> dict:
     """Same schema as `attnviz attend --format json [--measure value-norm]`: measure="value-norm"
     adds "value_norms" blocks ‖α_ij f_h(x_j)‖ laid out like "attentions". raw=True also returns
     the forward's numpy results under "_raw"."""
     if measure not in ("weight", "value-norm"):
         raise ValueError(f"unknown measure {measure!r}")
     values = measure == "value-norm"
-    m = load(os.path.abspath(model_dir), dtype)
+    m = load(os.path.abspath(model_dir), dtype, weights)
     out = {"model": model_id(model_dir), "text": text}
     if isinstance(m, Bert):
         r = m.forward(text, values=values)
