@@ -33,13 +33,14 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models venv build build-simd build-threads serve site test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
+.PHONY: help setup models venv build build-simd build-threads serve site dist test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean fuzz fuzz-smoke fuzz-build
 
 help:
 	@echo "attnviz make targets:"
 	@echo "  make serve       setup + models + build, then serve on http://127.0.0.1:\$$PORT/ (default 8080)"
 	@echo "  make site DEST=path  the folder to upload to any static host: page, lesson, widget, wasm builds, default models"
+	@echo "  make dist        the npm package dist/attnviz-<version>.tgz: the widget, its worker, the three wasm builds (no models)"
 	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e (FORCE=1: also suites that passed with the same inputs)"
 	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
 	@echo "  make setup       install toolchain, wasm-bindgen, npm deps, chromium (scripts/setup.sh)"
@@ -149,6 +150,12 @@ site: setup models build
 	@test -n "$(DEST)" || { echo "make site: say where, e.g. make site DEST=../my-course/attnviz" >&2; exit 2; }
 	@$(PYTHON) scripts/site.py --dest "$(DEST)"
 
+# The npm package (scripts/dist.mjs: the files the widget reaches, found by following its imports;
+# scripts/npm/ holds its package.json fields, README and types). tests/e2e/npm.test.mjs installs it
+# into a fresh project and draws a widget from an import-map page and from a Vite build.
+dist: setup build
+	node scripts/dist.mjs
+
 # The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
 # loads and the e2e suite; the shared-memory build and the fuzzers; the native suites, then the
 # suite of every wasm build once both builds are there (TARGET@A,B waits for A and B). Measured in
@@ -166,7 +173,9 @@ TEST_PREP := setup models
 # make test takes seconds. After a change every suite runs (each reads most of the tree). CI
 # (CI=true) and FORCE=1 run them all regardless (and write the stamps, in .test-stamps/).
 TEST_CACHED := lint test-rust test-py test-wasm test-e2e fuzz-smoke
-TEST_LANES := "page: build-simd test-e2e@venv" "wasm: build-threads fuzz-smoke" \
+# test-e2e also waits for build-threads (ending a few seconds after build-simd): the npm package
+# test (tests/e2e/npm.test.mjs) packs all three builds.
+TEST_LANES := "page: build-simd test-e2e@venv,build-threads" "wasm: build-threads fuzz-smoke" \
 	"native: venv lint test-rust test-py test-wasm@build-simd,build-threads"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
@@ -307,6 +316,7 @@ check-simd:
 clean:
 	cargo clean
 	find pkg -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+	rm -rf dist
 
 distclean: clean
 	rm -rf models node_modules .toolchain .venv

@@ -308,3 +308,25 @@ export async function hoverStepPanel(page, id) {
   await page.mouse.move(cbox.x + panel.x + 2.5 * panel.cw, cbox.y + panel.y + 1.5 * panel.ch);
   return panel;
 }
+
+const staticServers = [];
+
+/** A plain static server of `folder` (python3 -m http.server: no headers of ours, as a host's
+ *  static site would be) → its URL; stopStaticServers() stops every one started. */
+export function staticServer(folder) {
+  return new Promise((resolve, reject) => {
+    const p = spawn('python3', ['-u', '-m', 'http.server', '--bind', '127.0.0.1', '--directory', folder, '0'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    staticServers.push(p);
+    let out = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(`http://127.0.0.1:${m[1]}/`);
+    });
+    p.on('exit', (code) => reject(new Error(`http.server exited (${code}): ${out}`)));
+  });
+}
+
+export function stopStaticServers() {
+  for (const p of staticServers.splice(0)) p.kill();
+}

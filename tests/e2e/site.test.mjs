@@ -5,40 +5,25 @@
 // instead of leaving it 0 px tall.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchBrowser, openApp } from './harness.mjs';
+import { launchBrowser, openApp, staticServer, stopStaticServers } from './harness.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let browser;
 let dir;
 let siteUrl; // the folder make site wrote, served (the first test makes it)
-const servers = [];
 
 /** python3 -m http.server on a free port of 127.0.0.1, serving `folder`: its base URL. */
-function staticServer(folder) {
-  return new Promise((resolve, reject) => {
-    const p = spawn('python3', ['-u', '-m', 'http.server', '--bind', '127.0.0.1', '--directory', folder, '0'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    servers.push(p);
-    let out = '';
-    p.stdout.on('data', (d) => {
-      out += d;
-      const m = /port (\d+)/.exec(out);
-      if (m) resolve(`http://127.0.0.1:${m[1]}/`);
-    });
-    p.on('exit', (code) => reject(new Error(`http.server exited (${code}): ${out}`)));
-  });
-}
-
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'attnviz-site-'));
   browser = await launchBrowser();
 });
 after(async () => {
-  for (const p of servers) p.kill();
+  stopStaticServers();
   await browser?.close();
   rmSync(dir, { recursive: true, force: true });
 });

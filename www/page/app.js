@@ -13,7 +13,7 @@ import { bindControls, syncControls } from './controls.js';
 import { renderSide } from './side.js';
 import { renderProgress, renderStatus } from './status.js';
 import { bindEntropyChart } from './entropy-panel.js';
-import { renderHeadsTable } from './heads-table.js';
+import { renderHeadsTable } from '../shell/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './open-model.js';
 import { configure } from '../worker/worker-client.js';
 import { later, listen, timings } from '../core/timing.js';

@@ -3,7 +3,8 @@
 // is registered once a host has drawn, and told which files this page and the worker loaded, so
 // it copies them from the HTTP cache instead of downloading them again.
 
-import { workerBase } from '../worker/worker-client.js';
+import { configuredBase } from '../worker/worker-client.js';
+import { buildFile } from '../worker/wasm-build.js';
 
 const SW = new URL('../sw.js', import.meta.url);
 let asked = false;
@@ -18,6 +19,11 @@ export function keepForOffline(catalog) {
   if (asked) return;
   asked = true;
   if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
+  if (SW.protocol !== location.protocol) {
+    // A bundler inlined sw.js (a data: URL): a service worker must be a file of the site.
+    console.warn('attnviz: offline use needs sw.js served as a file of this site (as make site writes it); it will not work offline');
+    return;
+  }
   const scope = new URL('./', SW);
   if (!location.href.startsWith(scope.href)) {
     console.warn(`attnviz: offline use needs this page inside ${scope.href} (the folder of sw.js, as make site writes it); it will not work offline`);
@@ -27,8 +33,8 @@ export function keepForOffline(catalog) {
     .register(SW, { scope: scope.href })
     .then(() => navigator.serviceWorker.ready)
     .then((reg) => {
-      const dir = new URL(catalog ? catalog.build.dir : 'pkg/', workerBase());
-      const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['attnviz.js', 'attnviz_bg.wasm'].map((f) => new URL(f, dir).href)];
+      const dir = catalog ? catalog.build.dir : 'pkg/';
+      const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['glue', 'wasm'].map((f) => buildFile(dir, f, configuredBase()).href)];
       if (catalog && catalog.build.id === 'threads') urls.push(new URL('../worker/pool-helper.js', import.meta.url).href);
       reg.active.postMessage({ type: 'keep', urls });
     })

@@ -3,7 +3,8 @@
 // has fetched the same file by then (the same build: its dir comes from the worker's init
 // answer), so the HTTP cache serves it. From where the worker's are (configure({ base })).
 
-import { workerBase } from '../worker/worker-client.js';
+import { configuredBase } from '../worker/worker-client.js';
+import { buildFile } from '../worker/wasm-build.js';
 
 let module = null;
 let loading = null;
@@ -20,8 +21,8 @@ export function chartWasm() {
 export function loadChartWasm(build = { dir: 'pkg/' }) {
   const dir = build.chartDir || build.dir;
   if (!loading) {
-    loading = import(new URL(`${dir}attnviz.js`, workerBase()).href).then(async (m) => {
-      await m.default({ module_or_path: fetch(new URL(`${dir}attnviz_bg.wasm`, workerBase()), { cache: 'force-cache' }) });
+    loading = import(buildFile(dir, 'glue', configuredBase()).href).then(async (m) => {
+      await m.default({ module_or_path: fetch(buildFile(dir, 'wasm', configuredBase()), { cache: 'force-cache' }) });
       module = m;
       return m;
     });

@@ -2,7 +2,7 @@
 // (what its attention mostly does on this text: sink, previous token, …; src/heads.rs) and
 // shaded by the score behind that label, with a legend. Hover reads out the head's scores;
 // click opens it in the head view. The data is the model's heads() answer (input.heads), not the
-// attention maps. The sortable ranking beside it is DOM (www/page/heads-table.js).
+// attention maps. The sortable ranking beside it is DOM (www/shell/heads-table.js).
 
 import { clear, drawTitle, fitText, font, gridStep, textLines, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';

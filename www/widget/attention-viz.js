@@ -36,7 +36,7 @@ import { Session } from '../core/session.js';
 import { controlChoices, mountShell } from '../shell/host.js';
 import { keepForOffline } from '../shell/offline.js';
 import { fromAttributes, STATE_ATTRIBUTES, textLimitNotice } from '../core/state.js';
-import { renderHeadsTable } from '../page/heads-table.js';
+import { renderHeadsTable } from '../shell/heads-table.js';
 import { setOptions } from '../shell/select-options.js';
 import { later, listen, record, timings } from '../core/timing.js';
 import { buildText, details, loadingText, modelLabel, summary } from '../shell/prose.js';

@@ -20,6 +20,31 @@ export const BUILDS = {
   simd: { id: 'simd', dir: 'pkg/', label: 'wasm SIMD' },
 };
 
+/** The folder that holds worker/, pkg/ and models/ (this module is in its worker/; in a bundled
+ *  app, the folder above the bundle's chunks). Computed by hand: bundlers take every
+ *  new URL('…', import.meta.url) for a file to ship, and a folder is none. */
+export const SITE_ROOT = (() => {
+  const u = new URL(import.meta.url);
+  u.search = '';
+  u.hash = '';
+  u.pathname = u.pathname.replace(/[^/]*\/[^/]*$/, '');
+  return u.href;
+})();
+
+// Each build's files as literal URLs: a bundler (Vite, esbuild, webpack) sees them and ships them
+// with the app; served as they are (make site, the npm package), they are pkg/ beside worker/.
+const FILES = {
+  'pkg/': { glue: new URL('../pkg/attnviz.js', import.meta.url), wasm: new URL('../pkg/attnviz_bg.wasm', import.meta.url) },
+  'pkg/relaxed/': { glue: new URL('../pkg/relaxed/attnviz.js', import.meta.url), wasm: new URL('../pkg/relaxed/attnviz_bg.wasm', import.meta.url) },
+  'pkg/threads/': { glue: new URL('../pkg/threads/attnviz.js', import.meta.url), wasm: new URL('../pkg/threads/attnviz_bg.wasm', import.meta.url) },
+};
+
+/** The URL of a build's glue (`glue`) or module (`wasm`) in the folder `dir` ('pkg/relaxed/'):
+ *  under `base` when configure({ base }) named one, else where this module finds them. */
+export function buildFile(dir, file, base = null) {
+  return base ? new URL(`${dir}${file === 'glue' ? 'attnviz.js' : 'attnviz_bg.wasm'}`, base) : new URL(FILES[dir][file]);
+}
+
 /** Whether this browser validates a module that uses relaxed SIMD. */
 export function hasRelaxedSimd() {
   try {

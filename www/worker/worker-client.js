@@ -2,11 +2,13 @@
 // Each user of the worker gets a Channel; on a channel a newer request supersedes an older one
 // (the older promise resolves to { superseded: true } and its answer is never drawn).
 
-import { pickBuild } from './wasm-build.js';
+import { pickBuild, SITE_ROOT } from './wasm-build.js';
 import { timed } from '../core/timing.js';
 import { DEFAULT_HUB } from './hub.js';
 
-let base = new URL('../', import.meta.url).href; // the site's root (this file is in its worker/)
+let base = SITE_ROOT; // where worker/, pkg/ and models/ are
+let baseGiven = false; // configure({ base }): files from there; else found from this module
+let models = null; // configure({ models }): the folder of the models' index (default: base's models/)
 let buildRequest = null; // configure({ build }): 'simd' forces pkg/ (wasm-build.js)
 let hub = null; // configure({ hub }): where hf: model ids are fetched from (worker/hub.js; the Hub by default)
 let worker = null;
@@ -24,22 +26,31 @@ let channelCount = 0;
  * layout, {hub}/{repo}/resolve/{revision}/{file}; default https://huggingface.co).
  */
 export function configure(opts = {}) {
-  if ((opts.base || opts.build || opts.hub) && worker) throw new Error('attnviz: configure({ base, build, hub }) must be called before the first use');
+  if ((opts.base || opts.build || opts.hub || opts.models) && worker) throw new Error('attnviz: configure({ base, build, hub, models }) must be called before the first use');
+  const folder = (u) => new URL(u.endsWith('/') ? u : `${u}/`, document.baseURI).href;
   if (opts.hub) hub = new URL(opts.hub, document.baseURI).href.replace(/\/+$/, '');
-  if (opts.base) base = new URL(opts.base.endsWith('/') ? opts.base : `${opts.base}/`, document.baseURI).href;
+  if (opts.models) models = folder(opts.models);
+  if (opts.base) {
+    base = folder(opts.base);
+    baseGiven = true;
+  }
   if (opts.build) buildRequest = opts.build;
 }
 
 /** The Hub that hf: model ids are fetched from (configure({ hub })). */
 export const workerHub = () => hub || DEFAULT_HUB;
 
-/** Where pkg/, models/ and worker.js live (configure({ base }); by default this module's folder). */
-export const workerBase = () => base;
+/** Where pkg/, models/ and worker/ live when configure({ base }) said so; else null (each
+ *  module finds the files from its own URL, as a bundler sees them). */
+export const configuredBase = () => (baseGiven ? base : null);
 
 function ensureWorker() {
   if (worker) return worker;
   const url = new URL('worker/worker.js', base);
-  if (url.origin === location.origin) {
+  if (!baseGiven) {
+    // This very form is what bundlers (Vite, webpack, esbuild plugins) recognise and bundle.
+    worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'attnviz' });
+  } else if (url.origin === location.origin) {
     worker = new Worker(url, { type: 'module', name: 'attnviz' });
   } else {
     // Workers must be same-origin: start a tiny module worker that imports the real one
@@ -90,8 +101,12 @@ function request(msg, onProgress) {
 /** { build, supported, models } — the wasm build and the models this build can run. */
 export function init() {
   if (!initPromise) {
-    const pick = pickBuild(buildRequest);
-    initPromise = request({ type: 'init', base, build: pick.id, threads: pick.threads, hub }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
+    // A microtask later: a page that imports the widget and then calls configure() in the same
+    // script configures it before the widgets already in the page start the worker.
+    initPromise = Promise.resolve().then(() => {
+      const pick = pickBuild(buildRequest);
+      return request({ type: 'init', base: baseGiven ? base : null, models: models || new URL('models/', base).href, build: pick.id, threads: pick.threads, hub });
+    }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
     initPromise.catch(() => {
       initPromise = null;
     });

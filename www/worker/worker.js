@@ -1,7 +1,9 @@
 // The Web Worker that owns the wasm instance and every loaded model.
 //
 // Protocol (all messages carry `id`; requests also carry `channel`):
-//   → { id, channel, type: 'init', base, build }       ← { id, type: 'init', build, supported, models }
+//   → { id, channel, type: 'init', base, models, build, threads, hub }
+//                                                       ← { id, type: 'init', build, supported, models }
+//     (base: null unless configure({ base }) named one; models: the default models' folder)
 //     (build: 'threads', 'relaxed' or 'simd', the client's pick (wasm-build.js); the answer's
 //     build is buildInfo() with the build loaded: id, dir, label, and for 'threads' their count)
 //   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
@@ -42,9 +44,10 @@ import { modelStore } from './model-store.js';
 import { readHeads } from './own-model.js';
 import { DEFAULT_HUB, HubRepo, hubId, parseHubId } from './hub.js';
 import { modelFiles } from '../core/weights.js';
-import { BUILDS, pickBuild } from './wasm-build.js';
+import { BUILDS, buildFile, pickBuild, SITE_ROOT } from './wasm-build.js';
 
-let base = new URL('../', import.meta.url); // where pkg/ and models/ live: the site's root
+let base = null; // configure({ base }): where pkg/ lives; null: wasm-build.js finds it from its own URL
+let modelsBase = new URL('models/', SITE_ROOT); // the default models' folder (its index.json); init's models
 let hub = DEFAULT_HUB; // where hf: model ids are fetched from (init's hub, configure({ hub }))
 let build = null; // the wasm build loaded (wasm-build.js BUILDS), chosen at init
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
@@ -114,7 +117,7 @@ async function handle(msg) {
     switch (msg.type) {
       case 'init':
         if (msg.hub && !initPromise) hub = String(msg.hub);
-        await ensureInit(msg.base, msg.build, msg.threads);
+        await ensureInit(msg.base, msg.build, msg.threads, msg.models);
         self.postMessage({ id: msg.id, type: 'init', build: { ...wasm.buildInfo(), ...build }, supported: supported(), models: index });
         break;
       case 'load': {
@@ -210,15 +213,18 @@ function supported() {
   return Array.from(wasm.supportedArchitectures());
 }
 
-async function ensureInit(newBase, buildId, threads) {
+async function ensureInit(newBase, buildId, threads, models) {
   if (!initPromise) {
-    if (newBase) base = new URL(newBase, base);
+    if (newBase) base = new URL(newBase);
+    if (models) modelsBase = new URL(models);
     if (!build) build = BUILDS[buildId] ? { ...BUILDS[buildId], threads } : pickBuild();
     initPromise = (async () => {
       await startInstance();
-      const res = await fetch(new URL('models/index.json', base));
-      if (!res.ok) throw new Error(`models/index.json: HTTP ${res.status}`);
-      const all = await res.json();
+      // No default models beside the files (an npm install, a bundled app): only the reader's
+      // own and Hub ids, and a widget naming a default model says it is not available here.
+      const res = await fetch(new URL('index.json', modelsBase));
+      if (!res.ok && res.status !== 404) throw new Error(`${new URL('index.json', modelsBase)}: HTTP ${res.status}`);
+      const all = res.ok ? await res.json() : [];
       const sup = new Set(supported());
       index = (Array.isArray(all) ? all : []).filter((m) => m && sup.has(m.architecture)).concat(await listUserModels());
     })();
@@ -230,7 +236,7 @@ async function ensureInit(newBase, buildId, threads) {
 }
 
 async function compileWasm() {
-  const res = await fetch(new URL(`${build.dir}attnviz_bg.wasm`, base));
+  const res = await fetch(buildFile(build.dir, 'wasm', base));
   if (!res.ok) throw new Error(`${build.dir}attnviz_bg.wasm: HTTP ${res.status}`);
   if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
     return WebAssembly.compileStreaming(res);
@@ -244,7 +250,7 @@ async function compileWasm() {
  * matches it with ignoreSearch). The module is compiled once.
  */
 async function startInstance() {
-  const url = new URL(`${build.dir}attnviz.js`, base);
+  const url = buildFile(build.dir, 'glue', base);
   if (generation > 0) url.searchParams.set('instance', String(generation + 1));
   let glue;
   try {
@@ -404,7 +410,7 @@ async function fetchFiles(manifest, reqId) {
   const cache = await openCache();
   const out = {};
   for (const name of manifest.files) {
-    const url = new URL(`models/${manifest.dir}/${name}`, base).href;
+    const url = new URL(`${manifest.dir}/${name}`, modelsBase).href;
     let bytes = null;
     if (cache) {
       const hit = await cache.match(url);

@@ -1,0 +1,111 @@
+// The npm package (issue 24): `make dist`'s tarball installed into a fresh project (offline: it
+// has no dependencies), then a widget with a Hugging Face Hub id drawn in headless Chromium from
+// (a) a plain page that maps the package's name with an import map and (b) a page built by Vite,
+// both served as static files; the Hub is the local stand-in (hub-server.mjs). The tarball holds
+// the files the widget reaches and nothing else, under a stated size.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launchBrowser, staticServer, stopStaticServers } from './harness.mjs';
+import { cliJson } from './cli-helpers.mjs';
+import { startHub } from './hub-server.mjs';
+import { buildPackage, packageFiles } from '../../scripts/dist.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TEXT = 'The cat sat on the mat.';
+const REPO = 'attnviz-test/tiny-bert';
+// Three wasm builds of ~2.7 MB each, compressed: 3.2 MiB today. More means something else got in.
+const MAX_TARBALL_BYTES = 4 * 1048576;
+let dir;
+let project;
+let packed;
+let hub;
+let browser;
+// The package ships the three wasm builds; a machine whose make build could not make the
+// shared-memory one (no Debian rustc-web) has no package to test.
+const SKIP = !existsSync(path.join(ROOT, 'pkg/threads/attnviz_bg.wasm')) && 'no pkg/threads/ on this machine (make build skipped it), so no package';
+
+before(async () => {
+  if (SKIP) return;
+  dir = mkdtempSync(path.join(tmpdir(), 'attnviz-npm-'));
+  execFileSync(path.join(ROOT, '.venv/bin/python'), [path.join(ROOT, 'scripts/tiny_models.py'), '--out', dir]);
+  hub = await startHub({ [REPO]: path.join(dir, 'tiny-bert') });
+  packed = buildPackage();
+  project = path.join(dir, 'course-site');
+  mkdirSync(project);
+  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'course-site', private: true, type: 'module' }));
+  execFileSync('npm', ['install', packed.tarball, '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project, stdio: 'pipe', env: { ...process.env, npm_config_update_notifier: 'false' } });
+  browser = await launchBrowser();
+});
+after(async () => {
+  if (SKIP) return;
+  stopStaticServers();
+  await browser?.close();
+  if (hub) await hub.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// The page's module: configure the Hub (from ?hub=), then report the widget's first drawing.
+const MAIN = `import { configure } from 'attnviz';
+configure({ hub: new URLSearchParams(location.search).get('hub') });
+const w = document.querySelector('attention-viz');
+w.addEventListener('attention-ready', (e) => { window.__ready = { tokens: e.detail.tokens, model: e.detail.model }; });
+w.addEventListener('attention-error', (e) => { window.__ready = { error: e.detail.message }; });
+`;
+const WIDGET = `<attention-viz model="hf:${REPO}" text="${TEXT}" view="heatmap"></attention-viz>`;
+
+/** Open `url` (?hub= added), wait for the widget's first drawing → { tokens, model } or { error }. */
+async function drawnAt(url) {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${url}?hub=${encodeURIComponent(hub.url)}`);
+    await page.waitForFunction(() => window.__ready, null, { timeout: 120_000 });
+    const ready = await page.evaluate(() => window.__ready);
+    assert.deepEqual(errors, []);
+    return ready;
+  } finally {
+    await context.close();
+  }
+}
+
+test('the tarball: the widget’s files and nothing else, no dependencies, under the stated size', { skip: SKIP }, () => {
+  const want = [...packageFiles(), 'README.md', 'attention-viz.d.ts', 'package.json'].sort();
+  assert.deepEqual(packed.files, want);
+  for (const f of packed.files) assert.doesNotMatch(f, /^(page|tests|models)\/|\.test\.|views\/README|entropy-chart/, `${f} is not needed by the widget`);
+  assert.ok(packed.bytes <= MAX_TARBALL_BYTES, `${packed.bytes} bytes, more than ${MAX_TARBALL_BYTES}`);
+  const installed = JSON.parse(readFileSync(path.join(project, 'node_modules/attnviz/package.json'), 'utf8'));
+  assert.equal(installed.dependencies, undefined);
+  assert.equal(installed.exports['.'].default, './attention-viz.js');
+  assert.equal(installed.license, 'MIT');
+  console.log(`# ${path.basename(packed.tarball)}: ${packed.bytes} bytes packed, ${packed.unpacked} unpacked, ${packed.files.length} files`);
+});
+
+test('a plain page with an import map, served as static files, draws a widget with a Hub id', { skip: SKIP }, async () => {
+  writeFileSync(path.join(project, 'importmap.html'), `<!doctype html><meta charset="utf-8"><title>A lesson</title>
+<script type="importmap">{ "imports": { "attnviz": "./node_modules/attnviz/attention-viz.js" } }</script>
+<body>${WIDGET}<script type="module">${MAIN}</script></body>`);
+  const url = await staticServer(project);
+  const ready = await drawnAt(`${url}importmap.html`);
+  assert.equal(ready.error, undefined, ready.error);
+  assert.equal(ready.model, `hf:${REPO}`);
+  assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
+});
+
+test('a page built by Vite draws a widget with a Hub id: the worker and the wasm are found in the build', { skip: SKIP }, async () => {
+  const app = path.join(project, 'app');
+  mkdirSync(app);
+  writeFileSync(path.join(app, 'index.html'), `<!doctype html><meta charset="utf-8"><title>A course page</title><body>${WIDGET}<script type="module" src="./main.js"></script></body>`);
+  writeFileSync(path.join(app, 'main.js'), MAIN);
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], { cwd: app, stdio: 'pipe' });
+  const url = await staticServer(path.join(app, 'dist'));
+  const ready = await drawnAt(url);
+  assert.equal(ready.error, undefined, ready.error);
+  assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
+});
