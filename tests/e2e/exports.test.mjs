@@ -42,6 +42,32 @@ function pngVsCanvas(page, bytes) {
   }, bytes.toString('base64'));
 }
 
+/** The PNG's iTXt chunks, read by hand: { keyword: text }; each chunk's CRC checked. */
+function pngText(bytes) {
+  const out = {};
+  for (let o = 8; o + 12 <= bytes.length; ) {
+    const len = bytes.readUInt32BE(o);
+    const type = bytes.subarray(o + 4, o + 8).toString('latin1');
+    if (type === 'iTXt') {
+      const data = bytes.subarray(o + 8, o + 8 + len);
+      let crc = 0xffffffff;
+      for (const b of bytes.subarray(o + 4, o + 8 + len)) {
+        crc ^= b;
+        for (let k = 0; k < 8; k++) crc = crc & 1 ? 0xedb88320 ^ (crc >>> 1) : crc >>> 1;
+      }
+      assert.equal((crc ^ 0xffffffff) >>> 0, bytes.readUInt32BE(o + 8 + len), 'the iTXt chunk’s CRC');
+      const keyword = data.subarray(0, data.indexOf(0)).toString('latin1');
+      // keyword \0 flag method language \0 translated \0 text
+      let p = data.indexOf(0) + 3;
+      p = data.indexOf(0, p) + 1;
+      p = data.indexOf(0, p) + 1;
+      out[keyword] = data.subarray(p).toString('utf8');
+    }
+    o += 12 + len;
+  }
+  return out;
+}
+
 /** Parse an SVG in the page: its size, its texts (with font size and anchor), rects and paths. */
 function parseSvg(page, svg) {
   return page.evaluate((src) => {
@@ -55,6 +81,7 @@ function parseSvg(page, svg) {
       outlines: root.querySelectorAll('rect[fill="none"]').length,
       filled: root.querySelectorAll('rect:not([fill="none"])').length,
       paths: root.querySelectorAll('path').length,
+      desc: root.querySelector(':scope > desc') ? root.querySelector(':scope > desc').textContent : null,
     };
   }, svg);
 }
@@ -83,8 +110,11 @@ test('model view: Save PNG is the grid on screen, Save SVG holds its 72 maps, th
   try {
     await waitDrawn(page, () => window.attnvizDebug.view === 'model');
     const png = await save(page, '#export-png');
-    assert.match(png.name, /^attnviz-minilm-l6-model-encoder_self-.*\.png$/, png.name);
+    assert.match(png.name, /^attnviz-minilm-l6-int8-model-encoder_self-.*\.png$/, png.name);
     assert.equal(png.bytes.subarray(1, 4).toString(), 'PNG');
+    // The file says what drew it: the model, its weights, the view and the text.
+    const said = `attnviz · all-MiniLM-L6-v2 · int8 weights · Model view: “${text}”`;
+    assert.equal(pngText(png.bytes).Description, said);
     const img = await pngVsCanvas(page, png.bytes);
     assert.deepEqual([img.width, img.height], img.canvas, `the PNG is ${img.width}×${img.height}, the canvas ${img.canvas.join('×')}`);
     assert.ok(img.width > 600 && img.height > 6 * 60, `a 6 × 12 grid is larger than ${img.width}×${img.height}`);
@@ -92,9 +122,10 @@ test('model view: Save PNG is the grid on screen, Save SVG holds its 72 maps, th
     assert.ok(img.inked > img.pixels * 0.2, `the PNG is mostly blank: ${img.inked} of ${img.pixels} pixels inked`);
 
     const svgFile = await save(page, '#export-svg');
-    assert.match(svgFile.name, /^attnviz-minilm-l6-model-encoder_self-.*\.svg$/, svgFile.name);
+    assert.match(svgFile.name, /^attnviz-minilm-l6-int8-model-encoder_self-.*\.svg$/, svgFile.name);
     const svg = await parseSvg(page, svgFile.bytes.toString('utf8'));
     assert.equal(svg.error, undefined, svg.error);
+    assert.equal(svg.desc, said);
     assert.ok(Math.abs(svg.width - img.css[0]) <= 1 && Math.abs(svg.height - img.css[1]) <= 1, `the SVG is ${svg.width}×${svg.height}, the view ${img.css.join('×')}`);
     const texts = svg.texts.map((t) => t.text);
     assert.ok(texts.some((t) => t.startsWith('All layers × heads')), 'the title');
@@ -134,6 +165,8 @@ test('cross view: Save PNG is the view on screen, Save SVG holds the tokens as t
     await waitDrawn(page, (s) => window.attnvizDebug.view === 'cross' && window.attnvizDebug.state.step === s, step);
     const png = await save(page, '#export-png');
     assert.match(png.name, /^attnviz-en-pt-tiny-cross-cross-l2-mean\.png$/, png.name);
+    // One set of weights: none named.
+    assert.equal(pngText(png.bytes).Description, `attnviz · English→Portuguese tiny (Bergamot/Marian) · Cross-attention: “${text}”`);
     const img = await pngVsCanvas(page, png.bytes);
     assert.deepEqual([img.width, img.height], img.canvas);
     assert.equal(img.differing, 0, `${img.differing} pixels of the PNG differ from the canvas`);

@@ -17,7 +17,7 @@ import { renderHeadsTable } from '../shell/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './open-model.js';
 import { configure } from '../worker/worker-client.js';
 import { later, listen, timings } from '../core/timing.js';
-import { buildText, generationText, modelLabel } from '../shell/prose.js';
+import { buildText, exportLabel, generationText, modelLabel } from '../shell/prose.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -247,8 +247,9 @@ function main() {
 
   listen('page', el.png, 'click', async () => {
     try {
-      const blob = await pngBlob(el.canvas);
-      download(blob, exportName(session.state, 'png'));
+      const label = exportLabel(session);
+      const blob = await pngBlob(el.canvas, label.description);
+      download(blob, exportName(session.state, 'png', label.weightsTag));
       el.msg.textContent = `PNG saved (${el.canvas.width}×${el.canvas.height} px).`;
     } catch (e) {
       el.msg.textContent = e.message;
@@ -257,8 +258,9 @@ function main() {
   listen('page', el.svg, 'click', () => {
     try {
       const st = { ...session.state, focus: session.state.pin };
-      const svg = toSvg(session.state.view, session.input(), st, shell.theme(), canvasWidth(el));
-      download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg'));
+      const label = exportLabel(session);
+      const svg = toSvg(session.state.view, session.input(), st, shell.theme(), canvasWidth(el), label.description);
+      download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg', label.weightsTag));
       el.msg.textContent = 'SVG saved.';
     } catch (e) {
       el.msg.textContent = `SVG export failed: ${e.message}`;

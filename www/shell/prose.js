@@ -140,6 +140,23 @@ export function generationText(session) {
   return { ...base, tokens, step, steps: G, chosen, stepText, topTitle, top, stopText, sink };
 }
 
+/**
+ * What an exported image says it shows (the PNG's Description, the SVG's <desc>), and the tag its
+ * file name carries: the model, which weights drew the map (a model with int8 and exact weights),
+ * the view and the text. → { description, weightsTag ('int8' | 'f32' | '') }.
+ */
+export function exportLabel(session) {
+  const m = session.manifest;
+  const r = session.resultFor;
+  const weights = m ? weightsLabel(m, session.drawnWeights()) : null;
+  const view = viewFor(session.state.view).label;
+  const parts = ['attnviz', m ? m.name || m.id : session.state.model, weights, view].filter(Boolean);
+  return {
+    description: `${parts.join(' · ')}: “${r ? r.text : session.state.text}”`,
+    weightsTag: weights ? (session.drawnWeights() === 'exact' ? 'f32' : 'int8') : '',
+  };
+}
+
 /** GQA: which key/value head the selected query head shares, and with which heads; or null. */
 export function headNote(session) {
   const kind = kindShown(session.state);

@@ -110,12 +110,13 @@ export function slicedPainter(canvas) {
   };
 }
 
-/** The same view as an SVG document string. */
-export function toSvg(name, input, state, theme, width) {
+/** The same view as an SVG document string; `description` (what it shows) goes into its <desc>. */
+export function toSvg(name, input, state, theme, width, description = '') {
   const v = moduleFor(name, input);
   const probe = new SvgContext(1, 1);
   const sz = v.size(probe, input, state, width);
   const ctx = new SvgContext(sz.width, sz.height);
+  if (description) ctx.describe(description);
   const drawn = v.draw(ctx, input, state, theme, sz.width, sz.height);
   if (isSteps(drawn)) drain(drawn);
   return ctx.toString();
@@ -187,12 +188,41 @@ export function download(blob, filename) {
   setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
 
-export function pngBlob(canvas) {
-  return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG export failed'))), 'image/png'));
+/** The canvas as a PNG; `description` (what it shows) goes into an iTXt "Description" chunk. */
+export async function pngBlob(canvas, description = '') {
+  const png = await new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG export failed'))), 'image/png'));
+  return description ? withText(new Uint8Array(await png.arrayBuffer()), 'Description', description) : png;
 }
 
-export function exportName(state, ext) {
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+const crc32 = (bytes) => {
+  let c = 0xffffffff;
+  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+};
+
+/** A PNG with an iTXt chunk (UTF-8 text, uncompressed: PNG spec §11.3.4.5) before its IEND. */
+function withText(png, keyword, text) {
+  const enc = new TextEncoder();
+  // keyword \0, compression flag 0, method 0, language tag "" \0, translated keyword "" \0, text
+  const data = new Uint8Array([...enc.encode(keyword), 0, 0, 0, 0, 0, ...enc.encode(text)]);
+  const chunk = new Uint8Array(12 + data.length);
+  const view = new DataView(chunk.buffer);
+  view.setUint32(0, data.length);
+  chunk.set(enc.encode('iTXt'), 4);
+  chunk.set(data, 8);
+  view.setUint32(8 + data.length, crc32(chunk.subarray(4, 8 + data.length)));
+  const iend = png.length - 12; // the IEND chunk closes every PNG the canvas writes
+  return new Blob([png.subarray(0, iend), chunk, png.subarray(iend)], { type: 'image/png' });
+}
+
+/** attnviz-<model>[-int8|-f32]-<view>[-compare]-<kind>-l<layer>-<head or mean>.<ext> */
+export function exportName(state, ext, weightsTag = '') {
   const what = state.agg === 'head' ? `h${state.head + 1}` : state.agg;
   const cmp = state.compare && COMPARE_VIEWS.includes(state.view) ? '-compare' : '';
-  return `attnviz-${state.model}-${state.view}${cmp}-${state.kind}-l${state.layer + 1}-${what}.${ext}`;
+  return `attnviz-${state.model}${weightsTag ? `-${weightsTag}` : ''}-${state.view}${cmp}-${state.kind}-l${state.layer + 1}-${what}.${ext}`;
 }

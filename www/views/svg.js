@@ -192,6 +192,15 @@ export class SvgContext {
 
   setLineDash() {}
 
+  /** A <title> and <desc> saying what the drawing shows (text, as every text here). */
+  describe(text) {
+    for (const tag of ['desc', 'title']) {
+      const el = document.createElementNS(NS, tag);
+      el.textContent = text;
+      this.root.prepend(el);
+    }
+  }
+
   toString() {
     // The most used font family goes on the root once; others stay on their elements.
     let main = '';
