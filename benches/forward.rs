@@ -4,7 +4,11 @@
 //! 1. The GEMM kernel (`tensor::linear`) against nalgebra's own `tr_mul` on the FFN shape of
 //!    MiniLM (16 tokens × 384 → 1536), to justify owning the kernel.
 //! 2. One forward of each default model on a 16-token sentence.
+//! 3. SmolLM2's time per generated token through the KV cache: (a 14-token prompt plus 64
+//!    generated tokens − the prompt alone) ÷ 64, each a median. `ATTNVIZ_BENCH_ONLY=generate`
+//!    runs this row alone (to compare two builds side by side).
 
+use attnviz::attention::GenerateOptions;
 use attnviz::models::Model;
 use attnviz::tensor::{linear, linear_quantized, Mat, QuantizedMat};
 use std::path::Path;
@@ -28,6 +32,11 @@ fn filled(rows: usize, cols: usize) -> Mat {
 }
 
 fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    if std::env::var("ATTNVIZ_BENCH_ONLY").as_deref() == Ok("generate") {
+        generation(&root);
+        return;
+    }
     let (t, d, ffn) = (16, 384, 1536);
     let x = filled(t, d);
     let w = filled(ffn, d);
@@ -59,7 +68,6 @@ fn main() {
     });
     println!("logits 1x256x32000 f32 weights {logits:8.3} ms   int8 weights {logits_q:8.3} ms   ratio {:.2}x", logits / logits_q);
 
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     // 16 tokens for each model, counting [CLS]/[SEP] and </s>.
     for (dir, text) in
         [("minilm", "The animal didn't cross the street because it was too tired to walk."), ("en-pt", "The animal didn't cross the street because it was too tired to walk.")]
@@ -81,4 +89,29 @@ fn main() {
         println!("tokenize {dir:<7} median {tok_ms:8.3} ms");
         println!("forward {dir:<7} {:>3} source tokens, {:>3} target tokens   median {ms:8.2} ms", out.output.source_tokens.len(), out.output.target_tokens.len());
     }
+    generation(&root);
+}
+
+/// SmolLM2's per-token generation time: what a KV cache written in place (not copied per
+/// step) is for.
+fn generation(root: &Path) {
+    let model = match Model::load_dir(&root.join("smollm2")) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("smollm2: skipped ({e})");
+            return;
+        }
+    };
+    let prompt = "Once upon a time, in a small village by the sea, there lived";
+    let new_tokens = 64;
+    let run = |n: usize| {
+        let options = GenerateOptions { max_new_tokens: n, ..GenerateOptions::default() };
+        let out = model.attend_generating(prompt, &options).expect("generate");
+        // Greedy: every run generates the same tokens; the bench needs all of them (no end of text).
+        assert_eq!(out.output.generation.as_ref().map_or(0, |g| g.steps.len()), n, "generation stopped early");
+        std::hint::black_box(out);
+    };
+    let prompt_ms = median_ms(5, || run(0));
+    let total_ms = median_ms(5, || run(new_tokens));
+    println!("generate smollm2 prompt median {prompt_ms:8.2} ms   +{new_tokens} tokens median {total_ms:8.2} ms   per token {:6.2} ms", (total_ms - prompt_ms) / new_tokens as f64);
 }
