@@ -1,11 +1,10 @@
-//! What every model returns and what a forward records: tokens, optional output text, and
-//! attention blocks tagged by kind, layer and heads — attention is the product here, not a
-//! by-product. A [`Probe`] passed into each forward says what to record (every attention map,
-//! every intermediate of one head for the step view) and collects it; the models only hand
-//! each attention call's results to it. Plus small analyses used by the CLI table.
+//! What every model returns: tokens, optional output text, and attention blocks tagged by kind,
+//! layer and heads — attention is the product here, not a by-product — and one head's
+//! intermediates for the step view. A [`crate::nn::probe::Probe`] passed into each forward
+//! collects them. Plus small analyses used by the CLI table.
 
-use crate::error::{invalid_model, Error, Result};
-use crate::tensor::{all_finite, AttentionOutput, HeadTrace, Mat};
+use crate::error::{invalid_model, Result};
+use crate::tensor::all_finite;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -54,13 +53,6 @@ impl AttentionKind {
     }
 }
 
-/// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Site {
-    pub kind: AttentionKind,
-    pub layer: usize,
-}
-
 /// One layer's attention probabilities for every head.
 #[derive(Clone, Debug)]
 pub struct AttentionBlock {
@@ -100,7 +92,7 @@ impl StopReason {
 }
 
 /// What one forward computes (for a translator: encoding plus greedy decoding). The attention
-/// it went through is in the [`Probe`] that was passed in.
+/// it went through is in the [`crate::nn::probe::Probe`] that was passed in.
 #[derive(Clone, Debug)]
 pub struct ForwardOutput {
     pub source_tokens: Vec<String>,
@@ -246,7 +238,7 @@ impl ForwardOutput {
 pub struct Attended {
     pub output: ForwardOutput,
     pub attentions: Vec<AttentionBlock>,
-    /// When asked for: per block, α_ij·‖f_h(x_j)‖ (see [`Probe::record_value_norms`]), laid out
+    /// When asked for: per block, α_ij·‖f_h(x_j)‖ (see [`crate::nn::probe::Probe::attention_maps_and_value_norms`]), laid out
     /// like `attentions` (rows do not sum to 1).
     pub value_norms: Option<Vec<AttentionBlock>>,
 }
@@ -303,7 +295,7 @@ pub struct OutputTrace {
 }
 
 impl OutputTrace {
-    fn append_queries(&mut self, later: OutputTrace) {
+    pub(crate) fn append_queries(&mut self, later: OutputTrace) {
         self.query_len += later.query_len;
         self.concat.extend(later.concat);
         self.projected.extend(later.projected);
@@ -313,178 +305,64 @@ impl OutputTrace {
     }
 }
 
-/// One attention call's maps: `(key_len, # [heads, q, key_len])`.
-type Chunk = (usize, Vec<f32>);
-
-fn non_finite(kind: AttentionKind, layer: usize) -> Error {
-    invalid_model(format!("the {} attention of layer {} is NaN or infinite: the model's weights make its activations overflow", kind.as_str(), layer + 1))
+/// Every intermediate of one head of one attention call, for the step view.
+#[derive(Clone, Debug)]
+pub struct HeadTrace {
+    pub d_k: usize,
+    pub query_len: usize,
+    pub key_len: usize,
+    /// `# [Tq, d_k]`
+    pub q: Vec<f32>,
+    /// `# [Tk, d_k]`
+    pub k: Vec<f32>,
+    /// `# [Tk, d_k]`
+    pub v: Vec<f32>,
+    /// `# [Tq, Tk]` raw `q · kᵀ`
+    pub scores: Vec<f32>,
+    /// `# [Tq, Tk]` scores ÷ √d_k
+    pub scaled: Vec<f32>,
+    /// `# [Tq, Tk]` 1 = visible, 0 = masked
+    pub mask: Vec<f32>,
+    /// `# [Tq, Tk]`
+    pub probs: Vec<f32>,
+    /// `# [Tq, d_k]` probs · v
+    pub output: Vec<f32>,
 }
 
-/// What a forward records, passed down to every attention call. Each attention layer asks
-/// [`Probe::traced_head`] which of its heads to trace, runs the one attention kernel, and hands
-/// the result to [`Probe::record`]; several calls at one site (one per decode step) add query
-/// rows to the same block.
-#[derive(Debug, Default)]
-pub struct Probe {
-    maps: bool,
-    /// Also record value-weighted norms (Kobayashi et al. 2020) beside every map.
-    value_norms: bool,
-    head: Option<HeadRequest>,
-    /// Per site in first-call order: `(site, heads, chunks)`, each chunk `(key_len_i,
-    /// # [heads, q_i, key_len_i])`; keys grow from call to call with a KV cache.
-    recorded: Vec<(Site, usize, Vec<Chunk>)>,
-    /// The same for α_ij·‖f_h(x_j)‖.
-    recorded_norms: Vec<(Site, usize, Vec<Chunk>)>,
-    /// ‖f_h(x_j)‖ `# [heads, Tk]` of the attention call about to be recorded at this site.
-    pending_norms: Option<(Site, Vec<f32>)>,
-    trace: Option<HeadTrace>,
-    block: Option<OutputTrace>,
-}
-
-impl Probe {
-    /// Records every attention map.
-    pub fn attention_maps() -> Probe {
-        Probe { maps: true, ..Probe::default() }
-    }
-
-    /// Records every attention map and, beside each, the value-weighted norms.
-    pub fn attention_maps_and_value_norms() -> Probe {
-        Probe { maps: true, value_norms: true, ..Probe::default() }
-    }
-
-    /// Whether the attention calls should hand ‖f_h(x_j)‖ to [`Probe::record_value_norms`].
-    pub fn wants_value_norms(&self) -> bool {
-        self.value_norms
-    }
-
-    /// Takes ‖f_h(x_j)‖ `# [heads, Tk]` for the next call of [`Probe::record`] at `site`:
-    /// f_h(x_j) = (x_j W_V^h + b_V^h) W_O^h is what key j sends through head h (its value,
-    /// through the head's slice of the output projection, without the output bias); the
-    /// recorded norm of query i, key j is α_ij·‖f_h(x_j)‖ = ‖α_ij f_h(x_j)‖ (Kobayashi et al.,
-    /// "Attention is Not Only a Weight", EMNLP 2020).
-    pub fn record_value_norms(&mut self, site: Site, norms: Vec<f32>) {
-        if self.value_norms {
-            self.pending_norms = Some((site, norms));
-        }
-    }
-
-    /// Records every intermediate of one head, and no maps.
-    pub fn head(request: HeadRequest) -> Probe {
-        Probe { head: Some(request), ..Probe::default() }
-    }
-
-    /// Whether one head's intermediates are being traced (the step view).
-    pub fn is_tracing(&self) -> bool {
-        self.head.is_some()
-    }
-
-    /// The head whose intermediates the attention call at `site` should keep, if any.
-    pub fn traced_head(&self, site: Site) -> Option<usize> {
-        self.head.filter(|r| r.kind == site.kind && r.layer == site.layer).map(|r| r.head)
-    }
-
-    /// Takes what one attention call at `site` computed; returns its context `# [Tq, D]`.
-    pub fn record(&mut self, site: Site, heads: usize, att: AttentionOutput) -> Mat {
-        let AttentionOutput { context, probs, trace } = att;
-        if self.maps {
-            let key_len = probs.len() / (heads * context.rows()).max(1);
-            if let Some((_, norms)) = self.pending_norms.take().filter(|p| p.0 == site) {
-                // [heads, Tq, Tk] · [heads, 1, Tk]
-                let weighted: Vec<f32> = probs.iter().enumerate().map(|(i, p)| p * norms[(i / (key_len * context.rows()).max(1)) * key_len + i % key_len.max(1)]).collect();
-                push_chunk(&mut self.recorded_norms, site, heads, (key_len, weighted));
+impl HeadTrace {
+    /// Appends the query rows of a later call (incremental decoding) over the same keys, or over
+    /// more of them (a KV cache that grew, its first keys the earlier ones): the earlier rows
+    /// then get the new keys as masked, with score 0 and probability 0, as a causal mask shows.
+    pub fn append_queries(&mut self, mut later: HeadTrace) {
+        let tk = self.key_len.max(later.key_len);
+        if later.key_len > self.key_len {
+            for rows in [&mut self.scores, &mut self.scaled, &mut self.mask, &mut self.probs] {
+                *rows = widen(rows, self.key_len, tk);
             }
-            push_chunk(&mut self.recorded, site, heads, (key_len, probs));
-        }
-        if let Some(t) = trace {
-            match &mut self.trace {
-                Some(prev) => prev.append_queries(t),
-                None => self.trace = Some(t),
+            (self.k, self.v, self.key_len) = (later.k, later.v, later.key_len);
+        } else if later.key_len < tk {
+            for rows in [&mut later.scores, &mut later.scaled, &mut later.mask, &mut later.probs] {
+                *rows = widen(rows, later.key_len, tk);
             }
         }
-        context
-    }
-
-    /// Takes the end of the attention block at `site` when its head is traced (`make` runs only
-    /// then); successive calls (decode steps) add query rows.
-    pub fn record_block(&mut self, site: Site, make: impl FnOnce() -> OutputTrace) {
-        if self.traced_head(site).is_none() {
-            return;
-        }
-        let t = make();
-        match &mut self.block {
-            Some(prev) => prev.append_queries(t),
-            None => self.block = Some(t),
-        }
-    }
-
-    /// The recorded maps, one block per site, queries of successive calls concatenated. Rows
-    /// of earlier calls, which saw fewer keys (a KV cache), end in zeros: keys that did not
-    /// exist yet get no attention, as under a causal mask.
-    pub fn into_attentions(self) -> Vec<AttentionBlock> {
-        assemble(self.recorded)
-    }
-
-    /// An error naming the first layer whose recorded attention (or traced head) holds NaN or
-    /// ∞: weights that overflow the activations give a map of NaN, never one to draw.
-    pub fn check_finite(&self) -> Result<()> {
-        let bad_site = self.recorded.iter().chain(&self.recorded_norms).find(|(_, _, chunks)| chunks.iter().any(|(_, probs)| !all_finite(probs)));
-        if let Some((site, _, _)) = bad_site {
-            return Err(non_finite(site.kind, site.layer));
-        }
-        match (&self.head, &self.trace) {
-            (Some(h), Some(t)) if ![&t.q, &t.k, &t.v, &t.scores, &t.probs, &t.output].iter().all(|v| all_finite(v)) => Err(non_finite(h.kind, h.layer)),
-            _ => Ok(()),
-        }
-    }
-
-    /// The maps and, when asked for, the value-weighted norms, laid out alike.
-    pub fn into_maps_and_norms(self) -> (Vec<AttentionBlock>, Option<Vec<AttentionBlock>>) {
-        let norms = self.value_norms.then(|| assemble(self.recorded_norms));
-        (assemble(self.recorded), norms)
-    }
-
-    /// The traced head's intermediates and its block's end, all calls' queries concatenated.
-    pub fn into_trace(self) -> Option<(HeadTrace, OutputTrace)> {
-        Some((self.trace?, self.block.unwrap_or_default()))
+        self.query_len += later.query_len;
+        self.q.extend(later.q);
+        self.scores.extend(later.scores);
+        self.scaled.extend(later.scaled);
+        self.mask.extend(later.mask);
+        self.probs.extend(later.probs);
+        self.output.extend(later.output);
     }
 }
 
-fn push_chunk(list: &mut Vec<(Site, usize, Vec<Chunk>)>, site: Site, heads: usize, chunk: Chunk) {
-    match list.iter_mut().find(|r| r.0 == site) {
-        Some(r) => r.2.push(chunk),
-        None => list.push((site, heads, vec![chunk])),
+/// Rows of `from` columns padded with zeros to `to` columns.
+fn widen(rows: &[f32], from: usize, to: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows.len() / from.max(1) * to);
+    for row in rows.chunks_exact(from.max(1)) {
+        out.extend_from_slice(row);
+        out.resize(out.len() + to - from, 0.0);
     }
-}
-
-/// One block per site from its calls' chunks: `[call][heads, q_i, Tk_i]` → `[heads, Σq_i, Tk]`,
-/// the rows of calls with fewer keys padded with zeros.
-fn assemble(recorded: Vec<(Site, usize, Vec<Chunk>)>) -> Vec<AttentionBlock> {
-    recorded
-        .into_iter()
-        .map(|(site, heads, mut chunks)| {
-            let rows = |(tk, c): &(usize, Vec<f32>)| c.len() / (heads * tk).max(1);
-            let query_len: usize = chunks.iter().map(rows).sum();
-            let key_len = chunks.iter().map(|c| c.0).max().unwrap_or(0);
-            let probs = if chunks.len() == 1 {
-                chunks.pop().map(|c| c.1).unwrap_or_default()
-            } else {
-                // [call][heads, q_i, Tk_i] → [heads, Σq_i, Tk]
-                let mut probs = Vec::with_capacity(heads * query_len * key_len);
-                for h in 0..heads {
-                    for chunk in &chunks {
-                        let (tk, c) = chunk;
-                        let q = rows(chunk);
-                        for row in c[h * q * tk..(h + 1) * q * tk].chunks_exact((*tk).max(1)) {
-                            probs.extend_from_slice(row);
-                            probs.resize(probs.len() + key_len - tk, 0.0);
-                        }
-                    }
-                }
-                probs
-            };
-            AttentionBlock { kind: site.kind, layer: site.layer, heads, query_len, key_len, probs }
-        })
-        .collect()
+    out
 }
 
 /// Shannon entropy (nats) of each query row of one head, `# [Tq]`.
@@ -510,7 +388,6 @@ pub fn top_keys(row: &[f32], n: usize) -> Vec<(usize, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::{multi_head_attention, Mask};
 
     #[test]
     fn entropy_and_top_keys() {
@@ -520,38 +397,5 @@ mod tests {
         assert!((e[1] - std::f32::consts::LN_2).abs() < 1e-6);
         assert_eq!(top_keys(&[0.1, 0.7, 0.2], 2), vec![(1, 0.7), (2, 0.2)]);
         assert_eq!(AttentionKind::parse(AttentionKind::Cross.as_str()), Some(AttentionKind::Cross));
-    }
-
-    fn mat(rows: usize, cols: usize, seed: f32) -> Mat {
-        Mat::from_vec(rows, cols, (0..rows * cols).map(|i| (i as f32 * 0.37 + seed).sin()).collect())
-    }
-
-    #[test]
-    fn probe_concatenates_one_query_per_call_like_a_single_call() {
-        // Three one-query calls at one site (incremental decoding) must give the block, and the
-        // traced head, that one three-query call gives.
-        let (q, k, v) = (mat(3, 8, 0.1), mat(5, 8, 0.2), mat(5, 8, 0.3));
-        let site = Site { kind: AttentionKind::Cross, layer: 1 };
-        let request = HeadRequest { kind: AttentionKind::Cross, layer: 1, head: 1 };
-        let mut whole = Probe::attention_maps();
-        let mut whole_head = Probe::head(request);
-        let mut steps = Probe::attention_maps();
-        let mut steps_head = Probe::head(request);
-        whole.record(site, 2, multi_head_attention(&q, &k, &v, 2, Mask::None, None));
-        whole_head.record(site, 2, multi_head_attention(&q, &k, &v, 2, Mask::None, whole_head.traced_head(site)));
-        for t in 0..3 {
-            let qt = Mat::from_vec(1, 8, q.row(t).to_vec());
-            steps.record(site, 2, multi_head_attention(&qt, &k, &v, 2, Mask::None, None));
-            let other = Site { kind: AttentionKind::EncoderSelf, layer: 1 };
-            assert_eq!(steps_head.traced_head(other), None);
-            steps_head.record(site, 2, multi_head_attention(&qt, &k, &v, 2, Mask::None, steps_head.traced_head(site)));
-        }
-        let (a, b) = (whole.into_attentions(), steps.into_attentions());
-        assert_eq!(a.len(), 1);
-        assert_eq!((b[0].heads, b[0].query_len, b[0].key_len), (2, 3, 5));
-        assert_eq!(a[0].probs, b[0].probs);
-        let (x, y) = (whole_head.into_trace().unwrap().0, steps_head.into_trace().unwrap().0);
-        assert_eq!((y.query_len, y.key_len), (3, 5));
-        assert_eq!((x.q, x.scores, x.probs, x.output), (y.q, y.scores, y.probs, y.output));
     }
 }

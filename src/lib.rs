@@ -4,9 +4,11 @@
 //! Layers, each using only the ones below it:
 //! 1. entry points: [`wasm`] (the `#[wasm_bindgen]` facade) and `src/bin/attnviz.rs` (CLI)
 //! 2. [`models`]: one file per family, chosen from a manifest
-//! 3. [`attention`]: the result types every model returns, and small analyses; [`heads`]: head
+//! 3. [`nn`]: the layers the families share (attention with its KV cache and probe, Linear,
+//!    LayerNorm, RMSNorm)
+//! 4. [`attention`]: the result types every model returns, and small analyses; [`heads`]: head
 //!    scores and labels
-//! 4. [`tensor`] (GEMM, attention kernel, norms), [`weights`] (file readers), [`tokenize`]
+//! 5. [`tensor`] (GEMM, norms, activations), [`weights`] (file readers), [`tokenize`]
 
 // The shared-memory build (built with -Zbuild-std, see Makefile) sleeps helper threads in
 // memory.atomic.wait32, whose core::arch intrinsics are not stable yet.
@@ -17,6 +19,7 @@ pub mod error;
 pub mod heads;
 pub mod limits;
 pub mod models;
+pub mod nn;
 pub mod output;
 pub mod pool;
 pub mod tensor;

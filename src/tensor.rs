@@ -141,11 +141,31 @@ pub struct View<'a, T = f32> {
     pub stride: usize,
 }
 
-impl<'a, T> View<'a, T> {
+impl<'a, T: Copy> View<'a, T> {
     #[inline]
-    fn row(&self, r: usize) -> &'a [T] {
+    pub fn row(&self, r: usize) -> &'a [T] {
         let s = self.offset + r * self.stride;
         &self.data[s..s + self.cols]
+    }
+
+    /// Columns `[start, start + len)` of every row.
+    pub fn cols(&self, start: usize, len: usize) -> View<'a, T> {
+        View { offset: self.offset + start, cols: len, ..*self }
+    }
+
+    /// Rows `[start, start + len)`.
+    pub fn rows_range(&self, start: usize, len: usize) -> View<'a, T> {
+        View { offset: self.offset + start * self.stride, rows: len, ..*self }
+    }
+
+    /// The rows, concatenated: `# [rows, cols]` row-major.
+    pub fn to_vec(&self) -> Vec<T> {
+        (0..self.rows).flat_map(|r| self.row(r).iter().copied()).collect()
+    }
+
+    /// The transpose, `# [cols, rows]` row-major.
+    pub fn transposed(&self) -> Vec<T> {
+        (0..self.cols).flat_map(|c| (0..self.rows).map(move |r| self.data[self.offset + r * self.stride + c])).collect()
     }
 }
 
@@ -400,19 +420,19 @@ pub fn matmul_bt<T: Element>(a: View, b: View<T>, out: &mut [f32], out_offset: u
 const A_BLOCK_BYTES: usize = 128 * 1024;
 
 /// Multiply-adds below which a GEMM stays on one thread (waking helpers costs microseconds).
-const PARALLEL_FROM_MACS: usize = 1 << 20;
+pub(crate) const PARALLEL_FROM_MACS: usize = 1 << 20;
 
 /// The output of a GEMM shared by the threads that each write their own columns of it.
 #[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
+pub(crate) struct OutPtr(pub(crate) *mut f32);
 // SAFETY: used only where the chunks write disjoint elements (matmul_bt, linear_by_panels,
-// multi_head_attention).
+// nn::attention).
 unsafe impl Sync for OutPtr {}
 unsafe impl Send for OutPtr {}
 
 impl OutPtr {
     /// The element `i` places on (a method, so closures capture the `Sync` wrapper, not the pointer).
-    fn at(self, i: usize) -> *mut f32 {
+    pub(crate) fn at(self, i: usize) -> *mut f32 {
         self.0.wrapping_add(i)
     }
 }
@@ -422,7 +442,7 @@ impl OutPtr {
 /// # Safety
 /// Every `out_offset + i * out_stride + j` (i < a.rows, j in cols) is inside the caller's
 /// output, and no other thread writes those elements meanwhile.
-unsafe fn matmul_bt_cols<T: Element>(a: View, b: View<T>, out: OutPtr, out_offset: usize, out_stride: usize, cols: std::ops::Range<usize>) {
+pub(crate) unsafe fn matmul_bt_cols<T: Element>(a: View, b: View<T>, out: OutPtr, out_offset: usize, out_stride: usize, cols: std::ops::Range<usize>) {
     let (m, k) = (a.rows, a.cols);
     let m4 = m - m % 4;
     let put = |i: usize, j: usize, v: f32| *out.0.add(out_offset + i * out_stride + j) = v;
@@ -899,19 +919,19 @@ impl WeightMatrix {
         }
     }
 
-    /// `x[:, cols] · W[:, cols]ᵀ` into `out` `[x.rows, self.rows]`, for the column range
-    /// `[start, start + len)` of both (one head's slice: its value through its part of Wᴼ).
-    /// Blocks cannot be sliced by column: they are decoded first (the step view's rare path).
-    pub fn matmul_cols(&self, x: &Mat, start: usize, len: usize, out: &mut [f32]) {
-        let n = self.rows();
+    /// `x · W[:, start .. start + x.cols]ᵀ` into `out` `[x.rows, self.rows]` (one head's
+    /// values through its slice of Wᴼ). Blocks cannot be sliced by column: they are decoded
+    /// first (the value norms' rare path).
+    pub fn matmul_cols(&self, x: &Mat, start: usize, out: &mut [f32]) {
+        let (n, len) = (self.rows(), x.cols());
         match self {
-            WeightMatrix::F32(m) => matmul_bt(View::cols_of(x, start, len), View::cols_of(m, start, len), out, 0, n),
+            WeightMatrix::F32(m) => matmul_bt(View::of(x), View::cols_of(m, start, len), out, 0, n),
             WeightMatrix::Int8(q) => {
                 let b = View { data: &q.data, offset: start, rows: q.rows, cols: len, stride: q.cols };
-                matmul_bt(View::cols_of(x, start, len), b, out, 0, n);
+                matmul_bt(View::of(x), b, out, 0, n);
                 out.chunks_exact_mut(n).for_each(|row| row.iter_mut().zip(&q.scales).for_each(|(v, s)| *v *= s));
             }
-            WeightMatrix::Blocks(_) => WeightMatrix::F32(self.to_mat()).matmul_cols(x, start, len, out),
+            WeightMatrix::Blocks(_) => WeightMatrix::F32(self.to_mat()).matmul_cols(x, start, out),
         }
     }
 
@@ -953,154 +973,6 @@ pub fn rms_norm(x: &mut Mat, gamma: &[f32], eps: f32) {
 /// SiLU (swish), `x · σ(x)`: the gate of Llama's SwiGLU feed-forward.
 pub fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
-}
-
-/// Which keys a query may see.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Mask {
-    /// Every key is visible (encoder self-attention, cross-attention).
-    None,
-    /// Query `i` sees keys `0..=first_query_position + i` (decoder self-attention).
-    Causal { first_query_position: usize },
-}
-
-impl Mask {
-    pub fn visible(&self, query: usize, key: usize) -> bool {
-        match *self {
-            Mask::None => true,
-            Mask::Causal { first_query_position } => key <= first_query_position + query,
-        }
-    }
-}
-
-/// Every intermediate of one head of one attention call, for the step view.
-#[derive(Clone, Debug)]
-pub struct HeadTrace {
-    pub d_k: usize,
-    pub query_len: usize,
-    pub key_len: usize,
-    /// `# [Tq, d_k]`
-    pub q: Vec<f32>,
-    /// `# [Tk, d_k]`
-    pub k: Vec<f32>,
-    /// `# [Tk, d_k]`
-    pub v: Vec<f32>,
-    /// `# [Tq, Tk]` raw `q · kᵀ`
-    pub scores: Vec<f32>,
-    /// `# [Tq, Tk]` scores ÷ √d_k
-    pub scaled: Vec<f32>,
-    /// `# [Tq, Tk]` 1 = visible, 0 = masked
-    pub mask: Vec<f32>,
-    /// `# [Tq, Tk]`
-    pub probs: Vec<f32>,
-    /// `# [Tq, d_k]` probs · v
-    pub output: Vec<f32>,
-}
-
-impl HeadTrace {
-    /// Appends the query rows of a later call (incremental decoding) over the same keys, or over
-    /// more of them (a KV cache that grew, its first keys the earlier ones): the earlier rows
-    /// then get the new keys as masked, with score 0 and probability 0, as a causal mask shows.
-    pub fn append_queries(&mut self, mut later: HeadTrace) {
-        let tk = self.key_len.max(later.key_len);
-        if later.key_len > self.key_len {
-            for rows in [&mut self.scores, &mut self.scaled, &mut self.mask, &mut self.probs] {
-                *rows = widen(rows, self.key_len, tk);
-            }
-            (self.k, self.v, self.key_len) = (later.k, later.v, later.key_len);
-        } else if later.key_len < tk {
-            for rows in [&mut later.scores, &mut later.scaled, &mut later.mask, &mut later.probs] {
-                *rows = widen(rows, later.key_len, tk);
-            }
-        }
-        self.query_len += later.query_len;
-        self.q.extend(later.q);
-        self.scores.extend(later.scores);
-        self.scaled.extend(later.scaled);
-        self.mask.extend(later.mask);
-        self.probs.extend(later.probs);
-        self.output.extend(later.output);
-    }
-}
-
-/// Rows of `from` columns padded with zeros to `to` columns.
-fn widen(rows: &[f32], from: usize, to: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(rows.len() / from.max(1) * to);
-    for row in rows.chunks_exact(from.max(1)) {
-        out.extend_from_slice(row);
-        out.resize(out.len() + to - from, 0.0);
-    }
-    out
-}
-
-/// Result of one multi-head attention call.
-pub struct AttentionOutput {
-    /// `# [Tq, heads·d_k]` concatenated head outputs (before the output projection)
-    pub context: Mat,
-    /// `# [heads, Tq, Tk]`
-    pub probs: Vec<f32>,
-    pub trace: Option<HeadTrace>,
-}
-
-/// Scaled dot-product attention over `heads` heads: `softmax(mask(Q_h K_hᵀ / √d_k)) · V_h`
-/// per head. `q` is `[Tq, D]`, `k` and `v` are `[Tk, D]`, `D = heads · d_k`. When
-/// `trace_head` is set, every intermediate of that head is returned too.
-pub fn multi_head_attention(q: &Mat, k: &Mat, v: &Mat, heads: usize, mask: Mask, trace_head: Option<usize>) -> AttentionOutput {
-    let (tq, tk, d) = (q.rows(), k.rows(), q.cols());
-    let d_k = d / heads;
-    let scale = 1.0 / (d_k as f32).sqrt();
-    let mut probs = vec![0.0f32; heads * tq * tk];
-    let mut context = Mat::zeros(tq, d);
-    // Vᵀ `# [D, Tk]`: head h's rows h·d_k.. are contiguous, so probs · V_h is again `A · Bᵀ`.
-    let v_t = v.transpose();
-    let (probs_out, context_out) = (OutPtr(probs.as_mut_ptr()), OutPtr(context.as_mut_slice().as_mut_ptr()));
-    // # [Tq, Tk] = Q_h · K_hᵀ: each head's scores, and again the traced head's after the loop.
-    let scores_into = |h: usize, out: &mut [f32]| matmul_bt(View::cols_of(q, h * d_k, d_k), View::cols_of(k, h * d_k, d_k), out, 0, tk);
-    let head = |h: usize| {
-        // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk] and columns h·d_k.. h·d_k + d_k
-        // of context, and both buffers outlive the loop.
-        let block = unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
-        scores_into(h, block);
-        for (i, row) in block.chunks_exact_mut(tk).enumerate() {
-            for (j, s) in row.iter_mut().enumerate() {
-                *s = if mask.visible(i, j) { *s * scale } else { f32::NEG_INFINITY };
-            }
-            softmax_in_place(row);
-        }
-        let v_h = View { data: v_t.as_slice(), offset: h * d_k * tk, rows: d_k, cols: tk, stride: tk };
-        let p_h = View { data: block, offset: 0, rows: tq, cols: tk, stride: tk };
-        // # [Tq, d_k] = P_h · V_h, into its columns of context
-        unsafe { matmul_bt_cols(p_h, v_h, context_out, h * d_k, d, 0..d_k) };
-    };
-    // Heads go to the pool's threads whole (their softmaxes too); inside one, a GEMM runs on
-    // that thread alone. Below the GEMM's own threshold, waking helpers costs more than it saves.
-    if 2 * heads * tq * tk * d_k >= PARALLEL_FROM_MACS {
-        crate::pool::for_each_chunk(heads, &head);
-    } else {
-        (0..heads).for_each(head);
-    }
-    let trace = trace_head.filter(|&h| h < heads).map(|h| {
-        // The traced head's scores again (the same GEMM gives the same values), before scaling
-        // and masking; "scaled" shows every score ÷ √d_k, the mask row says which are cut.
-        let mut scores = vec![0.0f32; tq * tk];
-        scores_into(h, &mut scores);
-        let scaled = scores.iter().map(|s| s * scale).collect();
-        let mask_values = (0..tq * tk).map(|ij| if mask.visible(ij / tk, ij % tk) { 1.0 } else { 0.0 }).collect();
-        HeadTrace {
-            d_k,
-            query_len: tq,
-            key_len: tk,
-            q: q.cols_range(h * d_k, d_k).into_vec(),
-            k: k.cols_range(h * d_k, d_k).into_vec(),
-            v: v.cols_range(h * d_k, d_k).into_vec(),
-            scores,
-            scaled,
-            mask: mask_values,
-            probs: probs[h * tq * tk..(h + 1) * tq * tk].to_vec(),
-            output: context.cols_range(h * d_k, d_k).into_vec(),
-        }
-    });
-    AttentionOutput { context, probs, trace }
 }
 
 #[cfg(test)]
@@ -1312,30 +1184,5 @@ mod tests {
         // Reference values of x·Φ(x).
         assert!((gelu(1.0) - 0.841_344_7).abs() < 1e-6);
         assert!((gelu(-0.5) - (-0.154_268_58)).abs() < 1e-6);
-    }
-
-    #[test]
-    fn causal_attention_masks_the_future_and_traces_one_head() {
-        let q = pseudo_random(4, 8, 11);
-        let k = pseudo_random(4, 8, 12);
-        let v = pseudo_random(4, 8, 13);
-        let out = multi_head_attention(&q, &k, &v, 2, Mask::Causal { first_query_position: 0 }, Some(1));
-        let t = out.trace.expect("trace requested");
-        for i in 0..4 {
-            let row = &out.probs[16 + i * 4..16 + i * 4 + 4];
-            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
-            for (j, p) in row.iter().enumerate() {
-                assert_eq!(j > i, *p == 0.0);
-                assert_eq!(t.mask[i * 4 + j], if j > i { 0.0 } else { 1.0 });
-            }
-        }
-        assert_eq!(&t.probs[..], &out.probs[16..32]);
-        // Output of the traced head equals probs · V_h computed by hand.
-        for i in 0..4 {
-            for c in 0..4 {
-                let e: f32 = (0..4).map(|j| t.probs[i * 4 + j] * t.v[j * 4 + c]).sum();
-                assert!((e - t.output[i * 4 + c]).abs() < 1e-5);
-            }
-        }
     }
 }

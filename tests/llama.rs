@@ -7,6 +7,7 @@
 use attnviz::attention::{AttentionKind, GenerateOptions, HeadRequest, StopReason};
 use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Family, Manifest, Model};
+use attnviz::nn::attention::kv_caches_allocated;
 use attnviz::weights::gguf;
 use std::collections::HashMap;
 use std::path::Path;
@@ -83,6 +84,22 @@ fn greedy_continuation_names_paris_and_kv_cache_equals_full_rerun() {
         }
     }
     assert!(worst <= 1e-5, "KV-cache maps differ from a full re-run by {worst}");
+}
+
+#[test]
+fn generation_allocates_its_kv_cache_once_whatever_the_number_of_tokens() {
+    // One cache per layer per forward, preallocated for every position and written in place
+    // (tested in nn::attention: its buffers never move): 1 or 24 generated tokens allocate
+    // the same, and no step copies the cache.
+    let m = smollm2();
+    let layers = m.info().layers[&AttentionKind::DecoderSelf];
+    let allocated = |n: usize| {
+        let before = kv_caches_allocated();
+        let a = m.attend_generating("Once upon a time, in a small village by the sea, there lived", &greedy(n)).unwrap();
+        assert_eq!(a.output.generation.unwrap().steps.len(), n);
+        kv_caches_allocated() - before
+    };
+    assert_eq!((allocated(1), allocated(24)), (layers, layers));
 }
 
 #[test]

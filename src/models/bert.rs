@@ -7,10 +7,12 @@
 //! mean-pooled L2-normalised sentence embedding. Each struct mirrors one PyTorch module (named
 //! like its weights, BERT's) and has its own `forward`.
 
-use super::{post_norm_output, value_output_norms, LayerNorm, Linear};
-use crate::attention::{AttentionKind, ForwardOutput, Probe, Site};
+use crate::attention::{AttentionKind, ForwardOutput};
 use crate::error::{invalid_model, Error, Result};
-use crate::tensor::{gelu, multi_head_attention, Mask, Mat, WeightMatrix};
+use crate::nn::attention::{KvCache, Mask, MultiHead};
+use crate::nn::layers::{LayerNorm, Linear};
+use crate::nn::probe::{Probe, Site};
+use crate::tensor::{gelu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;
 use serde::Deserialize;
@@ -294,8 +296,7 @@ struct BertSelfAttention {
     query: Linear, // [d, d]
     key: Linear,   // [d, d]
     value: Linear, // [d, d]
-    num_attention_heads: usize,
-    site: Site,
+    attn: MultiHead,
 }
 
 impl BertSelfAttention {
@@ -305,11 +306,7 @@ impl BertSelfAttention {
         let q = self.query.forward(x); // [T, d]
         let k = self.key.forward(x); // [T, d]
         let v = self.value.forward(x); // [T, d]
-        if probe.wants_value_norms() {
-            probe.record_value_norms(self.site, value_output_norms(&v, &wo.weight, self.num_attention_heads));
-        }
-        let att = multi_head_attention(&q, &k, &v, self.num_attention_heads, Mask::None, probe.traced_head(self.site));
-        probe.record(self.site, self.num_attention_heads, att)
+        self.attn.attend(&q, &KvCache::of(k, &v), Mask::None, &wo.weight, probe)
     }
 }
 
@@ -317,14 +314,6 @@ impl BertSelfAttention {
 struct BertSelfOutput {
     dense: Linear, // [d, d]
     layer_norm: LayerNorm,
-    site: Site,
-}
-
-impl BertSelfOutput {
-    /// LN(context · Wᵀ + b + x)                                                  # [T, d]
-    fn forward(&self, context: &Mat, x: &Mat, probe: &mut Probe) -> Mat {
-        post_norm_output(context, x, &self.dense, &self.layer_norm, self.site, probe)
-    }
 }
 
 /// `encoder.layer.N.attention.*`
@@ -334,9 +323,10 @@ struct BertAttention {
 }
 
 impl BertAttention {
+    /// x `[T, d]` → LN(context · Wᵀ + b + x)                                      # [T, d]
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
         let context = self.self_attention.forward(x, &self.output.dense, probe); // [T, d]
-        self.output.forward(&context, x, probe)
+        self.self_attention.attn.post_norm_output(&context, x, &self.output.dense, &self.output.layer_norm, probe)
     }
 }
 
@@ -380,7 +370,7 @@ struct BertLayer {
 impl BertLayer {
     /// `p` = `{base}{layers}.N`; `n` names its modules (BERT's or DistilBERT's).
     fn load(w: &mut TensorStore, p: &str, n: &WeightNames, c: &BertConfig, layer: usize) -> Result<BertLayer> {
-        let (d, eps) = (c.hidden_size, c.layer_norm_eps as f32);
+        let (d, eps, heads) = (c.hidden_size, c.layer_norm_eps as f32, c.num_attention_heads);
         let site = Site { kind: AttentionKind::EncoderSelf, layer };
         Ok(BertLayer {
             attention: BertAttention {
@@ -388,13 +378,11 @@ impl BertLayer {
                     query: Linear::load(w, &format!("{p}.{}", n.query), d, d)?,
                     key: Linear::load(w, &format!("{p}.{}", n.key), d, d)?,
                     value: Linear::load(w, &format!("{p}.{}", n.value), d, d)?,
-                    num_attention_heads: c.num_attention_heads,
-                    site,
+                    attn: MultiHead::new(site, heads, heads, d / heads),
                 },
                 output: BertSelfOutput {
                     dense: Linear::load(w, &format!("{p}.{}", n.attention_output), d, d)?,
                     layer_norm: LayerNorm::load(w, &format!("{p}.{}", n.attention_layer_norm), d, eps)?,
-                    site,
                 },
             },
             intermediate: BertIntermediate { dense: Linear::load(w, &format!("{p}.{}", n.intermediate), c.intermediate_size, d)? },

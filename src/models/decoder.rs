@@ -4,8 +4,10 @@
 //! induction heads are found on. A family implements [`CausalLm::step`] (its own forward over
 //! some ids at some positions); everything else here is written once.
 
-use crate::attention::{AttentionBlock, ForwardOutput, GenerateOptions, Generation, GenerationStep, Probe, StopReason, TopToken};
+use crate::attention::{AttentionBlock, ForwardOutput, GenerateOptions, Generation, GenerationStep, StopReason, TopToken};
 use crate::error::{Error, Result};
+use crate::nn::attention::KvCache;
+use crate::nn::probe::Probe;
 use crate::tokenize::TextTokenizer;
 
 /// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
@@ -14,18 +16,12 @@ pub const MAX_POSITIONS: usize = 256;
 /// Candidates shown for each next token.
 const TOP_N: usize = 5;
 
-/// One layer's keys (after any rotation) and values of every position fed so far,
-/// `# [T, kv_heads·d_k]` each.
-#[derive(Default)]
-pub(crate) struct LayerCache {
-    pub k: Vec<f32>,
-    pub v: Vec<f32>,
-}
-
 /// What generation needs to know about a causal language model besides its forward.
 pub(crate) struct DecoderSpec<'a> {
     pub tokenizer: &'a TextTokenizer,
     pub layers: usize,
+    /// Keys (and values) per position of one layer: key/value heads × d_k.
+    pub kv_dim: usize,
     /// Prompt and continuation together (at most [`MAX_POSITIONS`]).
     pub max_positions: usize,
     pub vocab_size: usize,
@@ -38,12 +34,15 @@ pub(crate) struct DecoderSpec<'a> {
 /// A causal language model, as generation sees it.
 pub(crate) trait CausalLm {
     fn spec(&self) -> DecoderSpec<'_>;
-    /// Feeds `ids` at positions `start..` (the cache holds `start` earlier positions) and
-    /// returns the next-token logits of the last one.                            # [vocab]
-    fn step(&self, ids: &[u32], start: usize, cache: &mut [LayerCache], probe: &mut Probe) -> Result<Vec<f32>>;
+    /// Feeds `ids` at positions `start..` (each layer's cache holds `start` earlier positions,
+    /// and gets these written after them) and returns the next-token logits of the last one.
+    ///                                                                           # [vocab]
+    fn step(&self, ids: &[u32], start: usize, cache: &mut [KvCache], probe: &mut Probe) -> Result<Vec<f32>>;
 
-    fn new_cache(&self) -> Vec<LayerCache> {
-        (0..self.spec().layers).map(|_| LayerCache::default()).collect()
+    /// One cache per layer for every position the model runs, allocated once per generation.
+    fn new_cache(&self) -> Vec<KvCache> {
+        let spec = self.spec();
+        (0..spec.layers).map(|_| KvCache::new(spec.max_positions, spec.kv_dim)).collect()
     }
 }
 

@@ -8,11 +8,13 @@
 //! [`super::decoder`]. Each struct mirrors one PyTorch module (named like its weights) and has
 //! its own `forward`.
 
-use super::decoder::{self, CausalLm, DecoderSpec, LayerCache, MAX_POSITIONS};
-use super::{value_output_norms, LayerNorm, Linear};
-use crate::attention::{AttentionKind, BlockNorm, Probe, Site};
+use super::decoder::{self, CausalLm, DecoderSpec, MAX_POSITIONS};
+use crate::attention::{AttentionKind, BlockNorm};
 use crate::error::{invalid_model, Error, Result};
-use crate::tensor::{gelu, gelu_tanh, multi_head_attention, Mask, Mat, WeightMatrix};
+use crate::nn::attention::{KvCache, Mask, MultiHead};
+use crate::nn::layers::{LayerNorm, Linear};
+use crate::nn::probe::{Probe, Site};
+use crate::tensor::{gelu, gelu_tanh, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;
 use serde::Deserialize;
@@ -152,27 +154,19 @@ fn conv1d(w: &mut TensorStore, prefix: &str, inp: usize, out: usize) -> Result<L
 struct Gpt2Attention {
     c_attn: Linear, // [3d, d]: q, k, v stacked
     c_proj: Linear, // [d, d]
-    n_head: usize,
-    site: Site,
+    attn: MultiHead,
 }
 
 impl Gpt2Attention {
     /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
-    /// `[T, d]` (before c_proj); keys and values are appended to `cache`.
-    fn forward(&self, h: &Mat, start: usize, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
+    /// `[T, d]` (before c_proj); keys and values are written into `cache`.
+    fn forward(&self, h: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> Mat {
         let d = h.cols();
         let qkv = self.c_attn.forward(h); // [T, 3d]
         let (q, k, v) = (qkv.cols_range(0, d), qkv.cols_range(d, d), qkv.cols_range(2 * d, d)); // [T, d] each
-        cache.k.extend_from_slice(k.as_slice());
-        cache.v.extend_from_slice(v.as_slice());
-        let keys = start + h.rows();
-        let (k_all, v_all) = (Mat::from_vec(keys, d, cache.k.clone()), Mat::from_vec(keys, d, cache.v.clone())); // [Tk, d]
-        if probe.wants_value_norms() {
-            probe.record_value_norms(self.site, value_output_norms(&v_all, &self.c_proj.weight, self.n_head));
-        }
-        // # [heads, q, k]
-        let att = multi_head_attention(&q, &k_all, &v_all, self.n_head, Mask::Causal { first_query_position: start }, probe.traced_head(self.site));
-        probe.record(self.site, self.n_head, att)
+        cache.append(&k, &v);
+        // # [heads, T, start + T]
+        self.attn.attend(&q, cache, Mask::Causal { first_query_position: start }, &self.c_proj.weight, probe)
     }
 }
 
@@ -207,8 +201,7 @@ impl Gpt2Block {
             attn: Gpt2Attention {
                 c_attn: conv1d(w, &format!("{p}.attn.c_attn"), d, 3 * d)?,
                 c_proj: conv1d(w, &format!("{p}.attn.c_proj"), d, d)?,
-                n_head: c.n_head,
-                site: Site { kind: AttentionKind::DecoderSelf, layer },
+                attn: MultiHead::new(Site { kind: AttentionKind::DecoderSelf, layer }, c.n_head, c.n_head, c.head_dim()),
             },
             ln_2: LayerNorm::load(w, &format!("{p}.ln_2"), d, eps)?,
             mlp: Gpt2Mlp { c_fc: conv1d(w, &format!("{p}.mlp.c_fc"), d, ffn)?, c_proj: conv1d(w, &format!("{p}.mlp.c_proj"), ffn, d)?, exact_gelu: c.exact_gelu },
@@ -216,18 +209,10 @@ impl Gpt2Block {
     }
 
     /// x `[T, d]` at positions `start..` → `[T, d]`.
-    fn forward(&self, x: &Mat, start: usize, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
-        let site = self.attn.site;
-        let mut h = x.clone();
-        self.ln_1.apply(&mut h);
-        let context = self.attn.forward(&h, start, cache, probe); // [T, d]
+    fn forward(&self, x: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> Mat {
+        let context = self.attn.forward(&self.ln_1.forward(x), start, cache, probe); // [T, d]
         let projected = self.attn.c_proj.forward(&context); // [T, d]
-        let ln_2 = |r: &Mat| {
-            let mut normed = r.clone();
-            self.ln_2.apply(&mut normed);
-            normed
-        };
-        super::pre_norm_rest(x, &context, projected, BlockNorm::PreLayerNorm, ln_2, |h| self.mlp.forward(h), site, probe)
+        self.attn.attn.pre_norm_rest(x, &context, projected, BlockNorm::PreLayerNorm, |r| self.ln_2.forward(r), |h| self.mlp.forward(h), probe)
     }
 }
 
@@ -300,6 +285,7 @@ impl CausalLm for Gpt2Model {
         DecoderSpec {
             tokenizer: &self.tokenizer,
             layers: self.h.len(),
+            kv_dim: c.n_embd,
             max_positions: c.max_positions(),
             vocab_size: c.vocab_size,
             eos_token_ids: &c.eos_token_ids,
@@ -309,7 +295,7 @@ impl CausalLm for Gpt2Model {
         }
     }
 
-    fn step(&self, ids: &[u32], start: usize, cache: &mut [LayerCache], probe: &mut Probe) -> Result<Vec<f32>> {
+    fn step(&self, ids: &[u32], start: usize, cache: &mut [KvCache], probe: &mut Probe) -> Result<Vec<f32>> {
         let mut x = self.embed(ids, start)?;
         for (block, c) in self.h.iter().zip(cache.iter_mut()) {
             x = block.forward(&x, start, c, probe);

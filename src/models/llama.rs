@@ -7,11 +7,14 @@
 //! one module of Hugging Face's `LlamaForCausalLM` (named like its weights) and has its own
 //! `forward`.
 
-use super::decoder::{self, CausalLm, DecoderSpec, LayerCache};
+use super::decoder::{self, CausalLm, DecoderSpec};
 use super::Wave;
-use crate::attention::{AttentionKind, BlockNorm, Probe, Site};
+use crate::attention::{AttentionKind, BlockNorm};
 use crate::error::{invalid_model, Error, Result};
-use crate::tensor::{multi_head_attention, rms_norm, silu, Mask, Mat, WeightMatrix};
+use crate::nn::attention::{KvCache, Mask, MultiHead};
+use crate::nn::layers::RmsNorm;
+use crate::nn::probe::{Probe, Site};
+use crate::tensor::{silu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::gguf::Gguf;
 use crate::weights::TensorStore;
@@ -236,20 +239,6 @@ impl Source<'_> {
     }
 }
 
-/// `*_layernorm`, `model.norm`: RMSNorm with a learned gain.
-struct LlamaRmsNorm {
-    weight: Vec<f32>, // [d]
-    eps: f32,
-}
-
-impl LlamaRmsNorm {
-    fn forward(&self, x: &Mat) -> Mat {
-        let mut y = x.clone();
-        rms_norm(&mut y, &self.weight, self.eps);
-        y
-    }
-}
-
 /// cos and sin of every rotation angle, `# [positions, d_k / 2]`.
 struct RotaryTable {
     cos: Vec<f32>,
@@ -308,44 +297,21 @@ struct LlamaAttention {
     k_proj: WeightMatrix, // [kv_heads·d_k, d]
     v_proj: WeightMatrix, // [kv_heads·d_k, d]
     o_proj: WeightMatrix, // [d, heads·d_k]
-    num_heads: usize,
-    num_key_value_heads: usize,
-    site: Site,
+    attn: MultiHead,
 }
 
 impl LlamaAttention {
-    /// Repeats each key/value head for the query heads that share it: `# [T, kv·d_k]` →
-    /// `# [T, heads·d_k]`, query head h reading KV head h / (heads / kv).
-    fn expand(&self, kv: &[f32], rows: usize) -> Mat {
-        let d_k = self.q_proj.rows() / self.num_heads;
-        let group = self.num_heads / self.num_key_value_heads;
-        let mut out = Vec::with_capacity(rows * self.num_heads * d_k);
-        for row in kv.chunks_exact(self.num_key_value_heads * d_k) {
-            for h in 0..self.num_heads {
-                let g = h / group;
-                out.extend_from_slice(&row[g * d_k..(g + 1) * d_k]);
-            }
-        }
-        Mat::from_vec(rows, self.num_heads * d_k, out)
-    }
-
     /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
-    /// `[T, heads·d_k]` (before o_proj); keys and values are appended to `cache`.
-    fn forward(&self, h: &Mat, start: usize, rope: &RotaryTable, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
+    /// `[T, heads·d_k]` (before o_proj); keys and values are written into `cache`.
+    fn forward(&self, h: &Mat, start: usize, rope: &RotaryTable, cache: &mut KvCache, probe: &mut Probe) -> Mat {
         let mut q = self.q_proj.linear(h, None); // [T, heads·d_k]
         let mut k = self.k_proj.linear(h, None); // [T, kv·d_k]
         let v = self.v_proj.linear(h, None); // [T, kv·d_k]
         rope.apply(&mut q, start);
         rope.apply(&mut k, start);
-        cache.k.extend_from_slice(k.as_slice());
-        cache.v.extend_from_slice(v.as_slice());
-        let keys = start + h.rows();
-        let (k_all, v_all) = (self.expand(&cache.k, keys), self.expand(&cache.v, keys)); // [Tk, heads·d_k]
-        if probe.wants_value_norms() {
-            probe.record_value_norms(self.site, super::value_output_norms(&v_all, &self.o_proj, self.num_heads));
-        }
-        let att = multi_head_attention(&q, &k_all, &v_all, self.num_heads, Mask::Causal { first_query_position: start }, probe.traced_head(self.site));
-        probe.record(self.site, self.num_heads, att)
+        cache.append(&k, &v);
+        // # [heads, T, start + T]
+        self.attn.attend(&q, cache, Mask::Causal { first_query_position: start }, &self.o_proj, probe)
     }
 }
 
@@ -369,9 +335,9 @@ impl LlamaMlp {
 
 /// `model.layers.N`: x + attn(norm(x)), then + mlp(norm(·)).
 struct LlamaDecoderLayer {
-    input_layernorm: LlamaRmsNorm,
+    input_layernorm: RmsNorm,
     self_attn: LlamaAttention,
-    post_attention_layernorm: LlamaRmsNorm,
+    post_attention_layernorm: RmsNorm,
     mlp: LlamaMlp,
 }
 
@@ -387,9 +353,7 @@ impl LlamaDecoderLayer {
             k_proj: m(n("attn_k", "self_attn.k_proj"), kv, d)?,
             v_proj: m(n("attn_v", "self_attn.v_proj"), kv, d)?,
             o_proj: m(n("attn_output", "self_attn.o_proj"), d, d)?,
-            num_heads: c.num_attention_heads,
-            num_key_value_heads: c.num_key_value_heads,
-            site: Site { kind: AttentionKind::DecoderSelf, layer: i },
+            attn: MultiHead::new(Site { kind: AttentionKind::DecoderSelf, layer: i }, c.num_attention_heads, c.num_key_value_heads, dk),
         };
         let mlp = LlamaMlp {
             gate_proj: m(n("ffn_gate", "mlp.gate_proj"), ffn, d)?,
@@ -397,18 +361,17 @@ impl LlamaDecoderLayer {
             down_proj: m(n("ffn_down", "mlp.down_proj"), d, ffn)?,
         };
         let (a, b) = n("attn_norm", "input_layernorm");
-        let input_layernorm = LlamaRmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
+        let input_layernorm = RmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
         let (a, b) = n("ffn_norm", "post_attention_layernorm");
-        let post_attention_layernorm = LlamaRmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
+        let post_attention_layernorm = RmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
         Ok(LlamaDecoderLayer { input_layernorm, self_attn, post_attention_layernorm, mlp })
     }
 
     /// x `[T, d]` at positions `start..` → `[T, d]`.
-    fn forward(&self, x: &Mat, start: usize, rope: &RotaryTable, cache: &mut LayerCache, probe: &mut Probe) -> Mat {
-        let site = self.self_attn.site;
+    fn forward(&self, x: &Mat, start: usize, rope: &RotaryTable, cache: &mut KvCache, probe: &mut Probe) -> Mat {
         let context = self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
         let projected = self.self_attn.o_proj.linear(&context, None); // [T, d]
-        super::pre_norm_rest(x, &context, projected, BlockNorm::PreRmsNorm, |r| self.post_attention_layernorm.forward(r), |h| self.mlp.forward(h), site, probe)
+        self.self_attn.attn.pre_norm_rest(x, &context, projected, BlockNorm::PreRmsNorm, |r| self.post_attention_layernorm.forward(r), |h| self.mlp.forward(h), probe)
     }
 }
 
@@ -416,7 +379,7 @@ pub struct LlamaModel {
     pub config: LlamaConfig,
     embed_tokens: WeightMatrix, // [vocab, d]
     layers: Vec<LlamaDecoderLayer>,
-    norm: LlamaRmsNorm,
+    norm: RmsNorm,
     /// `None`: tied to `embed_tokens`.
     lm_head: Option<WeightMatrix>, // [vocab, d]
     rope: RotaryTable,
@@ -443,7 +406,7 @@ impl LlamaModel {
         let (vocab, d) = (config.vocab_size, config.hidden_size);
         let embed_tokens = src.matrix(("token_embd.weight", "model.embed_tokens.weight"), vocab, d)?;
         let layers = (0..config.num_hidden_layers).map(|i| LlamaDecoderLayer::load(&mut src, i, &config)).collect::<Result<Vec<_>>>()?;
-        let norm = LlamaRmsNorm { weight: src.vector(("output_norm.weight", "model.norm.weight"), d)?, eps: config.rms_norm_eps };
+        let norm = RmsNorm { weight: src.vector(("output_norm.weight", "model.norm.weight"), d)?, eps: config.rms_norm_eps };
         let lm_head = src.lm_head(vocab, d)?;
         Ok(LlamaModel { rope: RotaryTable::new(&config), config, embed_tokens, layers, norm, lm_head, tokenizer })
     }
@@ -485,6 +448,7 @@ impl CausalLm for LlamaModel {
         DecoderSpec {
             tokenizer: &self.tokenizer,
             layers: self.layers.len(),
+            kv_dim: c.num_key_value_heads * c.head_dim(),
             max_positions: c.max_positions(),
             vocab_size: c.vocab_size,
             eos_token_ids: &c.eos_token_ids,
@@ -493,7 +457,7 @@ impl CausalLm for LlamaModel {
         }
     }
 
-    fn step(&self, ids: &[u32], start: usize, cache: &mut [LayerCache], probe: &mut Probe) -> Result<Vec<f32>> {
+    fn step(&self, ids: &[u32], start: usize, cache: &mut [KvCache], probe: &mut Probe) -> Result<Vec<f32>> {
         let mut x = self.embed(ids)?;
         for (layer, c) in self.layers.iter().zip(cache.iter_mut()) {
             x = layer.forward(&x, start, &self.rope, c, probe);

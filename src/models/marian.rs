@@ -7,10 +7,13 @@
 //! Sizes come from the tensor shapes and the embedded `model.yml`. Each struct is one group of
 //! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
-use super::{post_norm_output, value_output_norms, LayerNorm, Linear, Wave};
-use crate::attention::{AttentionKind, ForwardOutput, Probe, Site, StopReason};
+use super::Wave;
+use crate::attention::{AttentionKind, ForwardOutput, StopReason};
 use crate::error::{invalid_model, Error, Result};
-use crate::tensor::{gelu, multi_head_attention, relu, sigmoid, silu, Mask, Mat, WeightMatrix};
+use crate::nn::attention::{KvCache, Mask, MultiHead};
+use crate::nn::layers::{LayerNorm, Linear};
+use crate::nn::probe::{Probe, Site};
+use crate::tensor::{gelu, relu, sigmoid, silu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::marian_bin::{self, yml_value};
 use crate::weights::TensorStore;
@@ -337,8 +340,7 @@ struct MarianAttention {
     wv: Linear, // [d, d]
     wo: Linear, // [d, d]
     wo_ln: LayerNorm,
-    heads: usize,
-    site: Site,
+    attn: MultiHead,
 }
 
 impl MarianAttention {
@@ -351,39 +353,29 @@ impl MarianAttention {
             wv: lin(w, 2)?,
             wo: lin(w, 3)?,
             wo_ln: LayerNorm::load_named(w, &names.ln[0], &names.ln[1], d, c.layer_norm_eps)?,
-            heads: c.heads,
-            site,
+            attn: MultiHead::new(site, c.heads, c.heads, d / c.heads),
         })
     }
 
-    /// Keys and values of `memory` `[Tk, d]`: `([Tk, d], [Tk, d])`.
-    fn keys_values(&self, memory: &Mat) -> (Mat, Mat) {
-        (self.wk.forward(memory), self.wv.forward(memory))
+    /// Keys and values of `memory` `[Tk, d]`, each `[Tk, d]`.
+    fn keys_values(&self, memory: &Mat) -> KvCache {
+        KvCache::of(self.wk.forward(memory), &self.wv.forward(memory))
     }
 
-    /// x `[Tq, d]` attends to keys/values `[Tk, d]`: LN(x + Wo·attention + bo)    # [Tq, d]
-    /// The probe gets `[heads, Tq, Tk]`.
-    fn forward(&self, x: &Mat, (k, v): (&Mat, &Mat), probe: &mut Probe) -> Mat {
+    /// x `[Tq, d]` attends to the keys/values of `kv` `[Tk, d]`: LN(x + Wo·attention + bo)
+    /// `[Tq, d]`. The probe gets `[heads, Tq, Tk]`.
+    fn forward(&self, x: &Mat, kv: &KvCache, probe: &mut Probe) -> Mat {
         let q = self.wq.forward(x); // [Tq, d]
-        if probe.wants_value_norms() {
-            probe.record_value_norms(self.site, value_output_norms(v, &self.wo.weight, self.heads));
-        }
-        let att = multi_head_attention(&q, k, v, self.heads, Mask::None, probe.traced_head(self.site));
-        let context = probe.record(self.site, self.heads, att); // [Tq, d]
-        post_norm_output(&context, x, &self.wo, &self.wo_ln, self.site, probe)
+        let context = self.attn.attend(&q, kv, Mask::None, &self.wo.weight, probe); // [Tq, d]
+        self.attn.post_norm_output(&context, x, &self.wo, &self.wo_ln, probe)
     }
 
     /// One decode step of masked self-attention: y `[1, d]` (the newest position) attends to
-    /// itself and every earlier position, whose keys and values `cache` holds (`[t, d]` each,
-    /// row-major); y's are appended. No mask is needed: later positions are not there yet.
-    fn forward_cached(&self, y: &Mat, cache: &mut (Vec<f32>, Vec<f32>), probe: &mut Probe) -> Mat {
-        let (k, v) = self.keys_values(y);
-        cache.0.extend_from_slice(k.as_slice());
-        cache.1.extend_from_slice(v.as_slice());
-        let d = y.cols().max(1);
-        let t = cache.0.len() / d;
-        let (k_all, v_all) = (Mat::from_vec(t, d, cache.0.clone()), Mat::from_vec(t, d, cache.1.clone()));
-        self.forward(y, (&k_all, &v_all), probe)
+    /// itself and every earlier position, whose keys and values `cache` holds; y's are written
+    /// after them. No mask is needed: later positions are not there yet.
+    fn forward_cached(&self, y: &Mat, cache: &mut KvCache, probe: &mut Probe) -> Mat {
+        cache.append(&self.wk.forward(y), &self.wv.forward(y));
+        self.forward(y, cache, probe)
     }
 }
 
@@ -450,13 +442,14 @@ struct MarianEncoderLayer {
 impl MarianEncoderLayer {
     /// x `[Ts, d]` → `[Ts, d]`
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
-        let kv = self.self_attention.keys_values(x);
-        let h = self.self_attention.forward(x, (&kv.0, &kv.1), probe);
+        let kv = self.self_attention.keys_values(x); // [Ts, d] each
+        let h = self.self_attention.forward(x, &kv, probe);
         self.ffn.forward(&h)
     }
 }
 
 /// What a decoder layer runs over the target before cross-attention.
+#[allow(clippy::large_enum_variant)] // one per decoder layer, built once at load: no box needed
 enum Autoregressive {
     /// Bergamot: an SSRU cell.
     Ssru(Ssru),
@@ -465,12 +458,11 @@ enum Autoregressive {
 }
 
 /// What a decoder layer carries from one decode step to the next.
-#[derive(Default)]
 struct DecoderState {
     /// The SSRU's cell `[d]`.
     cell: Vec<f32>,
-    /// The self-attention's keys and values so far, `[t, d]` each.
-    cache: (Vec<f32>, Vec<f32>),
+    /// The self-attention's keys and values so far, `[t, d]` each (empty for an SSRU).
+    cache: KvCache,
 }
 
 /// Decoder layer: SSRU or self-attention, cross-attention (`context`), FFN.
@@ -483,12 +475,12 @@ struct MarianDecoderLayer {
 impl MarianDecoderLayer {
     /// One decode step: y `[1, d]` → `[1, d]`; `state` is this layer's SSRU cell or K/V cache,
     /// `memory` the encoder-side keys and values of its `context` attention.
-    fn forward(&self, y: &Mat, state: &mut DecoderState, memory: &(Mat, Mat), probe: &mut Probe) -> Mat {
+    fn forward(&self, y: &Mat, state: &mut DecoderState, memory: &KvCache, probe: &mut Probe) -> Mat {
         let h = match &self.autoregressive {
             Autoregressive::Ssru(rnn) => rnn.forward(y, &mut state.cell),
             Autoregressive::SelfAttention(a) => a.forward_cached(y, &mut state.cache, probe),
         };
-        let o = self.context.forward(&h, (&memory.0, &memory.1), probe);
+        let o = self.context.forward(&h, memory, probe);
         self.ffn.forward(&o)
     }
 }
@@ -643,9 +635,10 @@ impl MarianModel {
 
         // ---- greedy decoding ---------------------------------------------------------
         // Encoder-side keys and values of every decoder layer, computed once.  # [Ts, d] each
-        let memory: Vec<(Mat, Mat)> = self.decoder.iter().map(|l| l.context.keys_values(&x)).collect();
-        let mut states: Vec<DecoderState> = self.decoder.iter().map(|_| DecoderState { cell: vec![0.0; d], ..Default::default() }).collect();
+        let memory: Vec<KvCache> = self.decoder.iter().map(|l| l.context.keys_values(&x)).collect();
         let max_target = self.config.max_target_for(ts);
+        let positions = if self.has_decoder_self_attention() { max_target } else { 0 };
+        let mut states: Vec<DecoderState> = self.decoder.iter().map(|_| DecoderState { cell: vec![0.0; d], cache: KvCache::new(positions, d) }).collect();
         let mut target_ids = Vec::new();
         let mut stop = StopReason::MaxLength;
         for step in 0..max_target {

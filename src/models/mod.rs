@@ -1,5 +1,5 @@
 //! Model families (one file each) and the choice between them from a manifest or from the
-//! files themselves. Shared building blocks (`Linear`, `LayerNorm`) live here.
+//! files themselves. Their shared layers are in [`crate::nn`].
 
 pub mod bert;
 pub mod decoder;
@@ -8,119 +8,14 @@ pub mod inspect;
 pub mod llama;
 pub mod marian;
 
-use crate::attention::{Attended, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest, OutputTrace, Probe, Site};
+use crate::attention::{Attended, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest};
 use crate::error::{invalid_model, Error, Result};
 use crate::heads::{induction_scores, score_block, HeadScores};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
-use crate::tensor::{layer_norm, Mat, WeightMatrix};
+use crate::nn::probe::Probe;
 use crate::weights::TensorStore;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-
-/// `y = x · Wᵀ + b` with a PyTorch-layout weight `# [out, in]`, f32 or int8 as the file has it.
-pub struct Linear {
-    pub weight: WeightMatrix,
-    pub bias: Option<Vec<f32>>,
-}
-
-impl Linear {
-    /// `<prefix>.weight` `[out, in]` and `<prefix>.bias` `[out]` (Hugging Face naming).
-    pub fn load(w: &mut TensorStore, prefix: &str, out: usize, inp: usize) -> Result<Linear> {
-        Linear::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), out, inp)
-    }
-
-    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, out: usize, inp: usize) -> Result<Linear> {
-        Ok(Linear { weight: w.weight_matrix(weight, out, inp)?, bias: Some(w.vector(bias, out)?) })
-    }
-
-    pub fn forward(&self, x: &Mat) -> Mat {
-        self.weight.linear(x, self.bias.as_deref())
-    }
-}
-
-pub struct LayerNorm {
-    pub weight: Vec<f32>,
-    pub bias: Vec<f32>,
-    pub eps: f32,
-}
-
-impl LayerNorm {
-    /// `<prefix>.weight` and `<prefix>.bias` (Hugging Face naming).
-    pub fn load(w: &mut TensorStore, prefix: &str, d: usize, eps: f32) -> Result<LayerNorm> {
-        LayerNorm::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), d, eps)
-    }
-
-    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, d: usize, eps: f32) -> Result<LayerNorm> {
-        Ok(LayerNorm { weight: w.vector(weight, d)?, bias: w.vector(bias, d)?, eps })
-    }
-
-    pub fn apply(&self, x: &mut Mat) {
-        layer_norm(x, &self.weight, &self.bias, self.eps);
-    }
-}
-
-/// The end of a post-norm attention block, LN(x + context · Wᴼᵀ + bᴼ)          # [Tq, d]
-/// (BERT's `attention.output`, Marian's `Wo` + `Wo_ln`). When `site`'s head is traced, the
-/// probe keeps every stage for the step view.
-pub fn post_norm_output(context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, site: Site, probe: &mut Probe) -> Mat {
-    let traced = probe.traced_head(site).is_some();
-    let mut h = wo.forward(context); // [Tq, d]
-    let projected = traced.then(|| h.clone());
-    h.add_assign(x);
-    let residual = traced.then(|| h.clone());
-    ln.apply(&mut h);
-    if let (Some(projected), Some(residual)) = (projected, residual) {
-        probe.record_block(site, || OutputTrace {
-            d_model: x.cols(),
-            query_len: x.rows(),
-            norm: BlockNorm::PostLayerNorm,
-            concat: context.as_slice().to_vec(),
-            projected: projected.into_vec(),
-            input: x.as_slice().to_vec(),
-            residual: residual.into_vec(),
-            normed: h.as_slice().to_vec(),
-        });
-    }
-    h
-}
-
-/// The rest of a pre-norm decoder block once its heads have run (Llama, GPT-2): residual =
-/// x + projected (`projected` = context · Wᴼᵀ (+ bᴼ)), normed = `norm`(residual), the
-/// feed-forward's input, kept for the step view as `kind` says, then residual + `ffn`(normed).
-#[allow(clippy::too_many_arguments)] // the block's pieces, each named at the two call sites
-pub(crate) fn pre_norm_rest(x: &Mat, context: &Mat, projected: Mat, kind: BlockNorm, norm: impl Fn(&Mat) -> Mat, ffn: impl Fn(&Mat) -> Mat, site: Site, probe: &mut Probe) -> Mat {
-    let mut residual = projected.clone();
-    residual.add_assign(x);
-    let normed = norm(&residual); // [T, d]
-    probe.record_block(site, || OutputTrace {
-        d_model: x.cols(),
-        query_len: x.rows(),
-        norm: kind,
-        concat: context.as_slice().to_vec(),
-        projected: projected.into_vec(),
-        input: x.as_slice().to_vec(),
-        residual: residual.as_slice().to_vec(),
-        normed: normed.as_slice().to_vec(),
-    });
-    let mut out = ffn(&normed);
-    out.add_assign(&residual);
-    out
-}
-
-/// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias
-/// included), `v` `# [Tk, heads·d_k]`, sent through the head's columns of the output projection
-/// `wo` `# [d, heads·d_k]`: ‖v_h(x_j) · W_O[:, h]ᵀ‖ (Kobayashi et al., EMNLP 2020). The output
-/// bias is shared by all keys and left out.
-pub(crate) fn value_output_norms(v: &Mat, wo: &WeightMatrix, heads: usize) -> Vec<f32> {
-    let (tk, d, d_k) = (v.rows(), wo.rows(), v.cols() / heads);
-    let mut f = vec![0.0f32; tk * d]; // [Tk, d] for one head
-    let mut norms = Vec::with_capacity(heads * tk);
-    for h in 0..heads {
-        wo.matmul_cols(v, h * d_k, d_k, &mut f);
-        norms.extend(f.chunks_exact(d).map(|row| row.iter().map(|x| x * x).sum::<f32>().sqrt()));
-    }
-    norms
-}
 
 /// `models/<dir>/manifest.json`, written by the setup script (or inferred for a user's folder).
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,0 +1,402 @@
+//! The one attention layer: queries of `heads` heads against keys and values of `kv_heads`
+//! heads (grouped-query attention when fewer: query head h reads key/value head
+//! h ÷ (heads ÷ kv_heads)), the mask, the KV cache, and the probe. This is the only code that
+//! records attention maps, value norms and a head's internals; a family computes its
+//! projections (its own PyTorch-shaped structs, named like its weights) and calls
+//! [`MultiHead::attend`], then [`MultiHead::post_norm_output`] or [`MultiHead::pre_norm_rest`]
+//! for the end of the block.
+//!
+//! Keys and values always sit in a [`KvCache`]: `[capacity, kv_dim]` for K and the transpose
+//! `[kv_dim, capacity]` for V, preallocated and written a row (a column of Vᵀ) at a time in
+//! place, so that a decode step reads the cache where it lies (strided views into the one GEMM
+//! kernel) instead of copying it. With Vᵀ stored, each head's P·V is again `A · Bᵀ`.
+
+use super::layers::{LayerNorm, Linear};
+use super::probe::{Probe, Recorded, Site};
+use crate::attention::{BlockNorm, HeadTrace, OutputTrace};
+use crate::tensor::{matmul_bt, matmul_bt_cols, softmax_in_place, Mat, OutPtr, View, WeightMatrix, PARALLEL_FROM_MACS};
+use std::cell::Cell;
+
+/// Which keys a query may see.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mask {
+    /// Every key is visible (encoder self-attention, cross-attention).
+    None,
+    /// Query `i` sees keys `0..=first_query_position + i` (decoder self-attention).
+    Causal { first_query_position: usize },
+}
+
+impl Mask {
+    pub fn visible(&self, query: usize, key: usize) -> bool {
+        match *self {
+            Mask::None => true,
+            Mask::Causal { first_query_position } => key <= first_query_position + query,
+        }
+    }
+}
+
+thread_local! {
+    /// Caches allocated on this thread (see [`kv_caches_allocated`]).
+    static CACHES_ALLOCATED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many [`KvCache`]s this thread has allocated: a generation allocates one per layer
+/// whatever the number of tokens it generates (the tests count it).
+pub fn kv_caches_allocated() -> usize {
+    CACHES_ALLOCATED.get()
+}
+
+/// One layer's keys and values: `k` `# [capacity, kv_dim]` row-major and `v_t`
+/// `# [kv_dim, capacity]` (V transposed), both allocated once; rows `0..len` are written.
+pub struct KvCache {
+    kv_dim: usize,
+    capacity: usize,
+    len: usize,
+    k: Vec<f32>,
+    v_t: Vec<f32>,
+}
+
+impl KvCache {
+    /// An empty cache for up to `capacity` positions of `kv_dim` values each.
+    pub fn new(capacity: usize, kv_dim: usize) -> KvCache {
+        CACHES_ALLOCATED.set(CACHES_ALLOCATED.get() + 1);
+        KvCache { kv_dim, capacity, len: 0, k: vec![0.0; capacity * kv_dim], v_t: vec![0.0; kv_dim * capacity] }
+    }
+
+    /// A full cache of exactly these keys and values `# [Tk, kv_dim]` each (an encoder's
+    /// self-attention, or the encoder side of cross-attention, computed once).
+    pub fn of(k: Mat, v: &Mat) -> KvCache {
+        CACHES_ALLOCATED.set(CACHES_ALLOCATED.get() + 1);
+        let (len, kv_dim) = (k.rows(), k.cols());
+        KvCache { kv_dim, capacity: len, len, k: k.into_vec(), v_t: v.transpose().into_vec() }
+    }
+
+    /// Positions written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Writes the keys and values of the next `k.rows()` positions in place.     # [T, kv_dim]
+    pub fn append(&mut self, k: &Mat, v: &Mat) {
+        let (t, len, cap) = (k.rows(), self.len, self.capacity);
+        assert!(
+            len + t <= cap && k.cols() == self.kv_dim && v.cols() == self.kv_dim && v.rows() == t,
+            "KvCache: {t} more positions of {} do not fit {len} of {cap} × {}",
+            k.cols(),
+            self.kv_dim
+        );
+        self.k[len * self.kv_dim..(len + t) * self.kv_dim].copy_from_slice(k.as_slice());
+        for r in 0..t {
+            for (c, &x) in v.row(r).iter().enumerate() {
+                self.v_t[c * cap + len + r] = x;
+            }
+        }
+        self.len += t;
+    }
+
+    /// The buffers' addresses (they never move: the tests check it).
+    pub fn buffers(&self) -> (*const f32, *const f32) {
+        (self.k.as_ptr(), self.v_t.as_ptr())
+    }
+
+    /// Keys `# [len, kv_dim]`.
+    fn keys(&self) -> View<'_> {
+        View { data: &self.k, offset: 0, rows: self.len, cols: self.kv_dim, stride: self.kv_dim }
+    }
+
+    /// Vᵀ `# [kv_dim, len]`, rows strided by the capacity.
+    fn values_t(&self) -> View<'_> {
+        View { data: &self.v_t, offset: 0, rows: self.kv_dim, cols: self.len, stride: self.capacity }
+    }
+}
+
+/// Result of one multi-head attention call.
+struct AttentionOutput {
+    /// `# [Tq, heads·d_k]` concatenated head outputs (before the output projection)
+    context: Mat,
+    /// `# [heads, Tq, Tk]`
+    probs: Vec<f32>,
+    trace: Option<HeadTrace>,
+}
+
+/// One attention's heads and where it sits in its model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MultiHead {
+    pub site: Site,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (`heads` unless they are shared: GQA).
+    pub kv_heads: usize,
+    pub d_k: usize,
+}
+
+impl MultiHead {
+    /// `heads` query heads of `d_k` over `kv_heads` key/value heads.
+    pub fn new(site: Site, heads: usize, kv_heads: usize, d_k: usize) -> MultiHead {
+        MultiHead { site, heads, kv_heads, d_k }
+    }
+
+    /// `q` `# [Tq, heads·d_k]` attends to every key of `kv` (`# [Tk, kv_heads·d_k]`):
+    /// softmax(mask(Q_h K_gᵀ / √d_k)) · V_g per head → the heads' outputs concatenated
+    /// `# [Tq, heads·d_k]` (before the output projection `wo` `# [d, heads·d_k]`, which only
+    /// the value norms read). The probe gets the maps `# [heads, Tq, Tk]`, the value norms when
+    /// it asks, and the traced head's intermediates when it is this one's.
+    pub fn attend(&self, q: &Mat, kv: &KvCache, mask: Mask, wo: &WeightMatrix, probe: &mut Probe) -> Mat {
+        debug_assert_eq!((q.cols(), kv.kv_dim), (self.heads * self.d_k, self.kv_heads * self.d_k));
+        let value_norms = probe.wants_value_norms().then(|| self.value_output_norms(kv, wo));
+        let AttentionOutput { context, probs, trace } = self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
+        probe.record(self.site, Recorded { heads: self.heads, query_len: q.rows(), key_len: kv.len(), probs, value_norms, trace });
+        context
+    }
+
+    /// Key/value head of query head `h`.
+    fn kv_head(&self, h: usize) -> usize {
+        h / (self.heads / self.kv_heads)
+    }
+
+    /// Scaled dot-product attention over every head: `softmax(mask(Q_h K_gᵀ / √d_k)) · V_g`.
+    /// When `trace_head` is set, every intermediate of that head is returned too.
+    fn multi_head_attention(&self, q: &Mat, kv: &KvCache, mask: Mask, trace_head: Option<usize>) -> AttentionOutput {
+        let (heads, d_k) = (self.heads, self.d_k);
+        let (tq, tk, d) = (q.rows(), kv.len(), q.cols());
+        let scale = 1.0 / (d_k as f32).sqrt();
+        let (keys, values_t) = (kv.keys(), kv.values_t());
+        let mut probs = vec![0.0f32; heads * tq * tk];
+        let mut context = Mat::zeros(tq, d);
+        let (probs_out, context_out) = (OutPtr(probs.as_mut_ptr()), OutPtr(context.as_mut_slice().as_mut_ptr()));
+        // # [Tq, Tk] = Q_h · K_gᵀ: each head's scores, and again the traced head's after the loop.
+        let scores_into = |h: usize, out: &mut [f32]| matmul_bt(View::cols_of(q, h * d_k, d_k), keys.cols(self.kv_head(h) * d_k, d_k), out, 0, tk);
+        let head = |h: usize| {
+            // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk] and columns h·d_k.. h·d_k + d_k
+            // of context, and both buffers outlive the loop.
+            let block = unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
+            scores_into(h, block);
+            for (i, row) in block.chunks_exact_mut(tk.max(1)).enumerate() {
+                for (j, s) in row.iter_mut().enumerate() {
+                    *s = if mask.visible(i, j) { *s * scale } else { f32::NEG_INFINITY };
+                }
+                softmax_in_place(row);
+            }
+            // V_gᵀ `# [d_k, Tk]`: rows g·d_k.. of Vᵀ.
+            let v_h = values_t.rows_range(self.kv_head(h) * d_k, d_k);
+            let p_h = View { data: block, offset: 0, rows: tq, cols: tk, stride: tk };
+            // # [Tq, d_k] = P_h · V_g, into its columns of context
+            unsafe { matmul_bt_cols(p_h, v_h, context_out, h * d_k, d, 0..d_k) };
+        };
+        // Heads go to the pool's threads whole (their softmaxes too); inside one, a GEMM runs on
+        // that thread alone. Below the GEMM's own threshold, waking helpers costs more than it saves.
+        if 2 * heads * tq * tk * d_k >= PARALLEL_FROM_MACS {
+            crate::pool::for_each_chunk(heads, &head);
+        } else {
+            (0..heads).for_each(head);
+        }
+        let trace = trace_head.filter(|&h| h < heads).map(|h| {
+            // The traced head's scores again (the same GEMM gives the same values), before scaling
+            // and masking; "scaled" shows every score ÷ √d_k, the mask row says which are cut.
+            let mut scores = vec![0.0f32; tq * tk];
+            scores_into(h, &mut scores);
+            let scaled = scores.iter().map(|s| s * scale).collect();
+            let mask_values = (0..tq * tk).map(|ij| if mask.visible(ij / tk, ij % tk) { 1.0 } else { 0.0 }).collect();
+            let g = self.kv_head(h);
+            HeadTrace {
+                d_k,
+                query_len: tq,
+                key_len: tk,
+                q: q.cols_range(h * d_k, d_k).into_vec(),
+                k: keys.cols(g * d_k, d_k).to_vec(),
+                v: values_t.rows_range(g * d_k, d_k).transposed(),
+                scores,
+                scaled,
+                mask: mask_values,
+                probs: probs[h * tq * tk..(h + 1) * tq * tk].to_vec(),
+                output: context.cols_range(h * d_k, d_k).into_vec(),
+            }
+        });
+        AttentionOutput { context, probs, trace }
+    }
+
+    /// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias
+    /// included; key/value head g's under GQA) sent through the head's columns of the output
+    /// projection `wo` `# [d, heads·d_k]`: ‖v_g(x_j) · W_O[:, h]ᵀ‖ (Kobayashi et al., EMNLP
+    /// 2020). The output bias is shared by all keys and left out.
+    fn value_output_norms(&self, kv: &KvCache, wo: &WeightMatrix) -> Vec<f32> {
+        let (tk, d, d_k) = (kv.len(), wo.rows(), self.d_k);
+        let mut f = vec![0.0f32; tk * d]; // [Tk, d] for one head
+        let mut norms = Vec::with_capacity(self.heads * tk);
+        for h in 0..self.heads {
+            let v_g = Mat::from_vec(tk, d_k, kv.values_t().rows_range(self.kv_head(h) * d_k, d_k).transposed()); // [Tk, d_k]
+            wo.matmul_cols(&v_g, h * d_k, &mut f);
+            norms.extend(f.chunks_exact(d.max(1)).map(|row| row.iter().map(|x| x * x).sum::<f32>().sqrt()));
+        }
+        norms
+    }
+
+    /// The end of a post-norm attention block, LN(x + context · Wᴼᵀ + bᴼ)        # [Tq, d]
+    /// (BERT's `attention.output`, Marian's `Wo` + `Wo_ln`). When this site's head is traced,
+    /// the probe keeps every stage for the step view.
+    pub fn post_norm_output(&self, context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, probe: &mut Probe) -> Mat {
+        let traced = probe.traced_head(self.site).is_some();
+        let mut h = wo.forward(context); // [Tq, d]
+        let projected = traced.then(|| h.clone());
+        h.add_assign(x);
+        let residual = traced.then(|| h.clone());
+        ln.apply(&mut h);
+        if let (Some(projected), Some(residual)) = (projected, residual) {
+            probe.record_block(self.site, || OutputTrace {
+                d_model: x.cols(),
+                query_len: x.rows(),
+                norm: BlockNorm::PostLayerNorm,
+                concat: context.as_slice().to_vec(),
+                projected: projected.into_vec(),
+                input: x.as_slice().to_vec(),
+                residual: residual.into_vec(),
+                normed: h.as_slice().to_vec(),
+            });
+        }
+        h
+    }
+
+    /// The rest of a pre-norm decoder block once its heads have run (Llama, GPT-2): residual =
+    /// x + projected (`projected` = context · Wᴼᵀ (+ bᴼ)), normed = `norm`(residual), the
+    /// feed-forward's input, kept for the step view as `kind` says, then residual + `ffn`(normed).
+    #[allow(clippy::too_many_arguments)] // the block's pieces, each named at the two call sites
+    pub fn pre_norm_rest(&self, x: &Mat, context: &Mat, projected: Mat, kind: BlockNorm, norm: impl Fn(&Mat) -> Mat, ffn: impl Fn(&Mat) -> Mat, probe: &mut Probe) -> Mat {
+        let mut residual = projected.clone();
+        residual.add_assign(x);
+        let normed = norm(&residual); // [T, d]
+        probe.record_block(self.site, || OutputTrace {
+            d_model: x.cols(),
+            query_len: x.rows(),
+            norm: kind,
+            concat: context.as_slice().to_vec(),
+            projected: projected.into_vec(),
+            input: x.as_slice().to_vec(),
+            residual: residual.as_slice().to_vec(),
+            normed: normed.as_slice().to_vec(),
+        });
+        let mut out = ffn(&normed);
+        out.add_assign(&residual);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::{AttentionKind, HeadRequest};
+
+    fn mat(rows: usize, cols: usize, seed: f32) -> Mat {
+        Mat::from_vec(rows, cols, (0..rows * cols).map(|i| (i as f32 * 0.37 + seed).sin()).collect())
+    }
+
+    fn row(m: &Mat, r: usize) -> Mat {
+        Mat::from_vec(1, m.cols(), m.row(r).to_vec())
+    }
+
+    fn identity(d: usize) -> WeightMatrix {
+        WeightMatrix::F32(Mat::from_vec(d, d, (0..d * d).map(|i| if i % (d + 1) == 0 { 1.0 } else { 0.0 }).collect()))
+    }
+
+    #[test]
+    fn probe_concatenates_one_query_per_call_like_a_single_call() {
+        // Three one-query calls at one site (incremental decoding) must give the block, and the
+        // traced head, that one three-query call gives.
+        let (q, k, v) = (mat(3, 8, 0.1), mat(5, 8, 0.2), mat(5, 8, 0.3));
+        let site = Site { kind: AttentionKind::Cross, layer: 1 };
+        let attn = MultiHead::new(site, 2, 2, 4);
+        let kv = KvCache::of(k, &v);
+        let request = HeadRequest { kind: AttentionKind::Cross, layer: 1, head: 1 };
+        let (mut whole, mut whole_head) = (Probe::attention_maps(), Probe::head(request));
+        let (mut steps, mut steps_head) = (Probe::attention_maps(), Probe::head(request));
+        let wo = identity(8);
+        attn.attend(&q, &kv, Mask::None, &wo, &mut whole);
+        attn.attend(&q, &kv, Mask::None, &wo, &mut whole_head);
+        for t in 0..3 {
+            attn.attend(&row(&q, t), &kv, Mask::None, &wo, &mut steps);
+            let other = Site { kind: AttentionKind::EncoderSelf, layer: 1 };
+            assert_eq!(steps_head.traced_head(other), None);
+            attn.attend(&row(&q, t), &kv, Mask::None, &wo, &mut steps_head);
+        }
+        let (a, b) = (whole.into_attentions(), steps.into_attentions());
+        assert_eq!(a.len(), 1);
+        assert_eq!((b[0].heads, b[0].query_len, b[0].key_len), (2, 3, 5));
+        assert_eq!(a[0].probs, b[0].probs);
+        let (x, y) = (whole_head.into_trace().unwrap().0, steps_head.into_trace().unwrap().0);
+        assert_eq!((y.query_len, y.key_len), (3, 5));
+        assert_eq!((x.q, x.scores, x.probs, x.output), (y.q, y.scores, y.probs, y.output));
+    }
+
+    #[test]
+    fn a_cache_filled_step_by_step_is_written_in_place_and_gives_the_whole_attention() {
+        // Four key/value heads shared by eight query heads; six positions fed 3, then 1, 1, 1.
+        let (q, k, v) = (mat(6, 16, 0.4), mat(6, 8, 0.5), mat(6, 8, 0.6));
+        let attn = MultiHead::new(Site { kind: AttentionKind::DecoderSelf, layer: 0 }, 8, 4, 2);
+        let wo = identity(16);
+        let mut whole = Probe::attention_maps_and_value_norms();
+        let whole_context = attn.attend(&q, &KvCache::of(k.clone(), &v), Mask::Causal { first_query_position: 0 }, &wo, &mut whole);
+        let rows = |m: &Mat, r: std::ops::Range<usize>| Mat::from_vec(r.len(), m.cols(), m.as_slice()[r.start * m.cols()..r.end * m.cols()].to_vec());
+        let mut cache = KvCache::new(10, 8);
+        let (buffers, capacity) = (cache.buffers(), cache.capacity());
+        let mut steps = Probe::attention_maps_and_value_norms();
+        let mut context = Vec::new();
+        for (start, end) in [(0, 3), (3, 4), (4, 5), (5, 6)] {
+            cache.append(&rows(&k, start..end), &rows(&v, start..end));
+            assert_eq!((cache.buffers(), cache.capacity(), cache.len()), (buffers, capacity, end));
+            context.extend(attn.attend(&rows(&q, start..end), &cache, Mask::Causal { first_query_position: start }, &wo, &mut steps).into_vec());
+        }
+        // The maps bit for bit; the context sums over fewer keys (a masked key adds a zero, in
+        // another lane), so to rounding.
+        for (x, y) in context.iter().zip(whole_context.as_slice()) {
+            assert!((x - y).abs() <= 1e-6, "{x} vs {y}");
+        }
+        let ((a, an), (b, bn)) = (whole.into_maps_and_norms(), steps.into_maps_and_norms());
+        assert_eq!(a[0].probs, b[0].probs);
+        assert_eq!(an.unwrap()[0].probs, bn.unwrap()[0].probs);
+    }
+
+    #[test]
+    fn grouped_query_heads_read_their_shared_key_value_head() {
+        // Two query heads over one key/value head equal two heads over a repeated one.
+        let (q, k, v) = (mat(4, 8, 0.7), mat(5, 4, 0.8), mat(5, 4, 0.9));
+        let repeat = |m: &Mat| Mat::from_vec(m.rows(), 8, (0..m.rows()).flat_map(|r| m.row(r).iter().chain(m.row(r)).copied().collect::<Vec<_>>()).collect());
+        let site = Site { kind: AttentionKind::DecoderSelf, layer: 0 };
+        let (shared, full) = (MultiHead::new(site, 2, 1, 4), MultiHead::new(site, 2, 2, 4));
+        let (mut p, mut r) = (Probe::attention_maps(), Probe::attention_maps());
+        let a = shared.attend(&q, &KvCache::of(k.clone(), &v), Mask::None, &identity(8), &mut p);
+        let b = full.attend(&q, &KvCache::of(repeat(&k), &repeat(&v)), Mask::None, &identity(8), &mut r);
+        assert_eq!(a, b);
+        assert_eq!(p.into_attentions()[0].probs, r.into_attentions()[0].probs);
+    }
+
+    #[test]
+    fn causal_attention_masks_the_future_and_traces_one_head() {
+        let (q, k, v) = (mat(4, 8, 1.1), mat(4, 8, 1.2), mat(4, 8, 1.3));
+        let site = Site { kind: AttentionKind::DecoderSelf, layer: 0 };
+        let out = MultiHead::new(site, 2, 2, 4).multi_head_attention(&q, &KvCache::of(k, &v), Mask::Causal { first_query_position: 0 }, Some(1));
+        let t = out.trace.expect("trace requested");
+        for i in 0..4 {
+            let row = &out.probs[16 + i * 4..16 + i * 4 + 4];
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+            for (j, p) in row.iter().enumerate() {
+                assert_eq!(j > i, *p == 0.0);
+                assert_eq!(t.mask[i * 4 + j], if j > i { 0.0 } else { 1.0 });
+            }
+        }
+        assert_eq!(&t.probs[..], &out.probs[16..32]);
+        // Output of the traced head equals probs · V_h computed by hand.
+        for i in 0..4 {
+            for c in 0..4 {
+                let e: f32 = (0..4).map(|j| t.probs[i * 4 + j] * t.v[j * 4 + c]).sum();
+                assert!((e - t.output[i * 4 + c]).abs() < 1e-5);
+            }
+        }
+    }
+}

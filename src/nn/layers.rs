@@ -1,0 +1,79 @@
+//! The layers every family builds from besides attention: `Linear`, `LayerNorm`, `RmsNorm`,
+//! each loaded by its Hugging Face names (or given by the family) and with its own `forward`.
+
+use crate::error::Result;
+use crate::tensor::{layer_norm, rms_norm, Mat, WeightMatrix};
+use crate::weights::TensorStore;
+
+/// `y = x · Wᵀ + b` with a PyTorch-layout weight `# [out, in]`, f32, int8 or GGML blocks as the
+/// file has it.
+pub struct Linear {
+    pub weight: WeightMatrix,
+    pub bias: Option<Vec<f32>>,
+}
+
+impl Linear {
+    /// `<prefix>.weight` `[out, in]` and `<prefix>.bias` `[out]` (Hugging Face naming).
+    pub fn load(w: &mut TensorStore, prefix: &str, out: usize, inp: usize) -> Result<Linear> {
+        Linear::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), out, inp)
+    }
+
+    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, out: usize, inp: usize) -> Result<Linear> {
+        Ok(Linear { weight: w.weight_matrix(weight, out, inp)?, bias: Some(w.vector(bias, out)?) })
+    }
+
+    /// A projection without a bias.
+    pub fn no_bias(weight: WeightMatrix) -> Linear {
+        Linear { weight, bias: None }
+    }
+
+    /// x `# [T, in]` → `# [T, out]`
+    pub fn forward(&self, x: &Mat) -> Mat {
+        self.weight.linear(x, self.bias.as_deref())
+    }
+}
+
+/// LayerNorm with a learned gain and bias (biased variance, as PyTorch and Marian compute it).
+pub struct LayerNorm {
+    pub weight: Vec<f32>, // [d]
+    pub bias: Vec<f32>,   // [d]
+    pub eps: f32,
+}
+
+impl LayerNorm {
+    /// `<prefix>.weight` and `<prefix>.bias` (Hugging Face naming).
+    pub fn load(w: &mut TensorStore, prefix: &str, d: usize, eps: f32) -> Result<LayerNorm> {
+        LayerNorm::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), d, eps)
+    }
+
+    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, d: usize, eps: f32) -> Result<LayerNorm> {
+        Ok(LayerNorm { weight: w.vector(weight, d)?, bias: w.vector(bias, d)?, eps })
+    }
+
+    /// Normalises every row of `x` `# [T, d]` in place.
+    pub fn apply(&self, x: &mut Mat) {
+        layer_norm(x, &self.weight, &self.bias, self.eps);
+    }
+
+    /// LayerNorm(x) as a new matrix                                              # [T, d]
+    pub fn forward(&self, x: &Mat) -> Mat {
+        let mut y = x.clone();
+        self.apply(&mut y);
+        y
+    }
+}
+
+/// RMSNorm with a learned gain (Llama's `*_layernorm`, `model.norm`).
+pub struct RmsNorm {
+    pub weight: Vec<f32>, // [d]
+    pub eps: f32,
+}
+
+impl RmsNorm {
+    /// RMSNorm(x) as a new matrix                                                # [T, d]
+    pub fn forward(&self, x: &Mat) -> Mat {
+        let mut y = x.clone();
+        rms_norm(&mut y, &self.weight, self.eps);
+        y
+    }
+}

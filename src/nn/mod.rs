@@ -1,0 +1,7 @@
+//! The layers every family builds from: [`attention`] (the one attention layer with its KV
+//! cache, the only code that records what the [`probe`] asks for) and [`layers`] (Linear,
+//! LayerNorm, RMSNorm). A family's own file arranges them as its PyTorch modules do.
+
+pub mod attention;
+pub mod layers;
+pub mod probe;

@@ -1,0 +1,196 @@
+//! What a forward records, passed down to every attention call: every attention map (and,
+//! when asked, the value-weighted norms beside each), or every intermediate of one head for
+//! the step view. Only [`super::attention`] hands results to it; the models pass it along.
+
+use crate::attention::{AttentionBlock, AttentionKind, HeadRequest, HeadTrace, OutputTrace};
+use crate::error::{invalid_model, Error, Result};
+use crate::tensor::all_finite;
+
+/// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub kind: AttentionKind,
+    pub layer: usize,
+}
+
+/// What one attention call computed, with its shape stated (not re-derived from lengths).
+pub(super) struct Recorded {
+    pub heads: usize,
+    pub query_len: usize,
+    pub key_len: usize,
+    /// `# [heads, query_len, key_len]`
+    pub probs: Vec<f32>,
+    /// ‖f_h(x_j)‖ `# [heads, key_len]` when the probe asked for value norms.
+    pub value_norms: Option<Vec<f32>>,
+    /// The traced head's intermediates when this call holds it.
+    pub trace: Option<HeadTrace>,
+}
+
+/// One attention call's maps `# [heads, query_len, key_len]`.
+struct Chunk {
+    query_len: usize,
+    key_len: usize,
+    values: Vec<f32>,
+}
+
+/// Every call at one site, in call order; keys grow from call to call with a KV cache.
+struct SiteRecord {
+    site: Site,
+    heads: usize,
+    chunks: Vec<Chunk>,
+}
+
+fn non_finite(kind: AttentionKind, layer: usize) -> Error {
+    invalid_model(format!("the {} attention of layer {} is NaN or infinite: the model's weights make its activations overflow", kind.as_str(), layer + 1))
+}
+
+/// What a forward records. Each attention call asks [`Probe::traced_head`] which of its heads
+/// to trace, runs the one attention kernel, and hands the result to the probe; several calls at
+/// one site (one per decode step) add query rows to the same block.
+#[derive(Default)]
+pub struct Probe {
+    maps: bool,
+    /// Also record value-weighted norms (Kobayashi et al. 2020) beside every map.
+    value_norms: bool,
+    head: Option<HeadRequest>,
+    recorded: Vec<SiteRecord>,
+    /// The same for α_ij·‖f_h(x_j)‖.
+    recorded_norms: Vec<SiteRecord>,
+    trace: Option<HeadTrace>,
+    block: Option<OutputTrace>,
+}
+
+impl Probe {
+    /// Records every attention map.
+    pub fn attention_maps() -> Probe {
+        Probe { maps: true, ..Probe::default() }
+    }
+
+    /// Records every attention map and, beside each, the value-weighted norms: f_h(x_j) =
+    /// (x_j W_V^h + b_V^h) W_O^h is what key j sends through head h (its value, through the
+    /// head's slice of the output projection, without the output bias); the recorded norm of
+    /// query i, key j is α_ij·‖f_h(x_j)‖ = ‖α_ij f_h(x_j)‖ (Kobayashi et al., "Attention is Not
+    /// Only a Weight", EMNLP 2020).
+    pub fn attention_maps_and_value_norms() -> Probe {
+        Probe { maps: true, value_norms: true, ..Probe::default() }
+    }
+
+    /// Records every intermediate of one head, and no maps.
+    pub fn head(request: HeadRequest) -> Probe {
+        Probe { head: Some(request), ..Probe::default() }
+    }
+
+    /// Whether the attention calls should compute ‖f_h(x_j)‖ for [`Recorded::value_norms`].
+    pub(super) fn wants_value_norms(&self) -> bool {
+        self.maps && self.value_norms
+    }
+
+    /// Whether one head's intermediates are being traced (the step view).
+    pub fn is_tracing(&self) -> bool {
+        self.head.is_some()
+    }
+
+    /// The head whose intermediates the attention call at `site` should keep, if any.
+    pub fn traced_head(&self, site: Site) -> Option<usize> {
+        self.head.filter(|r| r.kind == site.kind && r.layer == site.layer).map(|r| r.head)
+    }
+
+    /// Takes what one attention call at `site` computed.
+    pub(super) fn record(&mut self, site: Site, r: Recorded) {
+        let Recorded { heads, query_len, key_len, probs, value_norms, trace } = r;
+        if self.maps {
+            if let Some(norms) = value_norms {
+                // [heads, Tq, Tk] · [heads, 1, Tk]
+                let weighted = probs.iter().enumerate().map(|(i, p)| p * norms[(i / (key_len * query_len).max(1)) * key_len + i % key_len.max(1)]).collect();
+                push_chunk(&mut self.recorded_norms, site, heads, Chunk { query_len, key_len, values: weighted });
+            }
+            push_chunk(&mut self.recorded, site, heads, Chunk { query_len, key_len, values: probs });
+        }
+        if let Some(t) = trace {
+            match &mut self.trace {
+                Some(prev) => prev.append_queries(t),
+                None => self.trace = Some(t),
+            }
+        }
+    }
+
+    /// Takes the end of the attention block at `site` when its head is traced (`make` runs only
+    /// then); successive calls (decode steps) add query rows.
+    pub(super) fn record_block(&mut self, site: Site, make: impl FnOnce() -> OutputTrace) {
+        if self.traced_head(site).is_none() {
+            return;
+        }
+        let t = make();
+        match &mut self.block {
+            Some(prev) => prev.append_queries(t),
+            None => self.block = Some(t),
+        }
+    }
+
+    /// The recorded maps, one block per site, queries of successive calls concatenated. Rows
+    /// of earlier calls, which saw fewer keys (a KV cache), end in zeros: keys that did not
+    /// exist yet get no attention, as under a causal mask.
+    pub fn into_attentions(self) -> Vec<AttentionBlock> {
+        assemble(self.recorded)
+    }
+
+    /// An error naming the first layer whose recorded attention (or traced head) holds NaN or
+    /// ∞: weights that overflow the activations give a map of NaN, never one to draw.
+    pub fn check_finite(&self) -> Result<()> {
+        let bad_site = self.recorded.iter().chain(&self.recorded_norms).find(|r| r.chunks.iter().any(|c| !all_finite(&c.values)));
+        if let Some(r) = bad_site {
+            return Err(non_finite(r.site.kind, r.site.layer));
+        }
+        match (&self.head, &self.trace) {
+            (Some(h), Some(t)) if ![&t.q, &t.k, &t.v, &t.scores, &t.probs, &t.output].iter().all(|v| all_finite(v)) => Err(non_finite(h.kind, h.layer)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The maps and, when asked for, the value-weighted norms, laid out alike.
+    pub fn into_maps_and_norms(self) -> (Vec<AttentionBlock>, Option<Vec<AttentionBlock>>) {
+        let norms = self.value_norms.then(|| assemble(self.recorded_norms));
+        (assemble(self.recorded), norms)
+    }
+
+    /// The traced head's intermediates and its block's end, all calls' queries concatenated.
+    pub fn into_trace(self) -> Option<(HeadTrace, OutputTrace)> {
+        Some((self.trace?, self.block.unwrap_or_default()))
+    }
+}
+
+fn push_chunk(list: &mut Vec<SiteRecord>, site: Site, heads: usize, chunk: Chunk) {
+    match list.iter_mut().find(|r| r.site == site) {
+        Some(r) => r.chunks.push(chunk),
+        None => list.push(SiteRecord { site, heads, chunks: vec![chunk] }),
+    }
+}
+
+/// One block per site from its calls' chunks: `[call][heads, q_i, Tk_i]` → `[heads, Σq_i, Tk]`,
+/// the rows of calls with fewer keys padded with zeros.
+fn assemble(recorded: Vec<SiteRecord>) -> Vec<AttentionBlock> {
+    recorded
+        .into_iter()
+        .map(|SiteRecord { site, heads, mut chunks }| {
+            let query_len: usize = chunks.iter().map(|c| c.query_len).sum();
+            let key_len = chunks.iter().map(|c| c.key_len).max().unwrap_or(0);
+            let probs = if chunks.len() == 1 {
+                chunks.pop().map(|c| c.values).unwrap_or_default()
+            } else {
+                // [call][heads, q_i, Tk_i] → [heads, Σq_i, Tk]
+                let mut probs = Vec::with_capacity(heads * query_len * key_len);
+                for h in 0..heads {
+                    for c in &chunks {
+                        let (q, tk) = (c.query_len, c.key_len);
+                        for row in c.values[h * q * tk..(h + 1) * q * tk].chunks_exact(tk.max(1)) {
+                            probs.extend_from_slice(row);
+                            probs.resize(probs.len() + key_len - tk, 0.0);
+                        }
+                    }
+                }
+                probs
+            };
+            AttentionBlock { kind: site.kind, layer: site.layer, heads, query_len, key_len, probs }
+        })
+        .collect()
+}
