@@ -8,7 +8,7 @@
 use crate::fuzz_models;
 
 use attnviz::attention::{AttentionKind, GenerateOptions, StopReason};
-use attnviz::models::{Family, Manifest, Model, PositionKind};
+use attnviz::models::{Manifest, Model, PositionKind};
 use fuzz_models::gpt2::{config_json, safetensors, tensors, tokenizer_json, D, HEADS, LAYERS, POSITIONS};
 use std::collections::HashMap;
 
@@ -80,8 +80,7 @@ fn kv_cache_generation_equals_a_full_rerun() {
     }
     // Greedy: each step took its most probable candidate.
     assert!(g.steps.iter().all(|s| s.id == s.top[0].id));
-    let Family::Gpt2(gpt2) = &m.family else { panic!("not a gpt2") };
-    let full = gpt2.attend_ids(&g.token_ids).unwrap();
+    let full = m.attend_ids(&g.token_ids).unwrap();
     for (got, want) in a.attentions.iter().zip(&full) {
         assert_eq!((got.query_len, got.key_len), (want.query_len, want.key_len));
         let worst = got.probs.iter().zip(&want.probs).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);

@@ -7,7 +7,8 @@
 //! mean-pooled L2-normalised sentence embedding. Each struct mirrors one PyTorch module (named
 //! like its weights, BERT's) and has its own `forward`.
 
-use crate::attention::{AttentionKind, ForwardOutput};
+use super::family::{no_own_files, Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes};
+use crate::attention::{AttentionKind, ForwardOutput, GenerateOptions};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
@@ -19,6 +20,23 @@ use serde::Deserialize;
 
 /// The `model_type`s of config.json this file runs (each is also the manifest's `architecture`).
 pub const MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert"];
+
+/// The BERT family to loading, inspection and messages.
+pub const ARCHITECTURE: Architecture =
+    Architecture { model_types: MODEL_TYPES, display_name: family_name, hf_alternative: "", hf_hint: "", own_files: no_own_files, load, sizes, gguf_sizes: None };
+
+/// From a Hugging Face folder's config.json, safetensors and tokenizer.json.
+fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
+    let weights = files.safetensors()?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
+    Ok(Box::new(BertModel::load(files.get("config.json")?, weights, files.get("tokenizer.json")?)?))
+}
+
+fn sizes(config_json: &[u8]) -> Result<Sizes> {
+    let c = BertConfig::from_json(config_json)?;
+    c.check_attention_budget()?;
+    let heads = c.num_attention_heads;
+    Ok(Sizes { layers: c.num_hidden_layers, heads, kv_heads: heads, hidden: c.hidden_size, max_positions: c.max_tokens(), decoder: None })
+}
 
 /// How messages name a `model_type` of [`MODEL_TYPES`].
 pub fn family_name(model_type: &str) -> &'static str {
@@ -157,7 +175,7 @@ impl BertConfig {
     pub fn check_attention_budget(&self) -> Result<()> {
         let (layers, heads, t) = (self.num_hidden_layers, self.num_attention_heads, self.max_tokens());
         let what = format!("config.json: {layers} layers × {heads} heads at max_position_embeddings {}", self.max_position_embeddings);
-        super::check_attention_budget(&what, &[(layers, heads, t, t)])
+        super::family::check_attention_budget(&what, &[(layers, heads, t, t)])
     }
 }
 
@@ -445,19 +463,35 @@ impl BertModel {
         self.embeddings.position_rows(n)
     }
 
-    pub fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
     /// The special tokens of a BERT (`[CLS]` …) or RoBERTa (`<s>` …) vocabulary that the
     /// tokenizer knows.
     pub fn special_tokens(&self) -> Vec<String> {
         let known = |t: &&str| self.tokenizer.token_to_id(t).is_some();
         ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]", "<s>", "</s>", "<pad>", "<unk>", "<mask>"].into_iter().filter(known).map(String::from).collect()
     }
+}
+
+impl Family for BertModel {
+    fn shape(&self) -> FamilyShape {
+        let c = &self.config;
+        let kinds = vec![(AttentionKind::EncoderSelf, c.num_hidden_layers)];
+        let heads = c.num_attention_heads;
+        FamilyShape { kinds, heads, kv_heads: heads, head_dim: c.hidden_size / heads, max_positions: c.max_tokens(), special_tokens: self.special_tokens(), generates: false }
+    }
+
+    fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// The learned position embeddings added to the tokens (RoBERTa's from `padding_idx + 1`).
+    fn positions(&self, n: usize) -> PositionTable {
+        let dims = self.config.hidden_size;
+        let data = self.position_table(n);
+        PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data, wave: None }
+    }
 
     /// `encoder_self` attention of every layer goes to `probe`.
-    pub fn forward(&self, text: &str, probe: &mut Probe) -> Result<ForwardOutput> {
+    fn forward(&self, text: &str, _generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
         let enc = self.tokenizer.encode(text)?;
         let x = self.embeddings.forward(&enc.ids)?; // [T, d]
         let x = self.encoder.forward(x, probe); // [T, d]

@@ -9,7 +9,8 @@
 //! its own `forward`.
 
 use super::decoder::{self, CausalLm, DecoderSpec, MAX_POSITIONS};
-use crate::attention::{AttentionKind, BlockNorm};
+use super::family::{no_own_files, Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes};
+use crate::attention::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
@@ -18,6 +19,21 @@ use crate::tensor::{gelu, gelu_tanh, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;
 use serde::Deserialize;
+
+/// The GPT-2 family to loading, inspection and messages.
+pub const ARCHITECTURE: Architecture =
+    Architecture { model_types: &["gpt2"], display_name: |_| "GPT-2", hf_alternative: "", hf_hint: "", own_files: no_own_files, load, sizes, gguf_sizes: None };
+
+/// From a Hugging Face folder's config.json, safetensors and tokenizer.json.
+fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
+    let weights = files.safetensors()?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
+    Ok(Box::new(Gpt2Model::load(files.get("config.json")?, weights, files.get("tokenizer.json")?)?))
+}
+
+fn sizes(config_json: &[u8]) -> Result<Sizes> {
+    let c = Gpt2Config::from_json(config_json)?;
+    Ok(Sizes { layers: c.n_layer, heads: c.n_head, kv_heads: c.n_head, hidden: c.n_embd, max_positions: c.max_positions(), decoder: None })
+}
 
 #[derive(Clone, Debug)]
 pub struct Gpt2Config {
@@ -124,7 +140,7 @@ impl Gpt2Config {
         };
         // Every layer's maps for the longest input, as the viewer keeps them.
         let t = config.max_positions();
-        super::check_attention_budget("this model", &[(config.n_layer, config.n_head, t, t)])?;
+        super::family::check_attention_budget("this model", &[(config.n_layer, config.n_head, t, t)])?;
         // And one forward's activations at that length (x, q, k, v, context: n_embd wide; the
         // fused qkv 3 · n_embd; the feed-forward n_inner), f32.
         let (d, ffn) = (config.n_embd as u64, config.n_inner as u64);
@@ -240,10 +256,6 @@ impl Gpt2Model {
         Ok(Gpt2Model { config: c, wte, wpe, h, ln_f, tokenizer })
     }
 
-    pub fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
     /// The learned position embeddings of positions `0..n` (at most the viewer's positions):
     /// `# [n, n_embd]` row-major.
     pub fn position_table(&self, n: usize) -> Vec<f32> {
@@ -272,10 +284,37 @@ impl Gpt2Model {
         }
         Ok(x)
     }
+}
 
-    /// Every attention map of one full run over `ids` (no cache, no generation).
-    pub fn attend_ids(&self, ids: &[u32]) -> Result<Vec<crate::attention::AttentionBlock>> {
-        decoder::attend_ids(self, ids)
+impl Family for Gpt2Model {
+    fn shape(&self) -> FamilyShape {
+        let c = &self.config;
+        let special = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| self.tokenizer.id_to_token_opt(id)).collect();
+        let kinds = vec![(AttentionKind::DecoderSelf, c.n_layer)];
+        FamilyShape { kinds, heads: c.n_head, kv_heads: c.n_head, head_dim: c.head_dim(), max_positions: c.max_positions(), special_tokens: special, generates: true }
+    }
+
+    fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+        decoder::generate(self, text, generate, probe)
+    }
+
+    /// The learned position embeddings (`wpe`).
+    fn positions(&self, n: usize) -> PositionTable {
+        let dims = self.config.n_embd;
+        let data = self.position_table(n);
+        PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data, wave: None }
+    }
+
+    fn attend_ids(&self, ids: &[u32]) -> Option<Result<Vec<AttentionBlock>>> {
+        Some(decoder::attend_ids(self, ids))
+    }
+
+    fn repeated_random_maps(&self, n: usize) -> Option<Result<Vec<AttentionBlock>>> {
+        Some(decoder::repeated_random_maps(self, n))
     }
 }
 

@@ -2,10 +2,7 @@
 //! header, the GGUF metadata and tensor table): no weight is decoded, so the page can say what
 //! it found, and refuse what will not load or not fit, before it reads gigabytes.
 
-use super::gpt2::Gpt2Config;
-use super::llama::LlamaConfig;
-use super::marian::MarianConfig;
-use super::{bert, bert::BertConfig, Manifest};
+use super::manifest::{architecture, gguf_sizes, Manifest};
 use crate::error::{invalid_model, Error, Result};
 use crate::limits::{budget, check_file_sizes, human_bytes, MEMORY_BUDGET_BYTES};
 use serde::Serialize;
@@ -19,10 +16,6 @@ pub const GGUF_HEAD_BYTES: u64 = 32 << 20;
 
 /// `model_type`s of config.json that load (the `architecture` a manifest gets from them).
 pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert", "llama", "marian", "gpt2"];
-
-/// What an opus-mt folder must hold: Hugging Face ships its tokenizer as source.spm,
-/// target.spm and vocab.json, which the page cannot read.
-pub const MARIAN_HF_FILES: &str = "a Marian (opus-mt) folder needs config.json, model.safetensors and tokenizer.json; opus-mt ships source.spm, target.spm and vocab.json instead of tokenizer.json: make one with scripts/opus_mt_tokenizer.py (the `tokenizers` library; its ids are vocab.json's) and put it beside the others";
 
 /// One of the user's files: its name, its size, and its first bytes (all of config.json; the
 /// whole safetensors header; the first [`GGUF_HEAD_BYTES`] of a GGUF; nothing of the others).
@@ -65,15 +58,15 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let file = |name: &str| files.iter().find(|f| f.name == name);
     let config = file("config.json").map(|f| f.head);
     let mut manifest = Manifest::infer(id, &names, config)?;
-    if manifest.architecture == "marian" && config.is_none() {
-        return Err(Error::UnsupportedArchitecture("Marian .bin folders can be read by the command line, not yet opened in the page".into()));
+    let gguf_file = manifest.files.iter().any(|f| f.ends_with(".gguf"));
+    if config.is_none() && !gguf_file {
+        let name = architecture(&manifest.architecture).map_or("these", |a| (a.display_name)(&manifest.architecture));
+        return Err(Error::UnsupportedArchitecture(format!("{name} folders without config.json can be read by the command line, not yet opened in the page")));
     }
     let used: Vec<&FileHead> = manifest.files.iter().filter_map(|n| file(n)).collect();
     check_file_sizes(used.iter().map(|f| (f.name, f.size)))?;
     let file_bytes: u64 = used.iter().map(|f| f.size).sum();
     let mut cut_short = Ok(());
-    // Marian: the decoder's layers and its maps (self-attention and cross-attention), bytes.
-    let mut decoder: Option<(usize, u64)> = None;
     // `working`: what the load holds besides the weights and then frees (wasm memory never
     // shrinks, so it counts): the safetensors file.
     let (c, format, parameters, weight_bytes, working) = if let Some(g) = used.iter().find(|f| f.name.ends_with(".gguf")) {
@@ -84,7 +77,8 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
             }
             e => e,
         })?;
-        let c = LlamaConfig::from_gguf(&gguf)?;
+        let sizes = gguf_sizes().ok_or_else(|| Error::UnsupportedArchitecture("GGUF files".into()))?;
+        let c = sizes(&gguf)?;
         let mut formats: Vec<String> = gguf.tensors.values().map(|t| format!("{:?}", t.format)).collect();
         formats.sort();
         formats.dedup();
@@ -92,7 +86,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         // The weights stay in the file's bytes. The copy of its start made for this inspection
         // is freed before the file is copied in, but the file does not fit in the hole it
         // leaves (SmolLM2: measured 193 MiB after 256 tokens, this says 193).
-        (Sizes::llama(&c), format!("GGUF {}", formats.join(" + ")), parameters, g.size.saturating_add(g.head.len() as u64), 0)
+        (c, format!("GGUF {}", formats.join(" + ")), parameters, g.size.saturating_add(g.head.len() as u64), 0)
     } else {
         let config = config.ok_or_else(|| invalid_model("config.json is missing"))?;
         // One file, or the shards of one checkpoint: all are in memory while the model loads.
@@ -100,18 +94,8 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         if shards.is_empty() {
             return Err(invalid_model("no .safetensors file"));
         }
-        let c = match manifest.architecture.as_str() {
-            a if bert::MODEL_TYPES.contains(&a) => Sizes::bert(&BertConfig::from_json(config)?)?,
-            "marian" => {
-                let m = MarianConfig::from_hf_json(config)?;
-                let (ts, tt) = (m.max_source as u64, m.max_target as u64);
-                let per_layer = (m.heads as u64).saturating_mul(tt).saturating_mul(tt.saturating_add(ts)).saturating_mul(4);
-                decoder = Some((m.dec_depth, per_layer.saturating_mul(m.dec_depth as u64)));
-                Sizes { layers: m.enc_depth, heads: m.heads, kv_heads: m.heads, hidden: m.dim_emb, max_positions: m.max_source }
-            }
-            "gpt2" => Sizes::gpt2(&Gpt2Config::from_json(config)?),
-            _ => Sizes::llama(&LlamaConfig::from_hf_json(config)?),
-        };
+        let arch = architecture(&manifest.architecture).ok_or_else(|| Error::UnsupportedArchitecture(format!("`{}`", manifest.architecture)))?;
+        let c = (arch.sizes)(config)?;
         let (mut parameters, mut dtypes, mut working) = (0u64, Vec::<String>::new(), 0u64);
         for st in &shards {
             let h = safetensors_header(st)?;
@@ -131,7 +115,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let t = c.max_positions as u64;
     // The configs have been checked against the budget already; saturate all the same.
     let maps = [c.layers as u64, c.heads as u64, t, t].iter().try_fold(4u64, |a, &n| a.checked_mul(n)).unwrap_or(u64::MAX);
-    let maps = maps.saturating_add(decoder.map_or(0, |d| d.1));
+    let maps = maps.saturating_add(c.decoder.map_or(0, |d| d.1));
     // The files are freed before the first forward: its maps can reuse their memory.
     let memory_bytes = weight_bytes.saturating_add(working.max(maps));
     if memory_bytes > MEMORY_BUDGET_BYTES {
@@ -151,7 +135,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         architecture: manifest.architecture.clone(),
         format,
         layers: c.layers,
-        decoder_layers: decoder.map(|d| d.0),
+        decoder_layers: c.decoder.map(|d| d.0),
         heads: c.heads,
         kv_heads: c.kv_heads,
         hidden_size: c.hidden,
@@ -162,29 +146,6 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
         memory_budget: MEMORY_BUDGET_BYTES,
         manifest,
     })
-}
-
-struct Sizes {
-    layers: usize,
-    heads: usize,
-    kv_heads: usize,
-    hidden: usize,
-    max_positions: usize,
-}
-
-impl Sizes {
-    fn bert(c: &BertConfig) -> Result<Sizes> {
-        c.check_attention_budget()?;
-        Ok(Sizes { layers: c.num_hidden_layers, heads: c.num_attention_heads, kv_heads: c.num_attention_heads, hidden: c.hidden_size, max_positions: c.max_tokens() })
-    }
-
-    fn gpt2(c: &Gpt2Config) -> Sizes {
-        Sizes { layers: c.n_layer, heads: c.n_head, kv_heads: c.n_head, hidden: c.n_embd, max_positions: c.max_positions() }
-    }
-
-    fn llama(c: &LlamaConfig) -> Sizes {
-        Sizes { layers: c.num_hidden_layers, heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, hidden: c.hidden_size, max_positions: c.max_positions() }
-    }
 }
 
 struct SafetensorsHeader {

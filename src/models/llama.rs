@@ -8,8 +8,8 @@
 //! `forward`.
 
 use super::decoder::{self, CausalLm, DecoderSpec};
-use super::Wave;
-use crate::attention::{AttentionKind, BlockNorm};
+use super::family::{Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
+use crate::attention::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::RmsNorm;
@@ -21,6 +21,36 @@ use crate::weights::TensorStore;
 use serde::Deserialize;
 
 pub use super::decoder::MAX_POSITIONS;
+
+/// The Llama family to loading, inspection and messages: a Hugging Face folder or one GGUF.
+pub const ARCHITECTURE: Architecture = Architecture {
+    model_types: &["llama"],
+    display_name: |_| "Llama",
+    hf_alternative: " (or one .gguf file)",
+    hf_hint: "",
+    own_files: gguf_file,
+    load,
+    sizes: |config_json| Ok(sizes(&LlamaConfig::from_hf_json(config_json)?)),
+    gguf_sizes: Some(|g| Ok(sizes(&LlamaConfig::from_gguf(g)?))),
+};
+
+/// A folder without config.json: its .gguf file.
+fn gguf_file(names: &[String]) -> Option<Result<Vec<String>>> {
+    names.iter().find(|n| n.ends_with(".gguf")).map(|g| Ok(vec![g.clone()]))
+}
+
+/// From one GGUF file (its weights stay in the file's bytes) or a Hugging Face folder.
+fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
+    if let Some(g) = files.gguf()? {
+        return Ok(Box::new(LlamaModel::load_gguf(&g)?));
+    }
+    let weights = files.safetensors()?.ok_or_else(|| invalid_model("no .safetensors or .gguf file in the manifest"))?;
+    Ok(Box::new(LlamaModel::load_hf(files.get("config.json")?, weights, files.get("tokenizer.json")?)?))
+}
+
+fn sizes(c: &LlamaConfig) -> Sizes {
+    Sizes { layers: c.num_hidden_layers, heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, hidden: c.hidden_size, max_positions: c.max_positions(), decoder: None }
+}
 
 /// How the two halves of each rotated pair sit in a head's vector: llama.cpp's GGUF
 /// converter permutes q/k rows so that pairs are adjacent `(2i, 2i+1)`; Hugging Face
@@ -77,7 +107,7 @@ impl LlamaConfig {
         }
         // Every layer's maps for the longest input, as the viewer keeps them.
         let t = self.max_positions();
-        super::check_attention_budget("this model", &[(self.num_hidden_layers, self.num_attention_heads, t, t)])?;
+        super::family::check_attention_budget("this model", &[(self.num_hidden_layers, self.num_attention_heads, t, t)])?;
         // And one forward's activations at that length (x, q, k, v, context: hidden_size wide;
         // gate, up: intermediate_size wide), f32: a tiny file can declare an FFN whose
         // activations a long text would make huge.
@@ -418,10 +448,6 @@ impl LlamaModel {
         (0..n.min(self.config.max_positions())).flat_map(|p| self.rope.cos[p * half..(p + 1) * half].iter().chain(&self.rope.sin[p * half..(p + 1) * half]).copied()).collect()
     }
 
-    pub fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
     /// x = embed_tokens[id]                                                      # [T, d]
     fn embed(&self, ids: &[u32]) -> Result<Mat> {
         let d = self.config.hidden_size;
@@ -434,11 +460,43 @@ impl LlamaModel {
         }
         Ok(x)
     }
+}
 
-    /// Every attention map of one full run over `ids` (no cache, no generation): what a KV-cache
-    /// generation's maps must equal.
-    pub fn attend_ids(&self, ids: &[u32]) -> Result<Vec<crate::attention::AttentionBlock>> {
-        decoder::attend_ids(self, ids)
+impl Family for LlamaModel {
+    fn shape(&self) -> FamilyShape {
+        let c = &self.config;
+        let special = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| self.tokenizer.id_to_token_opt(id)).collect();
+        let kinds = vec![(AttentionKind::DecoderSelf, c.num_hidden_layers)];
+        FamilyShape {
+            kinds,
+            heads: c.num_attention_heads,
+            kv_heads: c.num_key_value_heads,
+            head_dim: c.head_dim(),
+            max_positions: c.max_positions(),
+            special_tokens: special,
+            generates: true,
+        }
+    }
+
+    fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+        decoder::generate(self, text, generate, probe)
+    }
+
+    /// Nothing is added: the rotations of queries and keys, cos then sin.
+    fn positions(&self, n: usize) -> PositionTable {
+        PositionTable { kind: PositionKind::Rotary, positions: n, dims: self.config.head_dim(), data: self.rotary_table(n), wave: Some(self.config.rotary_wave()) }
+    }
+
+    fn attend_ids(&self, ids: &[u32]) -> Option<Result<Vec<AttentionBlock>>> {
+        Some(decoder::attend_ids(self, ids))
+    }
+
+    fn repeated_random_maps(&self, n: usize) -> Option<Result<Vec<AttentionBlock>>> {
+        Some(decoder::repeated_random_maps(self, n))
     }
 }
 

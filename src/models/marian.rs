@@ -7,8 +7,8 @@
 //! Sizes come from the tensor shapes and the embedded `model.yml`. Each struct is one group of
 //! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
-use super::Wave;
-use crate::attention::{AttentionKind, ForwardOutput, StopReason};
+use super::family::{Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
+use crate::attention::{AttentionKind, ForwardOutput, GenerateOptions, StopReason};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
@@ -18,6 +18,42 @@ use crate::tokenize::TextTokenizer;
 use crate::weights::marian_bin::{self, yml_value};
 use crate::weights::TensorStore;
 use serde::Deserialize;
+
+/// What an opus-mt folder must hold: Hugging Face ships its tokenizer as source.spm,
+/// target.spm and vocab.json, which the page cannot read.
+pub const MARIAN_HF_FILES: &str = "a Marian (opus-mt) folder needs config.json, model.safetensors and tokenizer.json; opus-mt ships source.spm, target.spm and vocab.json instead of tokenizer.json: make one with scripts/opus_mt_tokenizer.py (the `tokenizers` library; its ids are vocab.json's) and put it beside the others";
+
+/// The Marian family to loading, inspection and messages: a Bergamot .bin or a Hugging Face
+/// opus-mt folder.
+pub const ARCHITECTURE: Architecture =
+    Architecture { model_types: &["marian"], display_name: |_| "Marian", hf_alternative: "", hf_hint: MARIAN_HF_FILES, own_files: bergamot_files, load, sizes, gguf_sizes: None };
+
+/// A folder without config.json: a Bergamot `model*.bin` and its tokenizer.json.
+fn bergamot_files(names: &[String]) -> Option<Result<Vec<String>>> {
+    let bin = names.iter().find(|n| n.ends_with(".bin") && n.starts_with("model"))?;
+    Some(match names.iter().any(|n| n == "tokenizer.json") {
+        true => Ok(vec![bin.clone(), "tokenizer.json".into()]),
+        false => Err(invalid_model("a Marian folder needs tokenizer.json beside the model .bin")),
+    })
+}
+
+/// From a Hugging Face opus-mt folder, or a Bergamot .bin and tokenizer.json.
+fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
+    if let Some(weights) = files.safetensors()? {
+        return Ok(Box::new(MarianModel::load_hf(files.get("config.json")?, weights, files.get("tokenizer.json")?)?));
+    }
+    let bin = files.listed(".bin").ok_or_else(|| invalid_model("no Marian .bin or .safetensors file in the manifest"))?;
+    Ok(Box::new(MarianModel::load(files.get(&bin)?, &bin, files.get("tokenizer.json")?)?))
+}
+
+/// An opus-mt config's sizes, with the decoder's layers and maps (self- and cross-attention).
+fn sizes(config_json: &[u8]) -> Result<Sizes> {
+    let m = MarianConfig::from_hf_json(config_json)?;
+    let (ts, tt) = (m.max_source as u64, m.max_target as u64);
+    let per_layer = (m.heads as u64).saturating_mul(tt).saturating_mul(tt.saturating_add(ts)).saturating_mul(4);
+    let decoder = Some((m.dec_depth, per_layer.saturating_mul(m.dec_depth as u64)));
+    Ok(Sizes { layers: m.enc_depth, heads: m.heads, kv_heads: m.heads, hidden: m.dim_emb, max_positions: m.max_source, decoder })
+}
 
 /// Bergamot's `</s>`: appended to the source, and the end of decoding.
 const BERGAMOT_EOS_ID: u32 = 0;
@@ -542,7 +578,7 @@ impl MarianModel {
         if flavor == MarianFlavor::HuggingFace {
             blocks.push((c.dec_depth, heads, c.max_target, c.max_target));
         }
-        super::check_attention_budget(&what, &blocks)?;
+        super::family::check_attention_budget(&what, &blocks)?;
         let [emb, bias] = flavor.embedding_names();
         let wemb = w.weight_matrix(emb, c.vocab, d)?;
         let logits_bias = w.vector(bias, c.vocab)?;
@@ -579,10 +615,6 @@ impl MarianModel {
         Ok(MarianModel { config: c, wemb, logits_bias, encoder, decoder, tokenizer })
     }
 
-    pub fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
     /// Whether the decoder has self-attention (opus-mt) rather than an SSRU (Bergamot).
     pub fn has_decoder_self_attention(&self) -> bool {
         self.config.flavor == MarianFlavor::HuggingFace
@@ -610,10 +642,32 @@ impl MarianModel {
         add_position(row, pos, self.config.flavor);
         Ok(())
     }
+}
+
+impl Family for MarianModel {
+    fn shape(&self) -> FamilyShape {
+        let c = &self.config;
+        let mut kinds = vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)];
+        if self.has_decoder_self_attention() {
+            kinds.insert(1, (AttentionKind::DecoderSelf, c.dec_depth));
+        }
+        let max_positions = self.tokenizer.max_tokens() + 1;
+        FamilyShape { kinds, heads: c.heads, kv_heads: c.heads, head_dim: c.dim_emb / c.heads, max_positions, special_tokens: self.special_tokens(), generates: false }
+    }
+
+    fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// The sinusoid the forward adds (sin half, then cos half).
+    fn positions(&self, n: usize) -> PositionTable {
+        let (dims, flavor) = (self.config.dim_emb, self.config.flavor);
+        PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: position_table(n, dims, flavor), wave: Some(flavor.sinusoid(dims)) }
+    }
 
     /// `encoder_self` attention of every encoder layer, and `decoder_self` (opus-mt) and
     /// `cross` attention of every decoder layer (one query row per decode step) go to `probe`.
-    pub fn forward(&self, text: &str, probe: &mut Probe) -> Result<ForwardOutput> {
+    fn forward(&self, text: &str, _generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
         let (d, eos) = (self.config.dim_emb, self.config.eos_id);
         let mut enc = self.tokenizer.encode(text)?;
         // A tokenizer.json whose post-processor appends `</s>` already did.

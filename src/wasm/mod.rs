@@ -5,7 +5,8 @@
 
 use crate::attention::{AttentionKind, GenerateOptions, HeadRequest};
 use crate::models::inspect::{inspect, FileHead, GGUF_HEAD_BYTES};
-use crate::models::{Manifest, Model, SUPPORTED};
+use crate::models::manifest::supported;
+use crate::models::{Manifest, Model};
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize, Serializer};
@@ -102,7 +103,7 @@ pub fn build_info() -> Result<JsValue, JsError> {
 /// The `architecture` values of manifests this build can run.
 #[wasm_bindgen(js_name = supportedArchitectures)]
 pub fn supported_architectures() -> Array {
-    SUPPORTED.iter().map(|s| JsValue::from_str(s)).collect()
+    supported().into_iter().map(JsValue::from_str).collect()
 }
 
 /// The `(name, value)` pairs of a `{ "<file name>": … }` object.
