@@ -8,8 +8,8 @@
 //! All little-endian. Every count and size read here is checked against the bytes that remain
 //! before anything is allocated for it, so a corrupt file is an error, never a huge allocation.
 
+use super::ggml::{BlockFormat, BlockMat};
 use crate::error::{invalid_model, Result};
-use crate::tensor::{BlockFormat, BlockMat};
 use std::collections::HashMap;
 use std::sync::Arc;
 

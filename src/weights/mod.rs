@@ -1,6 +1,7 @@
 //! Weight readers: one per file format, all yielding a [`TensorStore`] of named f32 tensors
 //! (quantised formats are dequantised at load; activations are never quantised).
 
+pub mod ggml;
 pub mod gguf;
 pub mod marian_bin;
 pub mod safetensors_file;

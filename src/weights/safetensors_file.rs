@@ -4,10 +4,10 @@
 //! as MiniLM's `model.int8.safetensors`). Other integer tensors (e.g. BERT's `position_ids`
 //! buffer) are not weights and are skipped.
 
+use super::ggml::f16_to_f32;
 use super::{Tensor, TensorData, TensorStore};
 use crate::error::{invalid_model, Result};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
-use crate::tensor::f16_to_f32;
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
 

@@ -746,7 +746,7 @@ fn f16_bits(x: f32) -> [u8; 2] {
 /// of src/tensor.rs `BlockFormat`).
 pub fn ggml_bytes(ty: u32, v: &[f32]) -> Vec<u8> {
     // The scale as the file holds it (f16), so that values round against it.
-    let half = |x: f32| attnviz::tensor::f16_to_f32(u16::from_le_bytes(f16_bits(x)));
+    let half = |x: f32| attnviz::weights::ggml::f16_to_f32(u16::from_le_bytes(f16_bits(x)));
     let mut out = Vec::new();
     match ty {
         GGML_F32 => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
