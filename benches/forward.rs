@@ -8,8 +8,8 @@
 //!    generated tokens − the prompt alone) ÷ 64, each a median. `ATTNVIZ_BENCH_ONLY=generate`
 //!    runs this row alone (to compare two builds side by side).
 
-use attnviz::attention::GenerateOptions;
 use attnviz::models::Model;
+use attnviz::result::GenerateOptions;
 use attnviz::tensor::{linear, linear_quantized, Mat, QuantizedMat};
 use std::path::Path;
 use std::time::Instant;

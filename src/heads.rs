@@ -19,7 +19,7 @@
 //! reaches [`PATTERN_MIN`]; otherwise `broad` when the normalised entropy reaches [`BROAD_MIN`],
 //! else `mixed`.
 
-use crate::attention::{AttentionBlock, AttentionKind};
+use crate::result::{AttentionBlock, AttentionKind};
 use serde::Serialize;
 
 /// A pattern names a head when at least this share of its weight follows it.

@@ -2,19 +2,19 @@
 //! browser visualiser (through the wasm facade) and a CLI.
 //!
 //! Layers, each using only the ones below it:
-//! 1. entry points: [`wasm`] (the `#[wasm_bindgen]` facade) and `src/bin/attnviz.rs` (CLI)
+//! 1. entry points: [`wasm`] (the `#[wasm_bindgen]` facade) and `src/bin/attnviz.rs` (CLI),
+//!    and [`output`], the one wire form of the results both serialise
 //! 2. [`models`]: one file per family, chosen from a manifest
 //! 3. [`nn`]: the layers the families share (attention with its KV cache and probe, Linear,
 //!    LayerNorm, RMSNorm)
-//! 4. [`attention`]: the result types every model returns, and small analyses; [`heads`]: head
-//!    scores and labels
+//! 4. [`result`]: the result types every model returns (one sampling type among them), and
+//!    small analyses; [`heads`]: head scores and labels
 //! 5. [`tensor`] (GEMM, norms, activations), [`weights`] (file readers), [`tokenize`]
 
 // The shared-memory build (built with -Zbuild-std, see Makefile) sleeps helper threads in
 // memory.atomic.wait32, whose core::arch intrinsics are not stable yet.
 #![cfg_attr(all(target_arch = "wasm32", target_feature = "atomics"), feature(stdarch_wasm_atomic_wait))]
 
-pub mod attention;
 pub mod error;
 pub mod heads;
 pub mod limits;
@@ -22,6 +22,7 @@ pub mod models;
 pub mod nn;
 pub mod output;
 pub mod pool;
+pub mod result;
 pub mod tensor;
 pub mod tokenize;
 pub mod weights;

@@ -3,9 +3,9 @@
 //! by the tests. `F` is how an array of floats goes out: a slice (a JSON array) from the CLI,
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
-use crate::attention::{Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals, StopReason, TokenSide};
 use crate::heads::{score_block, HeadScores};
 use crate::models::{PositionKind, PositionTable};
+use crate::result::{Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals, StopReason, TokenSide};
 use serde::Serialize;
 
 /// A value for the source and one for the target side.

@@ -8,9 +8,9 @@
 
 use crate::fuzz_models;
 
-use attnviz::attention::{Attended, GenerateOptions};
 use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Manifest, Model, PositionKind};
+use attnviz::result::{Attended, GenerateOptions};
 use fuzz_models::{bert_config, bert_safetensors, bert_tokenizer, BertShape};
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::{json, Value};

@@ -3,8 +3,8 @@
 //! overwrites, truncations and splices of the real default files must give `Err`, or a model
 //! that still works, and never a panic (in wasm a panic kills the module).
 
-use attnviz::attention::AttentionKind;
 use attnviz::models::{Manifest, Model};
+use attnviz::result::AttentionKind;
 use attnviz::weights::{marian_bin, safetensors_file};
 use attnviz::Error;
 use std::collections::HashMap;

@@ -7,8 +7,8 @@
 
 use crate::fuzz_models;
 
-use attnviz::attention::GenerateOptions;
 use attnviz::models::{Manifest, Model};
+use attnviz::result::{GenerateOptions, Sampling};
 use attnviz::weights::gguf::{Value, MAX_METADATA_VALUES, MAX_TENSORS};
 use fuzz_models::*;
 use std::path::Path;
@@ -52,7 +52,8 @@ fn load_and_run_with(what: &str, bytes: Vec<u8>, text: &str, options: &[Generate
 
 /// Two tokens generated greedily, two sampled.
 fn load_and_run(what: &str, bytes: Vec<u8>) -> Result<(), String> {
-    let options = [GenerateOptions { max_new_tokens: 2, ..GenerateOptions::default() }, GenerateOptions { max_new_tokens: 2, temperature: 0.7, top_k: 4, seed: 3 }];
+    let options =
+        [GenerateOptions { max_new_tokens: 2, ..GenerateOptions::default() }, GenerateOptions { max_new_tokens: 2, sampling: Sampling { temperature: 0.7, top_k: 4, seed: 3 } }];
     load_and_run_with(what, bytes, "The cat sat on the mat, é 𝔘!", &options)
 }
 

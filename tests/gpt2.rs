@@ -7,8 +7,8 @@
 
 use crate::fuzz_models;
 
-use attnviz::attention::{AttentionKind, GenerateOptions, StopReason};
 use attnviz::models::{Manifest, Model, PositionKind};
+use attnviz::result::{AttentionKind, GenerateOptions, Sampling, StopReason};
 use fuzz_models::gpt2::{config_json, safetensors, tensors, tokenizer_json, D, HEADS, LAYERS, POSITIONS};
 use std::collections::HashMap;
 
@@ -91,7 +91,7 @@ fn kv_cache_generation_equals_a_full_rerun() {
 #[test]
 fn sampling_is_seeded_and_the_context_is_bounded() {
     let m = tiny();
-    let sampled = |seed| GenerateOptions { max_new_tokens: 8, temperature: 1.5, top_k: 50, seed };
+    let sampled = |seed| GenerateOptions { max_new_tokens: 8, sampling: Sampling { temperature: 1.5, top_k: 50, seed } };
     let ids = |o: &GenerateOptions| m.attend_generating("abc", o).unwrap().output.generation.unwrap().token_ids;
     assert_eq!(ids(&sampled(7)), ids(&sampled(7)));
     assert_ne!(ids(&sampled(7)), ids(&sampled(8)));

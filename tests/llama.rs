@@ -4,10 +4,10 @@
 //! reference is in tests/reference/test_llama_parity.py.
 #![cfg(not(target_arch = "wasm32"))]
 
-use attnviz::attention::{AttentionKind, GenerateOptions, HeadRequest, StopReason};
 use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Manifest, Model};
 use attnviz::nn::attention::kv_caches_allocated;
+use attnviz::result::{AttentionKind, GenerateOptions, HeadRequest, Sampling, StopReason};
 use attnviz::weights::gguf;
 use std::collections::HashMap;
 use std::path::Path;
@@ -111,7 +111,7 @@ fn generation_stops_at_end_of_text_and_sampling_follows_the_seed() {
     assert_eq!(a.output.stop_reason, Some(StopReason::Eos), "{:?}", a.output.target_tokens);
     assert_eq!(a.output.target_tokens.last().map(String::as_str), Some("<|im_end|>"));
     assert!(!a.output.output_text.unwrap().contains("<|im_end|>"), "special tokens are left out of the decoded text");
-    let sample = |seed| GenerateOptions { max_new_tokens: 6, temperature: 1.5, top_k: 50, seed };
+    let sample = |seed| GenerateOptions { max_new_tokens: 6, sampling: Sampling { temperature: 1.5, top_k: 50, seed } };
     let ids = |o: &GenerateOptions| m.attend_generating("Once upon a time", o).unwrap().output.generation.unwrap().token_ids;
     assert_eq!(ids(&sample(7)), ids(&sample(7)));
     assert!((1..6).any(|s| ids(&sample(s)) != ids(&sample(0))), "different seeds always gave the same sample");
@@ -137,7 +137,7 @@ fn step_view_masks_the_future_and_matches_the_maps() {
     assert_eq!(other.trace.k, t.k);
     assert_eq!(other.trace.v, t.v);
     assert_ne!(other.trace.q, t.q);
-    assert_eq!(hi.block.norm, attnviz::attention::BlockNorm::PreRmsNorm);
+    assert_eq!(hi.block.norm, attnviz::result::BlockNorm::PreRmsNorm);
 }
 
 #[test]

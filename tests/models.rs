@@ -2,8 +2,8 @@
 //! Published numbers: sentence-transformers' README for all-MiniLM-L6-v2; the translations are
 //! the raw greedy outputs of the Bergamot en→pt tiny model (see shared notes).
 
-use attnviz::attention::{Attended, AttentionKind, HeadRequest};
 use attnviz::models::Model;
+use attnviz::result::{Attended, AttentionKind, HeadRequest};
 use std::path::Path;
 use std::sync::OnceLock;
 

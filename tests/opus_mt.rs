@@ -5,9 +5,9 @@
 
 use crate::fuzz_models;
 
-use attnviz::attention::{AttentionKind, HeadRequest};
 use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Manifest, Model, PositionKind};
+use attnviz::result::{AttentionKind, HeadRequest};
 use fuzz_models::opus_mt::{config, safetensors, tokenizer, D, FFN, HEADS, LAYERS, PIECES};
 use serde_json::json;
 use std::collections::HashMap;

@@ -9,10 +9,10 @@
 //! `attnviz::output`, described by `schema/attend.schema.json`. Bad input (including arguments
 //! that are not UTF-8) → one line on stderr and exit status 2; `--help` → usage on stdout, 0.
 
-use attnviz::attention::{row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest};
 use attnviz::heads::HeadScores;
 use attnviz::models::{Model, DEFAULT_POSITIONS, INDUCTION_TOKENS};
 use attnviz::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
+use attnviz::result::{row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -92,11 +92,11 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             "--layer" if step => layer = Some(number(flag, value()?)?),
             "--head" if step => head = Some(number(flag, value()?)?),
             "--generate" if !positions => generate.max_new_tokens = number(flag, value()?)?,
-            "--top-k" if !positions => generate.top_k = number(flag, value()?)?,
-            "--seed" if !positions => generate.seed = value()?.parse().map_err(|_| format!("{flag} needs a number from 0 to {}", u32::MAX))?,
+            "--top-k" if !positions => generate.sampling.top_k = number(flag, value()?)?,
+            "--seed" if !positions => generate.sampling.seed = value()?.parse().map_err(|_| format!("{flag} needs a number from 0 to {}", u32::MAX))?,
             "--temperature" if !positions => {
                 let v = value()?;
-                generate.temperature = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
+                generate.sampling.temperature = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
             }
             "--weights" => match value()?.as_str() {
                 "f32" => weights = None,

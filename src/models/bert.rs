@@ -8,11 +8,11 @@
 //! like its weights, BERT's) and has its own `forward`.
 
 use super::family::{no_own_files, Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes};
-use crate::attention::{AttentionKind, ForwardOutput, GenerateOptions};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
 use crate::nn::probe::{Probe, Site};
+use crate::result::{AttentionKind, ForwardOutput, GenerateOptions};
 use crate::tensor::{gelu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;

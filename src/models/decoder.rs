@@ -4,10 +4,10 @@
 //! induction heads are found on. A family implements [`CausalLm::step`] (its own forward over
 //! some ids at some positions); everything else here is written once.
 
-use crate::attention::{AttentionBlock, ForwardOutput, GenerateOptions, Generation, GenerationStep, StopReason, TopToken};
 use crate::error::{Error, Result};
 use crate::nn::attention::KvCache;
 use crate::nn::probe::Probe;
+use crate::result::{AttentionBlock, ForwardOutput, GenerateOptions, Generation, GenerationStep, StopReason, TopToken};
 use crate::tokenize::TextTokenizer;
 
 /// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
@@ -91,7 +91,7 @@ pub(crate) fn repeated_random_maps(m: &impl CausalLm, n: usize) -> Result<Vec<At
 fn top(tokenizer: &TextTokenizer, logits: &[f32]) -> Vec<TopToken> {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
-    crate::attention::top_keys(logits, TOP_N)
+    crate::result::top_keys(logits, TOP_N)
         .into_iter()
         .map(|(id, l)| TopToken { token: tokenizer.id_to_token(id as u32), id: id as u32, p: (((l - max) as f64).exp() / sum) as f32 })
         .collect()
@@ -100,9 +100,9 @@ fn top(tokenizer: &TextTokenizer, logits: &[f32]) -> Vec<TopToken> {
 /// Greedy: the most probable id (the lowest on a tie). Sampled: from the softmax of
 /// logits ÷ temperature over the `top_k` most probable.
 fn choose(logits: &[f32], options: &GenerateOptions, rng: &mut SplitMix) -> u32 {
-    let sampling = options.sampling();
+    let sampling = options.sampling.normalised();
     let k = if sampling.top_k == 0 { logits.len() } else { sampling.top_k.min(logits.len()) };
-    let candidates = crate::attention::top_keys(logits, if sampling.temperature > 0.0 { k } else { 1 });
+    let candidates = crate::result::top_keys(logits, if sampling.temperature > 0.0 { k } else { 1 });
     if sampling.temperature <= 0.0 {
         return candidates[0].0 as u32;
     }
@@ -153,7 +153,7 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
     let live: &mut Probe = if tracing { &mut quiet } else { probe };
     let mut cache = m.new_cache();
     let mut logits = m.step(&ids, 0, &mut cache, live)?;
-    let mut rng = SplitMix(u64::from(options.seed));
+    let mut rng = SplitMix(u64::from(options.sampling.seed));
     let mut steps = Vec::new();
     let mut stop_reason = None;
     for _ in 0..options.max_new_tokens {
@@ -189,7 +189,7 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
         truncated,
         stop_reason,
         sentence_embedding: None,
-        generation: Some(Generation { prompt_len, next: top(tokenizer, &logits), token_ids: ids, steps, sampling: options.sampling() }),
+        generation: Some(Generation { prompt_len, next: top(tokenizer, &logits), token_ids: ids, steps, sampling: options.sampling.normalised() }),
     })
 }
 

@@ -3,10 +3,10 @@
 //! loader reads ([`ModelFiles`], one reader per file format), and the position tables and size
 //! checks it shares. A family's file imports from here; nothing here imports a family.
 
-use crate::attention::{AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions};
 use crate::error::{invalid_model, Result};
 use crate::limits::{budget, human_bytes, MEMORY_BUDGET_BYTES};
 use crate::nn::probe::Probe;
+use crate::result::{AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions};
 use crate::tokenize::TextTokenizer;
 use crate::weights::gguf::Gguf;
 use crate::weights::TensorStore;

@@ -10,11 +10,11 @@
 
 use super::decoder::{self, CausalLm, DecoderSpec, MAX_POSITIONS};
 use super::family::{no_own_files, Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes};
-use crate::attention::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
 use crate::nn::probe::{Probe, Site};
+use crate::result::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
 use crate::tensor::{gelu, gelu_tanh, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;

@@ -9,11 +9,11 @@
 
 use super::decoder::{self, CausalLm, DecoderSpec};
 use super::family::{Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
-use crate::attention::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::RmsNorm;
 use crate::nn::probe::{Probe, Site};
+use crate::result::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
 use crate::tensor::{silu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::gguf::Gguf;

@@ -8,11 +8,11 @@
 //! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
 use super::family::{Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
-use crate::attention::{AttentionKind, ForwardOutput, GenerateOptions, StopReason};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
 use crate::nn::probe::{Probe, Site};
+use crate::result::{AttentionKind, ForwardOutput, GenerateOptions, StopReason};
 use crate::tensor::{gelu, relu, sigmoid, silu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::marian_bin::{self, yml_value};

@@ -21,10 +21,10 @@ pub mod marian;
 pub use family::{Family, FamilyShape, PositionKind, PositionTable, Wave};
 pub use manifest::Manifest;
 
-use crate::attention::{Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest};
 use crate::error::{Error, Result};
 use crate::heads::{induction_scores, score_block, HeadScores};
 use crate::nn::probe::Probe;
+use crate::result::{Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest};
 use crate::tokenize::TextTokenizer;
 use serde::Serialize;
 use std::collections::HashMap;

@@ -13,7 +13,7 @@
 
 use super::layers::{LayerNorm, Linear};
 use super::probe::{Probe, Recorded, Site};
-use crate::attention::{BlockNorm, HeadTrace, OutputTrace};
+use crate::result::{BlockNorm, BlockTrace, HeadTrace};
 use crate::tensor::{matmul_bt, matmul_bt_cols, softmax_in_place, Mat, OutPtr, View, WeightMatrix, PARALLEL_FROM_MACS};
 use std::cell::Cell;
 
@@ -250,7 +250,7 @@ impl MultiHead {
         let residual = traced.then(|| h.clone());
         ln.apply(&mut h);
         if let (Some(projected), Some(residual)) = (projected, residual) {
-            probe.record_block(self.site, || OutputTrace {
+            probe.record_block(self.site, || BlockTrace {
                 d_model: x.cols(),
                 query_len: x.rows(),
                 norm: BlockNorm::PostLayerNorm,
@@ -272,7 +272,7 @@ impl MultiHead {
         let mut residual = projected.clone();
         residual.add_assign(x);
         let normed = norm(&residual); // [T, d]
-        probe.record_block(self.site, || OutputTrace {
+        probe.record_block(self.site, || BlockTrace {
             d_model: x.cols(),
             query_len: x.rows(),
             norm: kind,
@@ -291,7 +291,7 @@ impl MultiHead {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::{AttentionKind, HeadRequest};
+    use crate::result::{AttentionKind, HeadRequest};
 
     fn mat(rows: usize, cols: usize, seed: f32) -> Mat {
         Mat::from_vec(rows, cols, (0..rows * cols).map(|i| (i as f32 * 0.37 + seed).sin()).collect())

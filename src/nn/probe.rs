@@ -2,8 +2,8 @@
 //! when asked, the value-weighted norms beside each), or every intermediate of one head for
 //! the step view. Only [`super::attention`] hands results to it; the models pass it along.
 
-use crate::attention::{AttentionBlock, AttentionKind, HeadRequest, HeadTrace, OutputTrace};
 use crate::error::{invalid_model, Error, Result};
+use crate::result::{AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace};
 use crate::tensor::all_finite;
 
 /// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
@@ -57,7 +57,7 @@ pub struct Probe {
     /// The same for α_ij·‖f_h(x_j)‖.
     recorded_norms: Vec<SiteRecord>,
     trace: Option<HeadTrace>,
-    block: Option<OutputTrace>,
+    block: Option<BlockTrace>,
 }
 
 impl Probe {
@@ -116,7 +116,7 @@ impl Probe {
 
     /// Takes the end of the attention block at `site` when its head is traced (`make` runs only
     /// then); successive calls (decode steps) add query rows.
-    pub(super) fn record_block(&mut self, site: Site, make: impl FnOnce() -> OutputTrace) {
+    pub(super) fn record_block(&mut self, site: Site, make: impl FnOnce() -> BlockTrace) {
         if self.traced_head(site).is_none() {
             return;
         }
@@ -154,7 +154,7 @@ impl Probe {
     }
 
     /// The traced head's intermediates and its block's end, all calls' queries concatenated.
-    pub fn into_trace(self) -> Option<(HeadTrace, OutputTrace)> {
+    pub fn into_trace(self) -> Option<(HeadTrace, BlockTrace)> {
         Some((self.trace?, self.block.unwrap_or_default()))
     }
 }

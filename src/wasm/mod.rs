@@ -3,11 +3,11 @@
 //! Attention probabilities cross the boundary as one `Float32Array` per block (no JSON on the
 //! hot path).
 
-use crate::attention::{AttentionKind, GenerateOptions, HeadRequest};
 use crate::models::inspect::{inspect, FileHead, GGUF_HEAD_BYTES};
 use crate::models::manifest::supported;
 use crate::models::{Manifest, Model};
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
+use crate::result::{AttentionKind, GenerateOptions, HeadRequest, Sampling};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::HashMap;
@@ -211,9 +211,7 @@ impl CallOptions {
     fn generate(&self) -> GenerateOptions {
         GenerateOptions {
             max_new_tokens: self.generate.unwrap_or(0) as usize,
-            temperature: self.temperature.unwrap_or(0.0),
-            top_k: self.top_k.unwrap_or(0) as usize,
-            seed: self.seed.unwrap_or(0),
+            sampling: Sampling { temperature: self.temperature.unwrap_or(0.0), top_k: self.top_k.unwrap_or(0) as usize, seed: self.seed.unwrap_or(0) },
         }
     }
 }

@@ -4,10 +4,10 @@
 //! folder; everything else stays valid, so the fuzzer spends its time in the parser it targets
 //! and a file that parses goes on through `Model::load` and a forward, as in the page.
 
-use attnviz::attention::GenerateOptions;
 use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Manifest, Model};
 use attnviz::output::AttendResult;
+use attnviz::result::{GenerateOptions, Sampling};
 use attnviz::weights::gguf::{write, Value as GgufValue};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -157,7 +157,7 @@ pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcom
     // A model that generates attends to the prompt in each continuation (the fuzzers run
     // millions of these: no separate prompt-only run).
     let runs = if info.generates {
-        vec![GenerateOptions { max_new_tokens: 3, ..GenerateOptions::default() }, GenerateOptions { max_new_tokens: 3, temperature: 0.8, top_k: 5, seed: 7 }]
+        vec![GenerateOptions { max_new_tokens: 3, ..GenerateOptions::default() }, GenerateOptions { max_new_tokens: 3, sampling: Sampling { temperature: 0.8, top_k: 5, seed: 7 } }]
     } else {
         vec![GenerateOptions::default()]
     };

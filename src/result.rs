@@ -145,14 +145,48 @@ pub struct GenerationStep {
     pub top: Vec<TopToken>,
 }
 
-/// How the next token is chosen: greedy (`temperature` 0) or sampled from the softmax of
-/// logits ÷ temperature over the `top_k` most probable (0: all), with a seeded generator.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+/// How the next token is chosen: greedy (`temperature` 0, or anything but a finite positive
+/// number) or sampled from the softmax of logits ÷ temperature over the `top_k` most probable
+/// (0: all), with a seeded generator. The one sampling type: asked for in [`GenerateOptions`],
+/// stated in [`Generation`] (serialised with its [`SamplingMethod`], a greedy one at
+/// temperature 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sampling {
-    pub method: SamplingMethod,
     pub temperature: f64,
     pub top_k: usize,
     pub seed: u32,
+}
+
+impl Sampling {
+    pub fn method(&self) -> SamplingMethod {
+        if self.temperature > 0.0 && self.temperature.is_finite() {
+            SamplingMethod::Sample
+        } else {
+            SamplingMethod::Greedy
+        }
+    }
+
+    /// As a result states it: a greedy choice at temperature 0.
+    pub fn normalised(self) -> Sampling {
+        match self.method() {
+            SamplingMethod::Greedy => Sampling { temperature: 0.0, ..self },
+            SamplingMethod::Sample => self,
+        }
+    }
+}
+
+impl Serialize for Sampling {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Stated {
+            method: SamplingMethod,
+            temperature: f64,
+            top_k: usize,
+            seed: u32,
+        }
+        let n = self.normalised();
+        Stated { method: n.method(), temperature: n.temperature, top_k: n.top_k, seed: n.seed }.serialize(s)
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -167,21 +201,7 @@ pub enum SamplingMethod {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GenerateOptions {
     pub max_new_tokens: usize,
-    pub temperature: f64,
-    pub top_k: usize,
-    pub seed: u32,
-}
-
-impl GenerateOptions {
-    pub fn sampling(&self) -> Sampling {
-        let sample = self.temperature > 0.0 && self.temperature.is_finite();
-        Sampling {
-            method: if sample { SamplingMethod::Sample } else { SamplingMethod::Greedy },
-            temperature: if sample { self.temperature } else { 0.0 },
-            top_k: self.top_k,
-            seed: self.seed,
-        }
-    }
+    pub sampling: Sampling,
 }
 
 /// A decoder-only model's prompt, continuation and predictions.
@@ -259,7 +279,7 @@ pub struct HeadInternals {
     pub query_tokens: Vec<String>,
     pub key_tokens: Vec<String>,
     pub trace: HeadTrace,
-    pub block: OutputTrace,
+    pub block: BlockTrace,
 }
 
 /// Where the block's normalisation sits, which says what `normed` is.
@@ -278,7 +298,7 @@ pub enum BlockNorm {
 /// The end of a post-norm attention block (BERT, Marian): every head's output concatenated,
 /// projected by Wᴼ, added to the block's input, normalised. Each `# [query_len, d_model]`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct OutputTrace {
+pub struct BlockTrace {
     pub d_model: usize,
     pub query_len: usize,
     pub norm: BlockNorm,
@@ -294,8 +314,8 @@ pub struct OutputTrace {
     pub normed: Vec<f32>,
 }
 
-impl OutputTrace {
-    pub(crate) fn append_queries(&mut self, later: OutputTrace) {
+impl BlockTrace {
+    pub(crate) fn append_queries(&mut self, later: BlockTrace) {
         self.query_len += later.query_len;
         self.concat.extend(later.concat);
         self.projected.extend(later.projected);
