@@ -8,7 +8,7 @@
 //! 3. [`nn`]: the layers the families share (attention with its KV cache and probe, Linear,
 //!    LayerNorm, RMSNorm)
 //! 4. [`result`]: the result types every model returns (one sampling type among them), and
-//!    small analyses; [`heads`]: head scores and labels
+//!    small analyses; [`heads`]: head scores and labels; [`pca`]: the query/key space's PCA
 //! 5. [`tensor`] (GEMM, norms, activations), [`weights`] (file readers), [`tokenize`]
 
 // The shared-memory build (built with -Zbuild-std, see Makefile) sleeps helper threads in
@@ -21,6 +21,7 @@ pub mod limits;
 pub mod models;
 pub mod nn;
 pub mod output;
+pub mod pca;
 pub mod pool;
 pub mod result;
 pub mod tensor;

@@ -5,6 +5,7 @@
 
 use crate::heads::{score_block, HeadScores};
 use crate::models::{PositionKind, PositionTable};
+use crate::pca::QkProjection;
 use crate::result::{Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals, StopReason, TokenSide};
 use serde::Serialize;
 
@@ -157,6 +158,9 @@ pub struct StepResult<'a, F> {
     pub residual: F,
     /// `# [query_len, d_model]` LayerNorm(residual): the block's output
     pub normed: F,
+    /// The queries and keys on their two principal components (plain arrays: a few hundred
+    /// numbers).
+    pub qk_pca: &'a QkProjection,
 }
 
 impl<'a, F> StepResult<'a, F> {
@@ -190,6 +194,7 @@ impl<'a, F> StepResult<'a, F> {
             block_input: floats(&hi.block.input),
             residual: floats(&hi.block.residual),
             normed: floats(&hi.block.normed),
+            qk_pca: &hi.qk,
         }
     }
 }

@@ -280,6 +280,8 @@ pub struct HeadInternals {
     pub key_tokens: Vec<String>,
     pub trace: HeadTrace,
     pub block: BlockTrace,
+    /// The head's queries and keys on their two principal components (the qk view).
+    pub qk: crate::pca::QkProjection,
 }
 
 /// Where the block's normalisation sits, which says what `normed` is.

@@ -183,6 +183,7 @@ impl Model {
         let out = self.forward(text, generate, &mut probe)?;
         let (trace, block) = probe.into_trace().ok_or_else(bad)?;
         let (query_tokens, key_tokens) = out.tokens_of(request.kind);
-        Ok(HeadInternals { request, query_tokens, key_tokens, trace, block })
+        let qk = crate::pca::qk_projection(&trace.q, &trace.k, trace.d_k);
+        Ok(HeadInternals { request, query_tokens, key_tokens, trace, block, qk })
     }
 }

@@ -1,7 +1,8 @@
 // Query/key space of one head (as AttentionViz shows it for corpora, here for the typed text):
 // the head's query vectors q_i and key vectors k_j (from step(): [len, d_k] each) pooled,
-// centred, and projected on their two principal components (power iteration on the d_k × d_k
-// covariance, then deflation). Queries and keys in two colours, each labelled with its token.
+// centred, and projected on their two principal components (step().qk_pca, from the symmetric
+// eigendecomposition of the d_k × d_k covariance in Rust). Queries and keys in two colours,
+// each labelled with its token.
 // Hovering (or clicking, to pin) a point rings it and its partner (query i ↔ key i); from a
 // query, lines go to its top keys, as wide as the attention weight.
 
@@ -17,84 +18,17 @@ const SUBTITLE = 'Queries (blue ●) and keys (orange ■) of this head on the f
 
 const pcaMemo = new WeakMap();
 
-/** Power iteration: the top eigenvector and eigenvalue of a symmetric d × d matrix. */
-function topEigen(C, d) {
-  let v = new Float64Array(d);
-  for (let i = 0; i < d; i++) v[i] = 1 + i / d; // deterministic start, not orthogonal to much
-  let lambda = 0;
-  for (let it = 0; it < 200; it++) {
-    const w = new Float64Array(d);
-    for (let i = 0; i < d; i++) {
-      let s = 0;
-      for (let j = 0; j < d; j++) s += C[i * d + j] * v[j];
-      w[i] = s;
-    }
-    let n = 0;
-    for (let i = 0; i < d; i++) n += w[i] * w[i];
-    n = Math.sqrt(n);
-    if (!(n > 0)) return { v, lambda: 0 };
-    let diff = 0;
-    for (let i = 0; i < d; i++) {
-      const x = w[i] / n;
-      diff += Math.abs(x - v[i]);
-      w[i] = x;
-    }
-    v = w;
-    lambda = n;
-    if (diff < 1e-10) break;
-  }
-  return { v, lambda };
-}
-
 /**
- * PCA of the pooled rows of q ([tq, d]) and k ([tk, d]): { q: [[x, y]], k: [[x, y]], explained:
- * [share of variance on PC1, PC2] }. Memoised per step answer.
+ * PCA of the pooled rows of q ([tq, d]) and k ([tk, d]), computed in Rust (step().qk_pca: a
+ * symmetric eigendecomposition of their covariance): { q: [[x, y]], k: [[x, y]], explained:
+ * [share of variance on PC1, PC2], axes: [PC1, PC2] }. Memoised per step answer.
  */
 export function qkPca(step) {
   if (pcaMemo.has(step)) return pcaMemo.get(step);
+  const p = step.qk_pca;
   const d = step.d_k;
-  const tq = step.query_len;
-  const tk = step.key_len;
-  const n = tq + tk;
-  const row = (i) => (i < tq ? step.q.subarray(i * d, (i + 1) * d) : step.k.subarray((i - tq) * d, (i - tq + 1) * d));
-  const mean = new Float64Array(d);
-  for (let i = 0; i < n; i++) {
-    const r = row(i);
-    for (let j = 0; j < d; j++) mean[j] += r[j] / n;
-  }
-  const C = new Float64Array(d * d);
-  const x = new Float64Array(d);
-  for (let i = 0; i < n; i++) {
-    const r = row(i);
-    for (let j = 0; j < d; j++) x[j] = r[j] - mean[j];
-    for (let a = 0; a < d; a++) {
-      const xa = x[a] / n;
-      if (xa === 0) continue;
-      for (let b = 0; b < d; b++) C[a * d + b] += xa * x[b];
-    }
-  }
-  let trace = 0;
-  for (let a = 0; a < d; a++) trace += C[a * d + a];
-  const e1 = topEigen(C, d);
-  for (let a = 0; a < d; a++) for (let b = 0; b < d; b++) C[a * d + b] -= e1.lambda * e1.v[a] * e1.v[b];
-  const e2 = topEigen(C, d);
-  const project = (i) => {
-    const r = row(i);
-    let p1 = 0;
-    let p2 = 0;
-    for (let j = 0; j < d; j++) {
-      const c = r[j] - mean[j];
-      p1 += c * e1.v[j];
-      p2 += c * e2.v[j];
-    }
-    return [p1, p2];
-  };
-  const out = {
-    q: [...Array(tq).keys()].map(project),
-    k: [...Array(tk).keys()].map((j) => project(tq + j)),
-    explained: trace > 0 ? [e1.lambda / trace, e2.lambda / trace] : [0, 0],
-    axes: [e1.v, e2.v],
-  };
+  const pairs = (xy) => Array.from({ length: xy.length / 2 }, (_, i) => [xy[2 * i], xy[2 * i + 1]]);
+  const out = { q: pairs(p.q), k: pairs(p.k), explained: [p.explained[0], p.explained[1]], axes: [p.axes.slice(0, d), p.axes.slice(d, 2 * d)] };
   pcaMemo.set(step, out);
   return out;
 }
