@@ -14,9 +14,6 @@ pub const MAX_SAFETENSORS_HEADER: u64 = 100_000_000;
 /// take 2.7 MB, vocabularies of 256k tokens about 12 MB).
 pub const GGUF_HEAD_BYTES: u64 = 32 << 20;
 
-/// `model_type`s of config.json that load (the `architecture` a manifest gets from them).
-pub const CONFIG_MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert", "llama", "marian", "gpt2"];
-
 /// One of the user's files: its name, its size, and its first bytes (all of config.json; the
 /// whole safetensors header; the first [`GGUF_HEAD_BYTES`] of a GGUF; nothing of the others).
 pub struct FileHead<'a> {

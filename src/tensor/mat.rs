@@ -83,7 +83,7 @@ impl Mat {
         }
     }
 
-    /// `f` on every element, over the contiguous storage: a branch-free `f` ([`gelu`]) then
+    /// `f` on every element, over the contiguous storage: a branch-free `f` ([`crate::tensor::gelu`]) then
     /// compiles to SIMD lanes.
     pub fn map_in_place(&mut self, f: impl Fn(f32) -> f32) {
         self.as_mut_slice().iter_mut().for_each(|x| *x = f(*x));

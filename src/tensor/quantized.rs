@@ -44,7 +44,7 @@ impl<'a> View<'a, i8> {
 
 /// `x · (scales ⊙ Q)ᵀ (+ bias)` for an int8 weight `[out, in]`, through the one kernel. Few rows
 /// of `x` (a short text, a decode step): int8 widened to f32 in registers, each output column
-/// scaled once after its dot products, bias in the same pass. From [`PANEL_FROM_ROWS`] rows on,
+/// scaled once after its dot products, bias in the same pass. From `PANEL_FROM_ROWS` rows on,
 /// the widening would be repeated for every four rows of `x`, so rows are decoded (scaled) a
 /// panel at a time as for GGUF blocks (measured in wasm at 128 tokens: the in-register path ran
 /// at 0.80× the f32 weights' speed). The two orders differ by float rounding only.

@@ -102,7 +102,7 @@ impl BlockFormat {
 
 /// A `[rows, cols]` weight kept in its file's block format (GGUF), inside the file's bytes
 /// (shared, not copied: SmolLM2's 98 MB of Q4_1 stay 98 MB instead of 540 MB as f32). The GEMM
-/// decodes a panel of rows at a time next to the kernel ([`linear_blocks`]).
+/// decodes a panel of rows at a time next to the kernel ([`crate::tensor::linear_blocks`]).
 #[derive(Clone, Debug)]
 pub struct BlockMat {
     pub rows: usize,

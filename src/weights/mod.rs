@@ -1,5 +1,7 @@
-//! Weight readers: one per file format, all yielding a [`TensorStore`] of named f32 tensors
-//! (quantised formats are dequantised at load; activations are never quantised).
+//! Weight readers, one per file format: safetensors and Marian .bin yield a [`TensorStore`] of
+//! named tensors (f32, or int8 with scales, kept int8 for the GEMM); a GGUF's tensors stay in
+//! the file's bytes in their GGML block formats ([`ggml`]). Nothing quantised is dequantised at
+//! load, except where a model asks for an f32 matrix; activations are never quantised.
 
 pub mod ggml;
 pub mod gguf;

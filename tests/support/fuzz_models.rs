@@ -743,7 +743,7 @@ fn f16_bits(x: f32) -> [u8; 2] {
 }
 
 /// `v` in ggml type `ty`: its bytes as a GGUF stores them (the quantised formats by the rules
-/// of src/tensor.rs `BlockFormat`).
+/// of src/weights/ggml.rs `BlockFormat`).
 pub fn ggml_bytes(ty: u32, v: &[f32]) -> Vec<u8> {
     // The scale as the file holds it (f16), so that values round against it.
     let half = |x: f32| attnviz::weights::ggml::f16_to_f32(u16::from_le_bytes(f16_bits(x)));

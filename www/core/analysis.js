@@ -65,7 +65,7 @@ function sideOf(result, side) {
 }
 
 /** Query and key tokens (and word ids) that a kind's matrices are indexed by: the sides the
- *  model's result names for its blocks of that kind (Rust's one rule: src/attention.rs
+ *  model's result names for its blocks of that kind (Rust's one rule: src/result.rs
  *  `ForwardOutput::sides_of`; a decoder-only model's blocks run over the prompt, then what it
  *  generated). Blocks made without sides (tests, other tools) are the source's. */
 export function tokensFor(result, kind) {
