@@ -27,8 +27,8 @@ pub const ARCHITECTURE: Architecture =
 
 /// From a Hugging Face folder's config.json, safetensors and tokenizer.json.
 fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
-    let weights = files.safetensors()?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
-    Ok(Box::new(BertModel::load(files.get("config.json")?, weights, files.get("tokenizer.json")?)?))
+    let (config, weights, tokenizer) = files.hugging_face()?;
+    Ok(Box::new(BertModel::load(config, weights, tokenizer)?))
 }
 
 fn sizes(config_json: &[u8]) -> Result<Sizes> {

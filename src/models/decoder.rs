@@ -6,10 +6,11 @@
 //! induction heads are found on. A family implements [`CausalLm::step`] (its own forward over
 //! some ids at some positions); everything else here is written once.
 
+use super::family::{Family, FamilyShape, PositionTable};
 use crate::error::{Error, Result};
 use crate::nn::attention::KvCache;
 use crate::nn::probe::Probe;
-use crate::result::{AttentionBlock, ForwardOutput, GenerateOptions, Generation, GenerationStep, StopReason, TopToken};
+use crate::result::{AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, Generation, GenerationStep, StopReason, TopToken};
 use crate::tokenize::TextTokenizer;
 
 /// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
@@ -19,11 +20,13 @@ pub const MAX_POSITIONS: usize = 256;
 const TOP_N: usize = 5;
 
 /// What generation needs to know about a causal language model besides its forward.
-pub(crate) struct DecoderSpec<'a> {
+pub struct DecoderSpec<'a> {
     pub tokenizer: &'a TextTokenizer,
     pub layers: usize,
-    /// Keys (and values) per position of one layer: key/value heads × d_k.
-    pub kv_dim: usize,
+    pub heads: usize,
+    /// Key/value heads (fewer than `heads` when query heads share them: GQA).
+    pub kv_heads: usize,
+    pub head_dim: usize,
     /// Prompt and continuation together (at most [`MAX_POSITIONS`]).
     pub max_positions: usize,
     pub vocab_size: usize,
@@ -34,7 +37,7 @@ pub(crate) struct DecoderSpec<'a> {
 }
 
 /// A causal language model, as generation sees it.
-pub(crate) trait CausalLm {
+pub trait CausalLm {
     fn spec(&self) -> DecoderSpec<'_>;
     /// Feeds `ids` at positions `start..` (each layer's cache holds `start` earlier positions,
     /// and gets these written after them) and returns the next-token logits of the last one.
@@ -44,7 +47,49 @@ pub(crate) trait CausalLm {
     /// One cache per layer for every position the model runs, allocated once per generation.
     fn new_cache(&self) -> Vec<KvCache> {
         let spec = self.spec();
-        (0..spec.layers).map(|_| KvCache::new(spec.max_positions, spec.kv_dim)).collect()
+        let kv_dim = spec.kv_heads * spec.head_dim;
+        (0..spec.layers).map(|_| KvCache::new(spec.max_positions, kv_dim)).collect()
+    }
+
+    /// The position vectors (or rotations) of positions `0..n`.
+    fn positions(&self, n: usize) -> PositionTable;
+}
+
+/// Every causal language model is a family: its `decoder_self` attention, generation, and
+/// the full runs that the KV cache is checked against and induction heads are found on.
+impl<T: CausalLm + Send + Sync> Family for T {
+    fn shape(&self) -> FamilyShape {
+        let s = self.spec();
+        let special = s.eos_token_ids.iter().chain(&s.bos_token_id);
+        FamilyShape {
+            kinds: vec![(AttentionKind::DecoderSelf, s.layers)],
+            heads: s.heads,
+            kv_heads: s.kv_heads,
+            head_dim: s.head_dim,
+            max_positions: s.max_positions,
+            special_tokens: special.filter_map(|&id| s.tokenizer.id_to_token_opt(id)).collect(),
+            generates: true,
+        }
+    }
+
+    fn tokenizer(&self) -> &TextTokenizer {
+        self.spec().tokenizer
+    }
+
+    fn forward(&self, text: &str, options: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+        generate(self, text, options, probe)
+    }
+
+    fn positions(&self, n: usize) -> PositionTable {
+        CausalLm::positions(self, n)
+    }
+
+    fn attend_ids(&self, ids: &[u32]) -> Option<Result<Vec<AttentionBlock>>> {
+        Some(attend_ids(self, ids))
+    }
+
+    fn repeated_random_maps(&self, n: usize) -> Option<Result<Vec<AttentionBlock>>> {
+        Some(repeated_random_maps(self, n))
     }
 }
 

@@ -15,8 +15,9 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// What a model family provides (its file implements it for its model); [`super::Model`] dispatches
-/// to it once. A new family needs its file (its model implementing this trait, and its
-/// [`Architecture`]) and one line in [`super::manifest::ARCHITECTURES`].
+/// to it once. A new family needs its file (its model implementing this trait, or
+/// [`super::decoder::CausalLm`] for a causal decoder, and its [`Architecture`]) and one line in
+/// [`super::manifest::ARCHITECTURES`].
 pub trait Family: Send + Sync {
     /// Its attention and sizes, for [`super::ModelInfo`].
     fn shape(&self) -> FamilyShape;
@@ -114,6 +115,13 @@ impl<'a> ModelFiles<'a> {
     /// The first file the manifest lists whose name ends with `suffix`.
     pub fn listed(&self, suffix: &str) -> Option<String> {
         self.listed.iter().find(|f| f.ends_with(suffix)).cloned()
+    }
+
+    /// A Hugging Face folder: its config.json, its safetensors weights as one store, and its
+    /// tokenizer.json.
+    pub fn hugging_face(&self) -> Result<(&[u8], TensorStore, &[u8])> {
+        let weights = self.safetensors()?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
+        Ok((self.get("config.json")?, weights, self.get("tokenizer.json")?))
     }
 
     /// The safetensors weights the manifest lists (one file, or the shards of one checkpoint)

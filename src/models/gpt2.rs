@@ -8,13 +8,13 @@
 //! [`super::decoder`]. Each struct mirrors one PyTorch module (named like its weights) and has
 //! its own `forward`.
 
-use super::decoder::{self, CausalLm, DecoderSpec, MAX_POSITIONS};
-use super::family::{no_own_files, Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes};
+use super::decoder::{CausalLm, DecoderSpec, MAX_POSITIONS};
+use super::family::{no_own_files, Architecture, Family, ModelFiles, PositionKind, PositionTable, Sizes};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
 use crate::nn::probe::{Probe, Site};
-use crate::result::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
+use crate::result::{AttentionKind, BlockNorm};
 use crate::tensor::{gelu, gelu_tanh, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::TensorStore;
@@ -26,8 +26,8 @@ pub const ARCHITECTURE: Architecture =
 
 /// From a Hugging Face folder's config.json, safetensors and tokenizer.json.
 fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
-    let weights = files.safetensors()?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
-    Ok(Box::new(Gpt2Model::load(files.get("config.json")?, weights, files.get("tokenizer.json")?)?))
+    let (config, weights, tokenizer) = files.hugging_face()?;
+    Ok(Box::new(Gpt2Model::load(config, weights, tokenizer)?))
 }
 
 fn sizes(config_json: &[u8]) -> Result<Sizes> {
@@ -286,22 +286,7 @@ impl Gpt2Model {
     }
 }
 
-impl Family for Gpt2Model {
-    fn shape(&self) -> FamilyShape {
-        let c = &self.config;
-        let special = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| self.tokenizer.id_to_token_opt(id)).collect();
-        let kinds = vec![(AttentionKind::DecoderSelf, c.n_layer)];
-        FamilyShape { kinds, heads: c.n_head, kv_heads: c.n_head, head_dim: c.head_dim(), max_positions: c.max_positions(), special_tokens: special, generates: true }
-    }
-
-    fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
-    fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
-        decoder::generate(self, text, generate, probe)
-    }
-
+impl CausalLm for Gpt2Model {
     /// The learned position embeddings (`wpe`).
     fn positions(&self, n: usize) -> PositionTable {
         let dims = self.config.n_embd;
@@ -309,22 +294,14 @@ impl Family for Gpt2Model {
         PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data, wave: None }
     }
 
-    fn attend_ids(&self, ids: &[u32]) -> Option<Result<Vec<AttentionBlock>>> {
-        Some(decoder::attend_ids(self, ids))
-    }
-
-    fn repeated_random_maps(&self, n: usize) -> Option<Result<Vec<AttentionBlock>>> {
-        Some(decoder::repeated_random_maps(self, n))
-    }
-}
-
-impl CausalLm for Gpt2Model {
     fn spec(&self) -> DecoderSpec<'_> {
         let c = &self.config;
         DecoderSpec {
             tokenizer: &self.tokenizer,
             layers: self.h.len(),
-            kv_dim: c.n_embd,
+            heads: c.n_head,
+            kv_heads: c.n_head,
+            head_dim: c.head_dim(),
             max_positions: c.max_positions(),
             vocab_size: c.vocab_size,
             eos_token_ids: &c.eos_token_ids,

@@ -7,13 +7,13 @@
 //! one module of Hugging Face's `LlamaForCausalLM` (named like its weights) and has its own
 //! `forward`.
 
-use super::decoder::{self, CausalLm, DecoderSpec};
-use super::family::{Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
+use super::decoder::{CausalLm, DecoderSpec};
+use super::family::{Architecture, Family, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::RmsNorm;
 use crate::nn::probe::{Probe, Site};
-use crate::result::{AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, GenerateOptions};
+use crate::result::{AttentionKind, BlockNorm};
 use crate::tensor::{silu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::gguf::Gguf;
@@ -462,51 +462,20 @@ impl LlamaModel {
     }
 }
 
-impl Family for LlamaModel {
-    fn shape(&self) -> FamilyShape {
-        let c = &self.config;
-        let special = c.eos_token_ids.iter().chain(&c.bos_token_id).filter_map(|&id| self.tokenizer.id_to_token_opt(id)).collect();
-        let kinds = vec![(AttentionKind::DecoderSelf, c.num_hidden_layers)];
-        FamilyShape {
-            kinds,
-            heads: c.num_attention_heads,
-            kv_heads: c.num_key_value_heads,
-            head_dim: c.head_dim(),
-            max_positions: c.max_positions(),
-            special_tokens: special,
-            generates: true,
-        }
-    }
-
-    fn tokenizer(&self) -> &TextTokenizer {
-        &self.tokenizer
-    }
-
-    fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
-        decoder::generate(self, text, generate, probe)
-    }
-
+impl CausalLm for LlamaModel {
     /// Nothing is added: the rotations of queries and keys, cos then sin.
     fn positions(&self, n: usize) -> PositionTable {
         PositionTable { kind: PositionKind::Rotary, positions: n, dims: self.config.head_dim(), data: self.rotary_table(n), wave: Some(self.config.rotary_wave()) }
     }
 
-    fn attend_ids(&self, ids: &[u32]) -> Option<Result<Vec<AttentionBlock>>> {
-        Some(decoder::attend_ids(self, ids))
-    }
-
-    fn repeated_random_maps(&self, n: usize) -> Option<Result<Vec<AttentionBlock>>> {
-        Some(decoder::repeated_random_maps(self, n))
-    }
-}
-
-impl CausalLm for LlamaModel {
     fn spec(&self) -> DecoderSpec<'_> {
         let c = &self.config;
         DecoderSpec {
             tokenizer: &self.tokenizer,
             layers: self.layers.len(),
-            kv_dim: c.num_key_value_heads * c.head_dim(),
+            heads: c.num_attention_heads,
+            kv_heads: c.num_key_value_heads,
+            head_dim: c.head_dim(),
             max_positions: c.max_positions(),
             vocab_size: c.vocab_size,
             eos_token_ids: &c.eos_token_ids,

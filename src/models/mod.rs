@@ -4,7 +4,8 @@
 //! [`inspect`] reads a user's files before loading, and [`Model`] dispatches to its family.
 //! Their shared layers are in [`crate::nn`].
 //!
-//! A new family needs: `models/<family>.rs` with its model (`impl Family`) and its
+//! A new family needs: `models/<family>.rs` with its model (`impl Family`, or for a causal
+//! decoder `impl decoder::CausalLm`, which gives it `Family` with generation) and its
 //! `pub const ARCHITECTURE: Architecture` (model types, loader, sizes), `pub mod <family>;`
 //! here, and its line in [`manifest::ARCHITECTURES`].
 
