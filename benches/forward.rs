@@ -28,7 +28,11 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
 }
 
 fn filled(rows: usize, cols: usize) -> Mat {
-    Mat::from_vec(rows, cols, (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect())
+    Mat::from_vec(
+        rows,
+        cols,
+        (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect(),
+    )
 }
 
 fn main() {
@@ -62,16 +66,22 @@ fn main() {
     let logits = median_ms(50, || {
         std::hint::black_box(linear(&y, &wemb, None));
     });
-    let wemb_q = QuantizedMat::per_matrix(32000, 256, (0..32000 * 256).map(|i| (i % 251) as u8 as i8).collect(), 0.01);
+    let wemb_q = QuantizedMat::per_matrix(
+        32000,
+        256,
+        (0..32000 * 256).map(|i| (i % 251) as u8 as i8).collect(),
+        0.01,
+    );
     let logits_q = median_ms(50, || {
         std::hint::black_box(linear_quantized(&y, &wemb_q, None));
     });
     println!("logits 1x256x32000 f32 weights {logits:8.3} ms   int8 weights {logits_q:8.3} ms   ratio {:.2}x", logits / logits_q);
 
     // 16 tokens for each model, counting [CLS]/[SEP] and </s>.
-    for (dir, text) in
-        [("minilm", "The animal didn't cross the street because it was too tired to walk."), ("en-pt", "The animal didn't cross the street because it was too tired to walk.")]
-    {
+    for (dir, text) in [
+        ("minilm", "The animal didn't cross the street because it was too tired to walk."),
+        ("en-pt", "The animal didn't cross the street because it was too tired to walk."),
+    ] {
         let model = match Model::load_dir(&root.join(dir)) {
             Ok(m) => m,
             Err(e) => {
@@ -87,7 +97,11 @@ fn main() {
             std::hint::black_box(model.tokenize(text).expect("tokenize"));
         });
         println!("tokenize {dir:<7} median {tok_ms:8.3} ms");
-        println!("forward {dir:<7} {:>3} source tokens, {:>3} target tokens   median {ms:8.2} ms", out.output.source_tokens.len(), out.output.target_tokens.len());
+        println!(
+            "forward {dir:<7} {:>3} source tokens, {:>3} target tokens   median {ms:8.2} ms",
+            out.output.source_tokens.len(),
+            out.output.target_tokens.len()
+        );
     }
     generation(&root);
 }
@@ -108,7 +122,11 @@ fn generation(root: &Path) {
         let options = GenerateOptions { max_new_tokens: n, ..GenerateOptions::default() };
         let out = model.attend_generating(prompt, &options).expect("generate");
         // Greedy: every run generates the same tokens; the bench needs all of them (no end of text).
-        assert_eq!(out.output.generation.as_ref().map_or(0, |g| g.steps.len()), n, "generation stopped early");
+        assert_eq!(
+            out.output.generation.as_ref().map_or(0, |g| g.steps.len()),
+            n,
+            "generation stopped early"
+        );
         std::hint::black_box(out);
     };
     let prompt_ms = median_ms(5, || run(0));

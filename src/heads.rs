@@ -76,20 +76,42 @@ fn mean(values: impl Iterator<Item = f32>) -> Option<f32> {
 /// Scores of every head of `block`, whose rows are the `queries` and columns the `keys`;
 /// `special` lists the model's special-token strings; `induction` the head's induction score
 /// from [`induction_scores`] when the model is causal.
-pub fn score_block(block: &AttentionBlock, keys: &[String], special: &[String], induction: Option<&[f32]>) -> Vec<HeadScores> {
+pub fn score_block(
+    block: &AttentionBlock,
+    keys: &[String],
+    special: &[String],
+    induction: Option<&[f32]>,
+) -> Vec<HeadScores> {
     let (tq, tk) = (block.query_len, block.key_len);
     let same_sequence = block.kind != AttentionKind::Cross && tq == tk;
     let causal = block.kind == AttentionKind::DecoderSelf;
-    let is_special: Vec<bool> = (0..tk).map(|j| keys.get(j).is_some_and(|t| special.contains(t))).collect();
-    let is_delimiter: Vec<bool> = (0..tk).map(|j| keys.get(j).is_some_and(|t| is_punctuation(t) || matches!(t.as_str(), "[SEP]" | "</s>"))).collect();
+    let is_special: Vec<bool> =
+        (0..tk).map(|j| keys.get(j).is_some_and(|t| special.contains(t))).collect();
+    let is_delimiter: Vec<bool> = (0..tk)
+        .map(|j| {
+            keys.get(j).is_some_and(|t| is_punctuation(t) || matches!(t.as_str(), "[SEP]" | "</s>"))
+        })
+        .collect();
     (0..block.heads)
         .map(|h| {
             let rows = || (0..tq).map(move |i| (i, block.row(h, i)));
-            let entropy_of = |row: &[f32]| row.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum::<f32>();
+            let entropy_of =
+                |row: &[f32]| row.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum::<f32>();
             let visible = |i: usize| if causal && same_sequence { i + 1 } else { tk };
             let entropy = mean(rows().map(|(_, r)| entropy_of(r))).unwrap_or(0.0);
-            let broad = mean(rows().filter(|&(i, _)| visible(i) > 1).map(|(i, r)| entropy_of(r) / (visible(i) as f32).ln())).unwrap_or(0.0);
-            let share = |mask: &[bool]| mean(rows().map(|(_, r)| r.iter().zip(mask).filter(|(_, &m)| m).map(|(p, _)| p).sum())).unwrap_or(0.0);
+            let broad = mean(
+                rows()
+                    .filter(|&(i, _)| visible(i) > 1)
+                    .map(|(i, r)| entropy_of(r) / (visible(i) as f32).ln()),
+            )
+            .unwrap_or(0.0);
+            let share = |mask: &[bool]| {
+                mean(
+                    rows()
+                        .map(|(_, r)| r.iter().zip(mask).filter(|(_, &m)| m).map(|(p, _)| p).sum()),
+                )
+                .unwrap_or(0.0)
+            };
             let first = mean(rows().map(|(_, r)| r.first().copied().unwrap_or(0.0))).unwrap_or(0.0);
             let special = share(&is_special);
             let delimiter = share(&is_delimiter);
@@ -97,7 +119,8 @@ pub fn score_block(block: &AttentionBlock, keys: &[String], special: &[String], 
                 if !same_sequence {
                     return None;
                 }
-                mean(rows().filter_map(|(i, r)| r.get(i.checked_add_signed(d)?).copied())).or(Some(0.0))
+                mean(rows().filter_map(|(i, r)| r.get(i.checked_add_signed(d)?).copied()))
+                    .or(Some(0.0))
             };
             let (previous, next, self_token) = (offset(-1), offset(1), offset(0));
             let induction = induction.and_then(|s| s.get(h).copied());
@@ -108,7 +131,10 @@ pub fn score_block(block: &AttentionBlock, keys: &[String], special: &[String], 
                 (HeadLabel::SelfToken, self_token),
                 (HeadLabel::Delimiter, Some(delimiter)),
             ];
-            let best = candidates.iter().filter_map(|&(l, s)| Some((l, s?))).fold((HeadLabel::Mixed, f32::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+            let best = candidates
+                .iter()
+                .filter_map(|&(l, s)| Some((l, s?)))
+                .fold((HeadLabel::Mixed, f32::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
             // Induction is measured on its own input (a repeated sequence) and is what marks an
             // induction head whatever else it does on the text (Olsson et al. 2022).
             let (label, score) = if let Some(i) = induction.filter(|&i| i >= PATTERN_MIN) {
@@ -120,7 +146,22 @@ pub fn score_block(block: &AttentionBlock, keys: &[String], special: &[String], 
             } else {
                 (HeadLabel::Mixed, best.1.max(0.0))
             };
-            HeadScores { kind: block.kind, layer: block.layer, head: h, entropy, broad, first, special, previous, next, self_token, delimiter, induction, label, score }
+            HeadScores {
+                kind: block.kind,
+                layer: block.layer,
+                head: h,
+                entropy,
+                broad,
+                first,
+                special,
+                previous,
+                next,
+                self_token,
+                delimiter,
+                induction,
+                label,
+                score,
+            }
         })
         .collect()
 }
@@ -129,7 +170,15 @@ pub fn score_block(block: &AttentionBlock, keys: &[String], special: &[String], 
 /// repeated: for queries i ≥ n, the weight on key i − n + 1 (what followed the query's token
 /// the first time).                                                              # [heads]
 pub fn induction_scores(block: &AttentionBlock, n: usize) -> Vec<f32> {
-    (0..block.heads).map(|h| mean((n..block.query_len.min(2 * n)).map(|i| block.row(h, i).get(i + 1 - n).copied().unwrap_or(0.0))).unwrap_or(0.0)).collect()
+    (0..block.heads)
+        .map(|h| {
+            mean(
+                (n..block.query_len.min(2 * n))
+                    .map(|i| block.row(h, i).get(i + 1 - n).copied().unwrap_or(0.0)),
+            )
+            .unwrap_or(0.0)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -138,7 +187,14 @@ mod tests {
 
     /// A one-head block of `t` queries and keys whose row i is `row(i)`.
     fn block(kind: AttentionKind, t: usize, row: impl Fn(usize) -> Vec<f32>) -> AttentionBlock {
-        AttentionBlock { kind, layer: 0, heads: 1, query_len: t, key_len: t, probs: (0..t).flat_map(row).collect() }
+        AttentionBlock {
+            kind,
+            layer: 0,
+            heads: 1,
+            query_len: t,
+            key_len: t,
+            probs: (0..t).flat_map(row).collect(),
+        }
     }
 
     fn one_hot(t: usize, j: usize) -> Vec<f32> {
@@ -154,21 +210,56 @@ mod tests {
         let keys = tokens(&["[CLS]", "the", "cat", ",", "sat", "[SEP]"]);
         let special = tokens(&["[CLS]", "[SEP]"]);
         let t = keys.len();
-        let prev = &score_block(&block(AttentionKind::EncoderSelf, t, |i| one_hot(t, i.saturating_sub(1))), &keys, &special, None)[0];
+        let prev = &score_block(
+            &block(AttentionKind::EncoderSelf, t, |i| one_hot(t, i.saturating_sub(1))),
+            &keys,
+            &special,
+            None,
+        )[0];
         // Row 0 has no previous key and is left out of the mean.
         assert_eq!((prev.label, prev.previous), (HeadLabel::Previous, Some(1.0)));
         assert_eq!(prev.entropy, 0.0);
-        let next = &score_block(&block(AttentionKind::EncoderSelf, t, |i| one_hot(t, (i + 1).min(t - 1))), &keys, &special, None)[0];
+        let next = &score_block(
+            &block(AttentionKind::EncoderSelf, t, |i| one_hot(t, (i + 1).min(t - 1))),
+            &keys,
+            &special,
+            None,
+        )[0];
         assert_eq!((next.label, next.next), (HeadLabel::Next, Some(1.0)));
-        let own = &score_block(&block(AttentionKind::EncoderSelf, t, |i| one_hot(t, i)), &keys, &special, None)[0];
+        let own = &score_block(
+            &block(AttentionKind::EncoderSelf, t, |i| one_hot(t, i)),
+            &keys,
+            &special,
+            None,
+        )[0];
         assert_eq!((own.label, own.self_token, own.score), (HeadLabel::SelfToken, Some(1.0), 1.0));
-        let sep = &score_block(&block(AttentionKind::EncoderSelf, t, |_| one_hot(t, 5)), &keys, &special, None)[0];
-        assert_eq!((sep.label, sep.special, sep.delimiter, sep.first), (HeadLabel::Sink, 1.0, 1.0, 0.0));
-        let comma = &score_block(&block(AttentionKind::EncoderSelf, t, |_| one_hot(t, 3)), &keys, &special, None)[0];
+        let sep = &score_block(
+            &block(AttentionKind::EncoderSelf, t, |_| one_hot(t, 5)),
+            &keys,
+            &special,
+            None,
+        )[0];
+        assert_eq!(
+            (sep.label, sep.special, sep.delimiter, sep.first),
+            (HeadLabel::Sink, 1.0, 1.0, 0.0)
+        );
+        let comma = &score_block(
+            &block(AttentionKind::EncoderSelf, t, |_| one_hot(t, 3)),
+            &keys,
+            &special,
+            None,
+        )[0];
         assert_eq!((comma.label, comma.delimiter, comma.special), (HeadLabel::Delimiter, 1.0, 0.0));
-        let uniform = &score_block(&block(AttentionKind::EncoderSelf, t, |_| vec![1.0 / t as f32; t]), &keys, &special, None)[0];
+        let uniform = &score_block(
+            &block(AttentionKind::EncoderSelf, t, |_| vec![1.0 / t as f32; t]),
+            &keys,
+            &special,
+            None,
+        )[0];
         assert_eq!(uniform.label, HeadLabel::Broad);
-        assert!((uniform.broad - 1.0).abs() < 1e-6 && (uniform.entropy - (t as f32).ln()).abs() < 1e-5);
+        assert!(
+            (uniform.broad - 1.0).abs() < 1e-6 && (uniform.entropy - (t as f32).ln()).abs() < 1e-5
+        );
     }
 
     #[test]
@@ -176,13 +267,35 @@ mod tests {
         let keys = tokens(&["The", "Ġcat", "Ġsat", "."]);
         // Causal: row i sees keys 0..=i; everything on the first key is a sink, and row 0's
         // single visible key does not count towards "broad".
-        let sink = &score_block(&block(AttentionKind::DecoderSelf, 4, |_| one_hot(4, 0)), &keys, &[], None)[0];
-        assert_eq!((sink.label, sink.first, sink.broad, sink.next), (HeadLabel::Sink, 1.0, 0.0, Some(0.0)));
+        let sink = &score_block(
+            &block(AttentionKind::DecoderSelf, 4, |_| one_hot(4, 0)),
+            &keys,
+            &[],
+            None,
+        )[0];
+        assert_eq!(
+            (sink.label, sink.first, sink.broad, sink.next),
+            (HeadLabel::Sink, 1.0, 0.0, Some(0.0))
+        );
         // A causal uniform head: each row uniform over what it can see is fully broad.
-        let uniform = &score_block(&block(AttentionKind::DecoderSelf, 4, |i| (0..4).map(|j| if j <= i { 1.0 / (i + 1) as f32 } else { 0.0 }).collect()), &keys, &[], None)[0];
+        let uniform = &score_block(
+            &block(AttentionKind::DecoderSelf, 4, |i| {
+                (0..4).map(|j| if j <= i { 1.0 / (i + 1) as f32 } else { 0.0 }).collect()
+            }),
+            &keys,
+            &[],
+            None,
+        )[0];
         assert!((uniform.broad - 1.0).abs() < 1e-6, "{}", uniform.broad);
         // Cross-attention has no previous/next/self: its queries are another sequence.
-        let cross = AttentionBlock { kind: AttentionKind::Cross, layer: 1, heads: 1, query_len: 2, key_len: 4, probs: [one_hot(4, 1), one_hot(4, 2)].concat() };
+        let cross = AttentionBlock {
+            kind: AttentionKind::Cross,
+            layer: 1,
+            heads: 1,
+            query_len: 2,
+            key_len: 4,
+            probs: [one_hot(4, 1), one_hot(4, 2)].concat(),
+        };
         let c = &score_block(&cross, &keys, &[], None)[0];
         assert_eq!((c.previous, c.next, c.self_token, c.layer), (None, None, None, 1));
     }
@@ -191,7 +304,13 @@ mod tests {
     fn an_induction_head_is_found_on_a_repeated_sequence() {
         // n = 3: tokens a b c a b c; query 3 (second a) looks at key 1 (b), query 4 at key 2, 5 at 3.
         let n = 3;
-        let b = block(AttentionKind::DecoderSelf, 6, |i| if i >= n { one_hot(6, i + 1 - n) } else { one_hot(6, 0) });
+        let b = block(AttentionKind::DecoderSelf, 6, |i| {
+            if i >= n {
+                one_hot(6, i + 1 - n)
+            } else {
+                one_hot(6, 0)
+            }
+        });
         assert_eq!(induction_scores(&b, n), vec![1.0]);
         let keys = tokens(&["a", "b", "c", "a", "b", "c"]);
         let scores = &score_block(&b, &keys, &[], Some(&[0.5]))[0];

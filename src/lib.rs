@@ -13,7 +13,10 @@
 
 // The shared-memory build (built with -Zbuild-std, see Makefile) sleeps helper threads in
 // memory.atomic.wait32, whose core::arch intrinsics are not stable yet.
-#![cfg_attr(all(target_arch = "wasm32", target_feature = "atomics"), feature(stdarch_wasm_atomic_wait))]
+#![cfg_attr(
+    all(target_arch = "wasm32", target_feature = "atomics"),
+    feature(stdarch_wasm_atomic_wait)
+)]
 
 pub mod error;
 pub mod heads;

@@ -42,7 +42,11 @@ pub fn check_file_sizes<'a>(files: impl IntoIterator<Item = (&'a str, u64)>) -> 
     for (name, size) in files {
         total = total.saturating_add(size);
         if total > MEMORY_BUDGET_BYTES {
-            return Err(crate::error::invalid_model(format!("the model's files take more than {} ({name} alone is {})", budget(), human_bytes(size))));
+            return Err(crate::error::invalid_model(format!(
+                "the model's files take more than {} ({name} alone is {})",
+                budget(),
+                human_bytes(size)
+            )));
         }
     }
     Ok(())

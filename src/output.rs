@@ -6,7 +6,10 @@
 use crate::heads::{score_block, HeadScores};
 use crate::models::{PositionKind, PositionTable};
 use crate::pca::QkProjection;
-use crate::result::{Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals, StopReason, TokenSide};
+use crate::result::{
+    Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals,
+    StopReason, TokenSide,
+};
 use serde::Serialize;
 
 /// A value for the source and one for the target side.
@@ -68,7 +71,14 @@ pub struct AttendResult<'a, F> {
 impl<'a, F> AttendResult<'a, F> {
     /// `floats` turns each array of floats into its wire form; `special` lists the model's
     /// special-token strings (its info's `special_tokens`), for the heads' scores.
-    pub fn new(model: &'a str, text: &'a str, a: &'a Attended, special: &[String], forward_ms: f64, floats: impl Fn(&'a [f32]) -> F) -> AttendResult<'a, F> {
+    pub fn new(
+        model: &'a str,
+        text: &'a str,
+        a: &'a Attended,
+        special: &[String],
+        forward_ms: f64,
+        floats: impl Fn(&'a [f32]) -> F,
+    ) -> AttendResult<'a, F> {
         let out = &a.output;
         AttendResult {
             model,
@@ -89,11 +99,17 @@ impl<'a, F> AttendResult<'a, F> {
 
 /// The blocks in their wire form; with `special` (attention maps, not value norms), each with its
 /// heads' scores.
-fn blocks<'a, F>(out: &ForwardOutput, list: &'a [AttentionBlock], special: Option<&[String]>, floats: &impl Fn(&'a [f32]) -> F) -> Vec<AttentionResult<F>> {
+fn blocks<'a, F>(
+    out: &ForwardOutput,
+    list: &'a [AttentionBlock],
+    special: Option<&[String]>,
+    floats: &impl Fn(&'a [f32]) -> F,
+) -> Vec<AttentionResult<F>> {
     list.iter()
         .map(|b| {
             let (query_side, key_side) = out.sides_of(b.kind);
-            let scores = special.map(|special| score_block(b, &out.tokens_of(b.kind).1, special, None));
+            let scores =
+                special.map(|special| score_block(b, &out.tokens_of(b.kind).1, special, None));
             AttentionResult {
                 kind: b.kind,
                 layer: b.layer,
@@ -164,7 +180,12 @@ pub struct StepResult<'a, F> {
 }
 
 impl<'a, F> StepResult<'a, F> {
-    pub fn new(model: &'a str, text: &'a str, hi: &'a HeadInternals, floats: impl Fn(&'a [f32]) -> F) -> StepResult<'a, F> {
+    pub fn new(
+        model: &'a str,
+        text: &'a str,
+        hi: &'a HeadInternals,
+        floats: impl Fn(&'a [f32]) -> F,
+    ) -> StepResult<'a, F> {
         let (r, t) = (hi.request, &hi.trace);
         StepResult {
             model,
@@ -211,8 +232,20 @@ pub struct HeadsResult<'a> {
 }
 
 impl<'a> HeadsResult<'a> {
-    pub fn new(model: &'a str, text: &'a str, a: &'a Attended, heads: &'a [HeadScores], induction_tokens: Option<usize>) -> HeadsResult<'a> {
-        HeadsResult { model, text, tokens: Sides { source: &a.output.source_tokens, target: &a.output.target_tokens }, induction_tokens, heads }
+    pub fn new(
+        model: &'a str,
+        text: &'a str,
+        a: &'a Attended,
+        heads: &'a [HeadScores],
+        induction_tokens: Option<usize>,
+    ) -> HeadsResult<'a> {
+        HeadsResult {
+            model,
+            text,
+            tokens: Sides { source: &a.output.source_tokens, target: &a.output.target_tokens },
+            induction_tokens,
+            heads,
+        }
     }
 }
 
@@ -244,8 +277,24 @@ pub struct WaveResult {
 }
 
 impl<'a, F> PositionsResult<'a, F> {
-    pub fn new(model: &'a str, t: &'a PositionTable, floats: impl Fn(&'a [f32]) -> F) -> PositionsResult<'a, F> {
-        let wave = t.wave.map(|w| WaveResult { base: w.base, denominator: w.denominator, frequencies: w.column_frequencies(t.dims) });
-        PositionsResult { model, kind: t.kind, positions: t.positions, dims: t.dims, shape: [t.positions, t.dims], data: floats(&t.data), wave }
+    pub fn new(
+        model: &'a str,
+        t: &'a PositionTable,
+        floats: impl Fn(&'a [f32]) -> F,
+    ) -> PositionsResult<'a, F> {
+        let wave = t.wave.map(|w| WaveResult {
+            base: w.base,
+            denominator: w.denominator,
+            frequencies: w.column_frequencies(t.dims),
+        });
+        PositionsResult {
+            model,
+            kind: t.kind,
+            positions: t.positions,
+            dims: t.dims,
+            shape: [t.positions, t.dims],
+            data: floats(&t.data),
+            wave,
+        }
     }
 }

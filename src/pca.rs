@@ -27,7 +27,11 @@ pub fn qk_projection(q: &[f32], k: &[f32], d_k: usize) -> QkProjection {
     let query_len = q.len() / d.max(1);
     let (axes, explained) = principal_axes(&rows, d, 2);
     let project = |r: &&[f32], mean: &[f64]| -> [f32; 2] {
-        std::array::from_fn(|a| axes.get(a).map_or(0.0, |v| r.iter().zip(mean).zip(v).map(|((x, m), v)| (*x as f64 - m) * v).sum::<f64>() as f32))
+        std::array::from_fn(|a| {
+            axes.get(a).map_or(0.0, |v| {
+                r.iter().zip(mean).zip(v).map(|((x, m), v)| (*x as f64 - m) * v).sum::<f64>() as f32
+            })
+        })
     };
     let mean = mean(&rows, d);
     let coords: Vec<[f32; 2]> = rows.iter().map(|r| project(r, &mean)).collect();
@@ -36,7 +40,11 @@ pub fn qk_projection(q: &[f32], k: &[f32], d_k: usize) -> QkProjection {
         q: q.iter().flatten().copied().collect(),
         k: k.iter().flatten().copied().collect(),
         explained: [0, 1].map(|a| explained.get(a).copied().unwrap_or(0.0)),
-        axes: (0..2).flat_map(|a| axes.get(a).map_or_else(|| vec![0.0; d], |v| v.iter().map(|&x| x as f32).collect())).collect(),
+        axes: (0..2)
+            .flat_map(|a| {
+                axes.get(a).map_or_else(|| vec![0.0; d], |v| v.iter().map(|&x| x as f32).collect())
+            })
+            .collect(),
     }
 }
 
@@ -66,7 +74,11 @@ fn principal_axes(rows: &[&[f32]], d: usize, count: usize) -> (Vec<Vec<f64>>, Ve
         .take(count)
         .map(|i| {
             let v: Vec<f64> = eigen.eigenvectors.column(i).iter().copied().collect();
-            let sign = if v.iter().zip(&start).map(|(a, b)| a * b).sum::<f64>() < 0.0 { -1.0 } else { 1.0 };
+            let sign = if v.iter().zip(&start).map(|(a, b)| a * b).sum::<f64>() < 0.0 {
+                -1.0
+            } else {
+                1.0
+            };
             let share = if total > 0.0 { eigen.eigenvalues[i].max(0.0) / total } else { 0.0 };
             (v.into_iter().map(|x| sign * x).collect(), share)
         })
@@ -92,7 +104,12 @@ mod tests {
         assert_eq!((p.q.len(), p.k.len(), p.axes.len()), (6, 6, 6));
         let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
         assert!(close(&p.axes, &[0.0, 0.0, 1.0, 1.0, 0.0, 0.0]), "{:?}", p.axes);
-        assert!((p.explained[0] - 9.0 / 14.0).abs() < 1e-12 && (p.explained[1] - 4.0 / 14.0).abs() < 1e-12, "{:?}", p.explained);
+        assert!(
+            (p.explained[0] - 9.0 / 14.0).abs() < 1e-12
+                && (p.explained[1] - 4.0 / 14.0).abs() < 1e-12,
+            "{:?}",
+            p.explained
+        );
         assert!(close(&p.q, &[3.0, 0.0, -3.0, 0.0, 0.0, 2.0]), "{:?}", p.q);
         assert!(close(&p.k, &[0.0, -2.0, 0.0, 0.0, 0.0, 0.0]), "{:?}", p.k);
     }
@@ -108,10 +125,18 @@ mod tests {
         let p = pca(q, k, 2);
         let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5);
         assert!(close(&p.axes, &[s, s, -s, s]), "{:?}", p.axes);
-        assert!(close(&p.q, &[2.0, 0.0, -2.0, 0.0]) && close(&p.k, &[0.0, -1.0, 0.0, 1.0]), "{:?} {:?}", p.q, p.k);
+        assert!(
+            close(&p.q, &[2.0, 0.0, -2.0, 0.0]) && close(&p.k, &[0.0, -1.0, 0.0, 1.0]),
+            "{:?} {:?}",
+            p.q,
+            p.k
+        );
         assert!((p.explained[0] - 0.8).abs() < 1e-6 && (p.explained[1] - 0.2).abs() < 1e-6);
         // One dimension: PC2 does not exist.
         let one = pca(vec![1.0, 2.0], vec![3.0], 1);
-        assert_eq!((one.q, one.k, one.explained, one.axes), (vec![-1.0, 0.0, 0.0, 0.0], vec![1.0, 0.0], [1.0, 0.0], vec![1.0, 0.0]));
+        assert_eq!(
+            (one.q, one.k, one.explained, one.axes),
+            (vec![-1.0, 0.0, 0.0, 0.0], vec![1.0, 0.0], [1.0, 0.0], vec![1.0, 0.0])
+        );
     }
 }

@@ -185,7 +185,8 @@ impl Serialize for Sampling {
             seed: u32,
         }
         let n = self.normalised();
-        Stated { method: n.method(), temperature: n.temperature, top_k: n.top_k, seed: n.seed }.serialize(s)
+        Stated { method: n.method(), temperature: n.temperature, top_k: n.top_k, seed: n.seed }
+            .serialize(s)
     }
 }
 
@@ -248,7 +249,9 @@ impl ForwardOutput {
         match side {
             TokenSide::Source => self.source_tokens.clone(),
             TokenSide::Target => self.target_tokens.clone(),
-            TokenSide::SourceThenTarget => self.source_tokens.iter().chain(&self.target_tokens).cloned().collect(),
+            TokenSide::SourceThenTarget => {
+                self.source_tokens.iter().chain(&self.target_tokens).cloned().collect()
+            }
         }
     }
 }
@@ -389,7 +392,9 @@ fn widen(rows: &[f32], from: usize, to: usize) -> Vec<f32> {
 
 /// Shannon entropy (nats) of each query row of one head, `# [Tq]`.
 pub fn row_entropies(block: &AttentionBlock, head: usize) -> Vec<f32> {
-    (0..block.query_len).map(|q| block.row(head, q).iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum()).collect()
+    (0..block.query_len)
+        .map(|q| block.row(head, q).iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum())
+        .collect()
 }
 
 /// The `n` largest weights of one row as `(key index, weight)`, largest first.
@@ -413,7 +418,14 @@ mod tests {
 
     #[test]
     fn entropy_and_top_keys() {
-        let block = AttentionBlock { kind: AttentionKind::EncoderSelf, layer: 0, heads: 1, query_len: 2, key_len: 2, probs: vec![1.0, 0.0, 0.5, 0.5] };
+        let block = AttentionBlock {
+            kind: AttentionKind::EncoderSelf,
+            layer: 0,
+            heads: 1,
+            query_len: 2,
+            key_len: 2,
+            probs: vec![1.0, 0.0, 0.5, 0.5],
+        };
         let e = row_entropies(&block, 0);
         assert_eq!(e[0], 0.0);
         assert!((e[1] - std::f32::consts::LN_2).abs() < 1e-6);

@@ -4,7 +4,9 @@
 
 use crate::error::{invalid_model, Error, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use tokenizers::{PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::{
+    PostProcessor, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+};
 
 pub mod gguf_bpe;
 mod guard;
@@ -38,8 +40,11 @@ impl TextTokenizer {
     /// caught and becomes an error.
     pub fn from_bytes(json: &[u8], max_tokens: usize) -> Result<TextTokenizer> {
         guard::check(json)?;
-        let loaded = catch_unwind(|| Tokenizer::from_bytes(json)).map_err(|_| invalid_model("tokenizer.json could not be read (the tokenizers library failed on it)"))?;
-        let inner = loaded.map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
+        let loaded = catch_unwind(|| Tokenizer::from_bytes(json)).map_err(|_| {
+            invalid_model("tokenizer.json could not be read (the tokenizers library failed on it)")
+        })?;
+        let inner =
+            loaded.map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
         TextTokenizer::from_tokenizer(inner, max_tokens)
     }
 
@@ -51,14 +56,23 @@ impl TextTokenizer {
             return Err(invalid_model(format!("the model takes at most {max_tokens} tokens, leaving no room for text beside the tokenizer's {special} special tokens")));
         }
         inner.with_padding(None);
-        let params = TruncationParams { max_length: max_tokens, strategy: TruncationStrategy::LongestFirst, stride: 0, direction: TruncationDirection::Right };
-        inner.with_truncation(Some(params)).map_err(|e| invalid_model(format!("tokenizer truncation ({e})")))?;
+        let params = TruncationParams {
+            max_length: max_tokens,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+            direction: TruncationDirection::Right,
+        };
+        inner
+            .with_truncation(Some(params))
+            .map_err(|e| invalid_model(format!("tokenizer truncation ({e})")))?;
         Ok(TextTokenizer { inner, max_tokens })
     }
 
     /// The tokenizer as a Hugging Face `tokenizer.json` (e.g. one built from GGUF metadata).
     pub fn to_json(&self) -> Result<String> {
-        self.inner.to_string(false).map_err(|e| invalid_model(format!("the tokenizer could not be written as JSON ({e})")))
+        self.inner
+            .to_string(false)
+            .map_err(|e| invalid_model(format!("the tokenizer could not be written as JSON ({e})")))
     }
 
     pub fn max_tokens(&self) -> usize {
@@ -71,8 +85,13 @@ impl TextTokenizer {
             cut -= 1;
         }
         let enc = catch_unwind(AssertUnwindSafe(|| self.inner.encode(&text[..cut], true)))
-            .map_err(|_| Error::InvalidInput("the text could not be tokenised (the tokenizers library failed on it)".into()))?;
-        let enc = enc.map_err(|e| Error::InvalidInput(format!("the text could not be tokenised ({e})")))?;
+            .map_err(|_| {
+                Error::InvalidInput(
+                    "the text could not be tokenised (the tokenizers library failed on it)".into(),
+                )
+            })?;
+        let enc =
+            enc.map_err(|e| Error::InvalidInput(format!("the text could not be tokenised ({e})")))?;
         Ok(Encoded {
             ids: enc.get_ids().to_vec(),
             tokens: enc.get_tokens().to_vec(),
@@ -95,8 +114,12 @@ impl TextTokenizer {
     }
 
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        let decoded = catch_unwind(AssertUnwindSafe(|| self.inner.decode(ids, true)))
-            .map_err(|_| Error::InvalidInput("could not decode the output (the tokenizers library failed on it)".into()))?;
+        let decoded =
+            catch_unwind(AssertUnwindSafe(|| self.inner.decode(ids, true))).map_err(|_| {
+                Error::InvalidInput(
+                    "could not decode the output (the tokenizers library failed on it)".into(),
+                )
+            })?;
         decoded.map_err(|e| Error::InvalidInput(format!("could not decode the output ({e})")))
     }
 }

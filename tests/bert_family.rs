@@ -20,11 +20,20 @@ const S: BertShape = BertShape::DEFAULT;
 const TEXT: &str = "the cat sat on the mat.";
 
 /// The tiny BERT's tensors, each renamed (or dropped, or replaced) by `edit`.
-fn rewrite(edit: impl Fn(&str, Dtype, &[usize], &[u8]) -> Option<(String, Dtype, Vec<usize>, Vec<u8>)>) -> Vec<u8> {
+fn rewrite(
+    edit: impl Fn(&str, Dtype, &[usize], &[u8]) -> Option<(String, Dtype, Vec<usize>, Vec<u8>)>,
+) -> Vec<u8> {
     let bytes = bert_safetensors(&S);
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = st.tensors().into_iter().filter_map(|(name, t)| edit(&name, t.dtype(), t.shape(), t.data())).collect();
-    let views: Vec<(String, TensorView)> = tensors.iter().map(|(n, d, s, b)| (n.clone(), TensorView::new(*d, s.clone(), b).unwrap())).collect();
+    let tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = st
+        .tensors()
+        .into_iter()
+        .filter_map(|(name, t)| edit(&name, t.dtype(), t.shape(), t.data()))
+        .collect();
+    let views: Vec<(String, TensorView)> = tensors
+        .iter()
+        .map(|(n, d, s, b)| (n.clone(), TensorView::new(*d, s.clone(), b).unwrap()))
+        .collect();
     safetensors::serialize(views, None).unwrap()
 }
 
@@ -40,9 +49,14 @@ fn config(edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Vec<u8> {
 }
 
 fn load(config: Vec<u8>, weights: Vec<u8>) -> attnviz::Result<Model> {
-    let names: Vec<String> = ["config.json", "model.safetensors", "tokenizer.json"].map(String::from).to_vec();
+    let names: Vec<String> =
+        ["config.json", "model.safetensors", "tokenizer.json"].map(String::from).to_vec();
     let manifest = Manifest::infer("mine", &names, Some(&config))?;
-    let files = HashMap::from([("config.json".to_string(), config), ("model.safetensors".to_string(), weights), ("tokenizer.json".to_string(), bert_tokenizer())]);
+    let files = HashMap::from([
+        ("config.json".to_string(), config),
+        ("model.safetensors".to_string(), weights),
+        ("tokenizer.json".to_string(), bert_tokenizer()),
+    ]);
     Model::load(manifest, &files)
 }
 
@@ -101,10 +115,14 @@ fn roberta_weights(prefix: &str) -> Vec<u8> {
         Some(match n {
             "embeddings.position_embeddings.weight" => {
                 let mut rows = vec![5.0f32; S.hidden];
-                rows.extend(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+                rows.extend(
+                    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
                 (name, Dtype::F32, vec![S.positions + 1, S.hidden], f32_bytes(&rows))
             }
-            "embeddings.token_type_embeddings.weight" => (name, d, vec![1, S.hidden], b[..b.len() / 2].to_vec()),
+            "embeddings.token_type_embeddings.weight" => {
+                (name, d, vec![1, S.hidden], b[..b.len() / 2].to_vec())
+            }
             _ => (name, d, s.to_vec(), b.to_vec()),
         })
     })
@@ -127,21 +145,32 @@ fn maps(a: &Attended) -> Vec<Vec<f32>> {
 fn distilbert_is_bert_without_token_types_under_other_names() {
     let m = load(distilbert_config(|_| ()), distilbert_weights()).unwrap();
     let info = m.info();
-    assert_eq!((info.architecture.as_str(), info.max_positions, info.head_dim), ("distilbert", S.positions, S.hidden / S.heads));
+    assert_eq!(
+        (info.architecture.as_str(), info.max_positions, info.head_dim),
+        ("distilbert", S.positions, S.hidden / S.heads)
+    );
     let (a, b) = (m.attend(TEXT).unwrap(), bert_without_token_types().attend(TEXT).unwrap());
     assert_eq!(a.output.source_tokens, b.output.source_tokens);
     assert_eq!(maps(&a), maps(&b));
     assert_eq!(a.output.sentence_embedding, b.output.sentence_embedding);
     // Names as DistilBertModel saves them (no `distilbert.` prefix) load too.
-    let bare = rewrite(|n, d, s, bytes| distilbert_name(n).map(|n| (n["distilbert.".len()..].to_string(), d, s.to_vec(), bytes.to_vec())));
-    assert_eq!(maps(&load(distilbert_config(|_| ()), bare).unwrap().attend(TEXT).unwrap()), maps(&b));
+    let bare = rewrite(|n, d, s, bytes| {
+        distilbert_name(n)
+            .map(|n| (n["distilbert.".len()..].to_string(), d, s.to_vec(), bytes.to_vec()))
+    });
+    assert_eq!(
+        maps(&load(distilbert_config(|_| ()), bare).unwrap().attend(TEXT).unwrap()),
+        maps(&b)
+    );
 }
 
 #[test]
 fn roberta_positions_start_after_padding_idx() {
     let bert = load(bert_config(&S), bert_safetensors(&S)).unwrap();
     let want = bert.attend(TEXT).unwrap();
-    for (model_type, prefix) in [("roberta", "roberta."), ("roberta", ""), ("xlm-roberta", "roberta.")] {
+    for (model_type, prefix) in
+        [("roberta", "roberta."), ("roberta", ""), ("xlm-roberta", "roberta.")]
+    {
         let m = load(roberta_config(model_type), roberta_weights(prefix)).unwrap();
         let got = m.attend(TEXT).unwrap();
         assert_eq!(maps(&got), maps(&want), "{model_type} {prefix:?}");
@@ -161,11 +190,15 @@ fn roberta_positions_start_after_padding_idx() {
 
 #[test]
 fn value_norms_and_head_scores_cover_both() {
-    for m in [load(distilbert_config(|_| ()), distilbert_weights()).unwrap(), load(roberta_config("roberta"), roberta_weights("roberta.")).unwrap()] {
+    for m in [
+        load(distilbert_config(|_| ()), distilbert_weights()).unwrap(),
+        load(roberta_config("roberta"), roberta_weights("roberta.")).unwrap(),
+    ] {
         let a = m.attend_with(TEXT, &GenerateOptions::default(), true).unwrap();
         let norms = a.value_norms.unwrap();
         assert_eq!(norms.len(), S.layers);
-        assert!(norms.iter().zip(&a.attentions).all(|(n, b)| n.probs.len() == b.probs.len() && n.probs.iter().all(|v| v.is_finite() && *v >= 0.0)));
+        assert!(norms.iter().zip(&a.attentions).all(|(n, b)| n.probs.len() == b.probs.len()
+            && n.probs.iter().all(|v| v.is_finite() && *v >= 0.0)));
         let (_, scores) = m.heads(TEXT, &GenerateOptions::default()).unwrap();
         assert_eq!(scores.len(), S.layers * S.heads);
         assert!(m.info().special_tokens.contains(&"[SEP]".to_string()));
@@ -174,18 +207,33 @@ fn value_norms_and_head_scores_cover_both() {
 
 #[test]
 fn inspection_names_the_family_and_counts_from_headers() {
-    let cases = [("roberta", roberta_config("roberta"), roberta_weights("roberta."), S.positions), ("distilbert", distilbert_config(|_| ()), distilbert_weights(), S.positions)];
+    let cases = [
+        ("roberta", roberta_config("roberta"), roberta_weights("roberta."), S.positions),
+        ("distilbert", distilbert_config(|_| ()), distilbert_weights(), S.positions),
+    ];
     for (family, config, weights, max_positions) in cases {
         let header_len = u64::from_le_bytes(weights[..8].try_into().unwrap()) as usize;
         let tok = bert_tokenizer();
         let files = [
             FileHead { name: "config.json", size: config.len() as u64, head: &config },
-            FileHead { name: "model.safetensors", size: weights.len() as u64, head: &weights[..8 + header_len] },
+            FileHead {
+                name: "model.safetensors",
+                size: weights.len() as u64,
+                head: &weights[..8 + header_len],
+            },
             FileHead { name: "tokenizer.json", size: tok.len() as u64, head: &[] },
         ];
         let i = inspect("mine", &files).unwrap();
-        assert_eq!((i.architecture.as_str(), i.layers, i.heads, i.hidden_size, i.max_positions), (family, S.layers, S.heads, S.hidden, max_positions));
-        assert!(i.format.starts_with("safetensors ") && ["F32", "F16", "BF16"].iter().all(|d| i.format.contains(d)), "{}", i.format);
+        assert_eq!(
+            (i.architecture.as_str(), i.layers, i.heads, i.hidden_size, i.max_positions),
+            (family, S.layers, S.heads, S.hidden, max_positions)
+        );
+        assert!(
+            i.format.starts_with("safetensors ")
+                && ["F32", "F16", "BF16"].iter().all(|d| i.format.contains(d)),
+            "{}",
+            i.format
+        );
         assert!(i.parameters > 0 && i.memory_bytes > i.file_bytes);
     }
 }
@@ -199,7 +247,11 @@ fn bad_configs_and_missing_tensors_are_named() {
     assert!(msg.contains("dim 8 is not a multiple of n_heads 3"), "{msg}");
     let msg = e(load(distilbert_config(|c| c["n_layers"] = json!(0)), distilbert_weights()));
     assert!(msg.contains("n_layers is 0"), "{msg}");
-    let weights = rewrite(|n, d, s, b| distilbert_name(n).filter(|n| n != "distilbert.transformer.layer.1.ffn.lin2.weight").map(|n| (n, d, s.to_vec(), b.to_vec())));
+    let weights = rewrite(|n, d, s, b| {
+        distilbert_name(n)
+            .filter(|n| n != "distilbert.transformer.layer.1.ffn.lin2.weight")
+            .map(|n| (n, d, s.to_vec(), b.to_vec()))
+    });
     let msg = e(load(distilbert_config(|_| ()), weights));
     assert!(msg.contains("`distilbert.transformer.layer.1.ffn.lin2.weight` is missing"), "{msg}");
     let cut = config(|c| {
@@ -208,8 +260,15 @@ fn bad_configs_and_missing_tensors_are_named() {
         c.insert("pad_token_id".into(), json!(1));
     });
     let msg = e(load(cut, roberta_weights("roberta.")));
-    assert!(msg.contains("max_position_embeddings 2 leaves no position after padding_idx 1"), "{msg}");
+    assert!(
+        msg.contains("max_position_embeddings 2 leaves no position after padding_idx 1"),
+        "{msg}"
+    );
     // A BERT checkpoint given as RoBERTa: the position table is one row short, and says so.
     let msg = e(load(roberta_config("roberta"), bert_safetensors(&S)));
-    assert!(msg.contains("position_embeddings.weight") && msg.contains(&format!("expected [{}, {}]", S.positions + 1, S.hidden)), "{msg}");
+    assert!(
+        msg.contains("position_embeddings.weight")
+            && msg.contains(&format!("expected [{}, {}]", S.positions + 1, S.hidden)),
+        "{msg}"
+    );
 }

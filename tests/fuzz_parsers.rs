@@ -15,7 +15,8 @@ fn models_dir(dir: &str) -> PathBuf {
 }
 
 fn read(dir: &str, name: &str) -> Vec<u8> {
-    std::fs::read(models_dir(dir).join(name)).unwrap_or_else(|e| panic!("{dir}/{name}: {e} — run `make models` first"))
+    std::fs::read(models_dir(dir).join(name))
+        .unwrap_or_else(|e| panic!("{dir}/{name}: {e} — run `make models` first"))
 }
 
 struct XorShift(u64);
@@ -107,25 +108,48 @@ fn model_files_never_panic() {
         let mut files = HashMap::new();
         files.insert("model.safetensors".to_string(), weights.clone());
         let mutated = if round % 2 == 0 { "config.json" } else { "tokenizer.json" };
-        let (c, t) = if round % 2 == 0 { (mutate(&mut rng, &config, config.len()), tokenizer.clone()) } else { (config.clone(), mutate(&mut rng, &tokenizer, 4096)) };
+        let (c, t) = if round % 2 == 0 {
+            (mutate(&mut rng, &config, config.len()), tokenizer.clone())
+        } else {
+            (config.clone(), mutate(&mut rng, &tokenizer, 4096))
+        };
         files.insert("config.json".to_string(), c);
         files.insert("tokenizer.json".to_string(), t);
         match Model::load(manifest.clone(), &files) {
             // A refusal names the file at fault (what the page shows the user).
-            Err(e) => assert!(e.to_string().contains(mutated), "round {round}: `{e}` does not name {mutated}"),
+            Err(e) => assert!(
+                e.to_string().contains(mutated),
+                "round {round}: `{e}` does not name {mutated}"
+            ),
             // A model that loads attends (a mutated tokenizer may change the tokens, not this):
             // one block per layer, [heads, T, T] over its T tokens, every row a probability
             // distribution.
             Ok(model) => {
                 let info = model.info();
-                let a = model.attend("The cat sat on the mat.").unwrap_or_else(|e| panic!("round {round}: loaded, but the forward failed: {e}"));
+                let a = model.attend("The cat sat on the mat.").unwrap_or_else(|e| {
+                    panic!("round {round}: loaded, but the forward failed: {e}")
+                });
                 let t = a.output.source_tokens.len();
                 assert!(t > 0, "round {round}: no tokens");
-                assert_eq!(a.attentions.len(), info.layers[&AttentionKind::EncoderSelf], "round {round}");
+                assert_eq!(
+                    a.attentions.len(),
+                    info.layers[&AttentionKind::EncoderSelf],
+                    "round {round}"
+                );
                 for b in &a.attentions {
-                    assert_eq!((b.query_len, b.key_len, b.probs.len()), (t, t, b.heads * t * t), "round {round}, layer {}", b.layer);
+                    assert_eq!(
+                        (b.query_len, b.key_len, b.probs.len()),
+                        (t, t, b.heads * t * t),
+                        "round {round}, layer {}",
+                        b.layer
+                    );
                     for row in b.probs.chunks(t) {
-                        assert!(row.iter().all(|p| p.is_finite() && *p >= 0.0) && (row.iter().sum::<f32>() - 1.0).abs() < 1e-4, "round {round}, layer {}: row {row:?}", b.layer);
+                        assert!(
+                            row.iter().all(|p| p.is_finite() && *p >= 0.0)
+                                && (row.iter().sum::<f32>() - 1.0).abs() < 1e-4,
+                            "round {round}, layer {}: row {row:?}",
+                            b.layer
+                        );
                     }
                 }
                 attended += 1;
@@ -135,7 +159,13 @@ fn model_files_never_panic() {
     // Some mutations leave a folder that loads (18 of the 120 today): without them the forward
     // above would never be reached.
     assert!(attended >= 10, "only {attended} of 120 mutated folders loaded");
-    for text in ["{}", "{\"id\":1}", "[]", "", "{\"id\":\"x\",\"architecture\":\"bert\",\"files\":[\"nope\"]}"] {
+    for text in [
+        "{}",
+        "{\"id\":1}",
+        "[]",
+        "",
+        "{\"id\":\"x\",\"architecture\":\"bert\",\"files\":[\"nope\"]}",
+    ] {
         if let Ok(m) = Manifest::from_json(text.as_bytes()) {
             assert!(Model::load(m, &HashMap::new()).is_err());
         }
@@ -151,20 +181,55 @@ fn hostile_bert_configs_are_errors_that_say_what_is_wrong() {
     let manifest = Manifest::from_json(&read("minilm", "manifest.json")).unwrap();
     let base = r#""hidden_size":384,"intermediate_size":1536,"max_position_embeddings":512"#;
     let cases: [(&str, bool, &[&str]); 6] = [
-        (r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":0"#, false, &["config.json", "hidden_size 384", "num_attention_heads 0"]),
-        (r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":7"#, false, &["config.json", "hidden_size 384", "num_attention_heads 7"]),
-        (r#""vocab_size":30522,"num_hidden_layers":60,"num_attention_heads":12"#, false, &["model.safetensors", "encoder.layer.6.", "is missing"]),
-        (r#""vocab_size":99,"num_hidden_layers":6,"num_attention_heads":12"#, false, &["model.safetensors", "embeddings.word_embeddings.weight", "[30522, 384]", "[99, 384]"]),
-        (r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":12,"hidden_act":"swish""#, true, &["config.json", "hidden_act `swish`"]),
-        (r#""vocab_size":30522,"num_hidden_layers":"six","num_attention_heads":12"#, false, &["config.json", "invalid type: string \"six\""]),
+        (
+            r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":0"#,
+            false,
+            &["config.json", "hidden_size 384", "num_attention_heads 0"],
+        ),
+        (
+            r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":7"#,
+            false,
+            &["config.json", "hidden_size 384", "num_attention_heads 7"],
+        ),
+        (
+            r#""vocab_size":30522,"num_hidden_layers":60,"num_attention_heads":12"#,
+            false,
+            &["model.safetensors", "encoder.layer.6.", "is missing"],
+        ),
+        (
+            r#""vocab_size":99,"num_hidden_layers":6,"num_attention_heads":12"#,
+            false,
+            &[
+                "model.safetensors",
+                "embeddings.word_embeddings.weight",
+                "[30522, 384]",
+                "[99, 384]",
+            ],
+        ),
+        (
+            r#""vocab_size":30522,"num_hidden_layers":6,"num_attention_heads":12,"hidden_act":"swish""#,
+            true,
+            &["config.json", "hidden_act `swish`"],
+        ),
+        (
+            r#""vocab_size":30522,"num_hidden_layers":"six","num_attention_heads":12"#,
+            false,
+            &["config.json", "invalid type: string \"six\""],
+        ),
     ];
     for (fields, unsupported, needles) in cases {
         let cfg = format!("{{{base},{fields}}}");
-        let files: HashMap<String, Vec<u8>> = [("config.json", cfg.as_bytes().to_vec()), ("model.safetensors", weights.clone()), ("tokenizer.json", tokenizer.clone())]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        let err = Model::load(manifest.clone(), &files).err().unwrap_or_else(|| panic!("config should be rejected: {cfg}"));
+        let files: HashMap<String, Vec<u8>> = [
+            ("config.json", cfg.as_bytes().to_vec()),
+            ("model.safetensors", weights.clone()),
+            ("tokenizer.json", tokenizer.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let err = Model::load(manifest.clone(), &files)
+            .err()
+            .unwrap_or_else(|| panic!("config should be rejected: {cfg}"));
         assert_eq!(matches!(err, Error::UnsupportedArchitecture(_)), unsupported, "{cfg}: {err:?}");
         assert_eq!(matches!(err, Error::InvalidModel(_)), !unsupported, "{cfg}: {err:?}");
         let msg = err.to_string();

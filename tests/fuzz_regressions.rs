@@ -21,15 +21,22 @@ fn the_fuzzers_seeds_load_and_attend() {
             }
         }
     }
-    let marian = no_panic("marian manifest", || run(Target::ManifestJson, &fuzz_models::marian_manifest()));
+    let marian =
+        no_panic("marian manifest", || run(Target::ManifestJson, &fuzz_models::marian_manifest()));
     assert_eq!(marian, Outcome::Attended);
-    let unigram = no_panic("marian tokenizer", || run(Target::TokenizerJson, &fuzz_models::marian_tokenizer()));
+    let unigram = no_panic("marian tokenizer", || {
+        run(Target::TokenizerJson, &fuzz_models::marian_tokenizer())
+    });
     assert_eq!(unigram, Outcome::Attended);
     // The GPT-2 and opus-mt files go into their own folders, so their own loaders (dispatched on
     // config.json's model_type) load them: refused, they would leave gpt2.rs and marian.rs unfuzzed.
     let (gpt2, opus) = (fuzz_models::gpt2::files(), fuzz_models::opus_mt::files());
     for (folder, files) in [("gpt2", &gpt2), ("opus-mt", &opus)] {
-        for (target, name) in [(Target::ConfigJson, "config.json"), (Target::Safetensors, "model.safetensors"), (Target::TokenizerJson, "tokenizer.json")] {
+        for (target, name) in [
+            (Target::ConfigJson, "config.json"),
+            (Target::Safetensors, "model.safetensors"),
+            (Target::TokenizerJson, "tokenizer.json"),
+        ] {
             let outcome = no_panic(&format!("{folder} {name}"), || run(target, &files[name]));
             assert_eq!(outcome, Outcome::Attended, "{folder} {name}");
         }
@@ -47,22 +54,33 @@ fn inputs_the_fuzzers_found_panics_with_are_errors_now() {
     // Every subfolder is a target's: inputs under any other name would be skipped unseen.
     for entry in std::fs::read_dir(&root).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        assert!(Target::ALL.iter().any(|t| t.name() == name), "fuzz/regressions/{name} is no fuzz target's folder");
+        assert!(
+            Target::ALL.iter().any(|t| t.name() == name),
+            "fuzz/regressions/{name} is no fuzz target's folder"
+        );
     }
     let mut replayed = 0;
     for target in Target::ALL {
         let Ok(dir) = std::fs::read_dir(root.join(target.name())) else { continue };
-        let mut paths: Vec<_> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        let mut paths: Vec<_> =
+            dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
         paths.sort();
         for path in paths {
             let data = std::fs::read(&path).unwrap();
             let outcome = no_panic(&path.display().to_string(), || run(target, &data));
-            assert!(!matches!(outcome, Outcome::Attended), "{}: loaded and attended, not an error", path.display());
+            assert!(
+                !matches!(outcome, Outcome::Attended),
+                "{}: loaded and attended, not an error",
+                path.display()
+            );
             replayed += 1;
         }
     }
     eprintln!("replayed {replayed} regression inputs");
-    assert!(replayed >= KNOWN_REGRESSIONS, "replayed {replayed} regression inputs, but fuzz/regressions/ held {KNOWN_REGRESSIONS}");
+    assert!(
+        replayed >= KNOWN_REGRESSIONS,
+        "replayed {replayed} regression inputs, but fuzz/regressions/ held {KNOWN_REGRESSIONS}"
+    );
 }
 
 #[test]
@@ -71,16 +89,32 @@ fn template_post_processors_that_the_tokenizers_crate_would_index_past_are_refus
     // code, and panicked encoding the first text with one read from tokenizer.json.
     let base: serde_json::Value = serde_json::from_slice(&fuzz_models::bert_tokenizer()).unwrap();
     let cases: [(&str, serde_json::Value, &str); 3] = [
-        ("/post_processor/single/0/SpecialToken/id", "[SLS]".into(), "special token `[SLS]` in its `single` template without defining it"),
-        ("/post_processor/single/1/Sequence/id", "B".into(), "sequence `B` in its `single` template"),
-        ("/post_processor/special_tokens/[CLS]/ids", serde_json::json!([2, 2]), "special token `[CLS]` with Some(2) ids but Some(1) tokens"),
+        (
+            "/post_processor/single/0/SpecialToken/id",
+            "[SLS]".into(),
+            "special token `[SLS]` in its `single` template without defining it",
+        ),
+        (
+            "/post_processor/single/1/Sequence/id",
+            "B".into(),
+            "sequence `B` in its `single` template",
+        ),
+        (
+            "/post_processor/special_tokens/[CLS]/ids",
+            serde_json::json!([2, 2]),
+            "special token `[CLS]` with Some(2) ids but Some(1) tokens",
+        ),
     ];
     for (pointer, value, needle) in cases {
         let mut t = base.clone();
         *t.pointer_mut(pointer).unwrap() = value;
-        let outcome = no_panic(pointer, || run(Target::TokenizerJson, &serde_json::to_vec(&t).unwrap()));
+        let outcome =
+            no_panic(pointer, || run(Target::TokenizerJson, &serde_json::to_vec(&t).unwrap()));
         match outcome {
-            Outcome::Refused(msg) => assert!(msg.contains("TemplateProcessing") && msg.contains(needle), "{pointer}: `{msg}` does not say `{needle}`"),
+            Outcome::Refused(msg) => assert!(
+                msg.contains("TemplateProcessing") && msg.contains(needle),
+                "{pointer}: `{msg}` does not say `{needle}`"
+            ),
             other => panic!("{pointer}: {other:?}"),
         }
     }
@@ -91,13 +125,19 @@ fn a_decoder_section_the_tokenizers_crate_cannot_lex_is_refused() {
     // Found by fuzz/ (tokenizer_json): the crate `expect`s its decoder section to lex, so bytes
     // that are not UTF-8 there (skipped unchecked by everything before it) panicked at load.
     let base = String::from_utf8(fuzz_models::marian_tokenizer()).unwrap();
-    let cases: [(&str, &[u8]); 3] =
-        [("\"type\": \"Meta\u{fffd}ace\"", b"\"type\": \"Meta\xff\xfface\""), ("\"split\": 1e400", b"\"split\": 1e400"), ("\"type\": \"\\ud800\"", b"\"type\": \"\\ud800\"")];
+    let cases: [(&str, &[u8]); 3] = [
+        ("\"type\": \"Meta\u{fffd}ace\"", b"\"type\": \"Meta\xff\xfface\""),
+        ("\"split\": 1e400", b"\"split\": 1e400"),
+        ("\"type\": \"\\ud800\"", b"\"type\": \"\\ud800\""),
+    ];
     for (what, bytes) in cases {
         let decoder = base.find("\"decoder\"").unwrap();
         let at = decoder + base[decoder..].find("\"split\": true").unwrap();
         let json = [&base.as_bytes()[..at], bytes, b",", &base.as_bytes()[at..]].concat();
         let outcome = no_panic(what, || run(Target::TokenizerJson, &json));
-        assert!(matches!(&outcome, Outcome::Refused(m) if m.contains("tokenizer.json")), "{what}: {outcome:?}");
+        assert!(
+            matches!(&outcome, Outcome::Refused(m) if m.contains("tokenizer.json")),
+            "{what}: {outcome:?}"
+        );
     }
 }

@@ -31,17 +31,25 @@ const GGUF_U64: u32 = 10;
 fn smollm2() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} — run `make models` first", path.display()))
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+        std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} — run `make models` first", path.display()))
     })
 }
 
 /// The page's path for a GGUF: load, then (if it loads) attend to `text` and generate with
 /// each of `options`. `Err` is the load's message; a panic anywhere fails the test.
-fn load_and_run_with(what: &str, bytes: Vec<u8>, text: &str, options: &[GenerateOptions]) -> Result<(), String> {
+fn load_and_run_with(
+    what: &str,
+    bytes: Vec<u8>,
+    text: &str,
+    options: &[GenerateOptions],
+) -> Result<(), String> {
     no_panic(what, || {
         let manifest = Manifest::from_json(LLAMA_MANIFEST.as_bytes()).unwrap();
-        let model = Model::load_owned(manifest, [(LLAMA_GGUF.to_string(), bytes)].into()).map_err(|e| e.to_string())?;
+        let model = Model::load_owned(manifest, [(LLAMA_GGUF.to_string(), bytes)].into())
+            .map_err(|e| e.to_string())?;
         let _ = model.info();
         for o in options {
             let _ = model.attend_generating(text, o);
@@ -52,8 +60,13 @@ fn load_and_run_with(what: &str, bytes: Vec<u8>, text: &str, options: &[Generate
 
 /// Two tokens generated greedily, two sampled.
 fn load_and_run(what: &str, bytes: Vec<u8>) -> Result<(), String> {
-    let options =
-        [GenerateOptions { max_new_tokens: 2, ..GenerateOptions::default() }, GenerateOptions { max_new_tokens: 2, sampling: Sampling { temperature: 0.7, top_k: 4, seed: 3 } }];
+    let options = [
+        GenerateOptions { max_new_tokens: 2, ..GenerateOptions::default() },
+        GenerateOptions {
+            max_new_tokens: 2,
+            sampling: Sampling { temperature: 0.7, top_k: 4, seed: 3 },
+        },
+    ];
     load_and_run_with(what, bytes, "The cat sat on the mat, é 𝔘!", &options)
 }
 
@@ -61,7 +74,9 @@ fn load_and_run(what: &str, bytes: Vec<u8>) -> Result<(), String> {
 /// says each of `needles`.
 fn must_refuse(what: &str, bytes: Vec<u8>, needles: &[&str]) {
     let start = thread_cpu_time();
-    let err = load_and_run(what, bytes).err().unwrap_or_else(|| panic!("{what}: loaded, but should have been refused"));
+    let err = load_and_run(what, bytes)
+        .err()
+        .unwrap_or_else(|| panic!("{what}: loaded, but should have been refused"));
     for n in needles {
         assert!(err.contains(n), "{what}: the error `{err}` does not say `{n}`");
     }
@@ -73,7 +88,10 @@ fn must_refuse(what: &str, bytes: Vec<u8>, needles: &[&str]) {
 fn value_at(file: &[u8], key: &str) -> usize {
     let mut pattern = (key.len() as u64).to_le_bytes().to_vec();
     pattern.extend_from_slice(key.as_bytes());
-    let at = file.windows(pattern.len()).position(|w| w == pattern).unwrap_or_else(|| panic!("no key {key}"));
+    let at = file
+        .windows(pattern.len())
+        .position(|w| w == pattern)
+        .unwrap_or_else(|| panic!("no key {key}"));
     at + pattern.len() + 4
 }
 
@@ -82,8 +100,14 @@ fn put_u64(file: &mut [u8], at: usize, v: u64) {
 }
 
 /// The tiny Llama with `edit` applied to its metadata and tensors.
-fn tiny_with(edit: impl FnOnce(&mut Vec<(&'static str, u32, Value)>, &mut Vec<(String, Vec<usize>, u32, Vec<u8>)>)) -> Vec<u8> {
-    let (mut metadata, mut tensors) = (llama_metadata(&LlamaShape::DEFAULT), llama_tensors(&LlamaShape::DEFAULT));
+fn tiny_with(
+    edit: impl FnOnce(
+        &mut Vec<(&'static str, u32, Value)>,
+        &mut Vec<(String, Vec<usize>, u32, Vec<u8>)>,
+    ),
+) -> Vec<u8> {
+    let (mut metadata, mut tensors) =
+        (llama_metadata(&LlamaShape::DEFAULT), llama_tensors(&LlamaShape::DEFAULT));
     edit(&mut metadata, &mut tensors);
     gguf_file(&metadata, &tensors)
 }
@@ -114,7 +138,8 @@ fn the_tiny_llama_loads_and_generates() {
 fn regions(file: &[u8]) -> (usize, usize) {
     let mut first = 17u64.to_le_bytes().to_vec();
     first.extend_from_slice(b"token_embd.weight");
-    let table = file.windows(first.len()).position(|w| w == first).expect("the first tensor's name");
+    let table =
+        file.windows(first.len()).position(|w| w == first).expect("the first tensor's name");
     let full = attnviz::weights::gguf::read(file.to_vec(), "smollm2").unwrap();
     let data = full.tensors.values().map(|t| t.start).min().unwrap();
     (table, data)
@@ -132,9 +157,16 @@ fn the_real_gguf_cut_anywhere_is_an_error() {
     let mut slowest = Duration::ZERO;
     for cut in cuts {
         let start = thread_cpu_time();
-        let err = load_and_run(&format!("cut at {cut}"), file[..cut].to_vec()).err().unwrap_or_else(|| panic!("cut at {cut}: loaded"));
+        let err = load_and_run(&format!("cut at {cut}"), file[..cut].to_vec())
+            .err()
+            .unwrap_or_else(|| panic!("cut at {cut}: loaded"));
         slowest = slowest.max(thread_cpu_time() - start);
-        assert!(["ends inside", "remaining bytes", "does not fit", "not a GGUF"].iter().any(|n| err.contains(n)), "cut at {cut}: `{err}`");
+        assert!(
+            ["ends inside", "remaining bytes", "does not fit", "not a GGUF"]
+                .iter()
+                .any(|n| err.contains(n)),
+            "cut at {cut}: `{err}`"
+        );
     }
     assert!(slowest < Duration::from_secs(1), "the slowest cut took {slowest:?} of CPU time");
 }
@@ -181,7 +213,11 @@ fn bit_flips_in_the_real_gguf_header_metadata_and_tensor_table_are_errors_or_wor
             }
         }
     }
-    eprintln!("{} flips: {refused} refused, {loaded} loaded and ran, in {:?}", spots.len(), started.elapsed());
+    eprintln!(
+        "{} flips: {refused} refused, {loaded} loaded and ran, in {:?}",
+        spots.len(),
+        started.elapsed()
+    );
     assert!(refused > spots.len() / 4, "only {refused} of {} flips were refused", spots.len());
 }
 
@@ -206,7 +242,11 @@ fn absurd_counts_are_refused_before_allocating() {
     // Counts the file could hold but that are beyond any real model: each metadata value costs
     // 32 bytes in memory and as little as 1 in the file.
     let bytes = Value::Array(vec![Value::Uint(0); MAX_METADATA_VALUES + 1]);
-    must_refuse("2M + 1 u8 values", tiny_with_key("general.padding", 0, bytes), &["more than 2097152 values"]);
+    must_refuse(
+        "2M + 1 u8 values",
+        tiny_with_key("general.padding", 0, bytes),
+        &["more than 2097152 values"],
+    );
     let mut f = good.clone();
     put_u64(&mut f, 8, MAX_TENSORS as u64 + 1);
     f.resize(f.len() + 32 * (MAX_TENSORS + 1), 0);
@@ -217,24 +257,66 @@ fn absurd_counts_are_refused_before_allocating() {
 fn absurd_tensor_shapes_and_types_are_refused() {
     // 65536 × 65537 f32 is 2^34 + 2^18 bytes: natively more than the file; in wasm (32-bit
     // usize) the product wraps to 2^18, so it must be (and is) computed with checked arithmetic.
-    must_refuse("dims [65536, 65537]", tiny_with_tensor("huge", vec![65536, 65537], GGML_F32, vec![]), &["`huge`", "does not fit"]);
+    must_refuse(
+        "dims [65536, 65537]",
+        tiny_with_tensor("huge", vec![65536, 65537], GGML_F32, vec![]),
+        &["`huge`", "does not fit"],
+    );
     // 2^64 values: wraps even natively.
-    must_refuse("dims 65536^4", tiny_with_tensor("huge", vec![65536; 4], GGML_Q8_0, vec![]), &["`huge`", "does not fit"]);
-    must_refuse("a dimension beyond the file", tiny_with_tensor("long", vec![64, 1 << 40], GGML_F32, vec![]), &["`long`", "dimension of 1099511627776"]);
-    must_refuse("rows beyond the file", tiny_with_tensor("long", vec![64, 4096], GGML_Q8_0, vec![]), &["`long`", "does not fit"]);
-    must_refuse("a row of half a block", tiny_with_tensor("odd", vec![48, 2], GGML_Q4_0, vec![0; 64]), &["`odd`", "does not fit"]);
-    must_refuse("ggml type 99", tiny_with_tensor("odd", vec![4], 99, vec![0; 16]), &["`odd`", "ggml type 99"]);
-    must_refuse("ggml type 12 (Q4_K)", tiny_with_tensor("odd", vec![256], 12, vec![0; 144]), &["ggml type 12", "Q4_0, Q4_1 and Q8_0"]);
-    must_refuse("n_dims 0", tiny_with_tensor("flat", vec![], GGML_F32, vec![]), &["`flat`", "0 dimensions"]);
-    must_refuse("n_dims 9", tiny_with_tensor("deep", vec![1; 9], GGML_F32, vec![0; 4]), &["`deep`", "9 dimensions"]);
+    must_refuse(
+        "dims 65536^4",
+        tiny_with_tensor("huge", vec![65536; 4], GGML_Q8_0, vec![]),
+        &["`huge`", "does not fit"],
+    );
+    must_refuse(
+        "a dimension beyond the file",
+        tiny_with_tensor("long", vec![64, 1 << 40], GGML_F32, vec![]),
+        &["`long`", "dimension of 1099511627776"],
+    );
+    must_refuse(
+        "rows beyond the file",
+        tiny_with_tensor("long", vec![64, 4096], GGML_Q8_0, vec![]),
+        &["`long`", "does not fit"],
+    );
+    must_refuse(
+        "a row of half a block",
+        tiny_with_tensor("odd", vec![48, 2], GGML_Q4_0, vec![0; 64]),
+        &["`odd`", "does not fit"],
+    );
+    must_refuse(
+        "ggml type 99",
+        tiny_with_tensor("odd", vec![4], 99, vec![0; 16]),
+        &["`odd`", "ggml type 99"],
+    );
+    must_refuse(
+        "ggml type 12 (Q4_K)",
+        tiny_with_tensor("odd", vec![256], 12, vec![0; 144]),
+        &["ggml type 12", "Q4_0, Q4_1 and Q8_0"],
+    );
+    must_refuse(
+        "n_dims 0",
+        tiny_with_tensor("flat", vec![], GGML_F32, vec![]),
+        &["`flat`", "0 dimensions"],
+    );
+    must_refuse(
+        "n_dims 9",
+        tiny_with_tensor("deep", vec![1; 9], GGML_F32, vec![0; 4]),
+        &["`deep`", "9 dimensions"],
+    );
     let twice = tiny_with(|_, t| {
         let first = t[1].clone();
         t.push(first);
     });
     must_refuse("a tensor named twice", twice, &["`blk.0.attn_norm.weight` appears twice"]);
     // A tensor the model needs, with another shape than the config says.
-    let wrong = tiny_with(|_, t| t.iter_mut().filter(|t| t.0 == "blk.1.attn_q.weight").for_each(|t| t.1 = vec![32, 128]));
-    must_refuse("attn_q [32, 128]", wrong, &["blk.1.attn_q.weight", "[32, 128]", "expected [64, 64]"]);
+    let wrong = tiny_with(|_, t| {
+        t.iter_mut().filter(|t| t.0 == "blk.1.attn_q.weight").for_each(|t| t.1 = vec![32, 128])
+    });
+    must_refuse(
+        "attn_q [32, 128]",
+        wrong,
+        &["blk.1.attn_q.weight", "[32, 128]", "expected [64, 64]"],
+    );
     let missing = tiny_with(|_, t| t.retain(|t| t.0 != "blk.1.ffn_up.weight"));
     must_refuse("no ffn_up in layer 1", missing, &["blk.1.ffn_up.weight", "missing"]);
 }
@@ -242,16 +324,33 @@ fn absurd_tensor_shapes_and_types_are_refused() {
 #[test]
 fn bad_metadata_is_refused_with_its_key() {
     for alignment in [0u64, 3, 1 << 20] {
-        must_refuse(&format!("alignment {alignment}"), tiny_with_key("general.alignment", GGUF_U32, Value::Uint(alignment)), &["general.alignment"]);
+        must_refuse(
+            &format!("alignment {alignment}"),
+            tiny_with_key("general.alignment", GGUF_U32, Value::Uint(alignment)),
+            &["general.alignment"],
+        );
     }
     let twice = tiny_with(|m, _| m.push(("general.name", GGUF_STR, Value::Str("again".into()))));
     must_refuse("a key twice", twice, &["`general.name` appears twice"]);
     let numbers = Value::Array((0..270).map(Value::Int).collect());
-    must_refuse("tokens that are numbers", tiny_with_key("tokenizer.ggml.tokens", GGUF_I32, numbers), &["token is not a string"]);
-    let merges = Value::Array(["Ġ t", "he", "a t"].iter().map(|m| Value::Str(m.to_string())).collect());
-    must_refuse("a merge without a space", tiny_with_key("tokenizer.ggml.merges", GGUF_STR, merges), &["merge `he` is not two tokens"]);
+    must_refuse(
+        "tokens that are numbers",
+        tiny_with_key("tokenizer.ggml.tokens", GGUF_I32, numbers),
+        &["token is not a string"],
+    );
+    let merges =
+        Value::Array(["Ġ t", "he", "a t"].iter().map(|m| Value::Str(m.to_string())).collect());
+    must_refuse(
+        "a merge without a space",
+        tiny_with_key("tokenizer.ggml.merges", GGUF_STR, merges),
+        &["merge `he` is not two tokens"],
+    );
     let unknown = Value::Array(["Ġ t", "x yz"].iter().map(|m| Value::Str(m.to_string())).collect());
-    must_refuse("a merge of unknown tokens", tiny_with_key("tokenizer.ggml.merges", GGUF_STR, unknown), &["BPE tokenizer could not be built"]);
+    must_refuse(
+        "a merge of unknown tokens",
+        tiny_with_key("tokenizer.ggml.merges", GGUF_STR, unknown),
+        &["BPE tokenizer could not be built"],
+    );
     // An empty control token (the `tokenizers` crate skips empty added tokens) and a token
     // type list shorter than the vocabulary: odd but harmless, so the model loads and runs.
     let mut tokens = llama_tokens();
@@ -259,25 +358,51 @@ fn bad_metadata_is_refused_with_its_key() {
     let odd = tiny_with(|m, _| {
         for (k, _, v) in m.iter_mut() {
             match *k {
-                "tokenizer.ggml.tokens" => *v = Value::Array(tokens.iter().cloned().map(Value::Str).collect()),
+                "tokenizer.ggml.tokens" => {
+                    *v = Value::Array(tokens.iter().cloned().map(Value::Str).collect())
+                }
                 "tokenizer.ggml.token_type" => *v = Value::Array(vec![Value::Int(3); 5]),
                 _ => {}
             }
         }
     });
     assert_eq!(load_and_run("an empty control token", odd), Ok(()));
-    must_refuse("tokenizer model llama", tiny_with_key("tokenizer.ggml.model", GGUF_STR, Value::Str("llama".into())), &["tokenizer model `llama`"]);
-    must_refuse("pre-tokenizer qwen2", tiny_with_key("tokenizer.ggml.pre", GGUF_STR, Value::Str("qwen2".into())), &["pre-tokenizer `qwen2`"]);
-    must_refuse("architecture gpt2", tiny_with_key("general.architecture", GGUF_STR, Value::Str("gpt2".into())), &["architecture `gpt2`"]);
-    must_refuse("no block_count", tiny_with(|m, _| m.retain(|(k, ..)| *k != "llama.block_count")), &["llama.block_count", "missing"]);
+    must_refuse(
+        "tokenizer model llama",
+        tiny_with_key("tokenizer.ggml.model", GGUF_STR, Value::Str("llama".into())),
+        &["tokenizer model `llama`"],
+    );
+    must_refuse(
+        "pre-tokenizer qwen2",
+        tiny_with_key("tokenizer.ggml.pre", GGUF_STR, Value::Str("qwen2".into())),
+        &["pre-tokenizer `qwen2`"],
+    );
+    must_refuse(
+        "architecture gpt2",
+        tiny_with_key("general.architecture", GGUF_STR, Value::Str("gpt2".into())),
+        &["architecture `gpt2`"],
+    );
+    must_refuse(
+        "no block_count",
+        tiny_with(|m, _| m.retain(|(k, ..)| *k != "llama.block_count")),
+        &["llama.block_count", "missing"],
+    );
 }
 
 #[test]
 fn absurd_hyperparameters_are_refused_before_building_layers() {
     // A billion layers: refused by the attention budget from the metadata alone (building a
     // billion layer structs first would take minutes and gigabytes).
-    must_refuse("block_count 1e9", tiny_with_key("llama.block_count", GGUF_U32, Value::Uint(1_000_000_000)), &["1 GiB memory budget"]);
-    must_refuse("block_count 1e9 as a float", tiny_with_key("llama.block_count", GGUF_F32, Value::Float(1e9)), &["llama.block_count", "not the expected type"]);
+    must_refuse(
+        "block_count 1e9",
+        tiny_with_key("llama.block_count", GGUF_U32, Value::Uint(1_000_000_000)),
+        &["1 GiB memory budget"],
+    );
+    must_refuse(
+        "block_count 1e9 as a float",
+        tiny_with_key("llama.block_count", GGUF_F32, Value::Float(1e9)),
+        &["llama.block_count", "not the expected type"],
+    );
     // Within the budget (one position, one head) but with only two layers in the file: the
     // third is missing, found without building the rest.
     let many = tiny_with(|m, _| {
@@ -291,18 +416,52 @@ fn absurd_hyperparameters_are_refused_before_building_layers() {
     });
     must_refuse("block_count 5e7", many, &["blk.2.", "missing"]);
     // An FFN of 2^26 declared in the metadata: 128 positions of it are 64 GiB of activations.
-    must_refuse("feed_forward_length 2^26", tiny_with_key("llama.feed_forward_length", GGUF_U32, Value::Uint(1 << 26)), &["intermediate_size 67108864", "1 GiB memory budget"]);
-    must_refuse("head_count 0", tiny_with_key("llama.attention.head_count", GGUF_U32, Value::Uint(0)), &["num_attention_heads is 0"]);
-    must_refuse("head_count_kv 0", tiny_with_key("llama.attention.head_count_kv", GGUF_U32, Value::Uint(0)), &["num_key_value_heads is 0"]);
-    must_refuse("head_count_kv 3 of 4", tiny_with_key("llama.attention.head_count_kv", GGUF_U32, Value::Uint(3)), &["4 query heads cannot share 3 key/value heads"]);
-    must_refuse("head_count 3 of 64", tiny_with_key("llama.attention.head_count", GGUF_U32, Value::Uint(3)), &["hidden_size 64", "num_attention_heads 3"]);
-    must_refuse("rope dimensions 8 of 16", tiny_with_key("llama.rope.dimension_count", GGUF_U32, Value::Uint(8)), &["rotary positions on 8 of 16"]);
-    must_refuse("rope base NaN", tiny_with_key("llama.rope.freq_base", GGUF_F32, Value::Float(f64::NAN)), &["rope base"]);
+    must_refuse(
+        "feed_forward_length 2^26",
+        tiny_with_key("llama.feed_forward_length", GGUF_U32, Value::Uint(1 << 26)),
+        &["intermediate_size 67108864", "1 GiB memory budget"],
+    );
+    must_refuse(
+        "head_count 0",
+        tiny_with_key("llama.attention.head_count", GGUF_U32, Value::Uint(0)),
+        &["num_attention_heads is 0"],
+    );
+    must_refuse(
+        "head_count_kv 0",
+        tiny_with_key("llama.attention.head_count_kv", GGUF_U32, Value::Uint(0)),
+        &["num_key_value_heads is 0"],
+    );
+    must_refuse(
+        "head_count_kv 3 of 4",
+        tiny_with_key("llama.attention.head_count_kv", GGUF_U32, Value::Uint(3)),
+        &["4 query heads cannot share 3 key/value heads"],
+    );
+    must_refuse(
+        "head_count 3 of 64",
+        tiny_with_key("llama.attention.head_count", GGUF_U32, Value::Uint(3)),
+        &["hidden_size 64", "num_attention_heads 3"],
+    );
+    must_refuse(
+        "rope dimensions 8 of 16",
+        tiny_with_key("llama.rope.dimension_count", GGUF_U32, Value::Uint(8)),
+        &["rotary positions on 8 of 16"],
+    );
+    must_refuse(
+        "rope base NaN",
+        tiny_with_key("llama.rope.freq_base", GGUF_F32, Value::Float(f64::NAN)),
+        &["rope base"],
+    );
     let wide = tiny_with(|m, _| {
         m.retain(|(k, ..)| *k != "llama.rope.dimension_count");
-        m.iter_mut().filter(|(k, ..)| *k == "llama.embedding_length").for_each(|e| *e = (e.0, GGUF_U64, Value::Uint(1 << 40)));
+        m.iter_mut()
+            .filter(|(k, ..)| *k == "llama.embedding_length")
+            .for_each(|e| *e = (e.0, GGUF_U64, Value::Uint(1 << 40)));
     });
-    must_refuse("embedding_length 2^40", wide, &["hidden_size 1099511627776", "activations", "1 GiB memory budget"]);
+    must_refuse(
+        "embedding_length 2^40",
+        wide,
+        &["hidden_size 1099511627776", "activations", "1 GiB memory budget"],
+    );
 }
 
 #[test]
@@ -316,7 +475,10 @@ fn a_gguf_beyond_the_memory_budget_is_refused_before_reading() {
     drop(big);
     let err = Model::load_dir(&dir).err().expect("a GGUF over the budget loaded");
     std::fs::remove_file(dir.join("big.gguf")).unwrap();
-    assert!(err.to_string().contains("1 GiB memory budget") && err.to_string().contains("big.gguf"), "{err}");
+    assert!(
+        err.to_string().contains("1 GiB memory budget") && err.to_string().contains("big.gguf"),
+        "{err}"
+    );
 }
 
 // ---- numbers that are not numbers ------------------------------------------------------------
@@ -341,7 +503,8 @@ fn random_tensor_data_behind_valid_metadata_is_refused_naming_the_tensor() {
 /// A tiny Llama whose tensor `name` has every value set to `v` (its type kept).
 fn tiny_with_values(name: &str, v: f32) -> Vec<u8> {
     tiny_with(|_, tensors| {
-        let t = tensors.iter_mut().find(|t| t.0 == name).unwrap_or_else(|| panic!("no tensor {name}"));
+        let t =
+            tensors.iter_mut().find(|t| t.0 == name).unwrap_or_else(|| panic!("no tensor {name}"));
         let n = t.1.iter().product();
         t.3 = ggml_bytes(t.2, &vec![v; n]);
     })
@@ -351,7 +514,8 @@ fn tiny_with_values(name: &str, v: f32) -> Vec<u8> {
 /// f16 value, or the last block's f16 scale (written as bits: no converter makes a NaN scale).
 fn tiny_with_a_nan(name: &str) -> Vec<u8> {
     tiny_with(|_, tensors| {
-        let t = tensors.iter_mut().find(|t| t.0 == name).unwrap_or_else(|| panic!("no tensor {name}"));
+        let t =
+            tensors.iter_mut().find(|t| t.0 == name).unwrap_or_else(|| panic!("no tensor {name}"));
         let block = match t.2 {
             GGML_F32 => 4,
             GGML_F16 => 2,
@@ -372,8 +536,18 @@ fn tiny_with_a_nan(name: &str) -> Vec<u8> {
 #[test]
 fn a_nan_weight_is_refused_naming_its_tensor() {
     // One tensor of each storage type: f32, f16, Q4_0, Q4_1 and Q8_0.
-    for name in ["blk.0.attn_norm.weight", "blk.1.ffn_norm.weight", "blk.0.attn_k.weight", "blk.0.attn_q.weight", "token_embd.weight"] {
-        must_refuse(name, tiny_with_a_nan(name), &[&format!("tensor `{name}` holds NaN or infinite values")]);
+    for name in [
+        "blk.0.attn_norm.weight",
+        "blk.1.ffn_norm.weight",
+        "blk.0.attn_k.weight",
+        "blk.0.attn_q.weight",
+        "token_embd.weight",
+    ] {
+        must_refuse(
+            name,
+            tiny_with_a_nan(name),
+            &[&format!("tensor `{name}` holds NaN or infinite values")],
+        );
     }
 }
 
@@ -384,7 +558,8 @@ fn activations_that_overflow_are_an_error_naming_the_layer() {
     let manifest = Manifest::from_json(LLAMA_MANIFEST.as_bytes()).unwrap();
     // RMSNorm's weight 1e20: queries and keys of ~1e20, scores past f32's range.
     let bytes = tiny_with_values("blk.0.attn_norm.weight", 1.0e20);
-    let model = Model::load_owned(manifest, [(LLAMA_GGUF.to_string(), bytes)].into()).expect("finite weights load");
+    let model = Model::load_owned(manifest, [(LLAMA_GGUF.to_string(), bytes)].into())
+        .expect("finite weights load");
     let err = model.attend("The cat sat on the mat").unwrap_err().to_string();
     assert!(err.contains("decoder_self attention of layer 1 is NaN or infinite"), "{err}");
 }

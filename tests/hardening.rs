@@ -20,7 +20,8 @@ fn models_dir(dir: &str) -> PathBuf {
 }
 
 fn read(dir: &str, name: &str) -> Vec<u8> {
-    std::fs::read(models_dir(dir).join(name)).unwrap_or_else(|e| panic!("{dir}/{name}: {e} — run `make models` first"))
+    std::fs::read(models_dir(dir).join(name))
+        .unwrap_or_else(|e| panic!("{dir}/{name}: {e} — run `make models` first"))
 }
 
 struct XorShift(u64);
@@ -38,7 +39,12 @@ impl XorShift {
 }
 
 /// Texts that walk many paths of a normaliser's trie (NFKC-affected characters among them).
-const TEXTS: [&str; 4] = ["The cat sat on the mat.", "ﬁ Ⅻ ｶ ① é ñ ß ẞ 𝔘 ㈱ ㎏ ＡＢＣ Ǆ", "\u{7f}\u{85}\u{a0}\u{feff}\u{200b} x y", "Olá, tudo bem? ½ ² ™ … –"];
+const TEXTS: [&str; 4] = [
+    "The cat sat on the mat.",
+    "ﬁ Ⅻ ｶ ① é ñ ß ẞ 𝔘 ㈱ ㎏ ＡＢＣ Ǆ",
+    "\u{7f}\u{85}\u{a0}\u{feff}\u{200b} x y",
+    "Olá, tudo bem? ½ ² ™ … –",
+];
 
 /// Loads a tokenizer and, when it loads, encodes and decodes with it: a panic fails the test.
 fn load_and_use(json: &[u8]) -> Result<(), String> {
@@ -81,7 +87,11 @@ fn bit_flips_in_the_translators_charsmap_are_errors_not_panics() {
     // `expect`ed), then flips in the decoded trie and replacement bytes (on which it indexed
     // out of bounds while normalising).
     let tok = with_vocab_cut(en_pt_tokenizer(), 2000);
-    assert_eq!(load_and_use(&serde_json::to_vec(&tok).unwrap()), Ok(()), "the cut tokenizer must load");
+    assert_eq!(
+        load_and_use(&serde_json::to_vec(&tok).unwrap()),
+        Ok(()),
+        "the cut tokenizer must load"
+    );
     let json = serde_json::to_vec(&tok).unwrap();
     let text = String::from_utf8(json.clone()).unwrap();
     let start = text.find(charsmap(&tok)).unwrap();
@@ -132,8 +142,14 @@ fn a_charsmap_that_is_not_base64_or_points_outside_itself_is_named_in_the_error(
     }
     // The same through the whole translator, as the page loads it.
     let manifest = Manifest::from_json(&read("en-pt", "manifest.json")).unwrap();
-    let files: HashMap<String, Vec<u8>> =
-        [("model.enpt.intgemm.alphas.bin".to_string(), read("en-pt", "model.enpt.intgemm.alphas.bin")), ("tokenizer.json".to_string(), with_charsmap(&tok, "ALQC!AAC"))].into();
+    let files: HashMap<String, Vec<u8>> = [
+        (
+            "model.enpt.intgemm.alphas.bin".to_string(),
+            read("en-pt", "model.enpt.intgemm.alphas.bin"),
+        ),
+        ("tokenizer.json".to_string(), with_charsmap(&tok, "ALQC!AAC")),
+    ]
+    .into();
     let err = Model::load(manifest, &files).err().expect("a bad charsmap must not load");
     assert!(err.to_string().contains("precompiled_charsmap"), "{err}");
 }
@@ -173,8 +189,14 @@ fn minilm_config_with(changes: Value) -> Vec<u8> {
 
 fn load_minilm(config: Vec<u8>, weights: Vec<u8>) -> attnviz::Result<Model> {
     let manifest = Manifest::from_json(&read("minilm", "manifest.json")).unwrap();
-    let files: HashMap<String, Vec<u8>> =
-        [("config.json", config), ("model.safetensors", weights), ("tokenizer.json", read("minilm", "tokenizer.json"))].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let files: HashMap<String, Vec<u8>> = [
+        ("config.json", config),
+        ("model.safetensors", weights),
+        ("tokenizer.json", read("minilm", "tokenizer.json")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
     Model::load(manifest, &files)
 }
 
@@ -221,7 +243,10 @@ fn marian_file(tensors: &[(String, bool, Vec<i32>)]) -> Vec<u8> {
 /// `ffn`, over the translator's 32,000-piece vocabulary.
 fn tiny_marian(d: i32, ffn: i32) -> Vec<u8> {
     let vocab = 32000;
-    let mut t = vec![("Wemb".to_string(), true, vec![vocab, d]), ("decoder_ff_logit_out_b".to_string(), false, vec![1, vocab])];
+    let mut t = vec![
+        ("Wemb".to_string(), true, vec![vocab, d]),
+        ("decoder_ff_logit_out_b".to_string(), false, vec![1, vocab]),
+    ];
     let mut attention = |p: &str| {
         for m in ["q", "k", "v", "o"] {
             t.push((format!("{p}_W{m}"), false, vec![d, d]));
@@ -251,7 +276,11 @@ fn tiny_marian(d: i32, ffn: i32) -> Vec<u8> {
 
 fn load_marian(bin: Vec<u8>) -> attnviz::Result<Model> {
     let manifest = Manifest::from_json(&read("en-pt", "manifest.json")).unwrap();
-    let files: HashMap<String, Vec<u8>> = [("model.enpt.intgemm.alphas.bin".to_string(), bin), ("tokenizer.json".to_string(), read("en-pt", "tokenizer.json"))].into();
+    let files: HashMap<String, Vec<u8>> = [
+        ("model.enpt.intgemm.alphas.bin".to_string(), bin),
+        ("tokenizer.json".to_string(), read("en-pt", "tokenizer.json")),
+    ]
+    .into();
     Model::load(manifest, &files)
 }
 
@@ -283,13 +312,25 @@ fn a_position_table_whose_size_wraps_is_refused() {
     // 2^57 + 512 does the same with a 64-bit usize. (Its attention maps are also over budget,
     // which is now checked first.)
     let config = minilm_config_with(json!({"max_position_embeddings": (1u64 << 57) + 512}));
-    must_refuse("max_position_embeddings 2^57+512", load_minilm(config, read("minilm", "model.safetensors")), &["max_position_embeddings", "memory budget"]);
+    must_refuse(
+        "max_position_embeddings 2^57+512",
+        load_minilm(config, read("minilm", "model.safetensors")),
+        &["max_position_embeddings", "memory budget"],
+    );
     let config = minilm_config_with(json!({"max_position_embeddings": 33554944}));
-    must_refuse("max_position_embeddings 33554944", load_minilm(config, read("minilm", "model.safetensors")), &["max_position_embeddings", "memory budget"]);
+    must_refuse(
+        "max_position_embeddings 33554944",
+        load_minilm(config, read("minilm", "model.safetensors")),
+        &["max_position_embeddings", "memory budget"],
+    );
     // The tensor-shape check itself: vocab_size 2^57 + 30522 times 384 wrapped to the real
     // table's 30522 × 384, so a config that contradicts its weights was accepted.
     let config = minilm_config_with(json!({"vocab_size": (1u64 << 57) + 30522}));
-    must_refuse("vocab_size 2^57+30522", load_minilm(config, read("minilm", "model.safetensors")), &["word_embeddings", "[30522, 384]", "[144115188075886394, 384]"]);
+    must_refuse(
+        "vocab_size 2^57+30522",
+        load_minilm(config, read("minilm", "model.safetensors")),
+        &["word_embeddings", "[30522, 384]", "[144115188075886394, 384]"],
+    );
 }
 
 #[test]
@@ -307,7 +348,9 @@ fn a_marian_tensor_whose_size_wraps_is_refused() {
         f.extend_from_slice(b"W\0");
         shape.iter().for_each(|d: &i32| f.extend_from_slice(&d.to_le_bytes()));
         f.extend_from_slice(&0u64.to_le_bytes());
-        let err = marian_bin::read(&f).err().unwrap_or_else(|| panic!("{shape:?} with no data was accepted"));
+        let err = marian_bin::read(&f)
+            .err()
+            .unwrap_or_else(|| panic!("{shape:?} with no data was accepted"));
         assert!(err.to_string().contains("`W`"), "{err}");
     }
 }
@@ -324,19 +367,34 @@ fn zero_and_tiny_bert_sizes_are_refused() {
             }
         }
     };
-    let positions = |p: usize| minilm_weights_with(move |n, s, d| rows(p)(n, s, d, "embeddings.position_embeddings.weight"));
+    let positions = |p: usize| {
+        minilm_weights_with(move |n, s, d| {
+            rows(p)(n, s, d, "embeddings.position_embeddings.weight")
+        })
+    };
     // One position: the tokenizer's [CLS] and [SEP] already fill it (the truncation length
     // wrapped below zero and the text ran past the table).
-    must_refuse("max_position_embeddings 1", load_minilm(minilm_config_with(json!({"max_position_embeddings": 1})), positions(1)), &["at most 1 tokens", "2 special tokens"]);
+    must_refuse(
+        "max_position_embeddings 1",
+        load_minilm(minilm_config_with(json!({"max_position_embeddings": 1})), positions(1)),
+        &["at most 1 tokens", "2 special tokens"],
+    );
     must_refuse(
         "max_position_embeddings 0",
         load_minilm(minilm_config_with(json!({"max_position_embeddings": 0})), positions(0)),
         &["config.json", "max_position_embeddings is 0"],
     );
-    let types = minilm_weights_with(move |n, s, d| rows(0)(n, s, d, "embeddings.token_type_embeddings.weight"));
-    must_refuse("type_vocab_size 0", load_minilm(minilm_config_with(json!({"type_vocab_size": 0})), types), &["config.json", "type_vocab_size is 0"]);
+    let types = minilm_weights_with(move |n, s, d| {
+        rows(0)(n, s, d, "embeddings.token_type_embeddings.weight")
+    });
+    must_refuse(
+        "type_vocab_size 0",
+        load_minilm(minilm_config_with(json!({"type_vocab_size": 0})), types),
+        &["config.json", "type_vocab_size is 0"],
+    );
     let no_ffn = minilm_weights_with(|name, shape, data| {
-        if name.ends_with("intermediate.dense.weight") || name.ends_with("intermediate.dense.bias") {
+        if name.ends_with("intermediate.dense.weight") || name.ends_with("intermediate.dense.bias")
+        {
             shape[0] = 0;
             data.clear();
         } else if name.contains(".output.dense.weight") && !name.contains("attention") {
@@ -344,7 +402,11 @@ fn zero_and_tiny_bert_sizes_are_refused() {
             data.clear();
         }
     });
-    must_refuse("intermediate_size 0", load_minilm(minilm_config_with(json!({"intermediate_size": 0})), no_ffn), &["config.json", "intermediate_size is 0"]);
+    must_refuse(
+        "intermediate_size 0",
+        load_minilm(minilm_config_with(json!({"intermediate_size": 0})), no_ffn),
+        &["config.json", "intermediate_size is 0"],
+    );
 }
 
 #[test]
@@ -358,10 +420,23 @@ fn zero_marian_dimensions_are_refused() {
 #[test]
 fn absurd_layer_counts_and_lengths_are_refused_with_the_budget() {
     // A billion layers: refused from the config alone, before any layer is built.
-    let err = load_minilm(minilm_config_with(json!({ "num_hidden_layers": 1_000_000_000u64 })), read("minilm", "model.safetensors")).err().expect("a billion layers loaded");
-    assert!(err.to_string().contains("config.json") && err.to_string().contains("1 GiB memory budget"), "{err}");
+    let err = load_minilm(
+        minilm_config_with(json!({ "num_hidden_layers": 1_000_000_000u64 })),
+        read("minilm", "model.safetensors"),
+    )
+    .err()
+    .expect("a billion layers loaded");
+    assert!(
+        err.to_string().contains("config.json") && err.to_string().contains("1 GiB memory budget"),
+        "{err}"
+    );
     // `1e9` is a float: not a layer count at all.
-    let err = load_minilm(minilm_config_with(json!({ "num_hidden_layers": 1e9 })), read("minilm", "model.safetensors")).err().expect("1e9 layers loaded");
+    let err = load_minilm(
+        minilm_config_with(json!({ "num_hidden_layers": 1e9 })),
+        read("minilm", "model.safetensors"),
+    )
+    .err()
+    .expect("1e9 layers loaded");
     assert!(err.to_string().contains("config.json"), "{err}");
     // 8192 positions backed by a real (zero-padded) table: the file is consistent, but 6 layers
     // × 12 heads of 8192 × 8192 maps need 18 GiB, which a long text would have allocated.
@@ -441,7 +516,11 @@ fn oversized_tokenizer_json_fails_fast_with_the_limit() {
 
 fn cli(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_attnviz")).args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -454,9 +533,13 @@ fn cli_help_exits_zero_and_bad_utf8_is_an_error() {
     use std::os::unix::ffi::OsStrExt;
     let model = models_dir("minilm");
     let bad = std::ffi::OsStr::from_bytes(b"caf\xe9 \xff");
-    let (code, _, err) = cli(&["attend".as_ref(), "--model".as_ref(), model.as_os_str(), "--text".as_ref(), bad]);
+    let (code, _, err) =
+        cli(&["attend".as_ref(), "--model".as_ref(), model.as_os_str(), "--text".as_ref(), bad]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("argument 5") && err.contains("not valid UTF-8") && !err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("argument 5") && err.contains("not valid UTF-8") && !err.contains("panicked"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -477,14 +560,22 @@ fn manifest_files_must_be_plain_files_inside_the_model_folder() {
     ] {
         let manifest = json!({"id": "x", "architecture": "bert", "files": [name, "config.json"]});
         std::fs::write(base.join("model").join("manifest.json"), manifest.to_string()).unwrap();
-        let err = Model::load_dir(&base.join("model")).err().unwrap_or_else(|| panic!("`{name}` loaded"));
-        assert!(err.to_string().contains("manifest.json names") && err.to_string().contains(why), "`{name}`: {err}");
+        let err =
+            Model::load_dir(&base.join("model")).err().unwrap_or_else(|| panic!("`{name}` loaded"));
+        assert!(
+            err.to_string().contains("manifest.json names") && err.to_string().contains(why),
+            "`{name}`: {err}"
+        );
     }
     // A symbolic link inside the folder that leads out of it.
     let link = base.join("model").join("link.json");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&outside, &link).unwrap();
-    std::fs::write(base.join("model").join("manifest.json"), json!({"id": "x", "architecture": "bert", "files": ["link.json"]}).to_string()).unwrap();
+    std::fs::write(
+        base.join("model").join("manifest.json"),
+        json!({"id": "x", "architecture": "bert", "files": ["link.json"]}).to_string(),
+    )
+    .unwrap();
     let err = Model::load_dir(&base.join("model")).err().expect("a link out of the folder loaded");
     assert!(err.to_string().contains("outside the model folder"), "{err}");
 }
@@ -494,15 +585,44 @@ fn manifest_files_must_be_plain_files_inside_the_model_folder() {
 #[test]
 fn cli_refuses_out_of_range_values_and_takes_a_gguf_file() {
     let arg = |s: &str| std::ffi::OsString::from(s);
-    let run = |args: &[std::ffi::OsString]| cli(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
+    let run =
+        |args: &[std::ffi::OsString]| cli(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>());
     let minilm = models_dir("minilm").into_os_string();
     let smol = models_dir("smollm2").into_os_string();
     let gguf = models_dir("smollm2").join("SmolLM2-135M-Instruct.Q4_1.gguf").into_os_string();
     for (args, needle) in [
-        (vec![arg("attend"), arg("--model"), smol.clone(), arg("--text"), arg("Hi"), arg("--generate"), arg("1000000")], "--generate 1000000 is out of range"),
-        (vec![arg("attend"), arg("--model"), minilm.clone(), arg("--text"), arg("Hi"), arg("--generate"), arg("3")], "does not generate text"),
-        (vec![arg("positions"), arg("--model"), minilm.clone(), arg("--count"), arg("100000")], "--count 100000 is out of range"),
-        (vec![arg("positions"), arg("--model"), minilm.clone(), arg("--count"), arg("0")], "--count 0 is out of range"),
+        (
+            vec![
+                arg("attend"),
+                arg("--model"),
+                smol.clone(),
+                arg("--text"),
+                arg("Hi"),
+                arg("--generate"),
+                arg("1000000"),
+            ],
+            "--generate 1000000 is out of range",
+        ),
+        (
+            vec![
+                arg("attend"),
+                arg("--model"),
+                minilm.clone(),
+                arg("--text"),
+                arg("Hi"),
+                arg("--generate"),
+                arg("3"),
+            ],
+            "does not generate text",
+        ),
+        (
+            vec![arg("positions"), arg("--model"), minilm.clone(), arg("--count"), arg("100000")],
+            "--count 100000 is out of range",
+        ),
+        (
+            vec![arg("positions"), arg("--model"), minilm.clone(), arg("--count"), arg("0")],
+            "--count 0 is out of range",
+        ),
     ] {
         let (code, out, err) = run(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -510,10 +630,19 @@ fn cli_refuses_out_of_range_values_and_takes_a_gguf_file() {
         assert!(out.is_empty(), "{args:?} printed {} bytes", out.len());
     }
     // The largest count and a .gguf path work.
-    let (code, out, err) = run(&[arg("positions"), arg("--model"), minilm, arg("--count"), arg("512")]);
+    let (code, out, err) =
+        run(&[arg("positions"), arg("--model"), minilm, arg("--count"), arg("512")]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"positions\""), "{}", &out[..out.len().min(200)]);
-    let (code, out, err) = run(&[arg("attend"), arg("--model"), gguf, arg("--text"), arg("Once upon a time"), arg("--generate"), arg("2")]);
+    let (code, out, err) = run(&[
+        arg("attend"),
+        arg("--model"),
+        gguf,
+        arg("--text"),
+        arg("Once upon a time"),
+        arg("--generate"),
+        arg("2"),
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"decoder_self\""), "{}", &out[..out.len().min(200)]);
 }

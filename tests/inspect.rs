@@ -13,7 +13,9 @@ fn path(rel: &str) -> PathBuf {
 
 /// The first bytes of a file that the worker reads (www/worker/own-model.js `readHeads`).
 fn head(p: &Path) -> (u64, Vec<u8>) {
-    let size = std::fs::metadata(p).unwrap_or_else(|e| panic!("{}: {e} — run `make models` first", p.display())).len();
+    let size = std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e} — run `make models` first", p.display()))
+        .len();
     let name = p.file_name().unwrap().to_string_lossy();
     let mut f = std::fs::File::open(p).unwrap();
     let want = match () {
@@ -40,13 +42,18 @@ fn run(files: &[PathBuf]) -> attnviz::Result<attnviz::models::inspect::Inspectio
             (p.file_name().unwrap().to_string_lossy().into_owned(), size, h)
         })
         .collect();
-    let fh: Vec<FileHead> = heads.iter().map(|(n, s, h)| FileHead { name: n, size: *s, head: h }).collect();
+    let fh: Vec<FileHead> =
+        heads.iter().map(|(n, s, h)| FileHead { name: n, size: *s, head: h }).collect();
     inspect("mine", &fh)
 }
 
 #[test]
 fn minilm_folder_is_recognised_from_its_headers() {
-    let files: Vec<PathBuf> = ["config.json", "model.safetensors", "tokenizer.json", "manifest.json"].iter().map(|n| path(&format!("minilm/{n}"))).collect();
+    let files: Vec<PathBuf> =
+        ["config.json", "model.safetensors", "tokenizer.json", "manifest.json"]
+            .iter()
+            .map(|n| path(&format!("minilm/{n}")))
+            .collect();
     let i = run(&files).unwrap();
     assert_eq!((i.architecture.as_str(), i.format.as_str()), ("bert", "safetensors F32"));
     assert_eq!((i.layers, i.heads, i.hidden_size, i.max_positions), (6, 12, 384, 512));
@@ -64,7 +71,10 @@ fn minilm_folder_is_recognised_from_its_headers() {
 fn smollm2_gguf_is_recognised_from_its_first_bytes() {
     let i = run(&[path("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")]).unwrap();
     assert_eq!((i.architecture.as_str(), i.format.as_str()), ("llama", "GGUF F32 + Q4_1 + Q8_0"));
-    assert_eq!((i.layers, i.heads, i.kv_heads, i.hidden_size, i.max_positions), (30, 9, 3, 576, 256));
+    assert_eq!(
+        (i.layers, i.heads, i.kv_heads, i.hidden_size, i.max_positions),
+        (30, 9, 3, 576, 256)
+    );
     assert_eq!(i.parameters, 134_515_008);
     // Measured: 193.3 MiB of wasm memory after 256 tokens.
     let mib = i.memory_bytes as f64 / 1048576.0;
@@ -76,6 +86,7 @@ fn a_gguf_start_without_its_whole_tensor_table_is_an_error() {
     let p = path("smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
     let (size, h) = head(&p);
     let short = &h[..1 << 20];
-    let e = inspect("mine", &[FileHead { name: "m.gguf", size, head: short }]).unwrap_err().to_string();
+    let e =
+        inspect("mine", &[FileHead { name: "m.gguf", size, head: short }]).unwrap_err().to_string();
     assert!(e.contains("longer than the first 1 MiB read for inspection"), "{e}");
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 
 /// The parity sentences (tests/reference/test_parity.py reads the same file).
 fn sentences() -> Vec<String> {
-    serde_json::from_str(include_str!("reference/bert_sentences.json")).expect("tests/reference/bert_sentences.json is a list of strings")
+    serde_json::from_str(include_str!("reference/bert_sentences.json"))
+        .expect("tests/reference/bert_sentences.json is a list of strings")
 }
 
 /// The bound for "a viewer cannot tell the maps apart" on any attention probability.
@@ -25,7 +26,8 @@ const SIMILARITY_TOLERANCE: f32 = 5e-3;
 
 fn load(variant: Option<&str>) -> Model {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm");
-    Model::load_dir_variant(&dir, variant).unwrap_or_else(|e| panic!("{e} — run `make models` first"))
+    Model::load_dir_variant(&dir, variant)
+        .unwrap_or_else(|e| panic!("{e} — run `make models` first"))
 }
 
 #[test]
@@ -57,8 +59,17 @@ fn int8_attention_stays_within_the_drift_bound_and_keeps_the_published_similarit
     }
     let mean = sum / n as f64;
     eprintln!("int8 vs f32 attention drift over {} sentences ({n} probabilities): max {max:.2e} ({worst}), mean {mean:.2e}", sentences.len());
-    let above: Vec<String> = per_head.iter().filter(|(_, &d)| d > VIEWER_BOUND).map(|((l, h), d)| format!("l{l}h{h} {d:.3}")).collect();
-    eprintln!("heads above {VIEWER_BOUND} (layer, head, max): {} of {}: {}", above.len(), per_head.len(), above.join(", "));
+    let above: Vec<String> = per_head
+        .iter()
+        .filter(|(_, &d)| d > VIEWER_BOUND)
+        .map(|((l, h), d)| format!("l{l}h{h} {d:.3}"))
+        .collect();
+    eprintln!(
+        "heads above {VIEWER_BOUND} (layer, head, max): {} of {}: {}",
+        above.len(),
+        per_head.len(),
+        above.join(", ")
+    );
     assert!(max <= MAX_PROB_DRIFT, "max drift {max} at {worst} exceeds {MAX_PROB_DRIFT}");
     assert!(mean <= MEAN_PROB_DRIFT, "mean drift {mean} exceeds {MEAN_PROB_DRIFT}");
 
@@ -66,15 +77,22 @@ fn int8_attention_stays_within_the_drift_bound_and_keeps_the_published_similarit
     let sims = [cos(&embeddings[0], &embeddings[1])];
     let third = int8.attend("He drove to the stadium.").unwrap().output.sentence_embedding.unwrap();
     let sims = [sims[0], cos(&embeddings[0], &third), cos(&embeddings[1], &third)];
-    eprintln!("int8 similarities: {:.4} {:.4} {:.4} (published 0.6660 0.1046 0.1411)", sims[0], sims[1], sims[2]);
+    eprintln!(
+        "int8 similarities: {:.4} {:.4} {:.4} (published 0.6660 0.1046 0.1411)",
+        sims[0], sims[1], sims[2]
+    );
     for (got, want) in sims.iter().zip([0.6660f32, 0.1046, 0.1411]) {
-        assert!((got - want).abs() <= SIMILARITY_TOLERANCE, "int8 similarity {got:.5} vs published {want}");
+        assert!(
+            (got - want).abs() <= SIMILARITY_TOLERANCE,
+            "int8 similarity {got:.5} vs published {want}"
+        );
     }
 }
 
 #[test]
 fn a_model_without_int8_weights_says_so() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/en-pt");
-    let err = Model::load_dir_variant(&dir, Some("int8")).err().expect("en-pt has no int8 file set");
+    let err =
+        Model::load_dir_variant(&dir, Some("int8")).err().expect("en-pt has no int8 file set");
     assert!(err.to_string().contains("no `int8` weights"), "{err}");
 }

@@ -15,7 +15,10 @@ use std::sync::OnceLock;
 
 fn smollm2() -> &'static Model {
     static M: OnceLock<Model> = OnceLock::new();
-    M.get_or_init(|| Model::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models/smollm2")).unwrap_or_else(|e| panic!("{e} — run `make models` first")))
+    M.get_or_init(|| {
+        Model::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models/smollm2"))
+            .unwrap_or_else(|e| panic!("{e} — run `make models` first"))
+    })
 }
 
 fn greedy(n: usize) -> GenerateOptions {
@@ -27,7 +30,14 @@ fn info_describes_a_causal_gqa_decoder() {
     let info = smollm2().info();
     assert_eq!(info.architecture, "llama");
     assert_eq!(info.kinds, vec![AttentionKind::DecoderSelf]);
-    assert_eq!((info.layers[&AttentionKind::DecoderSelf], info.heads[&AttentionKind::DecoderSelf], info.kv_heads[&AttentionKind::DecoderSelf]), (30, 9, 3));
+    assert_eq!(
+        (
+            info.layers[&AttentionKind::DecoderSelf],
+            info.heads[&AttentionKind::DecoderSelf],
+            info.kv_heads[&AttentionKind::DecoderSelf]
+        ),
+        (30, 9, 3)
+    );
     assert_eq!((info.head_dim, info.max_positions), (64, 256));
     assert!(info.generates);
     assert!(info.special_tokens.contains(&"<|im_end|>".to_string()), "{:?}", info.special_tokens);
@@ -37,23 +47,36 @@ fn info_describes_a_causal_gqa_decoder() {
 fn prompt_maps_are_causal_and_rows_sum_to_one() {
     let a = smollm2().attend("The capital of France is").unwrap();
     assert_eq!(a.output.source_tokens, ["The", "Ġcapital", "Ġof", "ĠFrance", "Ġis"]);
-    assert!(a.output.target_tokens.is_empty() && a.output.output_text.is_none() && a.output.stop_reason.is_none());
+    assert!(
+        a.output.target_tokens.is_empty()
+            && a.output.output_text.is_none()
+            && a.output.stop_reason.is_none()
+    );
     let g = a.output.generation.as_ref().unwrap();
     assert_eq!((g.prompt_len, g.token_ids.len(), g.steps.len(), g.next.len()), (5, 5, 0, 5));
     assert_eq!(a.attentions.len(), 30);
     for b in &a.attentions {
-        assert_eq!((b.kind, b.heads, b.query_len, b.key_len), (AttentionKind::DecoderSelf, 9, 5, 5));
+        assert_eq!(
+            (b.kind, b.heads, b.query_len, b.key_len),
+            (AttentionKind::DecoderSelf, 9, 5, 5)
+        );
         for h in 0..9 {
             for q in 0..5 {
                 let row = b.row(h, q);
                 assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
-                assert!(row[q + 1..].iter().all(|&p| p == 0.0), "layer {} head {h}: query {q} sees the future", b.layer);
+                assert!(
+                    row[q + 1..].iter().all(|&p| p == 0.0),
+                    "layer {} head {h}: query {q} sees the future",
+                    b.layer
+                );
             }
         }
     }
     // The first token takes no attention from itself alone but is the sink: averaged over the
     // later layers and heads, most of the last query's mass lands on it.
-    let sink: f32 = a.attentions[10..].iter().flat_map(|b| (0..9).map(move |h| b.row(h, 4)[0])).sum::<f32>() / (20.0 * 9.0);
+    let sink: f32 =
+        a.attentions[10..].iter().flat_map(|b| (0..9).map(move |h| b.row(h, 4)[0])).sum::<f32>()
+            / (20.0 * 9.0);
     assert!(sink > 0.5, "mean attention on the first token {sink}");
 }
 
@@ -67,7 +90,10 @@ fn greedy_continuation_names_paris_and_kv_cache_equals_full_rerun() {
     // The continuation's words go on from the prompt's: " Paris" is word 5, "." word 6.
     assert_eq!(a.output.source_word_ids.last(), Some(&Some(4)));
     assert_eq!(&a.output.target_word_ids[..2], &[Some(5), Some(6)]);
-    assert_eq!((g.steps.len(), g.token_ids.len(), a.output.stop_reason), (8, 13, Some(StopReason::MaxLength)));
+    assert_eq!(
+        (g.steps.len(), g.token_ids.len(), a.output.stop_reason),
+        (8, 13, Some(StopReason::MaxLength))
+    );
     for (i, s) in g.steps.iter().enumerate() {
         assert_eq!((s.position, s.id), (4 + i, g.token_ids[5 + i]));
         // Greedy: the chosen token is the most probable one, and probabilities are sorted.
@@ -94,7 +120,12 @@ fn generation_allocates_its_kv_cache_once_whatever_the_number_of_tokens() {
     let layers = m.info().layers[&AttentionKind::DecoderSelf];
     let allocated = |n: usize| {
         let before = kv_caches_allocated();
-        let a = m.attend_generating("Once upon a time, in a small village by the sea, there lived", &greedy(n)).unwrap();
+        let a = m
+            .attend_generating(
+                "Once upon a time, in a small village by the sea, there lived",
+                &greedy(n),
+            )
+            .unwrap();
         assert_eq!(a.output.generation.unwrap().steps.len(), n);
         kv_caches_allocated() - before
     };
@@ -107,14 +138,28 @@ fn generation_stops_at_end_of_text_and_sampling_follows_the_seed() {
     // The instruct model ends its answer with <|im_end|> (EOS).
     let chat = "<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\n";
     let a = m.attend_generating(chat, &greedy(40)).unwrap();
-    assert_eq!(a.output.source_tokens[0], "<|im_start|>", "control tokens typed in the text are matched whole");
+    assert_eq!(
+        a.output.source_tokens[0], "<|im_start|>",
+        "control tokens typed in the text are matched whole"
+    );
     assert_eq!(a.output.stop_reason, Some(StopReason::Eos), "{:?}", a.output.target_tokens);
     assert_eq!(a.output.target_tokens.last().map(String::as_str), Some("<|im_end|>"));
-    assert!(!a.output.output_text.unwrap().contains("<|im_end|>"), "special tokens are left out of the decoded text");
-    let sample = |seed| GenerateOptions { max_new_tokens: 6, sampling: Sampling { temperature: 1.5, top_k: 50, seed } };
-    let ids = |o: &GenerateOptions| m.attend_generating("Once upon a time", o).unwrap().output.generation.unwrap().token_ids;
+    assert!(
+        !a.output.output_text.unwrap().contains("<|im_end|>"),
+        "special tokens are left out of the decoded text"
+    );
+    let sample = |seed| GenerateOptions {
+        max_new_tokens: 6,
+        sampling: Sampling { temperature: 1.5, top_k: 50, seed },
+    };
+    let ids = |o: &GenerateOptions| {
+        m.attend_generating("Once upon a time", o).unwrap().output.generation.unwrap().token_ids
+    };
     assert_eq!(ids(&sample(7)), ids(&sample(7)));
-    assert!((1..6).any(|s| ids(&sample(s)) != ids(&sample(0))), "different seeds always gave the same sample");
+    assert!(
+        (1..6).any(|s| ids(&sample(s)) != ids(&sample(0))),
+        "different seeds always gave the same sample"
+    );
 }
 
 #[test]
@@ -133,7 +178,13 @@ fn step_view_masks_the_future_and_matches_the_maps() {
         }
     }
     // Heads 6, 7, 8 share KV head 2: the traced head's K is that KV head's rotated keys.
-    let other = m.head_internals_generating("The capital of France is", &greedy(3), HeadRequest { head: 6, ..request }).unwrap();
+    let other = m
+        .head_internals_generating(
+            "The capital of France is",
+            &greedy(3),
+            HeadRequest { head: 6, ..request },
+        )
+        .unwrap();
     assert_eq!(other.trace.k, t.k);
     assert_eq!(other.trace.v, t.v);
     assert_ne!(other.trace.q, t.q);
@@ -151,9 +202,16 @@ fn errors_are_values() {
     // Asked for 4 tokens, a long prompt leaves room for them.
     let a = m.attend_generating(&long, &greedy(4)).unwrap();
     assert!(a.output.truncated);
-    assert_eq!((a.output.source_tokens.len(), a.output.target_tokens.len(), a.output.stop_reason), (252, 4, Some(StopReason::MaxLength)));
-    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 }).is_err());
-    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::DecoderSelf, layer: 30, head: 0 }).is_err());
+    assert_eq!(
+        (a.output.source_tokens.len(), a.output.target_tokens.len(), a.output.stop_reason),
+        (252, 4, Some(StopReason::MaxLength))
+    );
+    assert!(m
+        .head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 })
+        .is_err());
+    assert!(m
+        .head_internals("hi", HeadRequest { kind: AttentionKind::DecoderSelf, layer: 30, head: 0 })
+        .is_err());
 }
 
 /// llama.cpp's converter reorders each head's q/k rows so rotated pairs are adjacent; a
@@ -165,7 +223,8 @@ fn unpermute(rows: Vec<f32>, heads: usize, d_k: usize, cols: usize) -> Vec<f32> 
         for i in 0..d_k / 2 {
             for s in 0..2 {
                 let (from, to) = (h * d_k + 2 * i + s, h * d_k + s * d_k / 2 + i);
-                out[to * cols..(to + 1) * cols].copy_from_slice(&rows[from * cols..(from + 1) * cols]);
+                out[to * cols..(to + 1) * cols]
+                    .copy_from_slice(&rows[from * cols..(from + 1) * cols]);
             }
         }
     }
@@ -177,7 +236,11 @@ fn a_hugging_face_folder_of_the_same_weights_gives_the_same_attention() {
     // The first two layers of SmolLM2, written as a Hugging Face llama folder (f32 safetensors,
     // rotate_half layout, tokenizer.json): its maps equal the GGUF model's first two layers.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/smollm2");
-    let g = gguf::read(std::fs::read(dir.join("SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap(), "smollm2.gguf").unwrap();
+    let g = gguf::read(
+        std::fs::read(dir.join("SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap(),
+        "smollm2.gguf",
+    )
+    .unwrap();
     let dense = |name: &str| {
         let t = &g.tensors[name];
         let (cols, rows) = (t.dims[0], t.dims.get(1).copied().unwrap_or(1));
@@ -217,8 +280,16 @@ fn a_hugging_face_folder_of_the_same_weights_gives_the_same_attention() {
             put(&format!("{h}.{hf}.weight"), &format!("{b}.{gg}.weight"), permute);
         }
     }
-    let bytes: Vec<(String, Vec<u8>, Vec<usize>)> = tensors.into_iter().map(|(n, d, s)| (n, d.iter().flat_map(|v| v.to_le_bytes()).collect(), s)).collect();
-    let views = bytes.iter().map(|(n, d, s)| (n.clone(), safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), d).unwrap()));
+    let bytes: Vec<(String, Vec<u8>, Vec<usize>)> = tensors
+        .into_iter()
+        .map(|(n, d, s)| (n, d.iter().flat_map(|v| v.to_le_bytes()).collect(), s))
+        .collect();
+    let views = bytes.iter().map(|(n, d, s)| {
+        (
+            n.clone(),
+            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), d).unwrap(),
+        )
+    });
     let weights = safetensors::serialize(views, None).unwrap();
     let config = serde_json::json!({
         "model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 2,
@@ -229,19 +300,33 @@ fn a_hugging_face_folder_of_the_same_weights_gives_the_same_attention() {
     let mut files = HashMap::new();
     files.insert("config.json".to_string(), config.to_string().into_bytes());
     files.insert("model.safetensors".to_string(), weights);
-    files.insert("tokenizer.json".to_string(), smollm2().tokenizer().to_json().unwrap().into_bytes());
+    files.insert(
+        "tokenizer.json".to_string(),
+        smollm2().tokenizer().to_json().unwrap().into_bytes(),
+    );
     let names: Vec<String> = files.keys().cloned().collect();
-    let manifest = Manifest::infer("smollm2-hf", &names, files.get("config.json").map(|v| v.as_slice())).unwrap();
+    let manifest =
+        Manifest::infer("smollm2-hf", &names, files.get("config.json").map(|v| v.as_slice()))
+            .unwrap();
     assert_eq!(manifest.architecture, "llama");
     // What the page reads first: the folder's headers.
-    let heads: Vec<FileHead> = files.iter().map(|(n, b)| FileHead { name: n, size: b.len() as u64, head: b }).collect();
+    let heads: Vec<FileHead> =
+        files.iter().map(|(n, b)| FileHead { name: n, size: b.len() as u64, head: b }).collect();
     let i = inspect("smollm2-hf", &heads).unwrap();
-    assert_eq!((i.architecture.as_str(), i.format.as_str(), i.layers, i.heads, i.kv_heads, i.hidden_size), ("llama", "safetensors F32", 2, 9, 3, 576));
+    assert_eq!(
+        (i.architecture.as_str(), i.format.as_str(), i.layers, i.heads, i.kv_heads, i.hidden_size),
+        ("llama", "safetensors F32", 2, 9, 3, 576)
+    );
     let hf = Model::load_owned(manifest, files).unwrap();
     let text = "Ich möchte café crème — naïve façade, 2024 🎉";
     let (a, b) = (hf.attend(text).unwrap(), smollm2().attend(text).unwrap());
     assert_eq!(a.output.source_tokens, b.output.source_tokens);
     assert_eq!(a.attentions.len(), 2);
-    let worst = a.attentions.iter().zip(&b.attentions).flat_map(|(x, y)| x.probs.iter().zip(&y.probs).map(|(p, q)| (p - q).abs())).fold(0.0f32, f32::max);
+    let worst = a
+        .attentions
+        .iter()
+        .zip(&b.attentions)
+        .flat_map(|(x, y)| x.probs.iter().zip(&y.probs).map(|(p, q)| (p - q).abs()))
+        .fold(0.0f32, f32::max);
     assert!(worst <= 1e-5, "HF folder vs GGUF: attention differs by {worst}");
 }

@@ -34,7 +34,12 @@ fn assert_well_formed(a: &Attended) {
         for h in 0..b.heads {
             for q in 0..tq {
                 let s: f32 = b.row(h, q).iter().sum();
-                assert!((s - 1.0).abs() < 1e-5, "{:?} l{} h{h} q{q}: row sums to {s}", b.kind, b.layer);
+                assert!(
+                    (s - 1.0).abs() < 1e-5,
+                    "{:?} l{} h{h} q{q}: row sums to {s}",
+                    b.kind,
+                    b.layer
+                );
                 assert!(b.row(h, q).iter().all(|p| (0.0..=1.0).contains(p)));
             }
         }
@@ -45,7 +50,10 @@ fn assert_well_formed(a: &Attended) {
 fn minilm_reproduces_published_similarities() {
     let m = model("minilm");
     let e: Vec<Vec<f32>> =
-        ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."].iter().map(|t| m.attend(t).unwrap().output.sentence_embedding.unwrap()).collect();
+        ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
+            .iter()
+            .map(|t| m.attend(t).unwrap().output.sentence_embedding.unwrap())
+            .collect();
     let sims = [cosine(&e[0], &e[1]), cosine(&e[0], &e[2]), cosine(&e[1], &e[2])];
     for (got, want) in sims.iter().zip([0.6660f32, 0.1046, 0.1411]) {
         assert!((got - want).abs() < 5e-5, "similarity {got:.5} vs published {want}");
@@ -54,7 +62,9 @@ fn minilm_reproduces_published_similarities() {
 
 #[test]
 fn minilm_attention_is_well_formed() {
-    let out = model("minilm").attend("Attention visualisers should handle naïve café text, 日本語 and emoji 🎉.").unwrap();
+    let out = model("minilm")
+        .attend("Attention visualisers should handle naïve café text, 日本語 and emoji 🎉.")
+        .unwrap();
     assert_eq!(out.attentions.len(), 6);
     assert!(out.attentions.iter().all(|b| b.kind == AttentionKind::EncoderSelf && b.heads == 12));
     assert_eq!(out.output.source_tokens.first().map(String::as_str), Some("[CLS]"));
@@ -66,15 +76,24 @@ fn minilm_attention_is_well_formed() {
 fn translator_reproduces_reference_translations() {
     let m = model("en-pt");
     for (src, want, pieces) in [
-        ("How are you today?", "Como você está hoje?", &["▁How", "▁are", "▁you", "▁today", "?", "</s>"][..]),
-        ("The cat sat on the mat.", "O gato sentou-se no tapete.", &["▁The", "▁cat", "▁sat", "▁on", "▁the", "▁mat", ".", "</s>"][..]),
+        (
+            "How are you today?",
+            "Como você está hoje?",
+            &["▁How", "▁are", "▁you", "▁today", "?", "</s>"][..],
+        ),
+        (
+            "The cat sat on the mat.",
+            "O gato sentou-se no tapete.",
+            &["▁The", "▁cat", "▁sat", "▁on", "▁the", "▁mat", ".", "</s>"][..],
+        ),
     ] {
         let out = m.attend(src).unwrap();
         assert_eq!(out.output.output_text.as_deref(), Some(want));
         assert_eq!(out.output.source_tokens, pieces);
         assert_eq!(out.output.target_tokens.last().map(String::as_str), Some("</s>"));
         assert_well_formed(&out);
-        let cross: Vec<_> = out.attentions.iter().filter(|b| b.kind == AttentionKind::Cross).collect();
+        let cross: Vec<_> =
+            out.attentions.iter().filter(|b| b.kind == AttentionKind::Cross).collect();
         assert_eq!(cross.len(), 2);
         assert!(cross.iter().all(|b| b.query_len == out.output.target_tokens.len()));
     }
@@ -99,7 +118,11 @@ fn cross_attention_aligns_words() {
 
 #[test]
 fn step_internals_match_the_attention_blocks() {
-    for (dir, kind, layer, head) in [("minilm", AttentionKind::EncoderSelf, 2, 5), ("en-pt", AttentionKind::Cross, 1, 3), ("en-pt", AttentionKind::EncoderSelf, 0, 7)] {
+    for (dir, kind, layer, head) in [
+        ("minilm", AttentionKind::EncoderSelf, 2, 5),
+        ("en-pt", AttentionKind::Cross, 1, 3),
+        ("en-pt", AttentionKind::EncoderSelf, 0, 7),
+    ] {
         let m = model(dir);
         let text = "The cat sat on the mat.";
         let full = m.attend(text).unwrap();
@@ -115,23 +138,37 @@ fn step_internals_match_the_attention_blocks() {
         assert!(t.scores.iter().zip(&t.scaled).all(|(s, c)| (s * scale - c).abs() < 1e-5));
         for q in 0..t.query_len {
             for c in 0..t.d_k {
-                let e: f32 = (0..t.key_len).map(|k| t.probs[q * t.key_len + k] * t.v[k * t.d_k + c]).sum();
+                let e: f32 =
+                    (0..t.key_len).map(|k| t.probs[q * t.key_len + k] * t.v[k * t.d_k + c]).sum();
                 assert!((e - t.output[q * t.d_k + c]).abs() < 1e-4);
             }
         }
         // Keys are the source tokens; queries are the target tokens for cross-attention.
         assert_eq!(inside.key_tokens, full.output.source_tokens);
-        assert_eq!(&inside.query_tokens, if kind == AttentionKind::Cross { &full.output.target_tokens } else { &full.output.source_tokens });
+        assert_eq!(
+            &inside.query_tokens,
+            if kind == AttentionKind::Cross {
+                &full.output.target_tokens
+            } else {
+                &full.output.source_tokens
+            }
+        );
     }
 }
 
 #[test]
 fn bad_requests_are_errors() {
     let m = model("minilm");
-    let err = m.head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 }).unwrap_err();
+    let err = m
+        .head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 })
+        .unwrap_err();
     assert!(err.to_string().contains("no cross attention"), "{err}");
-    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::EncoderSelf, layer: 6, head: 0 }).is_err());
-    assert!(m.head_internals("hi", HeadRequest { kind: AttentionKind::EncoderSelf, layer: 0, head: 12 }).is_err());
+    assert!(m
+        .head_internals("hi", HeadRequest { kind: AttentionKind::EncoderSelf, layer: 6, head: 0 })
+        .is_err());
+    assert!(m
+        .head_internals("hi", HeadRequest { kind: AttentionKind::EncoderSelf, layer: 0, head: 12 })
+        .is_err());
 }
 
 #[test]
@@ -157,7 +194,8 @@ fn other_bert_checkpoints_load_with_sizes_from_their_files() {
     // BertForMaskedLM checkpoints) written with the safetensors crate: sizes must come from
     // config.json and the tensors, not from MiniLM's numbers.
     use safetensors::tensor::{Dtype, TensorView};
-    let (vocab, d, ffn, layers, heads, positions) = (30522usize, 32usize, 64usize, 2usize, 4usize, 40usize);
+    let (vocab, d, ffn, layers, heads, positions) =
+        (30522usize, 32usize, 64usize, 2usize, 4usize, 40usize);
     let mut shapes: Vec<(String, Vec<usize>)> = vec![
         ("bert.embeddings.word_embeddings.weight".into(), vec![vocab, d]),
         ("bert.embeddings.position_embeddings.weight".into(), vec![positions, d]),
@@ -193,13 +231,21 @@ fn other_bert_checkpoints_load_with_sizes_from_their_files() {
                     seed ^= seed << 13;
                     seed ^= seed >> 17;
                     seed ^= seed << 5;
-                    let v = if name.contains("LayerNorm.weight") { 1.0 } else { (seed % 1000) as f32 / 5000.0 - 0.1 };
+                    let v = if name.contains("LayerNorm.weight") {
+                        1.0
+                    } else {
+                        (seed % 1000) as f32 / 5000.0 - 0.1
+                    };
                     v.to_le_bytes()
                 })
                 .collect()
         })
         .collect();
-    let views: Vec<(String, TensorView)> = shapes.iter().zip(&buffers).map(|((n, s), b)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), b).unwrap())).collect();
+    let views: Vec<(String, TensorView)> = shapes
+        .iter()
+        .zip(&buffers)
+        .map(|((n, s), b)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), b).unwrap()))
+        .collect();
     let weights = safetensors::serialize(views, None).unwrap();
     let config = format!(
         r#"{{"model_type":"bert","vocab_size":{vocab},"hidden_size":{d},"num_hidden_layers":{layers},"num_attention_heads":{heads},"intermediate_size":{ffn},"max_position_embeddings":{positions}}}"#
@@ -209,7 +255,11 @@ fn other_bert_checkpoints_load_with_sizes_from_their_files() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.json"), config).unwrap();
     std::fs::write(dir.join("model.safetensors"), weights).unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm/tokenizer.json"), dir.join("tokenizer.json")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm/tokenizer.json"),
+        dir.join("tokenizer.json"),
+    )
+    .unwrap();
     // No manifest.json: the folder is recognised from config.json, as a user's own folder is.
     let m = Model::load_dir(&dir).unwrap();
     let out = m.attend(&"a sentence long enough to be cut at forty positions. ".repeat(5)).unwrap();
@@ -227,13 +277,28 @@ fn position_tables_are_what_the_models_add() {
     use attnviz::models::PositionKind;
     // BERT: the rows of the safetensors tensor itself, read here with the safetensors crate.
     let t = model("minilm").positions(40);
-    assert_eq!((t.kind, t.positions, t.dims, t.data.len()), (PositionKind::Learned, 40, 384, 40 * 384));
-    let bytes = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm/model.safetensors")).unwrap();
+    assert_eq!(
+        (t.kind, t.positions, t.dims, t.data.len()),
+        (PositionKind::Learned, 40, 384, 40 * 384)
+    );
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/minilm/model.safetensors"),
+    )
+    .unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let name = ["embeddings.position_embeddings.weight", "bert.embeddings.position_embeddings.weight"].into_iter().find(|n| st.tensor(n).is_ok()).unwrap();
+    let name =
+        ["embeddings.position_embeddings.weight", "bert.embeddings.position_embeddings.weight"]
+            .into_iter()
+            .find(|n| st.tensor(n).is_ok())
+            .unwrap();
     let tensor = st.tensor(name).unwrap();
     assert_eq!(tensor.dtype(), safetensors::Dtype::F32);
-    let want: Vec<f32> = tensor.data().chunks_exact(4).take(40 * 384).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let want: Vec<f32> = tensor
+        .data()
+        .chunks_exact(4)
+        .take(40 * 384)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     assert_eq!(t.data, want);
     // At most max_position_embeddings rows.
     assert_eq!(model("minilm").positions(100_000).positions, 512);
@@ -246,8 +311,15 @@ fn position_tables_are_what_the_models_add() {
     for pos in 0..t.positions {
         for i in 0..half {
             let angle = pos as f64 * 10000f64.powf(-(i as f64) / (half as f64 - 1.0));
-            assert!((t.data[pos * t.dims + i] as f64 - angle.sin()).abs() <= 1e-6, "pos {pos} dim {i}");
-            assert!((t.data[pos * t.dims + half + i] as f64 - angle.cos()).abs() <= 1e-6, "pos {pos} dim {}", half + i);
+            assert!(
+                (t.data[pos * t.dims + i] as f64 - angle.sin()).abs() <= 1e-6,
+                "pos {pos} dim {i}"
+            );
+            assert!(
+                (t.data[pos * t.dims + half + i] as f64 - angle.cos()).abs() <= 1e-6,
+                "pos {pos} dim {}",
+                half + i
+            );
         }
     }
 }

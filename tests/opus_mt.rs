@@ -13,13 +13,17 @@ use serde_json::json;
 use std::collections::HashMap;
 
 fn files(config: Vec<u8>, weights: Vec<u8>) -> HashMap<String, Vec<u8>> {
-    [("config.json", config), ("model.safetensors", weights), ("tokenizer.json", tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    [("config.json", config), ("model.safetensors", weights), ("tokenizer.json", tokenizer())]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
 }
 
 /// What the page does: a manifest inferred from the file names and config.json, then the load.
 fn load(files: &HashMap<String, Vec<u8>>) -> attnviz::Result<Model> {
     let names: Vec<String> = files.keys().cloned().collect();
-    let manifest = Manifest::infer("tiny-opus-mt", &names, files.get("config.json").map(|c| c.as_slice()))?;
+    let manifest =
+        Manifest::infer("tiny-opus-mt", &names, files.get("config.json").map(|c| c.as_slice()))?;
     Model::load(manifest, files)
 }
 
@@ -32,13 +36,22 @@ fn runs_encoder_self_decoder_self_and_cross_attention() {
     let m = good();
     let info = m.info();
     assert_eq!(info.architecture, "marian");
-    assert_eq!(info.kinds, [AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross]);
+    assert_eq!(
+        info.kinds,
+        [AttentionKind::EncoderSelf, AttentionKind::DecoderSelf, AttentionKind::Cross]
+    );
     assert!(info.kinds.iter().all(|k| info.layers[k] == LAYERS && info.heads[k] == HEADS));
-    assert!(info.special_tokens.contains(&"<pad>".to_string()) && info.special_tokens.contains(&"</s>".to_string()));
+    assert!(
+        info.special_tokens.contains(&"<pad>".to_string())
+            && info.special_tokens.contains(&"</s>".to_string())
+    );
     let a = m.attend("the cat sat on the mat.").unwrap();
     let (ts, tt) = (a.output.source_tokens.len(), a.output.target_tokens.len());
     assert_eq!(a.output.source_tokens.last().map(String::as_str), Some("</s>"));
-    assert!(tt >= 1 && !a.output.target_tokens.iter().any(|t| t == "<pad>"), "the pad token is never generated");
+    assert!(
+        tt >= 1 && !a.output.target_tokens.iter().any(|t| t == "<pad>"),
+        "the pad token is never generated"
+    );
     assert_eq!(a.attentions.len(), 3 * LAYERS);
     for b in &a.attentions {
         let (q, k) = match b.kind {
@@ -52,7 +65,10 @@ fn runs_encoder_self_decoder_self_and_cross_attention() {
                 let row = b.row(h, i);
                 assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
                 if b.kind == AttentionKind::DecoderSelf {
-                    assert!(row[i + 1..].iter().all(|&p| p == 0.0), "decoder step {i} sees a later position");
+                    assert!(
+                        row[i + 1..].iter().all(|&p| p == 0.0),
+                        "decoder step {i} sees a later position"
+                    );
                 }
             }
         }
@@ -63,14 +79,23 @@ fn runs_encoder_self_decoder_self_and_cross_attention() {
 fn the_step_view_traces_decoder_self_attention() {
     let m = good();
     let a = m.attend("the cat").unwrap();
-    let block = a.attentions.iter().find(|b| b.kind == AttentionKind::DecoderSelf && b.layer == 1).unwrap();
-    let h = m.head_internals("the cat", HeadRequest { kind: AttentionKind::DecoderSelf, layer: 1, head: 1 }).unwrap();
+    let block =
+        a.attentions.iter().find(|b| b.kind == AttentionKind::DecoderSelf && b.layer == 1).unwrap();
+    let h = m
+        .head_internals(
+            "the cat",
+            HeadRequest { kind: AttentionKind::DecoderSelf, layer: 1, head: 1 },
+        )
+        .unwrap();
     assert_eq!(h.trace.query_len, block.query_len);
     // The traced softmax rows are the map's rows (the trace's keys grow with the steps).
     for i in 0..block.query_len {
         let traced = &h.trace.probs[i * h.trace.key_len..][..i + 1];
         let row = &block.row(1, i)[..i + 1];
-        assert!(traced.iter().zip(row).all(|(a, b)| (a - b).abs() < 1e-6), "row {i}: {traced:?} vs {row:?}");
+        assert!(
+            traced.iter().zip(row).all(|(a, b)| (a - b).abs() < 1e-6),
+            "row {i}: {traced:?} vs {row:?}"
+        );
     }
 }
 
@@ -82,7 +107,11 @@ fn positions_are_the_transformers_sinusoid() {
     for p in 0..5 {
         for i in 0..D / 2 {
             let theta = p as f64 / 10000f64.powf(2.0 * i as f64 / D as f64);
-            assert!((t.data[p * D + i] as f64 - theta.sin()).abs() < 1e-6 && (t.data[p * D + D / 2 + i] as f64 - theta.cos()).abs() < 1e-6, "p {p} i {i}");
+            assert!(
+                (t.data[p * D + i] as f64 - theta.sin()).abs() < 1e-6
+                    && (t.data[p * D + D / 2 + i] as f64 - theta.cos()).abs() < 1e-6,
+                "p {p} i {i}"
+            );
         }
     }
 }
@@ -98,15 +127,30 @@ fn inspect_recognises_an_opus_mt_folder() {
         FileHead { name: "source.spm", size: 10, head: &[] },
     ];
     let i = inspect("tiny-opus-mt", &heads).unwrap();
-    assert_eq!((i.architecture.as_str(), i.layers, i.decoder_layers, i.heads, i.hidden_size), ("marian", LAYERS, Some(LAYERS), HEADS, D));
+    assert_eq!(
+        (i.architecture.as_str(), i.layers, i.decoder_layers, i.heads, i.hidden_size),
+        ("marian", LAYERS, Some(LAYERS), HEADS, D)
+    );
     let v = PIECES.len() as u64;
-    let per_layer = |attns: u64| attns * (4 * (D * D + D) as u64 + 2 * D as u64) + (2 * FFN * D + FFN + D + 2 * D) as u64;
+    let per_layer = |attns: u64| {
+        attns * (4 * (D * D + D) as u64 + 2 * D as u64) + (2 * FFN * D + FFN + D + 2 * D) as u64
+    };
     assert_eq!(i.parameters, v * D as u64 + v + LAYERS as u64 * (per_layer(1) + per_layer(2)));
     assert_eq!(i.manifest.files, ["config.json", "model.safetensors", "tokenizer.json"]);
     assert!(i.memory_bytes > i.parameters * 4);
     // opus-mt as published: no tokenizer.json.
-    let e = inspect("tiny-opus-mt", &[heads[0].clone_ref(), heads[1].clone_ref(), heads[3].clone_ref()]).unwrap_err().to_string();
-    assert!(e.contains("tokenizer.json") && e.contains("scripts/opus_mt_tokenizer.py") && e.contains("vocab.json"), "{e}");
+    let e = inspect(
+        "tiny-opus-mt",
+        &[heads[0].clone_ref(), heads[1].clone_ref(), heads[3].clone_ref()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("tokenizer.json")
+            && e.contains("scripts/opus_mt_tokenizer.py")
+            && e.contains("vocab.json"),
+        "{e}"
+    );
 }
 
 trait CloneRef<'a> {
@@ -121,12 +165,16 @@ impl<'a> CloneRef<'a> for FileHead<'a> {
 
 #[test]
 fn refuses_what_it_cannot_run_and_says_why() {
-    let refuse = |f: HashMap<String, Vec<u8>>| load(&f).err().map(|e| e.to_string()).unwrap_or_default();
+    let refuse =
+        |f: HashMap<String, Vec<u8>>| load(&f).err().map(|e| e.to_string()).unwrap_or_default();
     let e = refuse(files(config(|c| c["activation_function"] = json!("tanh")), safetensors(None)));
     assert!(e.contains("activation_function `tanh`") && e.contains("swish, gelu, relu"), "{e}");
     let e = refuse(files(config(|c| c["normalize_before"] = json!(true)), safetensors(None)));
     assert!(e.contains("pre-norm"), "{e}");
-    let e = refuse(files(config(|c| c["share_encoder_decoder_embeddings"] = json!(false)), safetensors(None)));
+    let e = refuse(files(
+        config(|c| c["share_encoder_decoder_embeddings"] = json!(false)),
+        safetensors(None),
+    ));
     assert!(e.contains("model.shared.weight"), "{e}");
     let e = refuse(files(config(|c| c["eos_token_id"] = json!(99)), safetensors(None)));
     assert!(e.contains("99") && e.contains("outside the vocabulary"), "{e}");

@@ -11,10 +11,17 @@ use std::process::Command;
 fn cli(args: &[&str]) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // ATTNVIZ_BIN runs another build (as tests/reference does), e.g. to check an older one.
-    let bin = std::env::var("ATTNVIZ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_attnviz").to_string());
+    let bin =
+        std::env::var("ATTNVIZ_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_attnviz").to_string());
     let out = Command::new(bin).args(args).current_dir(root).output().expect("run attnviz");
-    assert!(out.status.success(), "attnviz {args:?} exited {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("attnviz {args:?} did not print JSON ({e})"))
+    assert!(
+        out.status.success(),
+        "attnviz {args:?} exited {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("attnviz {args:?} did not print JSON ({e})"))
 }
 
 fn attend(dir: &str, text: &str) -> Value {
@@ -24,22 +31,38 @@ fn attend(dir: &str, text: &str) -> Value {
 #[test]
 fn cli_attend_json_satisfies_the_schema() {
     let checker = Checker::new();
-    for (dir, text) in [("minilm", "The cat sat on the mat."), ("minilm", ""), ("en-pt", "The cat sat on the mat."), ("en-pt", "日本語のテキストと emoji 🎉")] {
+    for (dir, text) in [
+        ("minilm", "The cat sat on the mat."),
+        ("minilm", ""),
+        ("en-pt", "The cat sat on the mat."),
+        ("en-pt", "日本語のテキストと emoji 🎉"),
+    ] {
         let v = attend(dir, text);
         checker.attend(&v).unwrap_or_else(|e| panic!("{dir} {text:?}: {e}"));
         assert_eq!(v["text"], text);
         assert_eq!(v["generation"], Value::Null);
     }
     // A decoder-only model, with and without a continuation.
-    for extra in [&[][..], &["--generate", "4"][..], &["--generate", "3", "--temperature", "0.8", "--top-k", "20", "--seed", "5"][..]] {
-        let mut args = vec!["attend", "--model", "models/smollm2", "--text", "The capital of France is"];
+    for extra in [
+        &[][..],
+        &["--generate", "4"][..],
+        &["--generate", "3", "--temperature", "0.8", "--top-k", "20", "--seed", "5"][..],
+    ] {
+        let mut args =
+            vec!["attend", "--model", "models/smollm2", "--text", "The capital of France is"];
         args.extend(extra);
         let v = cli(&args);
         checker.attend(&v).unwrap_or_else(|e| panic!("smollm2 {extra:?}: {e}"));
         let g = &v["generation"];
         assert_eq!(g["prompt_len"], 5);
-        assert_eq!(v["tokens"]["target"].as_array().unwrap().len(), g["steps"].as_array().unwrap().len());
-        assert_eq!(g["sampling"]["method"], if extra.contains(&"--temperature") { "sample" } else { "greedy" });
+        assert_eq!(
+            v["tokens"]["target"].as_array().unwrap().len(),
+            g["steps"].as_array().unwrap().len()
+        );
+        assert_eq!(
+            g["sampling"]["method"],
+            if extra.contains(&"--temperature") { "sample" } else { "greedy" }
+        );
     }
 }
 
@@ -47,21 +70,44 @@ fn cli_attend_json_satisfies_the_schema() {
 fn cli_value_norms_mirror_the_attention_blocks() {
     let checker = Checker::new();
     for dir in ["minilm", "en-pt", "smollm2"] {
-        let v = cli(&["attend", "--model", &format!("models/{dir}"), "--text", "The cat sat on the mat.", "--measure", "value-norm"]);
+        let v = cli(&[
+            "attend",
+            "--model",
+            &format!("models/{dir}"),
+            "--text",
+            "The cat sat on the mat.",
+            "--measure",
+            "value-norm",
+        ]);
         checker.attend(&v).unwrap_or_else(|e| panic!("{dir}: {e}"));
-        let (norms, maps) = (v["value_norms"].as_array().unwrap(), v["attentions"].as_array().unwrap());
+        let (norms, maps) =
+            (v["value_norms"].as_array().unwrap(), v["attentions"].as_array().unwrap());
         assert_eq!(norms.len(), maps.len());
         // Zero weight gives zero norm; some norm differs from its weight (it is not a copy).
         let pairs: Vec<(f64, f64)> = norms
             .iter()
             .zip(maps)
-            .flat_map(|(n, a)| n["data"].as_array().unwrap().iter().zip(a["data"].as_array().unwrap()).map(|(x, y)| (x.as_f64().unwrap(), y.as_f64().unwrap())))
+            .flat_map(|(n, a)| {
+                n["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .zip(a["data"].as_array().unwrap())
+                    .map(|(x, y)| (x.as_f64().unwrap(), y.as_f64().unwrap()))
+            })
             .collect();
         assert!(pairs.iter().all(|&(n, a)| a > 0.0 || n == 0.0), "{dir}: a norm without weight");
-        assert!(pairs.iter().any(|&(n, a)| (n - a).abs() > 1e-3), "{dir}: the norms equal the weights");
-        assert!(attend(dir, "The cat sat on the mat.").get("value_norms").is_none(), "{dir}: value norms without being asked");
+        assert!(
+            pairs.iter().any(|&(n, a)| (n - a).abs() > 1e-3),
+            "{dir}: the norms equal the weights"
+        );
+        assert!(
+            attend(dir, "The cat sat on the mat.").get("value_norms").is_none(),
+            "{dir}: value norms without being asked"
+        );
     }
-    let mut broken = cli(&["attend", "--model", "models/minilm", "--text", "Hi", "--measure", "value-norm"]);
+    let mut broken =
+        cli(&["attend", "--model", "models/minilm", "--text", "Hi", "--measure", "value-norm"]);
     broken["value_norms"].as_array_mut().unwrap().pop();
     assert!(checker.attend(&broken).is_err(), "a missing value-norm block passed the check");
 }
@@ -69,9 +115,23 @@ fn cli_value_norms_mirror_the_attention_blocks() {
 #[test]
 fn cli_heads_json_satisfies_the_schema_and_finds_known_heads() {
     let checker = Checker::new();
-    let head = |v: &Value, layer: u64, h: u64| v["heads"].as_array().unwrap().iter().find(|s| s["layer"] == layer && s["head"] == h).unwrap().clone();
+    let head = |v: &Value, layer: u64, h: u64| {
+        v["heads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["layer"] == layer && s["head"] == h)
+            .unwrap()
+            .clone()
+    };
     // MiniLM layer 0 head 2 attends to the previous token (Clark et al. found such heads in BERT).
-    let v = cli(&["heads", "--model", "models/minilm", "--text", "The cat sat on the mat, and the dog slept."]);
+    let v = cli(&[
+        "heads",
+        "--model",
+        "models/minilm",
+        "--text",
+        "The cat sat on the mat, and the dog slept.",
+    ]);
     checker.heads(&v).unwrap_or_else(|e| panic!("minilm: {e}"));
     assert_eq!(v["heads"].as_array().unwrap().len(), 72);
     assert_eq!(v["induction_tokens"], Value::Null);
@@ -81,11 +141,18 @@ fn cli_heads_json_satisfies_the_schema_and_finds_known_heads() {
     // The translator's cross-attention has no previous/next/self.
     let v = cli(&["heads", "--model", "models/en-pt", "--text", "The cat sat on the mat."]);
     checker.heads(&v).unwrap_or_else(|e| panic!("en-pt: {e}"));
-    assert!(v["heads"].as_array().unwrap().iter().filter(|s| s["kind"] == "cross").all(|s| s["previous"].is_null() && s["self"].is_null()));
+    assert!(v["heads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "cross")
+        .all(|s| s["previous"].is_null() && s["self"].is_null()));
     // SmolLM2: most heads are sinks on the first token; some are induction heads.
-    let v = cli(&["heads", "--model", "models/smollm2", "--text", "The capital of France is Paris."]);
+    let v =
+        cli(&["heads", "--model", "models/smollm2", "--text", "The capital of France is Paris."]);
     checker.heads(&v).unwrap_or_else(|e| panic!("smollm2: {e}"));
-    let labels: Vec<&str> = v["heads"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap()).collect();
+    let labels: Vec<&str> =
+        v["heads"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap()).collect();
     assert_eq!(labels.len(), 270);
     assert!(labels.iter().filter(|&&l| l == "sink").count() > 135, "{labels:?}");
     assert!(labels.contains(&"induction"), "{labels:?}");
@@ -119,19 +186,47 @@ fn the_schema_check_rejects_a_generation_that_does_not_add_up() {
 fn cli_step_json_satisfies_the_schema() {
     let checker = Checker::new();
     let text = "The cat sat on the mat.";
-    for (dir, kind, layer, head, q_source, kv_source) in
-        [("minilm", "encoder_self", 2usize, 5usize, "encoder", "encoder"), ("en-pt", "cross", 1, 3, "decoder", "encoder"), ("smollm2", "decoder_self", 4, 2, "decoder", "decoder")]
-    {
+    for (dir, kind, layer, head, q_source, kv_source) in [
+        ("minilm", "encoder_self", 2usize, 5usize, "encoder", "encoder"),
+        ("en-pt", "cross", 1, 3, "decoder", "encoder"),
+        ("smollm2", "decoder_self", 4, 2, "decoder", "decoder"),
+    ] {
         let (l, h) = (layer.to_string(), head.to_string());
-        let v = cli(&["step", "--model", &format!("models/{dir}"), "--text", text, "--kind", kind, "--layer", &l, "--head", &h]);
+        let v = cli(&[
+            "step",
+            "--model",
+            &format!("models/{dir}"),
+            "--text",
+            text,
+            "--kind",
+            kind,
+            "--layer",
+            &l,
+            "--head",
+            &h,
+        ]);
         checker.step(&v).unwrap_or_else(|e| panic!("{dir} {kind}: {e}"));
-        assert_eq!((v["kind"].as_str(), v["q_source"].as_str(), v["kv_source"].as_str()), (Some(kind), Some(q_source), Some(kv_source)));
-        assert_eq!(v["block_norm"], if dir == "smollm2" { "pre_rms_norm" } else { "post_layer_norm" });
+        assert_eq!(
+            (v["kind"].as_str(), v["q_source"].as_str(), v["kv_source"].as_str()),
+            (Some(kind), Some(q_source), Some(kv_source))
+        );
+        assert_eq!(
+            v["block_norm"],
+            if dir == "smollm2" { "pre_rms_norm" } else { "post_layer_norm" }
+        );
         // The step view's probabilities are that head's rows of the attend() block.
         let a = attend(dir, text);
-        let block = a["attentions"].as_array().unwrap().iter().find(|b| b["kind"] == kind && b["layer"] == layer).unwrap();
+        let block = a["attentions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["kind"] == kind && b["layer"] == layer)
+            .unwrap();
         let n = v["probs"].as_array().unwrap().len();
-        assert_eq!(v["probs"].as_array().unwrap()[..], block["data"].as_array().unwrap()[head * n..(head + 1) * n]);
+        assert_eq!(
+            v["probs"].as_array().unwrap()[..],
+            block["data"].as_array().unwrap()[head * n..(head + 1) * n]
+        );
     }
 }
 
@@ -153,7 +248,10 @@ fn cli_positions_json_satisfies_the_schema() {
         }
         let v = cli(&args);
         checker.positions(&v).unwrap_or_else(|e| panic!("{dir}: {e}"));
-        assert_eq!((v["kind"].as_str(), v["positions"].as_u64(), v["dims"].as_u64()), (Some(kind), Some(positions), Some(dims)));
+        assert_eq!(
+            (v["kind"].as_str(), v["positions"].as_u64(), v["dims"].as_u64()),
+            (Some(kind), Some(positions), Some(dims))
+        );
         // A computed table says its frequencies: column c's angle at position 1 is θ_c
         // (Marian: sin θ in the first half; rotary: cos θ first, sin θ in the second half).
         if kind == "learned" {
@@ -166,7 +264,10 @@ fn cli_positions_json_satisfies_the_schema() {
         for c in [0, 5, dims as usize / 2 - 1] {
             let theta = freq[c].as_f64().unwrap();
             let sin = if kind == "rotary" { at1(dims as usize / 2 + c) } else { at1(c) };
-            assert!((sin - theta.sin()).abs() < 1e-6, "{dir}: column {c}: sin at position 1 is {sin}, θ {theta}");
+            assert!(
+                (sin - theta.sin()).abs() < 1e-6,
+                "{dir}: column {c}: sin at position 1 is {sin}, θ {theta}"
+            );
         }
     }
     let mut broken = cli(&["positions", "--model", "models/en-pt", "--count", "3"]);
@@ -202,7 +303,8 @@ fn the_schema_check_rejects_what_the_page_could_not_use() {
             let b = &mut v["attentions"][6];
             b["query_len"] = 1.into();
             b["shape"][1] = 1.into();
-            let keep = b["key_len"].as_u64().unwrap() as usize * b["heads"].as_u64().unwrap() as usize;
+            let keep =
+                b["key_len"].as_u64().unwrap() as usize * b["heads"].as_u64().unwrap() as usize;
             b["data"].as_array_mut().unwrap().truncate(keep);
         }),
     ];

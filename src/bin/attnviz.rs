@@ -12,7 +12,9 @@
 use attnviz::heads::HeadScores;
 use attnviz::models::{Model, DEFAULT_POSITIONS, INDUCTION_TOKENS};
 use attnviz::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
-use attnviz::result::{row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest};
+use attnviz::result::{
+    row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest,
+};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -64,13 +66,17 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         None => return Err(USAGE.into()),
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
     };
-    let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) = (None, None, false, None, None, None, None);
+    let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) =
+        (None, None, false, None, None, None, None);
     let mut value_norms = false;
     let mut weights = None;
     let mut generate = GenerateOptions::default();
-    let number = |flag: &str, v: String| v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"));
+    let number = |flag: &str, v: String| {
+        v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"))
+    };
     while let Some(flag) = it.next() {
-        let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        let mut value =
+            || it.next().cloned().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
         match flag.as_str() {
             "--model" => model = Some(PathBuf::from(value()?)),
             "--text" if !positions => text = Some(value()?),
@@ -87,16 +93,26 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             },
             "--kind" if step => {
                 let v = value()?;
-                kind = Some(AttentionKind::parse(&v).ok_or_else(|| format!("unknown attention kind `{v}` (encoder_self, decoder_self or cross)"))?);
+                kind = Some(AttentionKind::parse(&v).ok_or_else(|| {
+                    format!("unknown attention kind `{v}` (encoder_self, decoder_self or cross)")
+                })?);
             }
             "--layer" if step => layer = Some(number(flag, value()?)?),
             "--head" if step => head = Some(number(flag, value()?)?),
             "--generate" if !positions => generate.max_new_tokens = number(flag, value()?)?,
             "--top-k" if !positions => generate.sampling.top_k = number(flag, value()?)?,
-            "--seed" if !positions => generate.sampling.seed = value()?.parse().map_err(|_| format!("{flag} needs a number from 0 to {}", u32::MAX))?,
+            "--seed" if !positions => {
+                generate.sampling.seed = value()?
+                    .parse()
+                    .map_err(|_| format!("{flag} needs a number from 0 to {}", u32::MAX))?
+            }
             "--temperature" if !positions => {
                 let v = value()?;
-                generate.sampling.temperature = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
+                generate.sampling.temperature = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|t| t.is_finite() && *t >= 0.0)
+                    .ok_or_else(|| format!("{flag} needs a number ≥ 0, not `{v}`"))?;
             }
             "--weights" => match value()?.as_str() {
                 "f32" => weights = None,
@@ -126,25 +142,50 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         None if positions => String::new(),
         None => return Err(required("--text")),
     };
-    Ok(Some(Args { model: model.ok_or_else(|| required("--model"))?, weights, text, generate, command }))
+    Ok(Some(Args {
+        model: model.ok_or_else(|| required("--model"))?,
+        weights,
+        text,
+        generate,
+        command,
+    }))
 }
 
 fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::Result<()> {
     let f = &a.output;
-    writeln!(out, "model {model_id}: {} source tokens, {} target tokens{}", f.source_tokens.len(), f.target_tokens.len(), if f.truncated { " (input truncated)" } else { "" })?;
+    writeln!(
+        out,
+        "model {model_id}: {} source tokens, {} target tokens{}",
+        f.source_tokens.len(),
+        f.target_tokens.len(),
+        if f.truncated { " (input truncated)" } else { "" }
+    )?;
     if let Some(t) = &f.output_text {
         let reason = f.stop_reason.map(|r| r.as_str()).unwrap_or("");
         writeln!(out, "output: {t}  [stopped: {reason}]")?;
     }
     for b in &a.attentions {
         let (queries, keys) = f.tokens_of(b.kind);
-        writeln!(out, "\n== {} layer {} ({} heads, {}×{})", b.kind.as_str(), b.layer, b.heads, b.query_len, b.key_len)?;
+        writeln!(
+            out,
+            "\n== {} layer {} ({} heads, {}×{})",
+            b.kind.as_str(),
+            b.layer,
+            b.heads,
+            b.query_len,
+            b.key_len
+        )?;
         for h in 0..b.heads {
             let ent = row_entropies(b, h);
             let mean_ent = ent.iter().sum::<f32>() / ent.len().max(1) as f32;
             writeln!(out, "  head {h}  mean entropy {mean_ent:.2} nats")?;
             for (q, qt) in queries.iter().enumerate().take(b.query_len) {
-                let tops: Vec<String> = top_keys(b.row(h, q), 3).into_iter().map(|(k, w)| format!("{} {:.2}", keys.get(k).map(String::as_str).unwrap_or("?"), w)).collect();
+                let tops: Vec<String> = top_keys(b.row(h, q), 3)
+                    .into_iter()
+                    .map(|(k, w)| {
+                        format!("{} {:.2}", keys.get(k).map(String::as_str).unwrap_or("?"), w)
+                    })
+                    .collect();
                 writeln!(out, "    {qt:>14} → {}", tops.join(", "))?;
             }
         }
@@ -159,11 +200,25 @@ fn print_heads(out: &mut impl Write, model_id: &str, scores: &[HeadScores]) -> s
     writeln!(
         out,
         "{:<13} {:>5} {:>4}  {:<10} {:>5}  {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}",
-        "kind", "layer", "head", "label", "score", "entropy", "first", "spec", "prev", "self", "delim", "induc"
+        "kind",
+        "layer",
+        "head",
+        "label",
+        "score",
+        "entropy",
+        "first",
+        "spec",
+        "prev",
+        "self",
+        "delim",
+        "induc"
     )?;
     let opt = |v: Option<f32>| v.map_or("  -  ".to_string(), |v| format!("{v:.2}"));
     for s in ranked {
-        let label = serde_json::to_value(s.label).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let label = serde_json::to_value(s.label)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
         writeln!(
             out,
             "{:<13} {:>5} {:>4}  {:<10} {:>5.2}  {:>7.2} {:>5.2} {:>5.2} {:>5} {:>5} {:>5.2} {:>5}",
@@ -195,19 +250,24 @@ fn check_range(model: &Model, args: &Args) -> Result<(), String> {
     let info = model.info();
     let (id, max, n) = (&model.manifest.id, info.max_positions, args.generate.max_new_tokens);
     if n > 0 && !info.generates {
-        return Err(format!("--generate: {id} does not generate text (only decoder-only models do)"));
+        return Err(format!(
+            "--generate: {id} does not generate text (only decoder-only models do)"
+        ));
     }
     if n >= max {
         return Err(format!("--generate {n} is out of range for {id}: it reads at most {max} positions, the prompt's included (1 to {})", max - 1));
     }
     match args.command {
-        Command::Positions { count, asked: true } if count == 0 || count > max => Err(format!("--count {count} is out of range for {id}: 1 to {max} (its positions)")),
+        Command::Positions { count, asked: true } if count == 0 || count > max => {
+            Err(format!("--count {count} is out of range for {id}: 1 to {max} (its positions)"))
+        }
         _ => Ok(()),
     }
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let model = Model::load_dir_variant(&args.model, args.weights.as_deref()).map_err(|e| e.to_string())?;
+    let model =
+        Model::load_dir_variant(&args.model, args.weights.as_deref()).map_err(|e| e.to_string())?;
     check_range(&model, &args)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -215,21 +275,36 @@ fn run(args: Args) -> Result<(), String> {
     let written = match args.command {
         Command::Attend { table, value_norms } => {
             let start = Instant::now();
-            let a = model.attend_with(&args.text, &args.generate, value_norms).map_err(|e| e.to_string())?;
+            let a = model
+                .attend_with(&args.text, &args.generate, value_norms)
+                .map_err(|e| e.to_string())?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             if table {
                 print_table(&mut out, id, &a)
             } else {
-                json_line(&mut out, &AttendResult::new(id, &args.text, &a, &model.info().special_tokens, ms, std::convert::identity))
+                json_line(
+                    &mut out,
+                    &AttendResult::new(
+                        id,
+                        &args.text,
+                        &a,
+                        &model.info().special_tokens,
+                        ms,
+                        std::convert::identity,
+                    ),
+                )
             }
         }
         Command::Step(request) => {
-            let hi = model.head_internals_generating(&args.text, &args.generate, request).map_err(|e| e.to_string())?;
+            let hi = model
+                .head_internals_generating(&args.text, &args.generate, request)
+                .map_err(|e| e.to_string())?;
             json_line(&mut out, &StepResult::new(id, &args.text, &hi, std::convert::identity))
         }
         Command::Heads { table } => {
             let (a, scores) = model.heads(&args.text, &args.generate).map_err(|e| e.to_string())?;
-            let induction = scores.iter().any(|s| s.induction.is_some()).then_some(INDUCTION_TOKENS);
+            let induction =
+                scores.iter().any(|s| s.induction.is_some()).then_some(INDUCTION_TOKENS);
             if table {
                 print_heads(&mut out, id, &scores)
             } else {
@@ -246,8 +321,15 @@ fn run(args: Args) -> Result<(), String> {
 
 fn main() -> ExitCode {
     // `args()` would panic on an argument that is not UTF-8; name it instead.
-    let args: Result<Vec<String>, String> =
-        std::env::args_os().skip(1).enumerate().map(|(i, a)| a.into_string().map_err(|a| format!("argument {} ({}) is not valid UTF-8", i + 1, a.to_string_lossy()))).collect();
+    let args: Result<Vec<String>, String> = std::env::args_os()
+        .skip(1)
+        .enumerate()
+        .map(|(i, a)| {
+            a.into_string().map_err(|a| {
+                format!("argument {} ({}) is not valid UTF-8", i + 1, a.to_string_lossy())
+            })
+        })
+        .collect();
     let done = args.and_then(|a| match parse(&a)? {
         Some(args) => run(args),
         None => {

@@ -7,7 +7,9 @@
 //! mean-pooled L2-normalised sentence embedding. Each struct mirrors one PyTorch module (named
 //! like its weights, BERT's) and has its own `forward`.
 
-use super::family::{no_own_files, Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes};
+use super::family::{
+    no_own_files, Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes,
+};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
@@ -22,8 +24,16 @@ use serde::Deserialize;
 pub const MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert"];
 
 /// The BERT family to loading, inspection and messages.
-pub const ARCHITECTURE: Architecture =
-    Architecture { model_types: MODEL_TYPES, display_name: family_name, hf_alternative: "", hf_hint: "", own_files: no_own_files, load, sizes, gguf_sizes: None };
+pub const ARCHITECTURE: Architecture = Architecture {
+    model_types: MODEL_TYPES,
+    display_name: family_name,
+    hf_alternative: "",
+    hf_hint: "",
+    own_files: no_own_files,
+    load,
+    sizes,
+    gguf_sizes: None,
+};
 
 /// From a Hugging Face folder's config.json, safetensors and tokenizer.json.
 fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
@@ -35,7 +45,14 @@ fn sizes(config_json: &[u8]) -> Result<Sizes> {
     let c = BertConfig::from_json(config_json)?;
     c.check_attention_budget()?;
     let heads = c.num_attention_heads;
-    Ok(Sizes { layers: c.num_hidden_layers, heads, kv_heads: heads, hidden: c.hidden_size, max_positions: c.max_tokens(), decoder: None })
+    Ok(Sizes {
+        layers: c.num_hidden_layers,
+        heads,
+        kv_heads: heads,
+        hidden: c.hidden_size,
+        max_positions: c.max_tokens(),
+        decoder: None,
+    })
 }
 
 /// How messages name a `model_type` of [`MODEL_TYPES`].
@@ -112,12 +129,21 @@ impl BertConfig {
             #[serde(default)]
             model_type: Option<String>,
         }
-        let not_config = |e: serde_json::Error| invalid_model(format!("config.json is not a BERT config ({e})"));
-        let flavor = match serde_json::from_slice::<ModelType>(bytes).map_err(not_config)?.model_type.as_deref() {
+        let not_config =
+            |e: serde_json::Error| invalid_model(format!("config.json is not a BERT config ({e})"));
+        let flavor = match serde_json::from_slice::<ModelType>(bytes)
+            .map_err(not_config)?
+            .model_type
+            .as_deref()
+        {
             None | Some("bert") => BertFlavor::Bert,
             Some("roberta" | "xlm-roberta") => BertFlavor::Roberta,
             Some("distilbert") => BertFlavor::DistilBert,
-            Some(other) => return Err(crate::Error::UnsupportedArchitecture(format!("config.json: model_type `{other}` is not of the BERT family"))),
+            Some(other) => {
+                return Err(crate::Error::UnsupportedArchitecture(format!(
+                    "config.json: model_type `{other}` is not of the BERT family"
+                )))
+            }
         };
         let mut c: BertConfig = serde_json::from_slice(bytes).map_err(not_config)?;
         c.flavor = flavor;
@@ -128,10 +154,22 @@ impl BertConfig {
                 (c.type_vocab_size, c.layer_norm_eps) = (0, 1e-12);
                 ["vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "activation"]
             }
-            _ => ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act"],
+            _ => [
+                "vocab_size",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "intermediate_size",
+                "hidden_act",
+            ],
         };
-        let mut sizes =
-            vec![(k[0], c.vocab_size), (k[1], c.hidden_size), (k[2], c.num_hidden_layers), (k[4], c.intermediate_size), ("max_position_embeddings", c.max_position_embeddings)];
+        let mut sizes = vec![
+            (k[0], c.vocab_size),
+            (k[1], c.hidden_size),
+            (k[2], c.num_hidden_layers),
+            (k[4], c.intermediate_size),
+            ("max_position_embeddings", c.max_position_embeddings),
+        ];
         if flavor != BertFlavor::DistilBert {
             sizes.push(("type_vocab_size", c.type_vocab_size));
         }
@@ -139,10 +177,16 @@ impl BertConfig {
             return Err(invalid_model(format!("config.json: {key} is 0 (it must be at least 1)")));
         }
         if c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
-            return Err(invalid_model(format!("config.json: {} {} is not a multiple of {} {}", k[1], c.hidden_size, k[3], c.num_attention_heads)));
+            return Err(invalid_model(format!(
+                "config.json: {} {} is not a multiple of {} {}",
+                k[1], c.hidden_size, k[3], c.num_attention_heads
+            )));
         }
         if !matches!(c.hidden_act.as_str(), "gelu" | "gelu_python") {
-            return Err(crate::Error::UnsupportedArchitecture(format!("config.json: {} `{}` (only exact gelu)", k[5], c.hidden_act)));
+            return Err(crate::Error::UnsupportedArchitecture(format!(
+                "config.json: {} `{}` (only exact gelu)",
+                k[5], c.hidden_act
+            )));
         }
         if c.max_tokens() == 0 {
             return Err(invalid_model(format!(
@@ -173,8 +217,12 @@ impl BertConfig {
 
     /// Refuses a model whose attention maps at [`Self::max_tokens`] do not fit in the budget.
     pub fn check_attention_budget(&self) -> Result<()> {
-        let (layers, heads, t) = (self.num_hidden_layers, self.num_attention_heads, self.max_tokens());
-        let what = format!("config.json: {layers} layers × {heads} heads at max_position_embeddings {}", self.max_position_embeddings);
+        let (layers, heads, t) =
+            (self.num_hidden_layers, self.num_attention_heads, self.max_tokens());
+        let what = format!(
+            "config.json: {layers} layers × {heads} heads at max_position_embeddings {}",
+            self.max_position_embeddings
+        );
         super::family::check_attention_budget(&what, &[(layers, heads, t, t)])
     }
 }
@@ -245,9 +293,14 @@ impl BertEmbeddings {
     /// `# [n, d]` row-major.
     fn position_rows(&self, n: usize) -> Vec<f32> {
         let first = self.padding_idx.map_or(0, |p| p as usize + 1);
-        let (rows, d) = (n.min(self.position_embeddings.rows().saturating_sub(first)), self.position_embeddings.cols());
+        let (rows, d) = (
+            n.min(self.position_embeddings.rows().saturating_sub(first)),
+            self.position_embeddings.cols(),
+        );
         let mut out = vec![0.0; rows * d];
-        out.chunks_exact_mut(d).enumerate().for_each(|(i, row)| self.position_embeddings.row_into(first + i, row));
+        out.chunks_exact_mut(d)
+            .enumerate()
+            .for_each(|(i, row)| self.position_embeddings.row_into(first + i, row));
         out
     }
 
@@ -270,11 +323,23 @@ impl BertEmbeddings {
     fn load(w: &mut TensorStore, p: &str, c: &BertConfig) -> Result<BertEmbeddings> {
         let d = c.hidden_size;
         Ok(BertEmbeddings {
-            word_embeddings: w.weight_matrix(&format!("{p}.word_embeddings.weight"), c.vocab_size, d)?,
-            position_embeddings: w.weight_matrix(&format!("{p}.position_embeddings.weight"), c.max_position_embeddings, d)?,
+            word_embeddings: w.weight_matrix(
+                &format!("{p}.word_embeddings.weight"),
+                c.vocab_size,
+                d,
+            )?,
+            position_embeddings: w.weight_matrix(
+                &format!("{p}.position_embeddings.weight"),
+                c.max_position_embeddings,
+                d,
+            )?,
             token_type_embeddings: match c.flavor {
                 BertFlavor::DistilBert => None,
-                _ => Some(w.weight_matrix(&format!("{p}.token_type_embeddings.weight"), c.type_vocab_size, d)?),
+                _ => Some(w.weight_matrix(
+                    &format!("{p}.token_type_embeddings.weight"),
+                    c.type_vocab_size,
+                    d,
+                )?),
             },
             layer_norm: LayerNorm::load(w, &format!("{p}.LayerNorm"), d, c.layer_norm_eps as f32)?,
             padding_idx: c.padding_idx(),
@@ -292,10 +357,15 @@ impl BertEmbeddings {
         for (i, (&id, pos)) in ids.iter().zip(self.position_ids(ids)).enumerate() {
             let id = id as usize;
             if id >= vocab {
-                return Err(invalid_model(format!("tokenizer produced id {id} outside the vocabulary ({vocab})")));
+                return Err(invalid_model(format!(
+                    "tokenizer produced id {id} outside the vocabulary ({vocab})"
+                )));
             }
             if pos >= self.position_embeddings.rows() {
-                return Err(Error::InvalidInput(format!("token {i} takes position {pos}, past the model's {} position embeddings", self.position_embeddings.rows())));
+                return Err(Error::InvalidInput(format!(
+                    "token {i} takes position {pos}, past the model's {} position embeddings",
+                    self.position_embeddings.rows()
+                )));
             }
             self.position_embeddings.row_into(pos, &mut pe);
             let row = x.row_mut(i);
@@ -344,7 +414,13 @@ impl BertAttention {
     /// x `[T, d]` → LN(context · Wᵀ + b + x)                                      # [T, d]
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
         let context = self.self_attention.forward(x, &self.output.dense, probe); // [T, d]
-        self.self_attention.attn.post_norm_output(&context, x, &self.output.dense, &self.output.layer_norm, probe)
+        self.self_attention.attn.post_norm_output(
+            &context,
+            x,
+            &self.output.dense,
+            &self.output.layer_norm,
+            probe,
+        )
     }
 }
 
@@ -387,7 +463,13 @@ struct BertLayer {
 
 impl BertLayer {
     /// `p` = `{base}{layers}.N`; `n` names its modules (BERT's or DistilBERT's).
-    fn load(w: &mut TensorStore, p: &str, n: &WeightNames, c: &BertConfig, layer: usize) -> Result<BertLayer> {
+    fn load(
+        w: &mut TensorStore,
+        p: &str,
+        n: &WeightNames,
+        c: &BertConfig,
+        layer: usize,
+    ) -> Result<BertLayer> {
         let (d, eps, heads) = (c.hidden_size, c.layer_norm_eps as f32, c.num_attention_heads);
         let site = Site { kind: AttentionKind::EncoderSelf, layer };
         Ok(BertLayer {
@@ -400,10 +482,17 @@ impl BertLayer {
                 },
                 output: BertSelfOutput {
                     dense: Linear::load(w, &format!("{p}.{}", n.attention_output), d, d)?,
-                    layer_norm: LayerNorm::load(w, &format!("{p}.{}", n.attention_layer_norm), d, eps)?,
+                    layer_norm: LayerNorm::load(
+                        w,
+                        &format!("{p}.{}", n.attention_layer_norm),
+                        d,
+                        eps,
+                    )?,
                 },
             },
-            intermediate: BertIntermediate { dense: Linear::load(w, &format!("{p}.{}", n.intermediate), c.intermediate_size, d)? },
+            intermediate: BertIntermediate {
+                dense: Linear::load(w, &format!("{p}.{}", n.intermediate), c.intermediate_size, d)?,
+            },
             output: BertOutput {
                 dense: Linear::load(w, &format!("{p}.{}", n.output), d, c.intermediate_size)?,
                 layer_norm: LayerNorm::load(w, &format!("{p}.{}", n.output_layer_norm), d, eps)?,
@@ -441,17 +530,28 @@ pub struct BertModel {
 }
 
 impl BertModel {
-    pub fn load(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<BertModel> {
+    pub fn load(
+        config_json: &[u8],
+        mut weights: TensorStore,
+        tokenizer_json: &[u8],
+    ) -> Result<BertModel> {
         let c = BertConfig::from_json(config_json)?;
         c.check_attention_budget()?;
         let (layers, tokens) = (c.num_hidden_layers, c.max_tokens());
         let names = WeightNames::of(c.flavor);
         // Task-head checkpoints (…ForMaskedLM) prefix the base model's names; the base model's
         // own do not.
-        let prefix = if weights.contains(&format!("{}embeddings.word_embeddings.weight", names.base)) { names.base } else { "" };
+        let prefix =
+            if weights.contains(&format!("{}embeddings.word_embeddings.weight", names.base)) {
+                names.base
+            } else {
+                ""
+            };
         let w = &mut weights;
         let embeddings = BertEmbeddings::load(w, &format!("{prefix}embeddings"), &c)?;
-        let layer = (0..layers).map(|i| BertLayer::load(w, &format!("{prefix}{}.{i}", names.layers), &names, &c, i)).collect::<Result<_>>()?;
+        let layer = (0..layers)
+            .map(|i| BertLayer::load(w, &format!("{prefix}{}.{i}", names.layers), &names, &c, i))
+            .collect::<Result<_>>()?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, tokens)?;
         Ok(BertModel { config: c, embeddings, encoder: BertEncoder { layer }, tokenizer })
     }
@@ -467,7 +567,11 @@ impl BertModel {
     /// tokenizer knows.
     pub fn special_tokens(&self) -> Vec<String> {
         let known = |t: &&str| self.tokenizer.token_to_id(t).is_some();
-        ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]", "<s>", "</s>", "<pad>", "<unk>", "<mask>"].into_iter().filter(known).map(String::from).collect()
+        ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]", "<s>", "</s>", "<pad>", "<unk>", "<mask>"]
+            .into_iter()
+            .filter(known)
+            .map(String::from)
+            .collect()
     }
 }
 
@@ -476,7 +580,15 @@ impl Family for BertModel {
         let c = &self.config;
         let kinds = vec![(AttentionKind::EncoderSelf, c.num_hidden_layers)];
         let heads = c.num_attention_heads;
-        FamilyShape { kinds, heads, kv_heads: heads, head_dim: c.hidden_size / heads, max_positions: c.max_tokens(), special_tokens: self.special_tokens(), generates: false }
+        FamilyShape {
+            kinds,
+            heads,
+            kv_heads: heads,
+            head_dim: c.hidden_size / heads,
+            max_positions: c.max_tokens(),
+            special_tokens: self.special_tokens(),
+            generates: false,
+        }
     }
 
     fn tokenizer(&self) -> &TextTokenizer {
@@ -487,11 +599,22 @@ impl Family for BertModel {
     fn positions(&self, n: usize) -> PositionTable {
         let dims = self.config.hidden_size;
         let data = self.position_table(n);
-        PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data, wave: None }
+        PositionTable {
+            kind: PositionKind::Learned,
+            positions: data.len() / dims.max(1),
+            dims,
+            data,
+            wave: None,
+        }
     }
 
     /// `encoder_self` attention of every layer goes to `probe`.
-    fn forward(&self, text: &str, _generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+    fn forward(
+        &self,
+        text: &str,
+        _generate: &GenerateOptions,
+        probe: &mut Probe,
+    ) -> Result<ForwardOutput> {
         let enc = self.tokenizer.encode(text)?;
         let x = self.embeddings.forward(&enc.ids)?; // [T, d]
         let x = self.encoder.forward(x, probe); // [T, d]

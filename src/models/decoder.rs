@@ -10,7 +10,10 @@ use super::family::{Family, FamilyShape, PositionTable};
 use crate::error::{Error, Result};
 use crate::nn::attention::KvCache;
 use crate::nn::probe::Probe;
-use crate::result::{AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, Generation, GenerationStep, StopReason, TopToken};
+use crate::result::{
+    AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, Generation, GenerationStep,
+    StopReason, TopToken,
+};
 use crate::tokenize::TextTokenizer;
 
 /// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
@@ -42,7 +45,13 @@ pub trait CausalLm {
     /// Feeds `ids` at positions `start..` (each layer's cache holds `start` earlier positions,
     /// and gets these written after them) and returns the next-token logits of the last one.
     ///                                                                           # [vocab]
-    fn step(&self, ids: &[u32], start: usize, cache: &mut [KvCache], probe: &mut Probe) -> Result<Vec<f32>>;
+    fn step(
+        &self,
+        ids: &[u32],
+        start: usize,
+        cache: &mut [KvCache],
+        probe: &mut Probe,
+    ) -> Result<Vec<f32>>;
 
     /// One cache per layer for every position the model runs, allocated once per generation.
     fn new_cache(&self) -> Vec<KvCache> {
@@ -76,7 +85,12 @@ impl<T: CausalLm + Send + Sync> Family for T {
         self.spec().tokenizer
     }
 
-    fn forward(&self, text: &str, options: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+    fn forward(
+        &self,
+        text: &str,
+        options: &GenerateOptions,
+        probe: &mut Probe,
+    ) -> Result<ForwardOutput> {
         generate(self, text, options, probe)
     }
 
@@ -98,7 +112,11 @@ impl<T: CausalLm + Send + Sync> Family for T {
 pub(crate) fn attend_ids(m: &impl CausalLm, ids: &[u32]) -> Result<Vec<AttentionBlock>> {
     let spec = m.spec();
     if ids.is_empty() || ids.len() > spec.max_positions {
-        return Err(Error::InvalidInput(format!("1 to {} token ids are needed, not {}", spec.max_positions, ids.len())));
+        return Err(Error::InvalidInput(format!(
+            "1 to {} token ids are needed, not {}",
+            spec.max_positions,
+            ids.len()
+        )));
     }
     let mut probe = Probe::attention_maps();
     m.step(ids, 0, &mut m.new_cache(), &mut probe)?;
@@ -123,7 +141,8 @@ pub(crate) fn repeated_random_maps(m: &impl CausalLm, n: usize) -> Result<Vec<At
             break;
         }
         let id = (low + rng.next_f64() * span) as u32;
-        if !spec.eos_token_ids.contains(&id) && Some(id) != spec.bos_token_id && !ids.contains(&id) {
+        if !spec.eos_token_ids.contains(&id) && Some(id) != spec.bos_token_id && !ids.contains(&id)
+        {
             ids.push(id);
         }
     }
@@ -140,7 +159,11 @@ fn top(tokenizer: &TextTokenizer, logits: &[f32]) -> Vec<TopToken> {
     let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
     crate::result::top_keys(logits, TOP_N)
         .into_iter()
-        .map(|(id, l)| TopToken { token: tokenizer.id_to_token(id as u32), id: id as u32, p: (((l - max) as f64).exp() / sum) as f32 })
+        .map(|(id, l)| TopToken {
+            token: tokenizer.id_to_token(id as u32),
+            id: id as u32,
+            p: (((l - max) as f64).exp() / sum) as f32,
+        })
         .collect()
 }
 
@@ -149,12 +172,14 @@ fn top(tokenizer: &TextTokenizer, logits: &[f32]) -> Vec<TopToken> {
 fn choose(logits: &[f32], options: &GenerateOptions, rng: &mut SplitMix) -> u32 {
     let sampling = options.sampling.normalised();
     let k = if sampling.top_k == 0 { logits.len() } else { sampling.top_k.min(logits.len()) };
-    let candidates = crate::result::top_keys(logits, if sampling.temperature > 0.0 { k } else { 1 });
+    let candidates =
+        crate::result::top_keys(logits, if sampling.temperature > 0.0 { k } else { 1 });
     if sampling.temperature <= 0.0 {
         return candidates[0].0 as u32;
     }
     let max = candidates[0].1;
-    let weights: Vec<f64> = candidates.iter().map(|&(_, l)| ((l - max) as f64 / sampling.temperature).exp()).collect();
+    let weights: Vec<f64> =
+        candidates.iter().map(|&(_, l)| ((l - max) as f64 / sampling.temperature).exp()).collect();
     let mut u = rng.next_f64() * weights.iter().sum::<f64>();
     for (&(id, _), w) in candidates.iter().zip(&weights) {
         if u < *w {
@@ -169,7 +194,12 @@ fn choose(logits: &[f32], options: &GenerateOptions, rng: &mut SplitMix) -> u32 
 /// through the KV cache; the probe sees every position fed (the prompt as one call, then
 /// one query per generated token). A traced head (the step view) is recorded by one full
 /// run over the final sequence instead, so that its matrices cover every position at once.
-pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+pub(crate) fn generate(
+    m: &impl CausalLm,
+    text: &str,
+    options: &GenerateOptions,
+    probe: &mut Probe,
+) -> Result<ForwardOutput> {
     let spec = m.spec();
     let tokenizer = spec.tokenizer;
     let enc = tokenizer.encode(text)?;
@@ -192,7 +222,9 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
     tokens.truncate(room);
     word_ids.truncate(room);
     if ids.is_empty() {
-        return Err(Error::InvalidInput("the text is empty: type something for the model to continue".into()));
+        return Err(Error::InvalidInput(
+            "the text is empty: type something for the model to continue".into(),
+        ));
     }
     let prompt_len = ids.len();
     let tracing = probe.is_tracing();
@@ -209,7 +241,12 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
             break;
         }
         let id = choose(&logits, options, &mut rng);
-        steps.push(GenerationStep { position: ids.len() - 1, token: tokenizer.id_to_token(id), id, top: top(tokenizer, &logits) });
+        steps.push(GenerationStep {
+            position: ids.len() - 1,
+            token: tokenizer.id_to_token(id),
+            id,
+            top: top(tokenizer, &logits),
+        });
         ids.push(id);
         logits = m.step(&[id], ids.len() - 1, &mut cache, live)?;
         if spec.eos_token_ids.contains(&id) {
@@ -224,9 +261,12 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
         m.step(&ids, 0, &mut m.new_cache(), probe)?;
     }
     let generated: Vec<u32> = ids[prompt_len..].to_vec();
-    let target_tokens: Vec<String> = generated.iter().map(|&id| tokenizer.id_to_token(id)).collect();
-    let target_word_ids = continue_word_ids(&word_ids, &tokens, &target_tokens, &generated, spec.eos_token_ids);
-    let output_text = if options.max_new_tokens > 0 { Some(tokenizer.decode(&generated)?) } else { None };
+    let target_tokens: Vec<String> =
+        generated.iter().map(|&id| tokenizer.id_to_token(id)).collect();
+    let target_word_ids =
+        continue_word_ids(&word_ids, &tokens, &target_tokens, &generated, spec.eos_token_ids);
+    let output_text =
+        if options.max_new_tokens > 0 { Some(tokenizer.decode(&generated)?) } else { None };
     Ok(ForwardOutput {
         source_tokens: tokens,
         source_word_ids: word_ids,
@@ -236,7 +276,13 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
         truncated,
         stop_reason,
         sentence_embedding: None,
-        generation: Some(Generation { prompt_len, next: top(tokenizer, &logits), token_ids: ids, steps, sampling: options.sampling.normalised() }),
+        generation: Some(Generation {
+            prompt_len,
+            next: top(tokenizer, &logits),
+            token_ids: ids,
+            steps,
+            sampling: options.sampling.normalised(),
+        }),
     })
 }
 
@@ -245,7 +291,13 @@ pub(crate) fn generate(m: &impl CausalLm, text: &str, options: &GenerateOptions,
 /// newline mark (`Ġ`, `Ċ`, `ĉ`), is a digit (digits are split one by one), or starts with a
 /// character of another class (letter, digit, other) than the one the previous token ended
 /// with; end-of-text tokens belong to no word.
-fn continue_word_ids(prompt_words: &[Option<u32>], prompt: &[String], tokens: &[String], ids: &[u32], eos: &[u32]) -> Vec<Option<u32>> {
+fn continue_word_ids(
+    prompt_words: &[Option<u32>],
+    prompt: &[String],
+    tokens: &[String],
+    ids: &[u32],
+    eos: &[u32],
+) -> Vec<Option<u32>> {
     #[derive(PartialEq)]
     enum Class {
         Letter,
@@ -262,17 +314,22 @@ fn continue_word_ids(prompt_words: &[Option<u32>], prompt: &[String], tokens: &[
         }
     };
     let mut next = prompt_words.iter().flatten().max().map_or(0, |w| w + 1);
-    let mut last: Option<(u32, char)> = prompt_words.last().copied().flatten().zip(prompt.last().and_then(|t| t.chars().last()));
+    let mut last: Option<(u32, char)> =
+        prompt_words.last().copied().flatten().zip(prompt.last().and_then(|t| t.chars().last()));
     tokens
         .iter()
         .zip(ids)
         .map(|(t, id)| {
-            let (Some(first), Some(end)) = (t.chars().next(), t.chars().last()) else { return None };
+            let (Some(first), Some(end)) = (t.chars().next(), t.chars().last()) else {
+                return None;
+            };
             if eos.contains(id) {
                 last = None;
                 return None;
             }
-            let opens = matches!(first, 'Ġ' | 'Ċ' | 'ĉ') || class(first) == Class::Digit || !last.is_some_and(|(_, prev)| class(prev) == class(first));
+            let opens = matches!(first, 'Ġ' | 'Ċ' | 'ĉ')
+                || class(first) == Class::Digit
+                || !last.is_some_and(|(_, prev)| class(prev) == class(first));
             let word = match last {
                 Some((w, _)) if !opens => w,
                 _ => {

@@ -24,7 +24,12 @@ pub trait Family: Send + Sync {
     fn tokenizer(&self) -> &TextTokenizer;
     /// One forward over `text`; `generate` says what a decoder-only model generates after it
     /// (others ignore it); `probe` says what to record.
-    fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput>;
+    fn forward(
+        &self,
+        text: &str,
+        generate: &GenerateOptions,
+        probe: &mut Probe,
+    ) -> Result<ForwardOutput>;
     /// The position vectors (or rotations) of positions `0..n`, `n` in 1..=max_positions.
     fn positions(&self, n: usize) -> PositionTable;
     /// A decoder-only model's maps of one full run over `ids` (no cache, no generation);
@@ -104,12 +109,18 @@ impl<'a> ModelFiles<'a> {
 
     /// The bytes of `name`.
     pub fn get(&self, name: &str) -> Result<&[u8]> {
-        self.files.get(name).map(|v| v.as_ref()).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")))
+        self.files
+            .get(name)
+            .map(|v| v.as_ref())
+            .ok_or_else(|| invalid_model(format!("file `{name}` was not provided")))
     }
 
     /// The bytes of `name`, taken (copied only when they were lent).
     pub fn take(&mut self, name: &str) -> Result<Vec<u8>> {
-        self.files.remove(name).map(Cow::into_owned).ok_or_else(|| invalid_model(format!("file `{name}` was not provided")))
+        self.files
+            .remove(name)
+            .map(Cow::into_owned)
+            .ok_or_else(|| invalid_model(format!("file `{name}` was not provided")))
     }
 
     /// The first file the manifest lists whose name ends with `suffix`.
@@ -120,14 +131,21 @@ impl<'a> ModelFiles<'a> {
     /// A Hugging Face folder: its config.json, its safetensors weights as one store, and its
     /// tokenizer.json.
     pub fn hugging_face(&self) -> Result<(&[u8], TensorStore, &[u8])> {
-        let weights = self.safetensors()?.ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
+        let weights = self
+            .safetensors()?
+            .ok_or_else(|| invalid_model("no .safetensors file in the manifest"))?;
         Ok((self.get("config.json")?, weights, self.get("tokenizer.json")?))
     }
 
     /// The safetensors weights the manifest lists (one file, or the shards of one checkpoint)
     /// as one store, or `None` when it lists none.
     pub fn safetensors(&self) -> Result<Option<TensorStore>> {
-        let names: Vec<&str> = self.listed.iter().map(String::as_str).filter(|f| f.ends_with(".safetensors")).collect();
+        let names: Vec<&str> = self
+            .listed
+            .iter()
+            .map(String::as_str)
+            .filter(|f| f.ends_with(".safetensors"))
+            .collect();
         if names.is_empty() {
             return Ok(None);
         }
@@ -189,13 +207,26 @@ pub struct PositionTable {
 /// Refuses a model whose attention maps for its longest input (every layer and head kept, as
 /// the viewer does: `layers × heads × queries × keys` f32) would not fit in the memory budget.
 /// `what` names the sizes in the message.
-pub(crate) fn check_attention_budget(what: &str, blocks: &[(usize, usize, usize, usize)]) -> Result<()> {
+pub(crate) fn check_attention_budget(
+    what: &str,
+    blocks: &[(usize, usize, usize, usize)],
+) -> Result<()> {
     let bytes = blocks.iter().try_fold(0u64, |total, &(layers, heads, queries, keys)| {
-        [layers, heads, queries, keys].iter().try_fold(4u64, |a, &n| a.checked_mul(n as u64)).and_then(|b| total.checked_add(b))
+        [layers, heads, queries, keys]
+            .iter()
+            .try_fold(4u64, |a, &n| a.checked_mul(n as u64))
+            .and_then(|b| total.checked_add(b))
     });
     match bytes {
         Some(b) if b <= MEMORY_BUDGET_BYTES => Ok(()),
-        Some(b) => Err(invalid_model(format!("{what}: its attention maps at full length need {}, more than {}", human_bytes(b), budget()))),
-        None => Err(invalid_model(format!("{what}: its attention maps at full length are too large to count, far more than {}", budget()))),
+        Some(b) => Err(invalid_model(format!(
+            "{what}: its attention maps at full length need {}, more than {}",
+            human_bytes(b),
+            budget()
+        ))),
+        None => Err(invalid_model(format!(
+            "{what}: its attention maps at full length are too large to count, far more than {}",
+            budget()
+        ))),
     }
 }

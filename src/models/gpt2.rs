@@ -9,7 +9,9 @@
 //! its own `forward`.
 
 use super::decoder::{CausalLm, DecoderSpec, MAX_POSITIONS};
-use super::family::{no_own_files, Architecture, Family, ModelFiles, PositionKind, PositionTable, Sizes};
+use super::family::{
+    no_own_files, Architecture, Family, ModelFiles, PositionKind, PositionTable, Sizes,
+};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
@@ -21,8 +23,16 @@ use crate::weights::TensorStore;
 use serde::Deserialize;
 
 /// The GPT-2 family to loading, inspection and messages.
-pub const ARCHITECTURE: Architecture =
-    Architecture { model_types: &["gpt2"], display_name: |_| "GPT-2", hf_alternative: "", hf_hint: "", own_files: no_own_files, load, sizes, gguf_sizes: None };
+pub const ARCHITECTURE: Architecture = Architecture {
+    model_types: &["gpt2"],
+    display_name: |_| "GPT-2",
+    hf_alternative: "",
+    hf_hint: "",
+    own_files: no_own_files,
+    load,
+    sizes,
+    gguf_sizes: None,
+};
 
 /// From a Hugging Face folder's config.json, safetensors and tokenizer.json.
 fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
@@ -32,7 +42,14 @@ fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
 
 fn sizes(config_json: &[u8]) -> Result<Sizes> {
     let c = Gpt2Config::from_json(config_json)?;
-    Ok(Sizes { layers: c.n_layer, heads: c.n_head, kv_heads: c.n_head, hidden: c.n_embd, max_positions: c.max_positions(), decoder: None })
+    Ok(Sizes {
+        layers: c.n_layer,
+        heads: c.n_head,
+        kv_heads: c.n_head,
+        hidden: c.n_embd,
+        max_positions: c.max_positions(),
+        decoder: None,
+    })
 }
 
 #[derive(Clone, Debug)]
@@ -99,32 +116,54 @@ impl Gpt2Config {
         fn yes() -> bool {
             true
         }
-        let c: Hf = serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("config.json is not a GPT-2 config ({e})")))?;
+        let c: Hf = serde_json::from_slice(bytes)
+            .map_err(|e| invalid_model(format!("config.json is not a GPT-2 config ({e})")))?;
         let exact_gelu = match c.activation_function.as_str() {
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => false,
             "gelu" => true,
-            other => return Err(Error::UnsupportedArchitecture(format!("config.json: GPT-2 activation_function `{other}` (gelu_new or gelu)"))),
+            other => {
+                return Err(Error::UnsupportedArchitecture(format!(
+                    "config.json: GPT-2 activation_function `{other}` (gelu_new or gelu)"
+                )))
+            }
         };
         if !c.scale_attn_weights || c.scale_attn_by_inverse_layer_idx {
             return Err(Error::UnsupportedArchitecture("config.json: GPT-2 attention scaled other than by 1/√d_k (scale_attn_weights, scale_attn_by_inverse_layer_idx)".into()));
         }
         if c.add_cross_attention {
-            return Err(Error::UnsupportedArchitecture("config.json: GPT-2 with cross-attention (add_cross_attention)".into()));
+            return Err(Error::UnsupportedArchitecture(
+                "config.json: GPT-2 with cross-attention (add_cross_attention)".into(),
+            ));
         }
-        let sizes =
-            [("vocab_size", c.vocab_size), ("n_positions", c.n_positions), ("n_embd", c.n_embd), ("n_layer", c.n_layer), ("n_head", c.n_head), ("n_inner", c.n_inner.unwrap_or(1))];
+        let sizes = [
+            ("vocab_size", c.vocab_size),
+            ("n_positions", c.n_positions),
+            ("n_embd", c.n_embd),
+            ("n_layer", c.n_layer),
+            ("n_head", c.n_head),
+            ("n_inner", c.n_inner.unwrap_or(1)),
+        ];
         if let Some((key, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return Err(invalid_model(format!("gpt2 config: {key} is 0 (it must be at least 1)")));
         }
         if c.n_embd % c.n_head != 0 {
-            return Err(invalid_model(format!("gpt2 config: n_embd {} is not a multiple of n_head {}", c.n_embd, c.n_head)));
+            return Err(invalid_model(format!(
+                "gpt2 config: n_embd {} is not a multiple of n_head {}",
+                c.n_embd, c.n_head
+            )));
         }
         if !(c.layer_norm_epsilon >= 0.0 && c.layer_norm_epsilon.is_finite()) {
-            return Err(invalid_model(format!("gpt2 config: layer_norm_epsilon {} is out of range", c.layer_norm_epsilon)));
+            return Err(invalid_model(format!(
+                "gpt2 config: layer_norm_epsilon {} is out of range",
+                c.layer_norm_epsilon
+            )));
         }
         let n_inner = match c.n_inner {
             Some(n) => n,
-            None => c.n_embd.checked_mul(4).ok_or_else(|| invalid_model("gpt2 config: n_embd is too large"))?,
+            None => c
+                .n_embd
+                .checked_mul(4)
+                .ok_or_else(|| invalid_model("gpt2 config: n_embd is too large"))?,
         };
         let config = Gpt2Config {
             vocab_size: c.vocab_size,
@@ -140,13 +179,20 @@ impl Gpt2Config {
         };
         // Every layer's maps for the longest input, as the viewer keeps them.
         let t = config.max_positions();
-        super::family::check_attention_budget("this model", &[(config.n_layer, config.n_head, t, t)])?;
+        super::family::check_attention_budget(
+            "this model",
+            &[(config.n_layer, config.n_head, t, t)],
+        )?;
         // And one forward's activations at that length (x, q, k, v, context: n_embd wide; the
         // fused qkv 3 · n_embd; the feed-forward n_inner), f32.
         let (d, ffn) = (config.n_embd as u64, config.n_inner as u64);
-        let bytes = d.checked_mul(8).and_then(|a| a.checked_add(ffn)).and_then(|w| w.checked_mul(4 * t as u64));
+        let bytes = d
+            .checked_mul(8)
+            .and_then(|a| a.checked_add(ffn))
+            .and_then(|w| w.checked_mul(4 * t as u64));
         if !bytes.is_some_and(|b| b <= crate::limits::MEMORY_BUDGET_BYTES) {
-            let need = bytes.map_or_else(|| "too much to count".to_string(), crate::limits::human_bytes);
+            let need =
+                bytes.map_or_else(|| "too much to count".to_string(), crate::limits::human_bytes);
             return Err(invalid_model(format!("gpt2 config: n_embd {d} and n_inner {ffn} need {need} of activations for {t} positions, more than {}", crate::limits::budget())));
         }
         Ok(config)
@@ -163,7 +209,10 @@ fn conv1d(w: &mut TensorStore, prefix: &str, inp: usize, out: usize) -> Result<L
         return Err(invalid_model(format!("tensor `{name}` has shape {shape:?}, expected [{inp}, {out}] (a GPT-2 Conv1D weight is stored [in, out])")));
     }
     let weight = w.matrix(&name, inp, out)?.transpose(); // [out, in]
-    Ok(Linear { weight: WeightMatrix::F32(weight), bias: Some(w.vector(&format!("{prefix}.bias"), out)?) })
+    Ok(Linear {
+        weight: WeightMatrix::F32(weight),
+        bias: Some(w.vector(&format!("{prefix}.bias"), out)?),
+    })
 }
 
 /// `h.N.attn.*`
@@ -182,7 +231,13 @@ impl Gpt2Attention {
         let (q, k, v) = (qkv.cols_range(0, d), qkv.cols_range(d, d), qkv.cols_range(2 * d, d)); // [T, d] each
         cache.append(&k, &v);
         // # [heads, T, start + T]
-        self.attn.attend(&q, cache, Mask::Causal { first_query_position: start }, &self.c_proj.weight, probe)
+        self.attn.attend(
+            &q,
+            cache,
+            Mask::Causal { first_query_position: start },
+            &self.c_proj.weight,
+            probe,
+        )
     }
 }
 
@@ -217,10 +272,19 @@ impl Gpt2Block {
             attn: Gpt2Attention {
                 c_attn: conv1d(w, &format!("{p}.attn.c_attn"), d, 3 * d)?,
                 c_proj: conv1d(w, &format!("{p}.attn.c_proj"), d, d)?,
-                attn: MultiHead::new(Site { kind: AttentionKind::DecoderSelf, layer }, c.n_head, c.n_head, c.head_dim()),
+                attn: MultiHead::new(
+                    Site { kind: AttentionKind::DecoderSelf, layer },
+                    c.n_head,
+                    c.n_head,
+                    c.head_dim(),
+                ),
             },
             ln_2: LayerNorm::load(w, &format!("{p}.ln_2"), d, eps)?,
-            mlp: Gpt2Mlp { c_fc: conv1d(w, &format!("{p}.mlp.c_fc"), d, ffn)?, c_proj: conv1d(w, &format!("{p}.mlp.c_proj"), ffn, d)?, exact_gelu: c.exact_gelu },
+            mlp: Gpt2Mlp {
+                c_fc: conv1d(w, &format!("{p}.mlp.c_fc"), d, ffn)?,
+                c_proj: conv1d(w, &format!("{p}.mlp.c_proj"), ffn, d)?,
+                exact_gelu: c.exact_gelu,
+            },
         })
     }
 
@@ -228,7 +292,15 @@ impl Gpt2Block {
     fn forward(&self, x: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> Mat {
         let context = self.attn.forward(&self.ln_1.forward(x), start, cache, probe); // [T, d]
         let projected = self.attn.c_proj.forward(&context); // [T, d]
-        self.attn.attn.pre_norm_rest(x, &context, projected, BlockNorm::PreLayerNorm, |r| self.ln_2.forward(r), |h| self.mlp.forward(h), probe)
+        self.attn.attn.pre_norm_rest(
+            x,
+            &context,
+            projected,
+            BlockNorm::PreLayerNorm,
+            |r| self.ln_2.forward(r),
+            |h| self.mlp.forward(h),
+            probe,
+        )
     }
 }
 
@@ -243,14 +315,20 @@ pub struct Gpt2Model {
 
 impl Gpt2Model {
     /// From a Hugging Face folder's config.json, model.safetensors and tokenizer.json.
-    pub fn load(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<Gpt2Model> {
+    pub fn load(
+        config_json: &[u8],
+        mut weights: TensorStore,
+        tokenizer_json: &[u8],
+    ) -> Result<Gpt2Model> {
         let c = Gpt2Config::from_json(config_json)?;
         let p = if weights.contains("transformer.wte.weight") { "transformer." } else { "" };
         let w = &mut weights;
         let d = c.n_embd;
         let wte = w.weight_matrix(&format!("{p}wte.weight"), c.vocab_size, d)?;
         let wpe = w.weight_matrix(&format!("{p}wpe.weight"), c.n_positions, d)?;
-        let h = (0..c.n_layer).map(|i| Gpt2Block::load(w, &format!("{p}h.{i}"), &c, i)).collect::<Result<Vec<_>>>()?;
+        let h = (0..c.n_layer)
+            .map(|i| Gpt2Block::load(w, &format!("{p}h.{i}"), &c, i))
+            .collect::<Result<Vec<_>>>()?;
         let ln_f = LayerNorm::load(w, &format!("{p}ln_f"), d, c.layer_norm_epsilon)?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_positions())?;
         Ok(Gpt2Model { config: c, wte, wpe, h, ln_f, tokenizer })
@@ -269,13 +347,20 @@ impl Gpt2Model {
     fn embed(&self, ids: &[u32], start: usize) -> Result<Mat> {
         let d = self.config.n_embd;
         if start + ids.len() > self.config.max_positions() {
-            return Err(Error::InvalidInput(format!("{} positions, more than the {} this model runs", start + ids.len(), self.config.max_positions())));
+            return Err(Error::InvalidInput(format!(
+                "{} positions, more than the {} this model runs",
+                start + ids.len(),
+                self.config.max_positions()
+            )));
         }
         let mut x = Mat::zeros(ids.len(), d);
         let mut pe = vec![0.0; d];
         for (i, &id) in ids.iter().enumerate() {
             if id as usize >= self.config.vocab_size {
-                return Err(invalid_model(format!("token id {id} is outside the vocabulary ({})", self.config.vocab_size)));
+                return Err(invalid_model(format!(
+                    "token id {id} is outside the vocabulary ({})",
+                    self.config.vocab_size
+                )));
             }
             self.wpe.row_into(start + i, &mut pe);
             let row = x.row_mut(i);
@@ -291,7 +376,13 @@ impl CausalLm for Gpt2Model {
     fn positions(&self, n: usize) -> PositionTable {
         let dims = self.config.n_embd;
         let data = self.position_table(n);
-        PositionTable { kind: PositionKind::Learned, positions: data.len() / dims.max(1), dims, data, wave: None }
+        PositionTable {
+            kind: PositionKind::Learned,
+            positions: data.len() / dims.max(1),
+            dims,
+            data,
+            wave: None,
+        }
     }
 
     fn spec(&self) -> DecoderSpec<'_> {
@@ -311,7 +402,13 @@ impl CausalLm for Gpt2Model {
         }
     }
 
-    fn step(&self, ids: &[u32], start: usize, cache: &mut [KvCache], probe: &mut Probe) -> Result<Vec<f32>> {
+    fn step(
+        &self,
+        ids: &[u32],
+        start: usize,
+        cache: &mut [KvCache],
+        probe: &mut Probe,
+    ) -> Result<Vec<f32>> {
         let mut x = self.embed(ids, start)?;
         for (block, c) in self.h.iter().zip(cache.iter_mut()) {
             x = block.forward(&x, start, c, probe);

@@ -57,7 +57,8 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let mut manifest = Manifest::infer(id, &names, config)?;
     let gguf_file = manifest.files.iter().any(|f| f.ends_with(".gguf"));
     if config.is_none() && !gguf_file {
-        let name = architecture(&manifest.architecture).map_or("these", |a| (a.display_name)(&manifest.architecture));
+        let name = architecture(&manifest.architecture)
+            .map_or("these", |a| (a.display_name)(&manifest.architecture));
         return Err(Error::UnsupportedArchitecture(format!("{name} folders without config.json can be read by the command line, not yet opened in the page")));
     }
     let used: Vec<&FileHead> = manifest.files.iter().filter_map(|n| file(n)).collect();
@@ -66,7 +67,9 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let mut cut_short = Ok(());
     // `working`: what the load holds besides the weights and then frees (wasm memory never
     // shrinks, so it counts): the safetensors file.
-    let (c, format, parameters, weight_bytes, working) = if let Some(g) = used.iter().find(|f| f.name.ends_with(".gguf")) {
+    let (c, format, parameters, weight_bytes, working) = if let Some(g) =
+        used.iter().find(|f| f.name.ends_with(".gguf"))
+    {
         let gguf = crate::weights::gguf::read_header(g.head.to_vec(), g.size, g.name).map_err(|e| match e {
             // Cut by us, not in the file: say so, not that the file is corrupt.
             Error::InvalidModel(m) if (g.head.len() as u64) < g.size => {
@@ -74,24 +77,39 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
             }
             e => e,
         })?;
-        let sizes = gguf_sizes().ok_or_else(|| Error::UnsupportedArchitecture("GGUF files".into()))?;
+        let sizes =
+            gguf_sizes().ok_or_else(|| Error::UnsupportedArchitecture("GGUF files".into()))?;
         let c = sizes(&gguf)?;
-        let mut formats: Vec<String> = gguf.tensors.values().map(|t| format!("{:?}", t.format)).collect();
+        let mut formats: Vec<String> =
+            gguf.tensors.values().map(|t| format!("{:?}", t.format)).collect();
         formats.sort();
         formats.dedup();
-        let parameters = gguf.tensors.values().map(|t| t.dims.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64))).fold(0u64, u64::saturating_add);
+        let parameters = gguf
+            .tensors
+            .values()
+            .map(|t| t.dims.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
+            .fold(0u64, u64::saturating_add);
         // The weights stay in the file's bytes. The copy of its start made for this inspection
         // is freed before the file is copied in, but the file does not fit in the hole it
         // leaves (SmolLM2: measured 193 MiB after 256 tokens, this says 193).
-        (c, format!("GGUF {}", formats.join(" + ")), parameters, g.size.saturating_add(g.head.len() as u64), 0)
+        (
+            c,
+            format!("GGUF {}", formats.join(" + ")),
+            parameters,
+            g.size.saturating_add(g.head.len() as u64),
+            0,
+        )
     } else {
         let config = config.ok_or_else(|| invalid_model("config.json is missing"))?;
         // One file, or the shards of one checkpoint: all are in memory while the model loads.
-        let shards: Vec<&FileHead> = used.iter().copied().filter(|f| f.name.ends_with(".safetensors")).collect();
+        let shards: Vec<&FileHead> =
+            used.iter().copied().filter(|f| f.name.ends_with(".safetensors")).collect();
         if shards.is_empty() {
             return Err(invalid_model("no .safetensors file"));
         }
-        let arch = architecture(&manifest.architecture).ok_or_else(|| Error::UnsupportedArchitecture(format!("`{}`", manifest.architecture)))?;
+        let arch = architecture(&manifest.architecture).ok_or_else(|| {
+            Error::UnsupportedArchitecture(format!("`{}`", manifest.architecture))
+        })?;
         let c = (arch.sizes)(config)?;
         let (mut parameters, mut dtypes, mut working) = (0u64, Vec::<String>::new(), 0u64);
         for st in &shards {
@@ -103,15 +121,25 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
             dtypes.extend(h.dtypes.into_iter().filter(|d| !dtypes.contains(d)).collect::<Vec<_>>());
             working = working.saturating_add(st.size);
         }
-        let sharded = if shards.len() > 1 { format!(" in {} shards", shards.len()) } else { String::new() };
+        let sharded =
+            if shards.len() > 1 { format!(" in {} shards", shards.len()) } else { String::new() };
         // Every float weight becomes f32 at load; the parsed tokenizer takes about 10× its
         // JSON (measured on MiniLM's).
         let tokenizer = file("tokenizer.json").map_or(0, |f| f.size.saturating_mul(10));
-        (c, format!("safetensors {}{sharded}", dtypes.join(" + ")), parameters, parameters.saturating_mul(4).saturating_add(tokenizer), working)
+        (
+            c,
+            format!("safetensors {}{sharded}", dtypes.join(" + ")),
+            parameters,
+            parameters.saturating_mul(4).saturating_add(tokenizer),
+            working,
+        )
     };
     let t = c.max_positions as u64;
     // The configs have been checked against the budget already; saturate all the same.
-    let maps = [c.layers as u64, c.heads as u64, t, t].iter().try_fold(4u64, |a, &n| a.checked_mul(n)).unwrap_or(u64::MAX);
+    let maps = [c.layers as u64, c.heads as u64, t, t]
+        .iter()
+        .try_fold(4u64, |a, &n| a.checked_mul(n))
+        .unwrap_or(u64::MAX);
     let maps = maps.saturating_add(c.decoder.map_or(0, |d| d.1));
     // The files are freed before the first forward: its maps can reuse their memory.
     let memory_bytes = weight_bytes.saturating_add(working.max(maps));
@@ -172,19 +200,40 @@ impl SafetensorsHeader {
 /// data_offsets}, then the data.
 fn safetensors_header(f: &FileHead) -> Result<SafetensorsHeader> {
     let bad = |why: String| invalid_model(format!("{} is not a safetensors file ({why})", f.name));
-    let len_bytes: [u8; 8] = f.head.get(..8).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("shorter than 8 bytes".into()))?;
+    let len_bytes: [u8; 8] = f
+        .head
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| bad("shorter than 8 bytes".into()))?;
     let header_len = u64::from_le_bytes(len_bytes);
     if header_len > MAX_SAFETENSORS_HEADER || header_len.saturating_add(8) > f.size {
         return Err(bad(format!("its header length {header_len} is past the end of the file or over {MAX_SAFETENSORS_HEADER} bytes")));
     }
-    let json = f.head.get(8..8 + header_len as usize).ok_or_else(|| bad("the header was not read whole".into()))?;
-    let map: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(json).map_err(|e| bad(format!("its header is not a JSON object: {e}")))?;
+    let json = f
+        .head
+        .get(8..8 + header_len as usize)
+        .ok_or_else(|| bad("the header was not read whole".into()))?;
+    let map: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(json)
+        .map_err(|e| bad(format!("its header is not a JSON object: {e}")))?;
     let (mut parameters, mut data_end, mut dtypes) = (0u64, 0u64, Vec::new());
     for (name, t) in map.iter().filter(|(k, _)| *k != "__metadata__") {
-        let dtype = t.get("dtype").and_then(|d| d.as_str()).ok_or_else(|| bad(format!("tensor `{name}` has no dtype")))?;
-        let shape = t.get("shape").and_then(|s| s.as_array()).ok_or_else(|| bad(format!("tensor `{name}` has no shape")))?;
-        let numel = shape.iter().try_fold(1u64, |a, d| d.as_u64().and_then(|d| a.checked_mul(d))).ok_or_else(|| bad(format!("tensor `{name}` has a bad shape")))?;
-        let end = t.get("data_offsets").and_then(|o| o.get(1)).and_then(|e| e.as_u64()).ok_or_else(|| bad(format!("tensor `{name}` has no data_offsets")))?;
+        let dtype = t
+            .get("dtype")
+            .and_then(|d| d.as_str())
+            .ok_or_else(|| bad(format!("tensor `{name}` has no dtype")))?;
+        let shape = t
+            .get("shape")
+            .and_then(|s| s.as_array())
+            .ok_or_else(|| bad(format!("tensor `{name}` has no shape")))?;
+        let numel = shape
+            .iter()
+            .try_fold(1u64, |a, d| d.as_u64().and_then(|d| a.checked_mul(d)))
+            .ok_or_else(|| bad(format!("tensor `{name}` has a bad shape")))?;
+        let end = t
+            .get("data_offsets")
+            .and_then(|o| o.get(1))
+            .and_then(|e| e.as_u64())
+            .ok_or_else(|| bad(format!("tensor `{name}` has no data_offsets")))?;
         data_end = data_end.max(end);
         // Integer tensors (BERT's position_ids) are buffers, not weights: the loader skips them;
         // so are GPT-2's causal-mask buffers (`h.N.attn.bias`, `attn.masked_bias`), float or not.
@@ -210,8 +259,7 @@ mod tests {
         b
     }
 
-    const CONFIG: &str =
-        r#"{"model_type":"bert","vocab_size":10,"hidden_size":4,"num_hidden_layers":2,"num_attention_heads":2,"intermediate_size":8,"max_position_embeddings":16}"#;
+    const CONFIG: &str = r#"{"model_type":"bert","vocab_size":10,"hidden_size":4,"num_hidden_layers":2,"num_attention_heads":2,"intermediate_size":8,"max_position_embeddings":16}"#;
 
     fn run(config: &str, weights: &[u8], size: u64) -> Result<Inspection> {
         let files = [
@@ -224,9 +272,15 @@ mod tests {
 
     #[test]
     fn counts_from_headers() {
-        let w = st(r#"{"a":{"dtype":"F16","shape":[10,4],"data_offsets":[0,80]},"p":{"dtype":"I64","shape":[16],"data_offsets":[80,208]}}"#, 208);
+        let w = st(
+            r#"{"a":{"dtype":"F16","shape":[10,4],"data_offsets":[0,80]},"p":{"dtype":"I64","shape":[16],"data_offsets":[80,208]}}"#,
+            208,
+        );
         let i = run(CONFIG, &w, w.len() as u64).unwrap();
-        assert_eq!((i.architecture.as_str(), i.layers, i.heads, i.hidden_size, i.parameters), ("bert", 2, 2, 4, 40));
+        assert_eq!(
+            (i.architecture.as_str(), i.layers, i.heads, i.hidden_size, i.parameters),
+            ("bert", 2, 2, 4, 40)
+        );
         assert_eq!(i.format, "safetensors F16");
         // f32 weights + 10 × tokenizer.json + the larger of the file and the maps (here the maps).
         assert_eq!(i.memory_bytes, 160 + 1000 + 2 * 2 * 16 * 16 * 4);
@@ -234,24 +288,45 @@ mod tests {
 
     #[test]
     fn refuses_what_does_not_fit_or_is_cut_short() {
-        let huge = st(r#"{"a":{"dtype":"F32","shape":[1342177280],"data_offsets":[0,5368709120]}}"#, 16);
+        let huge =
+            st(r#"{"a":{"dtype":"F32","shape":[1342177280],"data_offsets":[0,5368709120]}}"#, 16);
         let e = run(CONFIG, &huge, huge.len() as u64).unwrap_err().to_string();
         assert!(e.contains("the 1 GiB memory budget"), "{e}");
         let w = st(r#"{"a":{"dtype":"F32","shape":[10,4],"data_offsets":[0,160]}}"#, 100);
         let e = run(CONFIG, &w, w.len() as u64).unwrap_err().to_string();
         assert!(e.contains("cut short"), "{e}");
         let e = run(&CONFIG.replace("bert", "t5"), &w, w.len() as u64).unwrap_err().to_string();
-        assert!(e.contains("`t5`") && e.contains("bert, roberta, xlm-roberta, distilbert, llama, marian, gpt2"), "{e}");
+        assert!(
+            e.contains("`t5`")
+                && e.contains("bert, roberta, xlm-roberta, distilbert, llama, marian, gpt2"),
+            "{e}"
+        );
         assert!(run(CONFIG, b"\xff\xff\xff\xff\xff\xff\xff\xff", 8).is_err());
     }
 
     #[test]
     fn reads_a_gpt2_config_and_skips_its_mask_buffers() {
         let cfg = r#"{"model_type":"gpt2","vocab_size":10,"n_embd":4,"n_layer":3,"n_head":2,"n_positions":32}"#;
-        let w = st(r#"{"wte.weight":{"dtype":"F32","shape":[10,4],"data_offsets":[0,160]},"h.0.attn.bias":{"dtype":"F32","shape":[1,1,2,2],"data_offsets":[160,176]}}"#, 176);
+        let w = st(
+            r#"{"wte.weight":{"dtype":"F32","shape":[10,4],"data_offsets":[0,160]},"h.0.attn.bias":{"dtype":"F32","shape":[1,1,2,2],"data_offsets":[160,176]}}"#,
+            176,
+        );
         let i = run(cfg, &w, w.len() as u64).unwrap();
-        assert_eq!((i.architecture.as_str(), i.layers, i.heads, i.kv_heads, i.hidden_size, i.max_positions, i.parameters), ("gpt2", 3, 2, 2, 4, 32, 40));
-        let e = run(&cfg.replace(r#""n_head":2"#, r#""n_head":3"#), &w, w.len() as u64).unwrap_err().to_string();
+        assert_eq!(
+            (
+                i.architecture.as_str(),
+                i.layers,
+                i.heads,
+                i.kv_heads,
+                i.hidden_size,
+                i.max_positions,
+                i.parameters
+            ),
+            ("gpt2", 3, 2, 2, 4, 32, 40)
+        );
+        let e = run(&cfg.replace(r#""n_head":2"#, r#""n_head":3"#), &w, w.len() as u64)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("n_embd 4 is not a multiple of n_head 3"), "{e}");
     }
 }

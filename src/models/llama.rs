@@ -44,12 +44,25 @@ fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
     if let Some(g) = files.gguf()? {
         return Ok(Box::new(LlamaModel::load_gguf(&g)?));
     }
-    let weights = files.safetensors()?.ok_or_else(|| invalid_model("no .safetensors or .gguf file in the manifest"))?;
-    Ok(Box::new(LlamaModel::load_hf(files.get("config.json")?, weights, files.get("tokenizer.json")?)?))
+    let weights = files
+        .safetensors()?
+        .ok_or_else(|| invalid_model("no .safetensors or .gguf file in the manifest"))?;
+    Ok(Box::new(LlamaModel::load_hf(
+        files.get("config.json")?,
+        weights,
+        files.get("tokenizer.json")?,
+    )?))
 }
 
 fn sizes(c: &LlamaConfig) -> Sizes {
-    Sizes { layers: c.num_hidden_layers, heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, hidden: c.hidden_size, max_positions: c.max_positions(), decoder: None }
+    Sizes {
+        layers: c.num_hidden_layers,
+        heads: c.num_attention_heads,
+        kv_heads: c.num_key_value_heads,
+        hidden: c.hidden_size,
+        max_positions: c.max_positions(),
+        decoder: None,
+    }
 }
 
 /// How the two halves of each rotated pair sit in a head's vector: llama.cpp's GGUF
@@ -100,21 +113,39 @@ impl LlamaConfig {
             return Err(invalid_model(format!("llama config: hidden_size {} is not an even head size times num_attention_heads {}", self.hidden_size, self.num_attention_heads)));
         }
         if self.num_attention_heads % self.num_key_value_heads != 0 {
-            return Err(invalid_model(format!("llama config: {} query heads cannot share {} key/value heads evenly", self.num_attention_heads, self.num_key_value_heads)));
+            return Err(invalid_model(format!(
+                "llama config: {} query heads cannot share {} key/value heads evenly",
+                self.num_attention_heads, self.num_key_value_heads
+            )));
         }
-        if !(self.rope_theta > 1.0 && self.rope_theta.is_finite() && self.rms_norm_eps >= 0.0 && self.rms_norm_eps.is_finite()) {
-            return Err(invalid_model(format!("llama config: rope base {} or RMSNorm eps {} is out of range", self.rope_theta, self.rms_norm_eps)));
+        if !(self.rope_theta > 1.0
+            && self.rope_theta.is_finite()
+            && self.rms_norm_eps >= 0.0
+            && self.rms_norm_eps.is_finite())
+        {
+            return Err(invalid_model(format!(
+                "llama config: rope base {} or RMSNorm eps {} is out of range",
+                self.rope_theta, self.rms_norm_eps
+            )));
         }
         // Every layer's maps for the longest input, as the viewer keeps them.
         let t = self.max_positions();
-        super::family::check_attention_budget("this model", &[(self.num_hidden_layers, self.num_attention_heads, t, t)])?;
+        super::family::check_attention_budget(
+            "this model",
+            &[(self.num_hidden_layers, self.num_attention_heads, t, t)],
+        )?;
         // And one forward's activations at that length (x, q, k, v, context: hidden_size wide;
         // gate, up: intermediate_size wide), f32: a tiny file can declare an FFN whose
         // activations a long text would make huge.
         let (d, ffn) = (self.hidden_size as u64, self.intermediate_size as u64);
-        let bytes = d.checked_mul(5).zip(ffn.checked_mul(2)).and_then(|(a, b)| a.checked_add(b)).and_then(|w| w.checked_mul(4 * t as u64));
+        let bytes = d
+            .checked_mul(5)
+            .zip(ffn.checked_mul(2))
+            .and_then(|(a, b)| a.checked_add(b))
+            .and_then(|w| w.checked_mul(4 * t as u64));
         if !bytes.is_some_and(|b| b <= crate::limits::MEMORY_BUDGET_BYTES) {
-            let need = bytes.map_or_else(|| "too much to count".to_string(), crate::limits::human_bytes);
+            let need =
+                bytes.map_or_else(|| "too much to count".to_string(), crate::limits::human_bytes);
             return Err(invalid_model(format!(
                 "llama config: hidden_size {d} and intermediate_size {ffn} need {need} of activations for {t} positions, more than {}",
                 crate::limits::budget()
@@ -130,15 +161,27 @@ impl LlamaConfig {
     pub(crate) fn from_gguf(g: &Gguf) -> Result<LlamaConfig> {
         let arch = g.str("general.architecture")?;
         if arch != "llama" {
-            return Err(Error::UnsupportedArchitecture(format!("GGUF architecture `{arch}` (this build runs llama)")));
+            return Err(Error::UnsupportedArchitecture(format!(
+                "GGUF architecture `{arch}` (this build runs llama)"
+            )));
         }
-        let size = |key: &str| -> Result<usize> { usize::try_from(g.u64(&format!("llama.{key}"))?).map_err(|_| invalid_model(format!("{}: llama.{key} is too large", g.file()))) };
+        let size = |key: &str| -> Result<usize> {
+            usize::try_from(g.u64(&format!("llama.{key}"))?)
+                .map_err(|_| invalid_model(format!("{}: llama.{key} is too large", g.file())))
+        };
         let heads = size("attention.head_count")?;
-        if g.metadata.contains_key("llama.rope.scaling.type") && g.str("llama.rope.scaling.type").unwrap_or("none") != "none" {
-            return Err(Error::UnsupportedArchitecture("scaled rotary positions (llama.rope.scaling.type)".into()));
+        if g.metadata.contains_key("llama.rope.scaling.type")
+            && g.str("llama.rope.scaling.type").unwrap_or("none") != "none"
+        {
+            return Err(Error::UnsupportedArchitecture(
+                "scaled rotary positions (llama.rope.scaling.type)".into(),
+            ));
         }
         let id = |key: &str| g.u64(key).ok().and_then(|v| u32::try_from(v).ok());
-        let eos_token_ids = [id("tokenizer.ggml.eos_token_id"), id("tokenizer.ggml.eot_token_id")].into_iter().flatten().collect();
+        let eos_token_ids = [id("tokenizer.ggml.eos_token_id"), id("tokenizer.ggml.eot_token_id")]
+            .into_iter()
+            .flatten()
+            .collect();
         let config = LlamaConfig {
             hidden_size: size("embedding_length")?,
             intermediate_size: size("feed_forward_length")?,
@@ -152,13 +195,19 @@ impl LlamaConfig {
             max_position_embeddings: size("context_length").unwrap_or(MAX_POSITIONS),
             eos_token_ids,
             bos_token_id: id("tokenizer.ggml.bos_token_id"),
-            add_bos: g.metadata.get("tokenizer.ggml.add_bos_token").is_some_and(|v| *v == crate::weights::gguf::Value::Bool(true)),
+            add_bos: g
+                .metadata
+                .get("tokenizer.ggml.add_bos_token")
+                .is_some_and(|v| *v == crate::weights::gguf::Value::Bool(true)),
         }
         .check()?;
         // After `check`: the head size is only meaningful once the head count is.
         if let Ok(rot) = g.u64("llama.rope.dimension_count") {
             if rot != config.head_dim() as u64 {
-                return Err(Error::UnsupportedArchitecture(format!("rotary positions on {rot} of {} head dimensions (only full rotation)", config.head_dim())));
+                return Err(Error::UnsupportedArchitecture(format!(
+                    "rotary positions on {rot} of {} head dimensions (only full rotation)",
+                    config.head_dim()
+                )));
             }
         }
         Ok(config)
@@ -202,18 +251,28 @@ impl LlamaConfig {
         fn silu_name() -> String {
             "silu".into()
         }
-        let c: Hf = serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("config.json is not a llama config ({e})")))?;
+        let c: Hf = serde_json::from_slice(bytes)
+            .map_err(|e| invalid_model(format!("config.json is not a llama config ({e})")))?;
         if c.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(Error::UnsupportedArchitecture("config.json: scaled rotary positions (rope_scaling)".into()));
+            return Err(Error::UnsupportedArchitecture(
+                "config.json: scaled rotary positions (rope_scaling)".into(),
+            ));
         }
         if c.hidden_act != "silu" {
-            return Err(Error::UnsupportedArchitecture(format!("config.json: llama hidden_act `{}` (only silu)", c.hidden_act)));
+            return Err(Error::UnsupportedArchitecture(format!(
+                "config.json: llama hidden_act `{}` (only silu)",
+                c.hidden_act
+            )));
         }
         if c.head_dim.is_some_and(|d| d * c.num_attention_heads != c.hidden_size) {
-            return Err(Error::UnsupportedArchitecture("config.json: head_dim × num_attention_heads differs from hidden_size".into()));
+            return Err(Error::UnsupportedArchitecture(
+                "config.json: head_dim × num_attention_heads differs from hidden_size".into(),
+            ));
         }
         let eos_token_ids = match c.eos_token_id {
-            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok())).collect(),
+            Some(serde_json::Value::Array(a)) => {
+                a.iter().filter_map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok())).collect()
+            }
             Some(v) => v.as_u64().and_then(|v| u32::try_from(v).ok()).into_iter().collect(),
             None => Vec::new(),
         };
@@ -262,8 +321,12 @@ impl Source<'_> {
     /// A separate output head, or `None` when the embedding is tied to it.
     fn lm_head(&mut self, rows: usize, cols: usize) -> Result<Option<WeightMatrix>> {
         match self {
-            Source::Gguf(g) if g.tensors.contains_key("output.weight") => Ok(Some(self.matrix(("output.weight", ""), rows, cols)?)),
-            Source::Hf(w, tied) if !*tied || w.contains("lm_head.weight") => Ok(Some(self.matrix(("", "lm_head.weight"), rows, cols)?)),
+            Source::Gguf(g) if g.tensors.contains_key("output.weight") => {
+                Ok(Some(self.matrix(("output.weight", ""), rows, cols)?))
+            }
+            Source::Hf(w, tied) if !*tied || w.contains("lm_head.weight") => {
+                Ok(Some(self.matrix(("", "lm_head.weight"), rows, cols)?))
+            }
             _ => Ok(None),
         }
     }
@@ -333,7 +396,14 @@ struct LlamaAttention {
 impl LlamaAttention {
     /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
     /// `[T, heads·d_k]` (before o_proj); keys and values are written into `cache`.
-    fn forward(&self, h: &Mat, start: usize, rope: &RotaryTable, cache: &mut KvCache, probe: &mut Probe) -> Mat {
+    fn forward(
+        &self,
+        h: &Mat,
+        start: usize,
+        rope: &RotaryTable,
+        cache: &mut KvCache,
+        probe: &mut Probe,
+    ) -> Mat {
         let mut q = self.q_proj.linear(h, None); // [T, heads·d_k]
         let mut k = self.k_proj.linear(h, None); // [T, kv·d_k]
         let v = self.v_proj.linear(h, None); // [T, kv·d_k]
@@ -341,7 +411,13 @@ impl LlamaAttention {
         rope.apply(&mut k, start);
         cache.append(&k, &v);
         // # [heads, T, start + T]
-        self.attn.attend(&q, cache, Mask::Causal { first_query_position: start }, &self.o_proj, probe)
+        self.attn.attend(
+            &q,
+            cache,
+            Mask::Causal { first_query_position: start },
+            &self.o_proj,
+            probe,
+        )
     }
 }
 
@@ -377,13 +453,19 @@ impl LlamaDecoderLayer {
         let kv = c.num_key_value_heads * dk;
         let (g, h) = (format!("blk.{i}"), format!("model.layers.{i}"));
         let n = |gg: &str, hh: &str| (format!("{g}.{gg}.weight"), format!("{h}.{hh}.weight"));
-        let mut m = |names: (String, String), rows, cols| src.matrix((&names.0, &names.1), rows, cols);
+        let mut m =
+            |names: (String, String), rows, cols| src.matrix((&names.0, &names.1), rows, cols);
         let self_attn = LlamaAttention {
             q_proj: m(n("attn_q", "self_attn.q_proj"), d, d)?,
             k_proj: m(n("attn_k", "self_attn.k_proj"), kv, d)?,
             v_proj: m(n("attn_v", "self_attn.v_proj"), kv, d)?,
             o_proj: m(n("attn_output", "self_attn.o_proj"), d, d)?,
-            attn: MultiHead::new(Site { kind: AttentionKind::DecoderSelf, layer: i }, c.num_attention_heads, c.num_key_value_heads, dk),
+            attn: MultiHead::new(
+                Site { kind: AttentionKind::DecoderSelf, layer: i },
+                c.num_attention_heads,
+                c.num_key_value_heads,
+                dk,
+            ),
         };
         let mlp = LlamaMlp {
             gate_proj: m(n("ffn_gate", "mlp.gate_proj"), ffn, d)?,
@@ -393,15 +475,32 @@ impl LlamaDecoderLayer {
         let (a, b) = n("attn_norm", "input_layernorm");
         let input_layernorm = RmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
         let (a, b) = n("ffn_norm", "post_attention_layernorm");
-        let post_attention_layernorm = RmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
+        let post_attention_layernorm =
+            RmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
         Ok(LlamaDecoderLayer { input_layernorm, self_attn, post_attention_layernorm, mlp })
     }
 
     /// x `[T, d]` at positions `start..` → `[T, d]`.
-    fn forward(&self, x: &Mat, start: usize, rope: &RotaryTable, cache: &mut KvCache, probe: &mut Probe) -> Mat {
-        let context = self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
+    fn forward(
+        &self,
+        x: &Mat,
+        start: usize,
+        rope: &RotaryTable,
+        cache: &mut KvCache,
+        probe: &mut Probe,
+    ) -> Mat {
+        let context =
+            self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
         let projected = self.self_attn.o_proj.linear(&context, None); // [T, d]
-        self.self_attn.attn.pre_norm_rest(x, &context, projected, BlockNorm::PreRmsNorm, |r| self.post_attention_layernorm.forward(r), |h| self.mlp.forward(h), probe)
+        self.self_attn.attn.pre_norm_rest(
+            x,
+            &context,
+            projected,
+            BlockNorm::PreRmsNorm,
+            |r| self.post_attention_layernorm.forward(r),
+            |h| self.mlp.forward(h),
+            probe,
+        )
     }
 }
 
@@ -425,27 +524,55 @@ impl LlamaModel {
     }
 
     /// From a Hugging Face folder's config.json, model.safetensors and tokenizer.json.
-    pub fn load_hf(config_json: &[u8], mut weights: TensorStore, tokenizer_json: &[u8]) -> Result<LlamaModel> {
+    pub fn load_hf(
+        config_json: &[u8],
+        mut weights: TensorStore,
+        tokenizer_json: &[u8],
+    ) -> Result<LlamaModel> {
         let config = LlamaConfig::from_hf_json(config_json)?;
-        let tied = serde_json::from_slice::<serde_json::Value>(config_json).ok().and_then(|v| v.get("tie_word_embeddings").and_then(|t| t.as_bool())).unwrap_or(false);
+        let tied = serde_json::from_slice::<serde_json::Value>(config_json)
+            .ok()
+            .and_then(|v| v.get("tie_word_embeddings").and_then(|t| t.as_bool()))
+            .unwrap_or(false);
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, config.max_positions())?;
         LlamaModel::load(config, Source::Hf(&mut weights, tied), tokenizer)
     }
 
     fn load(config: LlamaConfig, mut src: Source, tokenizer: TextTokenizer) -> Result<LlamaModel> {
         let (vocab, d) = (config.vocab_size, config.hidden_size);
-        let embed_tokens = src.matrix(("token_embd.weight", "model.embed_tokens.weight"), vocab, d)?;
-        let layers = (0..config.num_hidden_layers).map(|i| LlamaDecoderLayer::load(&mut src, i, &config)).collect::<Result<Vec<_>>>()?;
-        let norm = RmsNorm { weight: src.vector(("output_norm.weight", "model.norm.weight"), d)?, eps: config.rms_norm_eps };
+        let embed_tokens =
+            src.matrix(("token_embd.weight", "model.embed_tokens.weight"), vocab, d)?;
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| LlamaDecoderLayer::load(&mut src, i, &config))
+            .collect::<Result<Vec<_>>>()?;
+        let norm = RmsNorm {
+            weight: src.vector(("output_norm.weight", "model.norm.weight"), d)?,
+            eps: config.rms_norm_eps,
+        };
         let lm_head = src.lm_head(vocab, d)?;
-        Ok(LlamaModel { rope: RotaryTable::new(&config), config, embed_tokens, layers, norm, lm_head, tokenizer })
+        Ok(LlamaModel {
+            rope: RotaryTable::new(&config),
+            config,
+            embed_tokens,
+            layers,
+            norm,
+            lm_head,
+            tokenizer,
+        })
     }
 
     /// cos(p·θ_i) then sin(p·θ_i), i < d_k/2, for positions `0..n`: the rotations applied to
     /// queries and keys.                                                       # [n, d_k]
     pub fn rotary_table(&self, n: usize) -> Vec<f32> {
         let half = self.rope.half;
-        (0..n.min(self.config.max_positions())).flat_map(|p| self.rope.cos[p * half..(p + 1) * half].iter().chain(&self.rope.sin[p * half..(p + 1) * half]).copied()).collect()
+        (0..n.min(self.config.max_positions()))
+            .flat_map(|p| {
+                self.rope.cos[p * half..(p + 1) * half]
+                    .iter()
+                    .chain(&self.rope.sin[p * half..(p + 1) * half])
+                    .copied()
+            })
+            .collect()
     }
 
     /// x = embed_tokens[id]                                                      # [T, d]
@@ -454,7 +581,10 @@ impl LlamaModel {
         let mut x = Mat::zeros(ids.len(), d);
         for (i, &id) in ids.iter().enumerate() {
             if id as usize >= self.config.vocab_size {
-                return Err(invalid_model(format!("token id {id} is outside the vocabulary ({})", self.config.vocab_size)));
+                return Err(invalid_model(format!(
+                    "token id {id} is outside the vocabulary ({})",
+                    self.config.vocab_size
+                )));
             }
             self.embed_tokens.row_into(id as usize, x.row_mut(i));
         }
@@ -465,7 +595,13 @@ impl LlamaModel {
 impl CausalLm for LlamaModel {
     /// Nothing is added: the rotations of queries and keys, cos then sin.
     fn positions(&self, n: usize) -> PositionTable {
-        PositionTable { kind: PositionKind::Rotary, positions: n, dims: self.config.head_dim(), data: self.rotary_table(n), wave: Some(self.config.rotary_wave()) }
+        PositionTable {
+            kind: PositionKind::Rotary,
+            positions: n,
+            dims: self.config.head_dim(),
+            data: self.rotary_table(n),
+            wave: Some(self.config.rotary_wave()),
+        }
     }
 
     fn spec(&self) -> DecoderSpec<'_> {
@@ -484,7 +620,13 @@ impl CausalLm for LlamaModel {
         }
     }
 
-    fn step(&self, ids: &[u32], start: usize, cache: &mut [KvCache], probe: &mut Probe) -> Result<Vec<f32>> {
+    fn step(
+        &self,
+        ids: &[u32],
+        start: usize,
+        cache: &mut [KvCache],
+        probe: &mut Probe,
+    ) -> Result<Vec<f32>> {
         let mut x = self.embed(ids)?;
         for (layer, c) in self.layers.iter().zip(cache.iter_mut()) {
             x = layer.forward(&x, start, &self.rope, c, probe);

@@ -20,12 +20,17 @@ fn plain_file_in(dir: &std::path::Path, name: &str) -> Result<u64> {
         return Err(bad("is not a plain file name inside the model folder"));
     }
     let path = dir.join(rel);
-    let real = path.canonicalize().map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
-    let root = dir.canonicalize().map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.display())))?;
+    let real = path
+        .canonicalize()
+        .map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
+    let root = dir
+        .canonicalize()
+        .map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.display())))?;
     if !real.starts_with(&root) {
         return Err(bad("lies outside the model folder"));
     }
-    let meta = std::fs::metadata(&real).map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
+    let meta = std::fs::metadata(&real)
+        .map_err(|e| invalid_model(format!("cannot read {}: {e}", path.display())))?;
     if !meta.is_file() {
         return Err(bad("is not a regular file"));
     }
@@ -48,7 +53,11 @@ impl Model {
 
     fn from_files(manifest: Manifest, files: HashMap<String, Cow<[u8]>>) -> Result<Model> {
         let Some(arch) = architecture(&manifest.architecture) else {
-            return Err(Error::UnsupportedArchitecture(format!("`{}` (this build runs: {})", manifest.architecture, supported().join(", "))));
+            return Err(Error::UnsupportedArchitecture(format!(
+                "`{}` (this build runs: {})",
+                manifest.architecture,
+                supported().join(", ")
+            )));
         };
         let family = (arch.load)(&mut ModelFiles::new(&manifest.files, files))?;
         Ok(Model { manifest, family })
@@ -63,15 +72,31 @@ impl Model {
     /// As [`Model::load_dir`], with the manifest's file set `variant` (e.g. `int8`) when given.
     /// `path` may also be one `.gguf` file, as the page accepts one.
     pub fn load_dir_variant(path: &std::path::Path, variant: Option<&str>) -> Result<Model> {
-        let gguf = path.is_file() && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
-        let dir = if gguf { path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")) } else { path };
-        let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| invalid_model(format!("cannot read {}: {e}", dir.join(name).display())));
+        let gguf =
+            path.is_file() && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+        let dir = if gguf {
+            path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."))
+        } else {
+            path
+        };
+        let read = |name: &str| {
+            std::fs::read(dir.join(name)).map_err(|e| {
+                invalid_model(format!("cannot read {}: {e}", dir.join(name).display()))
+            })
+        };
         if !gguf && !dir.is_dir() {
-            return Err(invalid_model(format!("{} is neither a model folder nor a .gguf file", path.display())));
+            return Err(invalid_model(format!(
+                "{} is neither a model folder nor a .gguf file",
+                path.display()
+            )));
         }
         let manifest = if gguf {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let id = path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+            let name =
+                path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let id = path
+                .file_stem()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "model".into());
             Manifest::infer(&id, &[name], None)?
         } else if dir.join("manifest.json").is_file() {
             Manifest::from_json(&read("manifest.json")?)?
@@ -80,15 +105,23 @@ impl Model {
                 .map_err(|e| invalid_model(format!("cannot list {}: {e}", dir.display())))?
                 .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
                 .collect();
-            let config = if dir.join("config.json").is_file() { Some(read("config.json")?) } else { None };
-            let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+            let config =
+                if dir.join("config.json").is_file() { Some(read("config.json")?) } else { None };
+            let id = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "model".into());
             Manifest::infer(&id, &names, config.as_deref())?
         };
         let manifest = match variant {
             Some(v) => manifest.with_variant(v)?,
             None => manifest,
         };
-        let sizes = manifest.files.iter().map(|name| Ok((name.as_str(), plain_file_in(dir, name)?))).collect::<Result<Vec<_>>>()?;
+        let sizes = manifest
+            .files
+            .iter()
+            .map(|name| Ok((name.as_str(), plain_file_in(dir, name)?)))
+            .collect::<Result<Vec<_>>>()?;
         crate::limits::check_file_sizes(sizes)?;
         let mut files = HashMap::new();
         for name in &manifest.files {

@@ -10,7 +10,8 @@ use crate::weights::gguf::Gguf;
 use serde::{Deserialize, Serialize};
 
 /// Every architecture this build runs: the one list.
-pub const ARCHITECTURES: &[&Architecture] = &[&bert::ARCHITECTURE, &llama::ARCHITECTURE, &marian::ARCHITECTURE, &gpt2::ARCHITECTURE];
+pub const ARCHITECTURES: &[&Architecture] =
+    &[&bert::ARCHITECTURE, &llama::ARCHITECTURE, &marian::ARCHITECTURE, &gpt2::ARCHITECTURE];
 
 /// The architecture that runs `model_type` (a manifest's `architecture`).
 pub fn architecture(model_type: &str) -> Option<&'static Architecture> {
@@ -49,14 +50,19 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn from_json(bytes: &[u8]) -> Result<Manifest> {
-        serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("manifest.json is not valid ({e})")))
+        serde_json::from_slice(bytes)
+            .map_err(|e| invalid_model(format!("manifest.json is not valid ({e})")))
     }
 
     /// The manifest loading the file set `variant` instead of `files`.
     pub fn with_variant(mut self, variant: &str) -> Result<Manifest> {
         let files = self.variants.get(variant).ok_or_else(|| {
             let known: Vec<&str> = self.variants.keys().map(String::as_str).collect();
-            invalid_model(format!("model `{}` has no `{variant}` weights (it has: f32{})", self.id, known.iter().map(|k| format!(", {k}")).collect::<String>()))
+            invalid_model(format!(
+                "model `{}` has no `{variant}` weights (it has: f32{})",
+                self.id,
+                known.iter().map(|k| format!(", {k}")).collect::<String>()
+            ))
         })?;
         self.files = files.clone();
         Ok(self)
@@ -78,12 +84,18 @@ impl Manifest {
         };
         let Some(cfg) = config_json else {
             // A family's own format: the first family that recognises the files.
-            return match ARCHITECTURES.iter().find_map(|a| Some((a.model_types[0], (a.own_files)(names)?))) {
+            return match ARCHITECTURES
+                .iter()
+                .find_map(|a| Some((a.model_types[0], (a.own_files)(names)?)))
+            {
                 Some((architecture, files)) => Ok(manifest(architecture, files?)),
-                None => Err(invalid_model("no manifest.json, config.json or Marian model .bin found")),
+                None => {
+                    Err(invalid_model("no manifest.json, config.json or Marian model .bin found"))
+                }
             };
         };
-        let v: serde_json::Value = serde_json::from_slice(cfg).map_err(|e| invalid_model(format!("config.json is not JSON ({e})")))?;
+        let v: serde_json::Value = serde_json::from_slice(cfg)
+            .map_err(|e| invalid_model(format!("config.json is not JSON ({e})")))?;
         let model_type = v.get("model_type").and_then(|t| t.as_str()).unwrap_or("");
         let Some(arch) = architecture(model_type) else {
             let supported = supported().join(", ");
@@ -92,7 +104,8 @@ impl Manifest {
         // The weights: model.safetensors or a whole sharded checkpoint; else what is there instead.
         let family = (arch.display_name)(model_type);
         let also = arch.hf_alternative;
-        let lacking: Vec<&str> = ["config.json", "tokenizer.json"].into_iter().filter(|n| !has(n)).collect();
+        let lacking: Vec<&str> =
+            ["config.json", "tokenizer.json"].into_iter().filter(|n| !has(n)).collect();
         let problem = match crate::weights::safetensors_file::weight_files(names)? {
             None => {
                 let pytorch = names.iter().find(|n| n.starts_with("pytorch_model") && n.ends_with(".bin"));
@@ -107,6 +120,10 @@ impl Manifest {
                 return Ok(manifest(model_type, files));
             }
         };
-        Err(invalid_model(if arch.hf_hint.is_empty() { problem } else { format!("{problem}. {}", arch.hf_hint) }))
+        Err(invalid_model(if arch.hf_hint.is_empty() {
+            problem
+        } else {
+            format!("{problem}. {}", arch.hf_hint)
+        }))
     }
 }

@@ -7,7 +7,9 @@
 //! Sizes come from the tensor shapes and the embedded `model.yml`. Each struct is one group of
 //! weights (named like them: `encoder_l1_self_*`, `decoder_l1_rnn_*`) with its own `forward`.
 
-use super::family::{Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
+use super::family::{
+    Architecture, Family, FamilyShape, ModelFiles, PositionKind, PositionTable, Sizes, Wave,
+};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
@@ -25,8 +27,16 @@ pub const MARIAN_HF_FILES: &str = "a Marian (opus-mt) folder needs config.json, 
 
 /// The Marian family to loading, inspection and messages: a Bergamot .bin or a Hugging Face
 /// opus-mt folder.
-pub const ARCHITECTURE: Architecture =
-    Architecture { model_types: &["marian"], display_name: |_| "Marian", hf_alternative: "", hf_hint: MARIAN_HF_FILES, own_files: bergamot_files, load, sizes, gguf_sizes: None };
+pub const ARCHITECTURE: Architecture = Architecture {
+    model_types: &["marian"],
+    display_name: |_| "Marian",
+    hf_alternative: "",
+    hf_hint: MARIAN_HF_FILES,
+    own_files: bergamot_files,
+    load,
+    sizes,
+    gguf_sizes: None,
+};
 
 /// A folder without config.json: a Bergamot `model*.bin` and its tokenizer.json.
 fn bergamot_files(names: &[String]) -> Option<Result<Vec<String>>> {
@@ -40,9 +50,15 @@ fn bergamot_files(names: &[String]) -> Option<Result<Vec<String>>> {
 /// From a Hugging Face opus-mt folder, or a Bergamot .bin and tokenizer.json.
 fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
     if let Some(weights) = files.safetensors()? {
-        return Ok(Box::new(MarianModel::load_hf(files.get("config.json")?, weights, files.get("tokenizer.json")?)?));
+        return Ok(Box::new(MarianModel::load_hf(
+            files.get("config.json")?,
+            weights,
+            files.get("tokenizer.json")?,
+        )?));
     }
-    let bin = files.listed(".bin").ok_or_else(|| invalid_model("no Marian .bin or .safetensors file in the manifest"))?;
+    let bin = files
+        .listed(".bin")
+        .ok_or_else(|| invalid_model("no Marian .bin or .safetensors file in the manifest"))?;
     Ok(Box::new(MarianModel::load(files.get(&bin)?, &bin, files.get("tokenizer.json")?)?))
 }
 
@@ -50,9 +66,17 @@ fn load(files: &mut ModelFiles) -> Result<Box<dyn Family>> {
 fn sizes(config_json: &[u8]) -> Result<Sizes> {
     let m = MarianConfig::from_hf_json(config_json)?;
     let (ts, tt) = (m.max_source as u64, m.max_target as u64);
-    let per_layer = (m.heads as u64).saturating_mul(tt).saturating_mul(tt.saturating_add(ts)).saturating_mul(4);
+    let per_layer =
+        (m.heads as u64).saturating_mul(tt).saturating_mul(tt.saturating_add(ts)).saturating_mul(4);
     let decoder = Some((m.dec_depth, per_layer.saturating_mul(m.dec_depth as u64)));
-    Ok(Sizes { layers: m.enc_depth, heads: m.heads, kv_heads: m.heads, hidden: m.dim_emb, max_positions: m.max_source, decoder })
+    Ok(Sizes {
+        layers: m.enc_depth,
+        heads: m.heads,
+        kv_heads: m.heads,
+        hidden: m.dim_emb,
+        max_positions: m.max_source,
+        decoder,
+    })
 }
 
 /// Bergamot's `</s>`: appended to the source, and the end of decoding.
@@ -125,14 +149,19 @@ impl MarianConfig {
                 return Err(Error::UnsupportedArchitecture(format!("Marian decoder `{autoreg}` (only the SSRU decoder of Bergamot tiny models is supported)")));
             }
         }
-        if opt("transformer-postprocess").is_some_and(|p| p != "dan") || opt("transformer-preprocess").is_some_and(|p| !p.is_empty() && p != "\"\"") {
-            return Err(Error::UnsupportedArchitecture("Marian pre-norm transformer (only post-norm `dan` is supported)".into()));
+        if opt("transformer-postprocess").is_some_and(|p| p != "dan")
+            || opt("transformer-preprocess").is_some_and(|p| !p.is_empty() && p != "\"\"")
+        {
+            return Err(Error::UnsupportedArchitecture(
+                "Marian pre-norm transformer (only post-norm `dan` is supported)".into(),
+            ));
         }
         let (vocab, dim_emb) = match w.shape("Wemb") {
             Some([v, d]) => (*v, *d),
             _ => return Err(invalid_model("Marian model has no `Wemb` [vocab, dim] tensor")),
         };
-        let count = |prefix: &str| (1..).take_while(|i| w.contains(&format!("{prefix}{i}_ffn_W1"))).count();
+        let count =
+            |prefix: &str| (1..).take_while(|i| w.contains(&format!("{prefix}{i}_ffn_W1"))).count();
         let dim_ffn = match w.shape("encoder_l1_ffn_W1") {
             Some([ffn, _]) => *ffn,
             _ => return Err(invalid_model("Marian model has no `encoder_l1_ffn_W1`")),
@@ -140,7 +169,9 @@ impl MarianConfig {
         let heads: usize = opt("transformer-heads").and_then(|h| h.parse().ok()).unwrap_or(8);
         let act = opt("transformer-ffn-activation").unwrap_or("relu");
         if act != "relu" {
-            return Err(Error::UnsupportedArchitecture(format!("Marian FFN activation `{act}` (only relu)")));
+            return Err(Error::UnsupportedArchitecture(format!(
+                "Marian FFN activation `{act}` (only relu)"
+            )));
         }
         MarianConfig {
             flavor: MarianFlavor::Bergamot,
@@ -205,25 +236,41 @@ impl MarianConfig {
         fn yes() -> bool {
             true
         }
-        let c: Hf = serde_json::from_slice(bytes).map_err(|e| invalid_model(format!("config.json is not a marian config ({e})")))?;
-        let unsupported = |what: String| Err(Error::UnsupportedArchitecture(format!("config.json: {what}")));
-        if c.encoder_attention_heads != c.decoder_attention_heads || c.encoder_ffn_dim != c.decoder_ffn_dim {
+        let c: Hf = serde_json::from_slice(bytes)
+            .map_err(|e| invalid_model(format!("config.json is not a marian config ({e})")))?;
+        let unsupported =
+            |what: String| Err(Error::UnsupportedArchitecture(format!("config.json: {what}")));
+        if c.encoder_attention_heads != c.decoder_attention_heads
+            || c.encoder_ffn_dim != c.decoder_ffn_dim
+        {
             return unsupported(format!(
                 "encoder and decoder of different widths ({} / {} heads, FFN {} / {})",
-                c.encoder_attention_heads, c.decoder_attention_heads, c.encoder_ffn_dim, c.decoder_ffn_dim
+                c.encoder_attention_heads,
+                c.decoder_attention_heads,
+                c.encoder_ffn_dim,
+                c.decoder_ffn_dim
             ));
         }
         if c.normalize_before {
-            return unsupported("a pre-norm Marian (normalize_before: true); only post-norm is supported".into());
+            return unsupported(
+                "a pre-norm Marian (normalize_before: true); only post-norm is supported".into(),
+            );
         }
-        if !c.share_encoder_decoder_embeddings || !c.tie_word_embeddings || c.decoder_vocab_size.is_some_and(|v| v != c.vocab_size) {
+        if !c.share_encoder_decoder_embeddings
+            || !c.tie_word_embeddings
+            || c.decoder_vocab_size.is_some_and(|v| v != c.vocab_size)
+        {
             return unsupported("separate source/target embeddings or output projection; only the shared `model.shared.weight` is supported".into());
         }
         let activation = match c.activation_function.as_str() {
             "swish" | "silu" => Activation::Swish,
             "gelu" => Activation::Gelu,
             "relu" => Activation::Relu,
-            other => return unsupported(format!("activation_function `{other}` (supported: swish, gelu, relu)")),
+            other => {
+                return unsupported(format!(
+                    "activation_function `{other}` (supported: swish, gelu, relu)"
+                ))
+            }
         };
         let positions = c.max_position_embeddings;
         let max_source = positions.min(MAX_SOURCE_TOKENS);
@@ -252,7 +299,12 @@ impl MarianConfig {
         let (d, heads) = (self.dim_emb, self.heads);
         // Named as each convention names it.
         let d_name = if self.flavor == MarianFlavor::Bergamot { "dim-emb" } else { "d_model" };
-        if self.vocab == 0 || d == 0 || self.dim_ffn == 0 || self.max_source < 2 || self.max_target == 0 {
+        if self.vocab == 0
+            || d == 0
+            || self.dim_ffn == 0
+            || self.max_source < 2
+            || self.max_target == 0
+        {
             return Err(invalid_model(format!(
                 "Marian model has an empty dimension (vocabulary {}, {d_name} {d}, FFN {}, {} positions)",
                 self.vocab, self.dim_ffn, self.max_source
@@ -266,7 +318,10 @@ impl MarianConfig {
         }
         let ids = [Some(self.eos_id), self.decoder_start_id, self.banned_id];
         if let Some(id) = ids.into_iter().flatten().find(|&id| id as usize >= self.vocab) {
-            return Err(invalid_model(format!("config.json: special token id {id} is outside the vocabulary of {}", self.vocab)));
+            return Err(invalid_model(format!(
+                "config.json: special token id {id} is outside the vocabulary of {}",
+                self.vocab
+            )));
         }
         Ok(self)
     }
@@ -336,14 +391,21 @@ impl MarianFlavor {
         match self {
             MarianFlavor::Bergamot => {
                 let p = format!("{stack}_l{}_ffn", layer + 1);
-                FfnNames { w1: [format!("{p}_W1"), format!("{p}_b1")], w2: [format!("{p}_W2"), format!("{p}_b2")], ln: [format!("{p}_ffn_ln_scale"), format!("{p}_ffn_ln_bias")] }
+                FfnNames {
+                    w1: [format!("{p}_W1"), format!("{p}_b1")],
+                    w2: [format!("{p}_W2"), format!("{p}_b2")],
+                    ln: [format!("{p}_ffn_ln_scale"), format!("{p}_ffn_ln_bias")],
+                }
             }
             MarianFlavor::HuggingFace => {
                 let p = format!("model.{stack}.layers.{layer}");
                 FfnNames {
                     w1: [format!("{p}.fc1.weight"), format!("{p}.fc1.bias")],
                     w2: [format!("{p}.fc2.weight"), format!("{p}.fc2.bias")],
-                    ln: [format!("{p}.final_layer_norm.weight"), format!("{p}.final_layer_norm.bias")],
+                    ln: [
+                        format!("{p}.final_layer_norm.weight"),
+                        format!("{p}.final_layer_norm.bias"),
+                    ],
                 }
             }
         }
@@ -380,9 +442,16 @@ struct MarianAttention {
 }
 
 impl MarianAttention {
-    fn load(w: &mut TensorStore, names: &AttentionNames, c: &MarianConfig, site: Site) -> Result<MarianAttention> {
+    fn load(
+        w: &mut TensorStore,
+        names: &AttentionNames,
+        c: &MarianConfig,
+        site: Site,
+    ) -> Result<MarianAttention> {
         let d = c.dim_emb;
-        let lin = |w: &mut TensorStore, i: usize| Linear::load_named(w, &names.weights[i], &names.biases[i], d, d);
+        let lin = |w: &mut TensorStore, i: usize| {
+            Linear::load_named(w, &names.weights[i], &names.biases[i], d, d)
+        };
         Ok(MarianAttention {
             wq: lin(w, 0)?,
             wk: lin(w, 1)?,
@@ -511,7 +580,13 @@ struct MarianDecoderLayer {
 impl MarianDecoderLayer {
     /// One decode step: y `[1, d]` → `[1, d]`; `state` is this layer's SSRU cell or K/V cache,
     /// `memory` the encoder-side keys and values of its `context` attention.
-    fn forward(&self, y: &Mat, state: &mut DecoderState, memory: &KvCache, probe: &mut Probe) -> Mat {
+    fn forward(
+        &self,
+        y: &Mat,
+        state: &mut DecoderState,
+        memory: &KvCache,
+        probe: &mut Probe,
+    ) -> Mat {
         let h = match &self.autoregressive {
             Autoregressive::Ssru(rnn) => rnn.forward(y, &mut state.cell),
             Autoregressive::SelfAttention(a) => a.forward_cached(y, &mut state.cache, probe),
@@ -566,15 +641,30 @@ impl MarianModel {
     }
 
     /// A Hugging Face opus-mt folder: config.json, the safetensors' tensors, tokenizer.json.
-    pub fn load_hf(config_json: &[u8], weights: TensorStore, tokenizer_json: &[u8]) -> Result<MarianModel> {
+    pub fn load_hf(
+        config_json: &[u8],
+        weights: TensorStore,
+        tokenizer_json: &[u8],
+    ) -> Result<MarianModel> {
         let c = MarianConfig::from_hf_json(config_json)?;
         MarianModel::build(c, weights, "config.json", tokenizer_json)
     }
 
-    fn build(c: MarianConfig, mut w: TensorStore, name: &str, tokenizer_json: &[u8]) -> Result<MarianModel> {
+    fn build(
+        c: MarianConfig,
+        mut w: TensorStore,
+        name: &str,
+        tokenizer_json: &[u8],
+    ) -> Result<MarianModel> {
         let (d, heads, flavor) = (c.dim_emb, c.heads, c.flavor);
-        let what = format!("{name}: {} encoder and {} decoder layers × {heads} heads", c.enc_depth, c.dec_depth);
-        let mut blocks = vec![(c.enc_depth, heads, c.max_source, c.max_source), (c.dec_depth, heads, c.max_target, c.max_source)];
+        let what = format!(
+            "{name}: {} encoder and {} decoder layers × {heads} heads",
+            c.enc_depth, c.dec_depth
+        );
+        let mut blocks = vec![
+            (c.enc_depth, heads, c.max_source, c.max_source),
+            (c.dec_depth, heads, c.max_target, c.max_source),
+        ];
         if flavor == MarianFlavor::HuggingFace {
             blocks.push((c.dec_depth, heads, c.max_target, c.max_target));
         }
@@ -585,8 +675,16 @@ impl MarianModel {
         let mut encoder = Vec::with_capacity(c.enc_depth);
         for layer in 0..c.enc_depth {
             let site = Site { kind: AttentionKind::EncoderSelf, layer };
-            let self_attention = MarianAttention::load(&mut w, &flavor.attention_names(Block::EncoderSelf, layer), &c, site)?;
-            encoder.push(MarianEncoderLayer { self_attention, ffn: MarianFfn::load(&mut w, &flavor.ffn_names(false, layer), &c)? });
+            let self_attention = MarianAttention::load(
+                &mut w,
+                &flavor.attention_names(Block::EncoderSelf, layer),
+                &c,
+                site,
+            )?;
+            encoder.push(MarianEncoderLayer {
+                self_attention,
+                ffn: MarianFfn::load(&mut w, &flavor.ffn_names(false, layer), &c)?,
+            });
         }
         let mut decoder = Vec::with_capacity(c.dec_depth);
         for layer in 0..c.dec_depth {
@@ -594,23 +692,55 @@ impl MarianModel {
                 MarianFlavor::Bergamot => {
                     let p = format!("decoder_l{}", layer + 1);
                     Autoregressive::Ssru(Ssru {
-                        w: Linear { weight: w.weight_matrix(&format!("{p}_rnn_W"), d, d)?, bias: None },
-                        wf: Linear::load_named(&mut w, &format!("{p}_rnn_Wf"), &format!("{p}_rnn_bf"), d, d)?,
-                        ffn_ln: LayerNorm::load_named(&mut w, &format!("{p}_rnn_ffn_ln_scale"), &format!("{p}_rnn_ffn_ln_bias"), d, c.layer_norm_eps)?,
+                        w: Linear {
+                            weight: w.weight_matrix(&format!("{p}_rnn_W"), d, d)?,
+                            bias: None,
+                        },
+                        wf: Linear::load_named(
+                            &mut w,
+                            &format!("{p}_rnn_Wf"),
+                            &format!("{p}_rnn_bf"),
+                            d,
+                            d,
+                        )?,
+                        ffn_ln: LayerNorm::load_named(
+                            &mut w,
+                            &format!("{p}_rnn_ffn_ln_scale"),
+                            &format!("{p}_rnn_ffn_ln_bias"),
+                            d,
+                            c.layer_norm_eps,
+                        )?,
                     })
                 }
                 MarianFlavor::HuggingFace => {
                     let site = Site { kind: AttentionKind::DecoderSelf, layer };
-                    Autoregressive::SelfAttention(MarianAttention::load(&mut w, &flavor.attention_names(Block::DecoderSelf, layer), &c, site)?)
+                    Autoregressive::SelfAttention(MarianAttention::load(
+                        &mut w,
+                        &flavor.attention_names(Block::DecoderSelf, layer),
+                        &c,
+                        site,
+                    )?)
                 }
             };
             let site = Site { kind: AttentionKind::Cross, layer };
-            let context = MarianAttention::load(&mut w, &flavor.attention_names(Block::Cross, layer), &c, site)?;
-            decoder.push(MarianDecoderLayer { autoregressive, context, ffn: MarianFfn::load(&mut w, &flavor.ffn_names(true, layer), &c)? });
+            let context = MarianAttention::load(
+                &mut w,
+                &flavor.attention_names(Block::Cross, layer),
+                &c,
+                site,
+            )?;
+            decoder.push(MarianDecoderLayer {
+                autoregressive,
+                context,
+                ffn: MarianFfn::load(&mut w, &flavor.ffn_names(true, layer), &c)?,
+            });
         }
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_source - 1)?;
         if tokenizer.id_to_token_opt(c.eos_id).as_deref() != Some("</s>") {
-            return Err(invalid_model(format!("tokenizer.json does not map `</s>` to id {}, the model's end of sentence", c.eos_id)));
+            return Err(invalid_model(format!(
+                "tokenizer.json does not map `</s>` to id {}, the model's end of sentence",
+                c.eos_id
+            )));
         }
         Ok(MarianModel { config: c, wemb, logits_bias, encoder, decoder, tokenizer })
     }
@@ -623,8 +753,11 @@ impl MarianModel {
     /// The special tokens the tokenizer knows.
     pub fn special_tokens(&self) -> Vec<String> {
         let ids = [Some(self.config.eos_id), self.config.banned_id];
-        let mut special: Vec<String> = ids.into_iter().flatten().filter_map(|id| self.tokenizer.id_to_token_opt(id)).collect();
-        special.extend(["<unk>".to_string()].into_iter().filter(|t| self.tokenizer.token_to_id(t).is_some()));
+        let mut special: Vec<String> =
+            ids.into_iter().flatten().filter_map(|id| self.tokenizer.id_to_token_opt(id)).collect();
+        special.extend(
+            ["<unk>".to_string()].into_iter().filter(|t| self.tokenizer.token_to_id(t).is_some()),
+        );
         special.dedup();
         special
     }
@@ -647,12 +780,21 @@ impl MarianModel {
 impl Family for MarianModel {
     fn shape(&self) -> FamilyShape {
         let c = &self.config;
-        let mut kinds = vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)];
+        let mut kinds =
+            vec![(AttentionKind::EncoderSelf, c.enc_depth), (AttentionKind::Cross, c.dec_depth)];
         if self.has_decoder_self_attention() {
             kinds.insert(1, (AttentionKind::DecoderSelf, c.dec_depth));
         }
         let max_positions = self.tokenizer.max_tokens() + 1;
-        FamilyShape { kinds, heads: c.heads, kv_heads: c.heads, head_dim: c.dim_emb / c.heads, max_positions, special_tokens: self.special_tokens(), generates: false }
+        FamilyShape {
+            kinds,
+            heads: c.heads,
+            kv_heads: c.heads,
+            head_dim: c.dim_emb / c.heads,
+            max_positions,
+            special_tokens: self.special_tokens(),
+            generates: false,
+        }
     }
 
     fn tokenizer(&self) -> &TextTokenizer {
@@ -662,12 +804,23 @@ impl Family for MarianModel {
     /// The sinusoid the forward adds (sin half, then cos half).
     fn positions(&self, n: usize) -> PositionTable {
         let (dims, flavor) = (self.config.dim_emb, self.config.flavor);
-        PositionTable { kind: PositionKind::Sinusoidal, positions: n, dims, data: position_table(n, dims, flavor), wave: Some(flavor.sinusoid(dims)) }
+        PositionTable {
+            kind: PositionKind::Sinusoidal,
+            positions: n,
+            dims,
+            data: position_table(n, dims, flavor),
+            wave: Some(flavor.sinusoid(dims)),
+        }
     }
 
     /// `encoder_self` attention of every encoder layer, and `decoder_self` (opus-mt) and
     /// `cross` attention of every decoder layer (one query row per decode step) go to `probe`.
-    fn forward(&self, text: &str, _generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+    fn forward(
+        &self,
+        text: &str,
+        _generate: &GenerateOptions,
+        probe: &mut Probe,
+    ) -> Result<ForwardOutput> {
         let (d, eos) = (self.config.dim_emb, self.config.eos_id);
         let mut enc = self.tokenizer.encode(text)?;
         // A tokenizer.json whose post-processor appends `</s>` already did.
@@ -692,7 +845,11 @@ impl Family for MarianModel {
         let memory: Vec<KvCache> = self.decoder.iter().map(|l| l.context.keys_values(&x)).collect();
         let max_target = self.config.max_target_for(ts);
         let positions = if self.has_decoder_self_attention() { max_target } else { 0 };
-        let mut states: Vec<DecoderState> = self.decoder.iter().map(|_| DecoderState { cell: vec![0.0; d], cache: KvCache::new(positions, d) }).collect();
+        let mut states: Vec<DecoderState> = self
+            .decoder
+            .iter()
+            .map(|_| DecoderState { cell: vec![0.0; d], cache: KvCache::new(positions, d) })
+            .collect();
         let mut target_ids = Vec::new();
         let mut stop = StopReason::MaxLength;
         for step in 0..max_target {
@@ -707,7 +864,9 @@ impl Family for MarianModel {
             }
             // logits = y · Wembᵀ + b                                               # [1, vocab]
             let mut logits = self.wemb.linear(&y, Some(&self.logits_bias));
-            if let Some(banned) = self.config.banned_id.and_then(|id| logits.row_mut(0).get_mut(id as usize)) {
+            if let Some(banned) =
+                self.config.banned_id.and_then(|id| logits.row_mut(0).get_mut(id as usize))
+            {
                 *banned = f32::NEG_INFINITY;
             }
             let next = argmax(logits.row(0)) as u32;
@@ -718,7 +877,8 @@ impl Family for MarianModel {
             }
         }
 
-        let target_tokens: Vec<String> = target_ids.iter().map(|&id| self.tokenizer.id_to_token(id)).collect();
+        let target_tokens: Vec<String> =
+            target_ids.iter().map(|&id| self.tokenizer.id_to_token(id)).collect();
         let target_word_ids = word_ids_from_pieces(&target_tokens);
         let text_ids: Vec<u32> = target_ids.iter().copied().filter(|&id| id != eos).collect();
         let output_text = self.tokenizer.decode(&text_ids)?;
@@ -737,7 +897,10 @@ impl Family for MarianModel {
 }
 
 fn argmax(row: &[f32]) -> usize {
-    row.iter().enumerate().fold((0, f32::NEG_INFINITY), |best, (i, &v)| if v > best.1 { (i, v) } else { best }).0
+    row.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |best, (i, &v)| if v > best.1 { (i, v) } else { best })
+        .0
 }
 
 /// SentencePiece pieces start a new word with `▁`; `</s>` belongs to no word.
@@ -785,7 +948,10 @@ mod tests {
                 let freq = 10000f64.powf(-(i as f64) / (half as f64 - 1.0));
                 let (s, c) = ((pos as f64 * freq).sin(), (pos as f64 * freq).cos());
                 let (ts, tc) = (table[pos * d + i] as f64, table[pos * d + half + i] as f64);
-                assert!((ts - s).abs() <= 1e-6 && (tc - c).abs() <= 1e-6, "pos {pos} i {i}: {ts} {tc} vs {s} {c}");
+                assert!(
+                    (ts - s).abs() <= 1e-6 && (tc - c).abs() <= 1e-6,
+                    "pos {pos} i {i}: {ts} {tc} vs {s} {c}"
+                );
             }
         }
     }
@@ -795,7 +961,9 @@ mod tests {
         // The positions view reads periods off `Wave::column_frequencies`: they must be the
         // table's own, for Bergamot (÷ (d/2 − 1)) and for opus-mt (÷ d/2, the paper's).
         let d = 16;
-        for (flavor, denominator) in [(MarianFlavor::Bergamot, 7.0), (MarianFlavor::HuggingFace, 8.0)] {
+        for (flavor, denominator) in
+            [(MarianFlavor::Bergamot, 7.0), (MarianFlavor::HuggingFace, 8.0)]
+        {
             let wave = flavor.sinusoid(d);
             assert_eq!(wave, Wave { base: 10000.0, denominator });
             let freqs = wave.column_frequencies(d);
@@ -804,7 +972,10 @@ mod tests {
                 for c in 0..d {
                     let angle = pos as f64 * freqs[c];
                     let want = if c < d / 2 { angle.sin() } else { angle.cos() };
-                    assert!((table[pos * d + c] as f64 - want).abs() < 1e-6, "{flavor:?} pos {pos} column {c}");
+                    assert!(
+                        (table[pos * d + c] as f64 - want).abs() < 1e-6,
+                        "{flavor:?} pos {pos} column {c}"
+                    );
                 }
             }
         }
@@ -812,7 +983,13 @@ mod tests {
 
     #[test]
     fn pieces_group_into_words() {
-        let t: Vec<String> = ["▁O", "▁gato", "▁sent", "ou", "-", "se", "</s>"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(word_ids_from_pieces(&t), vec![Some(0), Some(1), Some(2), Some(2), Some(2), Some(2), None]);
+        let t: Vec<String> = ["▁O", "▁gato", "▁sent", "ou", "-", "se", "</s>"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            word_ids_from_pieces(&t),
+            vec![Some(0), Some(1), Some(2), Some(2), Some(2), Some(2), None]
+        );
     }
 }

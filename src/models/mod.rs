@@ -25,7 +25,10 @@ pub use manifest::Manifest;
 use crate::error::{Error, Result};
 use crate::heads::{induction_scores, score_block, HeadScores};
 use crate::nn::probe::Probe;
-use crate::result::{Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals, HeadRequest};
+use crate::result::{
+    Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals,
+    HeadRequest,
+};
 use crate::tokenize::TextTokenizer;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -67,7 +70,12 @@ impl Model {
     /// One forward; `probe` says what to record besides the outputs, and holds it afterwards.
     /// `generate` says what a decoder-only model generates after the text (others ignore it).
     /// A forward whose attention or outputs came out NaN or infinite is an error naming the layer.
-    pub fn forward(&self, text: &str, generate: &GenerateOptions, probe: &mut Probe) -> Result<ForwardOutput> {
+    pub fn forward(
+        &self,
+        text: &str,
+        generate: &GenerateOptions,
+        probe: &mut Probe,
+    ) -> Result<ForwardOutput> {
         let output = self.family.forward(text, generate, probe)?;
         probe.check_finite()?;
         output.check_finite()?;
@@ -87,8 +95,17 @@ impl Model {
 
     /// One forward with every attention map, generating after the text as `generate` says
     /// (decoder-only models), and, when `value_norms`, the value-weighted norms of every map.
-    pub fn attend_with(&self, text: &str, generate: &GenerateOptions, value_norms: bool) -> Result<Attended> {
-        let mut probe = if value_norms { Probe::attention_maps_and_value_norms() } else { Probe::attention_maps() };
+    pub fn attend_with(
+        &self,
+        text: &str,
+        generate: &GenerateOptions,
+        value_norms: bool,
+    ) -> Result<Attended> {
+        let mut probe = if value_norms {
+            Probe::attention_maps_and_value_norms()
+        } else {
+            Probe::attention_maps()
+        };
         let output = self.forward(text, generate, &mut probe)?;
         let (attentions, value_norms) = probe.into_maps_and_norms();
         Ok(Attended { output, attentions, value_norms })
@@ -96,7 +113,11 @@ impl Model {
 
     /// Every head's scores and label on `text` (see [`crate::heads`]); causal models also get
     /// their induction score from a repeated random sequence of [`INDUCTION_TOKENS`] tokens.
-    pub fn heads(&self, text: &str, generate: &GenerateOptions) -> Result<(Attended, Vec<HeadScores>)> {
+    pub fn heads(
+        &self,
+        text: &str,
+        generate: &GenerateOptions,
+    ) -> Result<(Attended, Vec<HeadScores>)> {
         let a = self.attend_generating(text, generate)?;
         let special = self.info().special_tokens;
         let induction = self.family.repeated_random_maps(INDUCTION_TOKENS).transpose()?;
@@ -124,14 +145,25 @@ impl Model {
     /// A decoder-only model's maps of one full run over `ids` (no cache, no generation): what a
     /// KV-cache generation's maps must equal.
     pub fn attend_ids(&self, ids: &[u32]) -> Result<Vec<AttentionBlock>> {
-        self.family
-            .attend_ids(ids)
-            .unwrap_or_else(|| Err(Error::InvalidInput(format!("`{}` is not a decoder-only model: it does not run token ids alone", self.manifest.architecture))))
+        self.family.attend_ids(ids).unwrap_or_else(|| {
+            Err(Error::InvalidInput(format!(
+                "`{}` is not a decoder-only model: it does not run token ids alone",
+                self.manifest.architecture
+            )))
+        })
     }
 
     pub fn info(&self) -> ModelInfo {
         let m = &self.manifest;
-        let FamilyShape { kinds, heads, kv_heads, head_dim, max_positions, special_tokens, generates } = self.family.shape();
+        let FamilyShape {
+            kinds,
+            heads,
+            kv_heads,
+            head_dim,
+            max_positions,
+            special_tokens,
+            generates,
+        } = self.family.shape();
         ModelInfo {
             id: m.id.clone(),
             name: if m.name.is_empty() { m.id.clone() } else { m.name.clone() },
@@ -163,7 +195,12 @@ impl Model {
 
     /// As [`Model::head_internals`], over the text and what a decoder-only model generates
     /// after it.
-    pub fn head_internals_generating(&self, text: &str, generate: &GenerateOptions, request: HeadRequest) -> Result<HeadInternals> {
+    pub fn head_internals_generating(
+        &self,
+        text: &str,
+        generate: &GenerateOptions,
+        request: HeadRequest,
+    ) -> Result<HeadInternals> {
         let info = self.info();
         let layers = info.layers.get(&request.kind).copied().unwrap_or(0);
         let heads = info.heads.get(&request.kind).copied().unwrap_or(0);

@@ -14,7 +14,10 @@
 use super::layers::{LayerNorm, Linear};
 use super::probe::{Probe, Recorded, Site};
 use crate::result::{BlockNorm, BlockTrace, HeadTrace};
-use crate::tensor::{matmul_bt, matmul_bt_cols, softmax_in_place, Mat, OutPtr, View, WeightMatrix, PARALLEL_FROM_MACS};
+use crate::tensor::{
+    matmul_bt, matmul_bt_cols, softmax_in_place, Mat, OutPtr, View, WeightMatrix,
+    PARALLEL_FROM_MACS,
+};
 use std::cell::Cell;
 
 /// Which keys a query may see.
@@ -60,7 +63,13 @@ impl KvCache {
     /// An empty cache for up to `capacity` positions of `kv_dim` values each.
     pub fn new(capacity: usize, kv_dim: usize) -> KvCache {
         CACHES_ALLOCATED.set(CACHES_ALLOCATED.get() + 1);
-        KvCache { kv_dim, capacity, len: 0, k: vec![0.0; capacity * kv_dim], v_t: vec![0.0; kv_dim * capacity] }
+        KvCache {
+            kv_dim,
+            capacity,
+            len: 0,
+            k: vec![0.0; capacity * kv_dim],
+            v_t: vec![0.0; kv_dim * capacity],
+        }
     }
 
     /// A full cache of exactly these keys and values `# [Tk, kv_dim]` each (an encoder's
@@ -114,7 +123,13 @@ impl KvCache {
 
     /// Vᵀ `# [kv_dim, len]`, rows strided by the capacity.
     fn values_t(&self) -> View<'_> {
-        View { data: &self.v_t, offset: 0, rows: self.kv_dim, cols: self.len, stride: self.capacity }
+        View {
+            data: &self.v_t,
+            offset: 0,
+            rows: self.kv_dim,
+            cols: self.len,
+            stride: self.capacity,
+        }
     }
 }
 
@@ -149,11 +164,29 @@ impl MultiHead {
     /// `# [Tq, heads·d_k]` (before the output projection `wo` `# [d, heads·d_k]`, which only
     /// the value norms read). The probe gets the maps `# [heads, Tq, Tk]`, the value norms when
     /// it asks, and the traced head's intermediates when it is this one's.
-    pub fn attend(&self, q: &Mat, kv: &KvCache, mask: Mask, wo: &WeightMatrix, probe: &mut Probe) -> Mat {
+    pub fn attend(
+        &self,
+        q: &Mat,
+        kv: &KvCache,
+        mask: Mask,
+        wo: &WeightMatrix,
+        probe: &mut Probe,
+    ) -> Mat {
         debug_assert_eq!((q.cols(), kv.kv_dim), (self.heads * self.d_k, self.kv_heads * self.d_k));
         let value_norms = probe.wants_value_norms().then(|| self.value_output_norms(kv, wo));
-        let AttentionOutput { context, probs, trace } = self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
-        probe.record(self.site, Recorded { heads: self.heads, query_len: q.rows(), key_len: kv.len(), probs, value_norms, trace });
+        let AttentionOutput { context, probs, trace } =
+            self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
+        probe.record(
+            self.site,
+            Recorded {
+                heads: self.heads,
+                query_len: q.rows(),
+                key_len: kv.len(),
+                probs,
+                value_norms,
+                trace,
+            },
+        );
         context
     }
 
@@ -164,20 +197,36 @@ impl MultiHead {
 
     /// Scaled dot-product attention over every head: `softmax(mask(Q_h K_gᵀ / √d_k)) · V_g`.
     /// When `trace_head` is set, every intermediate of that head is returned too.
-    fn multi_head_attention(&self, q: &Mat, kv: &KvCache, mask: Mask, trace_head: Option<usize>) -> AttentionOutput {
+    fn multi_head_attention(
+        &self,
+        q: &Mat,
+        kv: &KvCache,
+        mask: Mask,
+        trace_head: Option<usize>,
+    ) -> AttentionOutput {
         let (heads, d_k) = (self.heads, self.d_k);
         let (tq, tk, d) = (q.rows(), kv.len(), q.cols());
         let scale = 1.0 / (d_k as f32).sqrt();
         let (keys, values_t) = (kv.keys(), kv.values_t());
         let mut probs = vec![0.0f32; heads * tq * tk];
         let mut context = Mat::zeros(tq, d);
-        let (probs_out, context_out) = (OutPtr(probs.as_mut_ptr()), OutPtr(context.as_mut_slice().as_mut_ptr()));
+        let (probs_out, context_out) =
+            (OutPtr(probs.as_mut_ptr()), OutPtr(context.as_mut_slice().as_mut_ptr()));
         // # [Tq, Tk] = Q_h · K_gᵀ: each head's scores, and again the traced head's after the loop.
-        let scores_into = |h: usize, out: &mut [f32]| matmul_bt(View::cols_of(q, h * d_k, d_k), keys.cols(self.kv_head(h) * d_k, d_k), out, 0, tk);
+        let scores_into = |h: usize, out: &mut [f32]| {
+            matmul_bt(
+                View::cols_of(q, h * d_k, d_k),
+                keys.cols(self.kv_head(h) * d_k, d_k),
+                out,
+                0,
+                tk,
+            )
+        };
         let head = |h: usize| {
             // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk] and columns h·d_k.. h·d_k + d_k
             // of context, and both buffers outlive the loop.
-            let block = unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
+            let block =
+                unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
             scores_into(h, block);
             for (i, row) in block.chunks_exact_mut(tk.max(1)).enumerate() {
                 for (j, s) in row.iter_mut().enumerate() {
@@ -204,7 +253,9 @@ impl MultiHead {
             let mut scores = vec![0.0f32; tq * tk];
             scores_into(h, &mut scores);
             let scaled = scores.iter().map(|s| s * scale).collect();
-            let mask_values = (0..tq * tk).map(|ij| if mask.visible(ij / tk, ij % tk) { 1.0 } else { 0.0 }).collect();
+            let mask_values = (0..tq * tk)
+                .map(|ij| if mask.visible(ij / tk, ij % tk) { 1.0 } else { 0.0 })
+                .collect();
             let g = self.kv_head(h);
             HeadTrace {
                 d_k,
@@ -232,9 +283,15 @@ impl MultiHead {
         let mut f = vec![0.0f32; tk * d]; // [Tk, d] for one head
         let mut norms = Vec::with_capacity(self.heads * tk);
         for h in 0..self.heads {
-            let v_g = Mat::from_vec(tk, d_k, kv.values_t().rows_range(self.kv_head(h) * d_k, d_k).transposed()); // [Tk, d_k]
+            let v_g = Mat::from_vec(
+                tk,
+                d_k,
+                kv.values_t().rows_range(self.kv_head(h) * d_k, d_k).transposed(),
+            ); // [Tk, d_k]
             wo.matmul_cols(&v_g, h * d_k, &mut f);
-            norms.extend(f.chunks_exact(d.max(1)).map(|row| row.iter().map(|x| x * x).sum::<f32>().sqrt()));
+            norms.extend(
+                f.chunks_exact(d.max(1)).map(|row| row.iter().map(|x| x * x).sum::<f32>().sqrt()),
+            );
         }
         norms
     }
@@ -242,7 +299,14 @@ impl MultiHead {
     /// The end of a post-norm attention block, LN(x + context · Wᴼᵀ + bᴼ)        # [Tq, d]
     /// (BERT's `attention.output`, Marian's `Wo` + `Wo_ln`). When this site's head is traced,
     /// the probe keeps every stage for the step view.
-    pub fn post_norm_output(&self, context: &Mat, x: &Mat, wo: &Linear, ln: &LayerNorm, probe: &mut Probe) -> Mat {
+    pub fn post_norm_output(
+        &self,
+        context: &Mat,
+        x: &Mat,
+        wo: &Linear,
+        ln: &LayerNorm,
+        probe: &mut Probe,
+    ) -> Mat {
         let traced = probe.traced_head(self.site).is_some();
         let mut h = wo.forward(context); // [Tq, d]
         let projected = traced.then(|| h.clone());
@@ -268,7 +332,16 @@ impl MultiHead {
     /// x + projected (`projected` = context · Wᴼᵀ (+ bᴼ)), normed = `norm`(residual), the
     /// feed-forward's input, kept for the step view as `kind` says, then residual + `ffn`(normed).
     #[allow(clippy::too_many_arguments)] // the block's pieces, each named at the two call sites
-    pub fn pre_norm_rest(&self, x: &Mat, context: &Mat, projected: Mat, kind: BlockNorm, norm: impl Fn(&Mat) -> Mat, ffn: impl Fn(&Mat) -> Mat, probe: &mut Probe) -> Mat {
+    pub fn pre_norm_rest(
+        &self,
+        x: &Mat,
+        context: &Mat,
+        projected: Mat,
+        kind: BlockNorm,
+        norm: impl Fn(&Mat) -> Mat,
+        ffn: impl Fn(&Mat) -> Mat,
+        probe: &mut Probe,
+    ) -> Mat {
         let mut residual = projected.clone();
         residual.add_assign(x);
         let normed = norm(&residual); // [T, d]
@@ -294,7 +367,11 @@ mod tests {
     use crate::result::{AttentionKind, HeadRequest};
 
     fn mat(rows: usize, cols: usize, seed: f32) -> Mat {
-        Mat::from_vec(rows, cols, (0..rows * cols).map(|i| (i as f32 * 0.37 + seed).sin()).collect())
+        Mat::from_vec(
+            rows,
+            cols,
+            (0..rows * cols).map(|i| (i as f32 * 0.37 + seed).sin()).collect(),
+        )
     }
 
     fn row(m: &Mat, r: usize) -> Mat {
@@ -302,7 +379,11 @@ mod tests {
     }
 
     fn identity(d: usize) -> WeightMatrix {
-        WeightMatrix::F32(Mat::from_vec(d, d, (0..d * d).map(|i| if i % (d + 1) == 0 { 1.0 } else { 0.0 }).collect()))
+        WeightMatrix::F32(Mat::from_vec(
+            d,
+            d,
+            (0..d * d).map(|i| if i % (d + 1) == 0 { 1.0 } else { 0.0 }).collect(),
+        ))
     }
 
     #[test]
@@ -341,8 +422,20 @@ mod tests {
         let attn = MultiHead::new(Site { kind: AttentionKind::DecoderSelf, layer: 0 }, 8, 4, 2);
         let wo = identity(16);
         let mut whole = Probe::attention_maps_and_value_norms();
-        let whole_context = attn.attend(&q, &KvCache::of(k.clone(), &v), Mask::Causal { first_query_position: 0 }, &wo, &mut whole);
-        let rows = |m: &Mat, r: std::ops::Range<usize>| Mat::from_vec(r.len(), m.cols(), m.as_slice()[r.start * m.cols()..r.end * m.cols()].to_vec());
+        let whole_context = attn.attend(
+            &q,
+            &KvCache::of(k.clone(), &v),
+            Mask::Causal { first_query_position: 0 },
+            &wo,
+            &mut whole,
+        );
+        let rows = |m: &Mat, r: std::ops::Range<usize>| {
+            Mat::from_vec(
+                r.len(),
+                m.cols(),
+                m.as_slice()[r.start * m.cols()..r.end * m.cols()].to_vec(),
+            )
+        };
         let mut cache = KvCache::new(10, 8);
         let (buffers, capacity) = (cache.buffers(), cache.capacity());
         let mut steps = Probe::attention_maps_and_value_norms();
@@ -350,7 +443,16 @@ mod tests {
         for (start, end) in [(0, 3), (3, 4), (4, 5), (5, 6)] {
             cache.append(&rows(&k, start..end), &rows(&v, start..end));
             assert_eq!((cache.buffers(), cache.capacity(), cache.len()), (buffers, capacity, end));
-            context.extend(attn.attend(&rows(&q, start..end), &cache, Mask::Causal { first_query_position: start }, &wo, &mut steps).into_vec());
+            context.extend(
+                attn.attend(
+                    &rows(&q, start..end),
+                    &cache,
+                    Mask::Causal { first_query_position: start },
+                    &wo,
+                    &mut steps,
+                )
+                .into_vec(),
+            );
         }
         // The maps bit for bit; the context sums over fewer keys (a masked key adds a zero, in
         // another lane), so to rounding.
@@ -366,12 +468,26 @@ mod tests {
     fn grouped_query_heads_read_their_shared_key_value_head() {
         // Two query heads over one key/value head equal two heads over a repeated one.
         let (q, k, v) = (mat(4, 8, 0.7), mat(5, 4, 0.8), mat(5, 4, 0.9));
-        let repeat = |m: &Mat| Mat::from_vec(m.rows(), 8, (0..m.rows()).flat_map(|r| m.row(r).iter().chain(m.row(r)).copied().collect::<Vec<_>>()).collect());
+        let repeat = |m: &Mat| {
+            Mat::from_vec(
+                m.rows(),
+                8,
+                (0..m.rows())
+                    .flat_map(|r| m.row(r).iter().chain(m.row(r)).copied().collect::<Vec<_>>())
+                    .collect(),
+            )
+        };
         let site = Site { kind: AttentionKind::DecoderSelf, layer: 0 };
         let (shared, full) = (MultiHead::new(site, 2, 1, 4), MultiHead::new(site, 2, 2, 4));
         let (mut p, mut r) = (Probe::attention_maps(), Probe::attention_maps());
         let a = shared.attend(&q, &KvCache::of(k.clone(), &v), Mask::None, &identity(8), &mut p);
-        let b = full.attend(&q, &KvCache::of(repeat(&k), &repeat(&v)), Mask::None, &identity(8), &mut r);
+        let b = full.attend(
+            &q,
+            &KvCache::of(repeat(&k), &repeat(&v)),
+            Mask::None,
+            &identity(8),
+            &mut r,
+        );
         assert_eq!(a, b);
         assert_eq!(p.into_attentions()[0].probs, r.into_attentions()[0].probs);
     }
@@ -380,7 +496,12 @@ mod tests {
     fn causal_attention_masks_the_future_and_traces_one_head() {
         let (q, k, v) = (mat(4, 8, 1.1), mat(4, 8, 1.2), mat(4, 8, 1.3));
         let site = Site { kind: AttentionKind::DecoderSelf, layer: 0 };
-        let out = MultiHead::new(site, 2, 2, 4).multi_head_attention(&q, &KvCache::of(k, &v), Mask::Causal { first_query_position: 0 }, Some(1));
+        let out = MultiHead::new(site, 2, 2, 4).multi_head_attention(
+            &q,
+            &KvCache::of(k, &v),
+            Mask::Causal { first_query_position: 0 },
+            Some(1),
+        );
         let t = out.trace.expect("trace requested");
         for i in 0..4 {
             let row = &out.probs[16 + i * 4..16 + i * 4 + 4];

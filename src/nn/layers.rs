@@ -18,7 +18,13 @@ impl Linear {
         Linear::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), out, inp)
     }
 
-    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, out: usize, inp: usize) -> Result<Linear> {
+    pub fn load_named(
+        w: &mut TensorStore,
+        weight: &str,
+        bias: &str,
+        out: usize,
+        inp: usize,
+    ) -> Result<Linear> {
         Ok(Linear { weight: w.weight_matrix(weight, out, inp)?, bias: Some(w.vector(bias, out)?) })
     }
 
@@ -46,7 +52,13 @@ impl LayerNorm {
         LayerNorm::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), d, eps)
     }
 
-    pub fn load_named(w: &mut TensorStore, weight: &str, bias: &str, d: usize, eps: f32) -> Result<LayerNorm> {
+    pub fn load_named(
+        w: &mut TensorStore,
+        weight: &str,
+        bias: &str,
+        d: usize,
+        eps: f32,
+    ) -> Result<LayerNorm> {
         Ok(LayerNorm { weight: w.vector(weight, d)?, bias: w.vector(bias, d)?, eps })
     }
 

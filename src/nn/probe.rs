@@ -101,10 +101,26 @@ impl Probe {
         if self.maps {
             if let Some(norms) = value_norms {
                 // [heads, Tq, Tk] · [heads, 1, Tk]
-                let weighted = probs.iter().enumerate().map(|(i, p)| p * norms[(i / (key_len * query_len).max(1)) * key_len + i % key_len.max(1)]).collect();
-                push_chunk(&mut self.recorded_norms, site, heads, Chunk { query_len, key_len, values: weighted });
+                let weighted = probs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        p * norms[(i / (key_len * query_len).max(1)) * key_len + i % key_len.max(1)]
+                    })
+                    .collect();
+                push_chunk(
+                    &mut self.recorded_norms,
+                    site,
+                    heads,
+                    Chunk { query_len, key_len, values: weighted },
+                );
             }
-            push_chunk(&mut self.recorded, site, heads, Chunk { query_len, key_len, values: probs });
+            push_chunk(
+                &mut self.recorded,
+                site,
+                heads,
+                Chunk { query_len, key_len, values: probs },
+            );
         }
         if let Some(t) = trace {
             match &mut self.trace {
@@ -137,12 +153,22 @@ impl Probe {
     /// An error naming the first layer whose recorded attention (or traced head) holds NaN or
     /// ∞: weights that overflow the activations give a map of NaN, never one to draw.
     pub fn check_finite(&self) -> Result<()> {
-        let bad_site = self.recorded.iter().chain(&self.recorded_norms).find(|r| r.chunks.iter().any(|c| !all_finite(&c.values)));
+        let bad_site = self
+            .recorded
+            .iter()
+            .chain(&self.recorded_norms)
+            .find(|r| r.chunks.iter().any(|c| !all_finite(&c.values)));
         if let Some(r) = bad_site {
             return Err(non_finite(r.site.kind, r.site.layer));
         }
         match (&self.head, &self.trace) {
-            (Some(h), Some(t)) if ![&t.q, &t.k, &t.v, &t.scores, &t.probs, &t.output].iter().all(|v| all_finite(v)) => Err(non_finite(h.kind, h.layer)),
+            (Some(h), Some(t))
+                if ![&t.q, &t.k, &t.v, &t.scores, &t.probs, &t.output]
+                    .iter()
+                    .all(|v| all_finite(v)) =>
+            {
+                Err(non_finite(h.kind, h.layer))
+            }
             _ => Ok(()),
         }
     }

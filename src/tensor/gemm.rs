@@ -15,7 +15,11 @@ use super::mat::{Mat, View};
 /// depends on the block that computed it (a one-row decode step equals the batched row bit
 /// for bit).
 #[inline(always)]
-fn dots<const R: usize, const C: usize, T: Element>(a: [&[f32]; R], b: [&[T]; C], n: usize) -> [[f32; C]; R] {
+fn dots<const R: usize, const C: usize, T: Element>(
+    a: [&[f32]; R],
+    b: [&[T]; C],
+    n: usize,
+) -> [[f32; C]; R] {
     assert!(a.iter().all(|r| r.len() >= n) && b.iter().all(|r| r.len() >= n));
     let main = n - n % 4;
     let mut acc = [[F4::zero(); C]; R];
@@ -52,7 +56,13 @@ fn dots<const R: usize, const C: usize, T: Element>(a: [&[f32]; R], b: [&[T]; C]
 /// Rows of A go four at a time against two rows of B (8 independent accumulators); the last
 /// `m mod 4` rows — all of them in a one-token decode step — go one at a time against eight
 /// rows of B, again 8 accumulators, so neither case waits on a single add chain.
-pub fn matmul_bt<T: Element>(a: View, b: View<T>, out: &mut [f32], out_offset: usize, out_stride: usize) {
+pub fn matmul_bt<T: Element>(
+    a: View,
+    b: View<T>,
+    out: &mut [f32],
+    out_offset: usize,
+    out_stride: usize,
+) {
     assert_eq!(a.cols, b.cols, "matmul_bt: inner dimensions differ");
     let (m, n, k) = (a.rows, b.rows, a.cols);
     if m == 0 || n == 0 {
@@ -64,7 +74,8 @@ pub fn matmul_bt<T: Element>(a: View, b: View<T>, out: &mut [f32], out_offset: u
     // thread (the split never changes which rows or lanes a dot product uses).
     let threads = crate::pool::threads();
     let blocks = n.div_ceil(8);
-    let chunks = if threads > 1 && m * n * k >= PARALLEL_FROM_MACS { blocks.min(4 * threads) } else { 1 };
+    let chunks =
+        if threads > 1 && m * n * k >= PARALLEL_FROM_MACS { blocks.min(4 * threads) } else { 1 };
     let per_chunk = blocks.div_ceil(chunks);
     crate::pool::for_each_chunk(chunks, &|c| {
         let cols = (c * per_chunk * 8).min(n)..((c + 1) * per_chunk * 8).min(n);
@@ -99,7 +110,14 @@ impl OutPtr {
 /// # Safety
 /// Every `out_offset + i * out_stride + j` (i < a.rows, j in cols) is inside the caller's
 /// output, and no other thread writes those elements meanwhile.
-pub(crate) unsafe fn matmul_bt_cols<T: Element>(a: View, b: View<T>, out: OutPtr, out_offset: usize, out_stride: usize, cols: std::ops::Range<usize>) {
+pub(crate) unsafe fn matmul_bt_cols<T: Element>(
+    a: View,
+    b: View<T>,
+    out: OutPtr,
+    out_offset: usize,
+    out_stride: usize,
+    cols: std::ops::Range<usize>,
+) {
     let (m, k) = (a.rows, a.cols);
     let m4 = m - m % 4;
     let put = |i: usize, j: usize, v: f32| *out.0.add(out_offset + i * out_stride + j) = v;
@@ -186,7 +204,12 @@ thread_local! {
 /// `x · Wᵀ` for a weight `[rows, cols]` stored in a compact form: `decode_row` writes row r as
 /// f32, a panel of [`BLOCK_PANEL_ROWS`] rows at a time, each panel then handed to the one GEMM
 /// kernel, so the decoding is paid once per weight row whatever the number of rows of `x`.
-pub(super) fn linear_by_panels(x: &Mat, rows: usize, cols: usize, decode_row: impl Fn(usize, &mut [f32]) + Sync) -> Mat {
+pub(super) fn linear_by_panels(
+    x: &Mat,
+    rows: usize,
+    cols: usize,
+    decode_row: impl Fn(usize, &mut [f32]) + Sync,
+) -> Mat {
     let mut y = Mat::zeros(x.rows(), rows);
     let stride = y.cols();
     let out = OutPtr(y.as_mut_slice().as_mut_ptr());
@@ -219,7 +242,8 @@ mod tests {
         let mut out = Mat::zeros(a.rows(), b.rows());
         for i in 0..a.rows() {
             for j in 0..b.rows() {
-                let s: f64 = a.row(i).iter().zip(b.row(j)).map(|(x, y)| *x as f64 * *y as f64).sum();
+                let s: f64 =
+                    a.row(i).iter().zip(b.row(j)).map(|(x, y)| *x as f64 * *y as f64).sum();
                 out.row_mut(i)[j] = s as f32;
             }
         }

@@ -40,10 +40,15 @@ mod imp {
             let bytes = v128_load(p as *const v128);
             let widen = |v: v128| {
                 let (l, h) = (u16x8_extend_low_u8x16(v), u16x8_extend_high_u8x16(v));
-                [l, h].map(|w| [u32x4_extend_low_u16x8(w), u32x4_extend_high_u16x8(w)].map(|x| F4(f32x4_convert_u32x4(x))))
+                [l, h].map(|w| {
+                    [u32x4_extend_low_u16x8(w), u32x4_extend_high_u16x8(w)]
+                        .map(|x| F4(f32x4_convert_u32x4(x)))
+                })
             };
-            let ([a, b], [c, d]) = (widen(v128_and(bytes, u8x16_splat(0x0f)))[0], widen(u8x16_shr(bytes, 4))[0]);
-            let ([e, f], [g, h]) = (widen(v128_and(bytes, u8x16_splat(0x0f)))[1], widen(u8x16_shr(bytes, 4))[1]);
+            let ([a, b], [c, d]) =
+                (widen(v128_and(bytes, u8x16_splat(0x0f)))[0], widen(u8x16_shr(bytes, 4))[0]);
+            let ([e, f], [g, h]) =
+                (widen(v128_and(bytes, u8x16_splat(0x0f)))[1], widen(u8x16_shr(bytes, 4))[1]);
             [a, b, e, f, c, d, g, h]
         }
         /// # Safety
@@ -52,7 +57,10 @@ mod imp {
         pub unsafe fn int8x32(p: *const u8) -> [F4; 8] {
             let widen = |v: v128| {
                 let (l, h) = (i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v));
-                [l, h].map(|w| [i32x4_extend_low_i16x8(w), i32x4_extend_high_i16x8(w)].map(|x| F4(f32x4_convert_i32x4(x))))
+                [l, h].map(|w| {
+                    [i32x4_extend_low_i16x8(w), i32x4_extend_high_i16x8(w)]
+                        .map(|x| F4(f32x4_convert_i32x4(x)))
+                })
             };
             let [[a, b], [c, d]] = widen(v128_load(p as *const v128));
             let [[e, f], [g, h]] = widen(v128_load(p.add(16) as *const v128));
@@ -75,7 +83,8 @@ mod imp {
         #[inline(always)]
         pub fn sum(self) -> f32 {
             let v = self.0;
-            (f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v)) + (f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v))
+            (f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v))
+                + (f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v))
         }
     }
 }

@@ -19,7 +19,12 @@ impl Mat {
     /// `data` is row-major and must hold exactly `rows * cols` values (checked by callers that
     /// parse files; a mismatch here is a programming error).
     pub fn from_vec(rows: usize, cols: usize, data: Vec<f32>) -> Mat {
-        assert_eq!(data.len(), rows * cols, "Mat::from_vec: {rows}x{cols} needs {} values", rows * cols);
+        assert_eq!(
+            data.len(),
+            rows * cols,
+            "Mat::from_vec: {rows}x{cols} needs {} values",
+            rows * cols
+        );
         Mat { storage: DMatrix::from_vec(cols, rows, data) }
     }
 
@@ -128,7 +133,9 @@ impl<'a, T: Copy> View<'a, T> {
 
     /// The transpose, `# [cols, rows]` row-major.
     pub fn transposed(&self) -> Vec<T> {
-        (0..self.cols).flat_map(|c| (0..self.rows).map(move |r| self.data[self.offset + r * self.stride + c])).collect()
+        (0..self.cols)
+            .flat_map(|c| (0..self.rows).map(move |r| self.data[self.offset + r * self.stride + c]))
+            .collect()
     }
 }
 

@@ -50,7 +50,8 @@ impl<'a> View<'a, i8> {
 /// at 0.80× the f32 weights' speed). The two orders differ by float rounding only.
 pub fn linear_quantized(x: &Mat, weight: &QuantizedMat, bias: Option<&[f32]>) -> Mat {
     if x.rows() >= PANEL_FROM_ROWS {
-        let mut y = linear_by_panels(x, weight.rows, weight.cols, |r, out| weight.dequantize_row(r, out));
+        let mut y =
+            linear_by_panels(x, weight.rows, weight.cols, |r, out| weight.dequantize_row(r, out));
         if let Some(b) = bias {
             y.add_row_vector(b);
         }
@@ -62,7 +63,9 @@ pub fn linear_quantized(x: &Mat, weight: &QuantizedMat, bias: Option<&[f32]>) ->
     for r in 0..y.rows() {
         let row = y.row_mut(r);
         match bias {
-            Some(b) => row.iter_mut().zip(&weight.scales).zip(b).for_each(|((v, s), b)| *v = *v * s + b),
+            Some(b) => {
+                row.iter_mut().zip(&weight.scales).zip(b).for_each(|((v, s), b)| *v = *v * s + b)
+            }
             None => row.iter_mut().zip(&weight.scales).for_each(|(v, s)| *v *= s),
         }
     }
@@ -94,14 +97,20 @@ fn quantized_gemm(x: &Mat, w: &BlockMat, out: &mut [f32]) {
         let row = w.row_bytes_of(j);
         let mut i = 0;
         while i < m4 {
-            let r = block_dots(w.format, row, [x.row(i), x.row(i + 1), x.row(i + 2), x.row(i + 3)], std::array::from_fn(|d| &sums[(i + d) * blocks..(i + d + 1) * blocks]));
+            let r = block_dots(
+                w.format,
+                row,
+                [x.row(i), x.row(i + 1), x.row(i + 2), x.row(i + 3)],
+                std::array::from_fn(|d| &sums[(i + d) * blocks..(i + d + 1) * blocks]),
+            );
             for (d, v) in r.into_iter().enumerate() {
                 out[(i + d) * n + j] = v;
             }
             i += 4;
         }
         for i in m4..m {
-            out[i * n + j] = block_dots(w.format, row, [x.row(i)], [&sums[i * blocks..(i + 1) * blocks]])[0];
+            out[i * n + j] =
+                block_dots(w.format, row, [x.row(i)], [&sums[i * blocks..(i + 1) * blocks]])[0];
         }
     }
 }
@@ -111,7 +120,12 @@ fn quantized_gemm(x: &Mat, w: &BlockMat, out: &mut [f32]) {
 /// (Q4_1's m, Q4_0's −8d) times the block's Σ a. Each row's order of operations is the same
 /// whatever `R`.
 #[inline(always)]
-fn block_dots<const R: usize>(format: BlockFormat, w: &[u8], a: [&[f32]; R], sums: [&[f32]; R]) -> [f32; R] {
+fn block_dots<const R: usize>(
+    format: BlockFormat,
+    w: &[u8],
+    a: [&[f32]; R],
+    sums: [&[f32]; R],
+) -> [f32; R] {
     let bb = format.block_bytes();
     let blocks = w.len() / bb;
     assert!(a.iter().all(|r| r.len() >= blocks * 32) && sums.iter().all(|s| s.len() >= blocks));
@@ -192,9 +206,11 @@ impl WeightMatrix {
         match self {
             WeightMatrix::F32(m) => matmul_bt(View::of(x), View::cols_of(m, start, len), out, 0, n),
             WeightMatrix::Int8(q) => {
-                let b = View { data: &q.data, offset: start, rows: q.rows, cols: len, stride: q.cols };
+                let b =
+                    View { data: &q.data, offset: start, rows: q.rows, cols: len, stride: q.cols };
                 matmul_bt(View::of(x), b, out, 0, n);
-                out.chunks_exact_mut(n).for_each(|row| row.iter_mut().zip(&q.scales).for_each(|(v, s)| *v *= s));
+                out.chunks_exact_mut(n)
+                    .for_each(|row| row.iter_mut().zip(&q.scales).for_each(|(v, s)| *v *= s));
             }
             WeightMatrix::Blocks(_) => WeightMatrix::F32(self.to_mat()).matmul_cols(x, start, out),
         }
@@ -232,8 +248,17 @@ mod tests {
     fn quantized_gemm_equals_dequantized_product() {
         // Per-row scales; a per-matrix scale is the same path with the scale repeated.
         let scales = (0..9).map(|r| 0.01 + 0.003 * r as f32).collect();
-        let q = QuantizedMat { rows: 9, cols: 13, data: (0..117).map(|i| ((i * 37) % 255) as u8 as i8).collect(), scales };
-        let deq = Mat::from_vec(9, 13, q.data.iter().enumerate().map(|(i, &v)| v as f32 * q.scales[i / 13]).collect());
+        let q = QuantizedMat {
+            rows: 9,
+            cols: 13,
+            data: (0..117).map(|i| ((i * 37) % 255) as u8 as i8).collect(),
+            scales,
+        };
+        let deq = Mat::from_vec(
+            9,
+            13,
+            q.data.iter().enumerate().map(|(i, &v)| v as f32 * q.scales[i / 13]).collect(),
+        );
         // 5 rows: scaled after the sum in registers; 20 rows: decoded a panel at a time.
         for rows in [5, 20] {
             let x = pseudo_random(rows, 13, 9);
@@ -289,7 +314,8 @@ mod tests {
                 w.dequantize_row(r, row);
             }
             let x = pseudo_random(3, cols, 5);
-            let (fast, exact) = (linear_blocks(&x, &w), linear(&x, &Mat::from_vec(rows, cols, dense), None));
+            let (fast, exact) =
+                (linear_blocks(&x, &w), linear(&x, &Mat::from_vec(rows, cols, dense), None));
             for (u, v) in fast.as_slice().iter().zip(exact.as_slice()) {
                 assert!((u - v).abs() <= 1e-5 * v.abs().max(1.0), "{format:?}: {u} vs {v}");
             }

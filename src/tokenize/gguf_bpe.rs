@@ -34,7 +34,12 @@ fn pre_tokenizer(pre: &str) -> Result<PreTokenizerWrapper> {
 }
 
 fn text<'a>(g: &Gguf, v: &'a Value, what: &str) -> Result<&'a str> {
-    v.as_str().filter(|s| s.len() <= MAX_TOKEN_BYTES).ok_or_else(|| invalid_model(format!("{}: a {what} is not a string of at most {MAX_TOKEN_BYTES} bytes", g.file())))
+    v.as_str().filter(|s| s.len() <= MAX_TOKEN_BYTES).ok_or_else(|| {
+        invalid_model(format!(
+            "{}: a {what} is not a string of at most {MAX_TOKEN_BYTES} bytes",
+            g.file()
+        ))
+    })
 }
 
 pub fn from_gguf(g: &Gguf, max_tokens: usize) -> Result<TextTokenizer> {
@@ -45,29 +50,47 @@ pub fn from_gguf(g: &Gguf, max_tokens: usize) -> Result<TextTokenizer> {
     let tokens = g.array("tokenizer.ggml.tokens")?;
     let merges = g.array("tokenizer.ggml.merges")?;
     if tokens.len() > MAX_VOCAB || merges.len() > MAX_VOCAB {
-        return Err(invalid_model(format!("{}: {} tokens and {} merges, more than the {MAX_VOCAB} accepted", g.file(), tokens.len(), merges.len())));
+        return Err(invalid_model(format!(
+            "{}: {} tokens and {} merges, more than the {MAX_VOCAB} accepted",
+            g.file(),
+            tokens.len(),
+            merges.len()
+        )));
     }
     let mut vocab = Vocab::default();
     for (id, t) in tokens.iter().enumerate() {
         if vocab.insert(text(g, t, "token")?.to_string(), id as u32).is_some() {
-            return Err(invalid_model(format!("{}: token {id} appears twice in the vocabulary", g.file())));
+            return Err(invalid_model(format!(
+                "{}: token {id} appears twice in the vocabulary",
+                g.file()
+            )));
         }
     }
     let merges = merges
         .iter()
         .map(|m| {
             let m = text(g, m, "merge")?;
-            let (a, b) = m.split_once(' ').ok_or_else(|| invalid_model(format!("{}: merge `{m}` is not two tokens", g.file())))?;
+            let (a, b) = m.split_once(' ').ok_or_else(|| {
+                invalid_model(format!("{}: merge `{m}` is not two tokens", g.file()))
+            })?;
             Ok((a.to_string(), b.to_string()))
         })
         .collect::<Result<Vec<_>>>()?;
-    let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(|e| invalid_model(format!("{}: the BPE tokenizer could not be built ({e})", g.file())))?;
+    let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(|e| {
+        invalid_model(format!("{}: the BPE tokenizer could not be built ({e})", g.file()))
+    })?;
     let mut tokenizer = Tokenizer::new(bpe);
-    tokenizer.with_pre_tokenizer(Some(pre_tokenizer(g.str("tokenizer.ggml.pre").unwrap_or("gpt2"))?));
+    tokenizer
+        .with_pre_tokenizer(Some(pre_tokenizer(g.str("tokenizer.ggml.pre").unwrap_or("gpt2"))?));
     tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
     let types = g.array("tokenizer.ggml.token_type").unwrap_or(&[]);
-    let specials: Vec<AddedToken> =
-        tokens.iter().zip(types).filter(|(_, ty)| ty.as_u64() == Some(CONTROL)).filter_map(|(t, _)| t.as_str()).map(|t| AddedToken::from(t.to_string(), true)).collect();
+    let specials: Vec<AddedToken> = tokens
+        .iter()
+        .zip(types)
+        .filter(|(_, ty)| ty.as_u64() == Some(CONTROL))
+        .filter_map(|(t, _)| t.as_str())
+        .map(|t| AddedToken::from(t.to_string(), true))
+        .collect();
     tokenizer.add_special_tokens(&specials);
     TextTokenizer::from_tokenizer(tokenizer, max_tokens)
 }

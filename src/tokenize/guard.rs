@@ -16,7 +16,9 @@
 //! Everything here is one pass over the bytes plus a parse of the `normalizer` section alone.
 
 use crate::error::{invalid_model, Result};
-use crate::limits::{human_bytes, MAX_ADDED_TOKENS, MAX_TOKENIZER_JSON_BYTES, MAX_TOKENIZER_JSON_DEPTH};
+use crate::limits::{
+    human_bytes, MAX_ADDED_TOKENS, MAX_TOKENIZER_JSON_BYTES, MAX_TOKENIZER_JSON_DEPTH,
+};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
@@ -29,11 +31,16 @@ const MAX_SECTION_ITEMS: usize = 100_000;
 
 pub fn check(json: &[u8]) -> Result<()> {
     if json.len() > MAX_TOKENIZER_JSON_BYTES {
-        return Err(invalid_model(format!("tokenizer.json is {}, more than the {} accepted", human_bytes(json.len() as u64), human_bytes(MAX_TOKENIZER_JSON_BYTES as u64))));
+        return Err(invalid_model(format!(
+            "tokenizer.json is {}, more than the {} accepted",
+            human_bytes(json.len() as u64),
+            human_bytes(MAX_TOKENIZER_JSON_BYTES as u64)
+        )));
     }
     scan(json)?;
     // Skipped sections are not checked for UTF-8 by serde; the crate reads all of them as text.
-    std::str::from_utf8(json).map_err(|e| invalid_model(format!("tokenizer.json is not UTF-8 text ({e})")))?;
+    std::str::from_utf8(json)
+        .map_err(|e| invalid_model(format!("tokenizer.json is not UTF-8 text ({e})")))?;
     #[derive(Deserialize)]
     struct Sections {
         #[serde(default)]
@@ -46,10 +53,13 @@ pub fn check(json: &[u8]) -> Result<()> {
         #[serde(default, rename = "decoder")]
         _decoder: Option<Value>,
     }
-    let sections: Sections = serde_json::from_slice(json).map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
+    let sections: Sections = serde_json::from_slice(json)
+        .map_err(|e| invalid_model(format!("tokenizer.json could not be read ({e})")))?;
     let added = sections.added_tokens.map_or(0, |a| a.len());
     if added > MAX_ADDED_TOKENS {
-        return Err(invalid_model(format!("tokenizer.json has {added} added tokens, more than the {MAX_ADDED_TOKENS} accepted")));
+        return Err(invalid_model(format!(
+            "tokenizer.json has {added} added tokens, more than the {MAX_ADDED_TOKENS} accepted"
+        )));
     }
     if let Some(n) = &sections.normalizer {
         check_normalizer(n)?;
@@ -88,21 +98,32 @@ fn check_template(map: &serde_json::Map<String, Value>) -> Result<()> {
         for (key, token) in tokens {
             let len = |k: &str| token.get(k).and_then(Value::as_array).map(Vec::len);
             if len("ids") != len("tokens") {
-                return Err(bad_template(format!("defines special token `{key}` with {:?} ids but {:?} tokens", len("ids"), len("tokens"))));
+                return Err(bad_template(format!(
+                    "defines special token `{key}` with {:?} ids but {:?} tokens",
+                    len("ids"),
+                    len("tokens")
+                )));
             }
         }
     }
     for (name, sequences) in [("single", &["A"][..]), ("pair", &["A", "B"][..])] {
         let Some(pieces) = map.get(name).and_then(Value::as_array) else { continue };
         for piece in pieces {
-            if let Some(id) = piece.get("SpecialToken").and_then(|t| t.get("id")).and_then(Value::as_str) {
+            if let Some(id) =
+                piece.get("SpecialToken").and_then(|t| t.get("id")).and_then(Value::as_str)
+            {
                 if !defined.is_some_and(|d| d.contains_key(id)) {
                     return Err(bad_template(format!("uses special token `{id}` in its `{name}` template without defining it in special_tokens")));
                 }
             }
-            if let Some(id) = piece.get("Sequence").and_then(|t| t.get("id")).and_then(Value::as_str) {
+            if let Some(id) =
+                piece.get("Sequence").and_then(|t| t.get("id")).and_then(Value::as_str)
+            {
                 if !sequences.contains(&id) {
-                    return Err(bad_template(format!("uses sequence `{id}` in its `{name}` template, which has only {}", sequences.join(" and "))));
+                    return Err(bad_template(format!(
+                        "uses sequence `{id}` in its `{name}` template, which has only {}",
+                        sequences.join(" and ")
+                    )));
                 }
             }
         }
@@ -148,7 +169,11 @@ fn scan(json: &[u8]) -> Result<()> {
             b',' if depth == 1 => expect_key = true,
             _ => {}
         }
-        if depth >= 2 && matches!(b, b'[' | b'{' | b',') && key != b"model" && key != b"added_tokens" {
+        if depth >= 2
+            && matches!(b, b'[' | b'{' | b',')
+            && key != b"model"
+            && key != b"added_tokens"
+        {
             items += 1;
             if items > MAX_SECTION_ITEMS {
                 let name = String::from_utf8_lossy(key);
@@ -164,7 +189,9 @@ fn check_normalizer(v: &Value) -> Result<()> {
     match v {
         Value::Array(items) => items.iter().try_for_each(check_normalizer),
         Value::Object(map) => {
-            if map.get("type").and_then(Value::as_str) == Some("Precompiled") || map.contains_key("precompiled_charsmap") {
+            if map.get("type").and_then(Value::as_str) == Some("Precompiled")
+                || map.contains_key("precompiled_charsmap")
+            {
                 check_precompiled(v)?;
             }
             map.values().try_for_each(check_normalizer)
@@ -174,7 +201,9 @@ fn check_normalizer(v: &Value) -> Result<()> {
 }
 
 fn bad_charsmap(why: &str) -> crate::Error {
-    invalid_model(format!("tokenizer.json: the Precompiled normaliser's precompiled_charsmap {why}"))
+    invalid_model(format!(
+        "tokenizer.json: the Precompiled normaliser's precompiled_charsmap {why}"
+    ))
 }
 
 fn check_precompiled(v: &Value) -> Result<()> {
@@ -185,12 +214,16 @@ fn check_precompiled(v: &Value) -> Result<()> {
         m.insert("type".into(), Value::String("Precompiled".into()));
     }
     // As the crate does it: from a string (its base64 field is borrowed, which a `Value` is not).
-    let reserialized = serde_json::to_string(&tagged).map_err(|e| bad_charsmap(&format!("cannot be read ({e})")))?;
+    let reserialized = serde_json::to_string(&tagged)
+        .map_err(|e| bad_charsmap(&format!("cannot be read ({e})")))?;
     serde_json::from_str::<Precompiled>(&reserialized).map_err(|e| {
         let why: String = e.to_string().chars().take(160).collect();
         bad_charsmap(&format!("cannot be read ({why})"))
     })?;
-    let text = v.get("precompiled_charsmap").and_then(Value::as_str).ok_or_else(|| bad_charsmap("is missing"))?;
+    let text = v
+        .get("precompiled_charsmap")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad_charsmap("is missing"))?;
     let bytes = base64_decode(text).ok_or_else(|| bad_charsmap("is not base64"))?;
     check_charsmap(&bytes).map_err(bad_charsmap)
 }
@@ -227,12 +260,20 @@ const MAX_KEY_BYTES: usize = 5;
 /// every key they can be given: every unit they would read must exist, and every replacement
 /// they would slice must start on a character boundary inside the replacements.
 fn check_charsmap(bytes: &[u8]) -> std::result::Result<(), &'static str> {
-    let trie_bytes = bytes.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize).ok_or("is too short")?;
+    let trie_bytes = bytes
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or("is too short")?;
     let units = trie_bytes / 4;
     let body = &bytes[4..];
-    let trie: Vec<u32> =
-        body.get(..units.checked_mul(4).ok_or("is too long")?).ok_or("is truncated")?.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    let normalized = std::str::from_utf8(&body[units * 4..]).map_err(|_| "has replacements that are not UTF-8")?;
+    let trie: Vec<u32> = body
+        .get(..units.checked_mul(4).ok_or("is too long")?)
+        .ok_or("is truncated")?
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let normalized = std::str::from_utf8(&body[units * 4..])
+        .map_err(|_| "has replacements that are not UTF-8")?;
     let offset = |u: u32| ((u >> 10) << ((u & (1 << 9)) >> 6)) as usize;
     let label = |u: u32| (u & ((1 << 31) | 0xff)) as usize;
     let has_leaf = |u: u32| (u >> 8) & 1 == 1;
@@ -253,7 +294,8 @@ fn check_charsmap(bytes: &[u8]) -> std::result::Result<(), &'static str> {
                 }
                 let child = pos ^ offset(unit);
                 if has_leaf(unit) {
-                    let start = value(*trie.get(child).ok_or("has a trie that points outside itself")?);
+                    let start =
+                        value(*trie.get(child).ok_or("has a trie that points outside itself")?);
                     if start > normalized.len() || !normalized.is_char_boundary(start) {
                         return Err("has a replacement outside the replacement text");
                     }

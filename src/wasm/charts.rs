@@ -88,7 +88,9 @@ fn parse_color(s: &str) -> Option<RGBColor> {
         };
     }
     let inner = s.strip_prefix("rgb(").or_else(|| s.strip_prefix("rgba("))?.strip_suffix(')')?;
-    let mut parts = inner.split(',').map(|p| p.trim().parse::<f64>().ok().map(|v| v.clamp(0.0, 255.0).round() as u8));
+    let mut parts = inner
+        .split(',')
+        .map(|p| p.trim().parse::<f64>().ok().map(|v| v.clamp(0.0, 255.0).round() as u8));
     Some(RGBColor(parts.next()??, parts.next()??, parts.next()??))
 }
 
@@ -101,7 +103,12 @@ fn draw_error<E: std::fmt::Debug>(e: E) -> JsError {
 /// `labels[i]`. Options: `{ title, scale, max, reference, reference_label, y_label, x_label,
 /// colors, selected: [i], hovered: i, bg, fg, muted, faint, dark }`.
 #[wasm_bindgen(js_name = drawBarChart)]
-pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: Vec<String>, options: JsValue) -> Result<JsValue, JsError> {
+pub fn draw_bar_chart(
+    canvas: HtmlCanvasElement,
+    values: &Float32Array,
+    labels: Vec<String>,
+    options: JsValue,
+) -> Result<JsValue, JsError> {
     let values = values.to_vec();
     let n = values.len();
     if n == 0 {
@@ -113,21 +120,33 @@ pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: 
     let opts: BarOptions = if options.is_undefined() || options.is_null() {
         BarOptions::default()
     } else {
-        serde_wasm_bindgen::from_value(options).map_err(|e| JsError::new(&format!("bar chart options: {e}")))?
+        serde_wasm_bindgen::from_value(options)
+            .map_err(|e| JsError::new(&format!("bar chart options: {e}")))?
     };
     let scale = if opts.scale > 0.0 { opts.scale } else { 1.0 };
     let px = |v: f64| (v * scale).round() as u32;
     let (bg0, fg0, muted0, faint0) = if opts.dark {
-        (RGBColor(20, 23, 28), RGBColor(230, 233, 238), RGBColor(154, 165, 180), RGBColor(47, 53, 64))
+        (
+            RGBColor(20, 23, 28),
+            RGBColor(230, 233, 238),
+            RGBColor(154, 165, 180),
+            RGBColor(47, 53, 64),
+        )
     } else {
         (WHITE, RGBColor(29, 35, 48), RGBColor(95, 107, 122), RGBColor(216, 221, 228))
     };
     let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
-    let (bg, fg, muted, faint) = (pick(&opts.bg, bg0), pick(&opts.fg, fg0), pick(&opts.muted, muted0), pick(&opts.faint, faint0));
+    let (bg, fg, muted, faint) = (
+        pick(&opts.bg, bg0),
+        pick(&opts.fg, fg0),
+        pick(&opts.muted, muted0),
+        pick(&opts.faint, faint0),
+    );
     let largest = values.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, f32::max) as f64;
     let top = if opts.max > 0.0 { opts.max } else { (largest.max(opts.reference) * 1.1).max(1e-6) };
 
-    let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("bar chart: the canvas has no 2D context"))?;
+    let backend = CanvasBackend::with_canvas_object(canvas)
+        .ok_or_else(|| JsError::new("bar chart: the canvas has no 2D context"))?;
     let root: DrawingArea<CanvasBackend, Shift> = backend.into_drawing_area();
     root.fill(&bg).map_err(draw_error)?;
     let (width_px, height_px) = root.dim_in_pixel();
@@ -135,11 +154,16 @@ pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: 
     let font_px = 11.0 * scale;
     let text = (FONT, font_px).into_font().color(&muted);
     let mut builder = ChartBuilder::on(&root);
-    builder.margin(px(6.0)).margin_right(px(10.0)).x_label_area_size(px(if opts.x_label.is_empty() { 18.0 } else { 30.0 })).y_label_area_size(px(38.0));
+    builder
+        .margin(px(6.0))
+        .margin_right(px(10.0))
+        .x_label_area_size(px(if opts.x_label.is_empty() { 18.0 } else { 30.0 }))
+        .y_label_area_size(px(38.0));
     if !opts.title.is_empty() {
         builder.caption(&opts.title, (FONT, 12.0 * scale).into_font().color(&fg));
     }
-    let mut chart = builder.build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top).map_err(draw_error)?;
+    let mut chart =
+        builder.build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top).map_err(draw_error)?;
     let mut mesh = chart.configure_mesh();
     mesh.disable_x_mesh()
         .x_labels(0)
@@ -156,18 +180,28 @@ pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: 
     mesh.draw().map_err(draw_error)?;
 
     let half = 0.36;
-    let stroke = |c: RGBColor, w: f64| ShapeStyle { color: c.to_rgba(), filled: false, stroke_width: px(w).max(1) };
+    let stroke = |c: RGBColor, w: f64| ShapeStyle {
+        color: c.to_rgba(),
+        filled: false,
+        stroke_width: px(w).max(1),
+    };
     let mut bars = Vec::with_capacity(n);
     for (i, &v) in values.iter().enumerate() {
         let x = i as f64;
         let v64 = if v.is_finite() { (v as f64).clamp(0.0, top) } else { 0.0 };
         let color = opts.colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
         let (a, b) = ((x - half, v64), (x + half, 0.0));
-        chart.draw_series(std::iter::once(Rectangle::new([a, b], color.filled()))).map_err(draw_error)?;
+        chart
+            .draw_series(std::iter::once(Rectangle::new([a, b], color.filled())))
+            .map_err(draw_error)?;
         if opts.selected.contains(&i) {
-            chart.draw_series(std::iter::once(Rectangle::new([a, b], stroke(fg, 2.0)))).map_err(draw_error)?;
+            chart
+                .draw_series(std::iter::once(Rectangle::new([a, b], stroke(fg, 2.0))))
+                .map_err(draw_error)?;
         } else if opts.hovered == Some(i) {
-            chart.draw_series(std::iter::once(Rectangle::new([a, b], stroke(muted, 1.5)))).map_err(draw_error)?;
+            chart
+                .draw_series(std::iter::once(Rectangle::new([a, b], stroke(muted, 1.5))))
+                .map_err(draw_error)?;
         }
         let (x0, y0) = chart.backend_coord(&a);
         let (x1, y1) = chart.backend_coord(&b);
@@ -188,13 +222,27 @@ pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: 
     // Bar labels under the axis (bold for selected bars); the axis name at the left.
     for (i, label) in labels.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64, 0.0));
-        let style = if opts.selected.contains(&i) { (FONT, font_px, FontStyle::Bold).into_font().color(&fg) } else { (FONT, font_px).into_font().color(&muted) };
-        root.draw(&Text::new(label.clone(), (x, y + px(4.0) as i32), style.pos(Pos::new(HPos::Center, VPos::Top)))).map_err(draw_error)?;
+        let style = if opts.selected.contains(&i) {
+            (FONT, font_px, FontStyle::Bold).into_font().color(&fg)
+        } else {
+            (FONT, font_px).into_font().color(&muted)
+        };
+        root.draw(&Text::new(
+            label.clone(),
+            (x, y + px(4.0) as i32),
+            style.pos(Pos::new(HPos::Center, VPos::Top)),
+        ))
+        .map_err(draw_error)?;
     }
     let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
     if !opts.x_label.is_empty() {
         let pos = Pos::new(HPos::Right, VPos::Top);
-        root.draw(&Text::new(opts.x_label.clone(), (plot_x.start - px(4.0) as i32, plot_y.end + px(4.0) as i32), text.clone().pos(pos))).map_err(draw_error)?;
+        root.draw(&Text::new(
+            opts.x_label.clone(),
+            (plot_x.start - px(4.0) as i32, plot_y.end + px(4.0) as i32),
+            text.clone().pos(pos),
+        ))
+        .map_err(draw_error)?;
     }
 
     // Reference line, dashed, labelled at its right end.
@@ -204,12 +252,18 @@ pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: 
         let mut x = plot_x.start;
         while x < plot_x.end {
             let x2 = (x + dash).min(plot_x.end);
-            root.draw(&PathElement::new(vec![(x, y), (x2, y)], stroke(fg, 1.0))).map_err(draw_error)?;
+            root.draw(&PathElement::new(vec![(x, y), (x2, y)], stroke(fg, 1.0)))
+                .map_err(draw_error)?;
             x = x2 + gap;
         }
         if !opts.reference_label.is_empty() {
             let pos = Pos::new(HPos::Right, VPos::Bottom);
-            root.draw(&Text::new(opts.reference_label.clone(), (plot_x.end, y - px(2.0) as i32), (FONT, font_px).into_font().color(&fg).pos(pos))).map_err(draw_error)?;
+            root.draw(&Text::new(
+                opts.reference_label.clone(),
+                (plot_x.end, y - px(2.0) as i32),
+                (FONT, font_px).into_font().color(&fg).pos(pos),
+            ))
+            .map_err(draw_error)?;
         }
     }
     root.present().map_err(draw_error)?;
@@ -217,10 +271,16 @@ pub fn draw_bar_chart(canvas: HtmlCanvasElement, values: &Float32Array, labels: 
     let geom = BarGeometry {
         width: width_px as f64 / scale,
         height: height_px as f64 / scale,
-        plot: Rect { x: plot_x.start as f64 / scale, y: plot_y.start as f64 / scale, w: (plot_x.end - plot_x.start) as f64 / scale, h: (plot_y.end - plot_y.start) as f64 / scale },
+        plot: Rect {
+            x: plot_x.start as f64 / scale,
+            y: plot_y.start as f64 / scale,
+            w: (plot_x.end - plot_x.start) as f64 / scale,
+            h: (plot_y.end - plot_y.start) as f64 / scale,
+        },
         bars,
     };
-    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
+    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
 }
 
 #[derive(Deserialize, Default)]
@@ -269,7 +329,11 @@ struct PositionsGeometry {
 /// Blue → white → red for t in [−1, 1] (the views' diverging scale, light or dark).
 fn diverging(t: f32, dark: bool) -> RGBColor {
     let t = if t.is_finite() { t.clamp(-1.0, 1.0) } else { 0.0 };
-    let (mid, lo, hi) = if dark { ((24.0, 27.0, 33.0), (90.0, 160.0, 255.0), (255.0, 110.0, 90.0)) } else { ((255.0, 255.0, 255.0), (33.0, 102.0, 172.0), (178.0, 24.0, 43.0)) };
+    let (mid, lo, hi) = if dark {
+        ((24.0, 27.0, 33.0), (90.0, 160.0, 255.0), (255.0, 110.0, 90.0))
+    } else {
+        ((255.0, 255.0, 255.0), (33.0, 102.0, 172.0), (178.0, 24.0, 43.0))
+    };
     let (end, a) = if t < 0.0 { (lo, -t) } else { (hi, t) };
     let mix = |m: f32, e: f32| (m + (e - m) * a).round() as u8;
     RGBColor(mix(mid.0, end.0), mix(mid.1, end.1), mix(mid.2, end.2))
@@ -282,29 +346,53 @@ fn diverging(t: f32, dark: bool) -> RGBColor {
 /// Options: `{ scale, line_dims, line_colors, heat_height, color_max, hovered, no_heat, heat_dims,
 /// bg, fg, muted, faint, dark }`.
 #[wasm_bindgen(js_name = drawPositionsChart)]
-pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, positions: usize, dims: usize, options: JsValue) -> Result<JsValue, JsError> {
+pub fn draw_positions_chart(
+    canvas: HtmlCanvasElement,
+    data: &Float32Array,
+    positions: usize,
+    dims: usize,
+    options: JsValue,
+) -> Result<JsValue, JsError> {
     let data = data.to_vec();
     if positions == 0 || dims == 0 || data.len() != positions * dims {
-        return Err(JsError::new(&format!("positions chart: {} values are not {positions} positions × {dims} dims", data.len())));
+        return Err(JsError::new(&format!(
+            "positions chart: {} values are not {positions} positions × {dims} dims",
+            data.len()
+        )));
     }
     let opts: PositionsOptions = if options.is_undefined() || options.is_null() {
         PositionsOptions::default()
     } else {
-        serde_wasm_bindgen::from_value(options).map_err(|e| JsError::new(&format!("positions chart options: {e}")))?
+        serde_wasm_bindgen::from_value(options)
+            .map_err(|e| JsError::new(&format!("positions chart options: {e}")))?
     };
     let scale = if opts.scale > 0.0 { opts.scale } else { 1.0 };
     let px = |v: f64| (v * scale).round() as u32;
     let (bg0, fg0, muted0, faint0) = if opts.dark {
-        (RGBColor(20, 23, 28), RGBColor(230, 233, 238), RGBColor(154, 165, 180), RGBColor(47, 53, 64))
+        (
+            RGBColor(20, 23, 28),
+            RGBColor(230, 233, 238),
+            RGBColor(154, 165, 180),
+            RGBColor(47, 53, 64),
+        )
     } else {
         (WHITE, RGBColor(29, 35, 48), RGBColor(95, 107, 122), RGBColor(216, 221, 228))
     };
     let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
-    let (bg, fg, muted, faint) = (pick(&opts.bg, bg0), pick(&opts.fg, fg0), pick(&opts.muted, muted0), pick(&opts.faint, faint0));
-    let largest = data.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, |m, v| m.max(v.abs()));
-    let max_abs = if opts.color_max > 0.0 && opts.color_max.is_finite() { opts.color_max } else { largest }.max(1e-12);
+    let (bg, fg, muted, faint) = (
+        pick(&opts.bg, bg0),
+        pick(&opts.fg, fg0),
+        pick(&opts.muted, muted0),
+        pick(&opts.faint, faint0),
+    );
+    let largest =
+        data.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, |m, v| m.max(v.abs()));
+    let max_abs =
+        if opts.color_max > 0.0 && opts.color_max.is_finite() { opts.color_max } else { largest }
+            .max(1e-12);
 
-    let backend = CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("positions chart: the canvas has no 2D context"))?;
+    let backend = CanvasBackend::with_canvas_object(canvas)
+        .ok_or_else(|| JsError::new("positions chart: the canvas has no 2D context"))?;
     let root: DrawingArea<CanvasBackend, Shift> = backend.into_drawing_area();
     let band = opts.heat_dims;
     let frame = band.is_none();
@@ -312,7 +400,11 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
         root.fill(&bg).map_err(draw_error)?;
     }
     let (width_px, height_px) = root.dim_in_pixel();
-    let heat_px = if opts.heat_height > 0.0 { px(opts.heat_height).min(height_px) } else { height_px * 3 / 5 };
+    let heat_px = if opts.heat_height > 0.0 {
+        px(opts.heat_height).min(height_px)
+    } else {
+        height_px * 3 / 5
+    };
     let (top, bottom) = root.split_vertically(heat_px);
     let font_px = 11.0 * scale;
     let text = (FONT, font_px).into_font().color(&muted);
@@ -363,7 +455,8 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
         let mut run: Option<(f64, f64, RGBColor)> = None;
         let (y0, y1) = (d0 as f64 - 0.5, d1 as f64 - 0.5);
         for c in 0..cols {
-            let (p0, p1) = (c * positions / cols, ((c + 1) * positions / cols).max(c * positions / cols + 1));
+            let (p0, p1) =
+                (c * positions / cols, ((c + 1) * positions / cols).max(c * positions / cols + 1));
             let mut v = 0.0f32;
             for p in p0..p1 {
                 for d in d0..d1 {
@@ -373,7 +466,8 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
                     }
                 }
             }
-            let (x0, x1, color) = (p0 as f64 - 0.5, p1 as f64 - 0.5, diverging(v / max_abs, opts.dark));
+            let (x0, x1, color) =
+                (p0 as f64 - 0.5, p1 as f64 - 0.5, diverging(v / max_abs, opts.dark));
             run = match run {
                 Some((start, _, c)) if c == color => Some((start, x1, c)),
                 Some((start, stop, c)) => {
@@ -436,15 +530,32 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
             .map_err(draw_error)?;
         for (i, &d) in chosen.iter().enumerate() {
             let color = opts.line_colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
-            let style = ShapeStyle { color: color.to_rgba(), filled: false, stroke_width: px(1.5).max(1) };
-            lines.draw_series(std::iter::once(PathElement::new((0..positions).map(|p| (p as f64, data[p * dims + d] as f64)).collect::<Vec<_>>(), style))).map_err(draw_error)?;
+            let style =
+                ShapeStyle { color: color.to_rgba(), filled: false, stroke_width: px(1.5).max(1) };
+            lines
+                .draw_series(std::iter::once(PathElement::new(
+                    (0..positions)
+                        .map(|p| (p as f64, data[p * dims + d] as f64))
+                        .collect::<Vec<_>>(),
+                    style,
+                )))
+                .map_err(draw_error)?;
         }
     }
     let (lx, ly) = lines.plotting_area().get_pixel_range();
     if let Some(p) = opts.hovered.filter(|&p| frame && p < positions) {
         let rule = ShapeStyle { color: fg.to_rgba(), filled: false, stroke_width: px(1.0).max(1) };
-        heat.draw_series(std::iter::once(PathElement::new(vec![(p as f64, -0.5), (p as f64, dims as f64 - 0.5)], rule))).map_err(draw_error)?;
-        lines.draw_series(std::iter::once(PathElement::new(vec![(p as f64, lo), (p as f64, hi)], rule))).map_err(draw_error)?;
+        heat.draw_series(std::iter::once(PathElement::new(
+            vec![(p as f64, -0.5), (p as f64, dims as f64 - 0.5)],
+            rule,
+        )))
+        .map_err(draw_error)?;
+        lines
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(p as f64, lo), (p as f64, hi)],
+                rule,
+            )))
+            .map_err(draw_error)?;
     }
     root.present().map_err(draw_error)?;
 
@@ -454,6 +565,15 @@ pub fn draw_positions_chart(canvas: HtmlCanvasElement, data: &Float32Array, posi
         w: (x.end - x.start) as f64 / scale,
         h: (y.end - y.start) as f64 / scale,
     };
-    let geom = PositionsGeometry { width: width_px as f64 / scale, height: height_px as f64 / scale, heat: rect(&hx, &hy), lines: rect(&lx, &ly), lo, hi, max_abs };
-    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
+    let geom = PositionsGeometry {
+        width: width_px as f64 / scale,
+        height: height_px as f64 / scale,
+        heat: rect(&hx, &hy),
+        lines: rect(&lx, &ly),
+        lo,
+        hi,
+        max_abs,
+    };
+    geom.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsError::new(&format!("internal: cannot convert the chart geometry ({e})")))
 }

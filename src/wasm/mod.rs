@@ -14,7 +14,9 @@ use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 
 fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
-    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&format!("internal: cannot convert a result ({e})")))
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsError::new(&format!("internal: cannot convert a result ({e})")))
 }
 
 fn err(e: crate::Error) -> JsError {
@@ -25,7 +27,10 @@ fn now_ms() -> f64 {
     // `performance` exists in windows and workers; fall back to Date where it does not.
     let perf = Reflect::get(&js_sys::global(), &JsValue::from_str("performance")).ok();
     perf.and_then(|p| {
-        let now = Reflect::get(&p, &JsValue::from_str("now")).ok()?.dyn_into::<js_sys::Function>().ok()?;
+        let now = Reflect::get(&p, &JsValue::from_str("now"))
+            .ok()?
+            .dyn_into::<js_sys::Function>()
+            .ok()?;
         now.call0(&p).ok()?.as_f64()
     })
     .unwrap_or_else(js_sys::Date::now)
@@ -50,7 +55,11 @@ extern "C" {
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let message = info.to_string();
-        let _ = Reflect::set(&js_sys::global(), &JsValue::from_str(PANIC_GLOBAL), &JsValue::from_str(&message));
+        let _ = Reflect::set(
+            &js_sys::global(),
+            &JsValue::from_str(PANIC_GLOBAL),
+            &JsValue::from_str(&message),
+        );
         console_error(&format!("attnviz wasm panicked: {message}"));
     }));
 }
@@ -112,7 +121,12 @@ fn named_files(files: &Object) -> Result<Vec<(String, JsValue)>, JsError> {
         .iter()
         .map(|entry| {
             let pair: Array = entry.unchecked_into();
-            Ok((pair.get(0).as_string().ok_or_else(|| JsError::new("file names must be strings"))?, pair.get(1)))
+            Ok((
+                pair.get(0)
+                    .as_string()
+                    .ok_or_else(|| JsError::new("file names must be strings"))?,
+                pair.get(1),
+            ))
         })
         .collect()
 }
@@ -125,13 +139,20 @@ fn named_files(files: &Object) -> Result<Vec<(String, JsValue)>, JsError> {
 pub fn inspect_model(id: &str, files: &Object) -> Result<JsValue, JsError> {
     let mut heads = Vec::new();
     for (name, f) in named_files(files)? {
-        let size =
-            Reflect::get(&f, &JsValue::from_str("size")).ok().and_then(|v| v.as_f64()).filter(|s| *s >= 0.0).ok_or_else(|| JsError::new(&format!("file `{name}` has no size")))?;
-        let head =
-            Reflect::get(&f, &JsValue::from_str("head")).ok().filter(|h| h.is_instance_of::<Uint8Array>()).map(|h| h.unchecked_into::<Uint8Array>().to_vec()).unwrap_or_default();
+        let size = Reflect::get(&f, &JsValue::from_str("size"))
+            .ok()
+            .and_then(|v| v.as_f64())
+            .filter(|s| *s >= 0.0)
+            .ok_or_else(|| JsError::new(&format!("file `{name}` has no size")))?;
+        let head = Reflect::get(&f, &JsValue::from_str("head"))
+            .ok()
+            .filter(|h| h.is_instance_of::<Uint8Array>())
+            .map(|h| h.unchecked_into::<Uint8Array>().to_vec())
+            .unwrap_or_default();
         heads.push((name, size as u64, head));
     }
-    let files: Vec<FileHead> = heads.iter().map(|(name, size, head)| FileHead { name, size: *size, head }).collect();
+    let files: Vec<FileHead> =
+        heads.iter().map(|(name, size, head)| FileHead { name, size: *size, head }).collect();
     to_js(&inspect(id, &files).map_err(err)?)
 }
 
@@ -190,20 +211,30 @@ impl CallOptions {
             for key in Object::keys(object).iter() {
                 let key = key.as_string().unwrap_or_default();
                 if !Self::FIELDS.contains(&key.as_str()) {
-                    return Err(JsError::new(&format!("{call} options: unknown field `{key}` (the options are {})", Self::FIELDS.join(", "))));
+                    return Err(JsError::new(&format!(
+                        "{call} options: unknown field `{key}` (the options are {})",
+                        Self::FIELDS.join(", ")
+                    )));
                 }
             }
         }
         let o: CallOptions = serde_wasm_bindgen::from_value(options).map_err(|e| {
             let why = e.to_string();
-            JsError::new(&format!("{call} options: {}", why.strip_prefix("Error: ").unwrap_or(&why)))
+            JsError::new(&format!(
+                "{call} options: {}",
+                why.strip_prefix("Error: ").unwrap_or(&why)
+            ))
         })?;
         let t = o.temperature.unwrap_or(0.0);
         if !(t.is_finite() && t >= 0.0) {
-            return Err(JsError::new(&format!("{call} options: temperature must be a number ≥ 0, not {t}")));
+            return Err(JsError::new(&format!(
+                "{call} options: temperature must be a number ≥ 0, not {t}"
+            )));
         }
         if o.value_norms == Some(true) && call != "attend" {
-            return Err(JsError::new(&format!("{call} options: valueNorms is an option of attend only")));
+            return Err(JsError::new(&format!(
+                "{call} options: valueNorms is an option of attend only"
+            )));
         }
         Ok(o)
     }
@@ -211,7 +242,11 @@ impl CallOptions {
     fn generate(&self) -> GenerateOptions {
         GenerateOptions {
             max_new_tokens: self.generate.unwrap_or(0) as usize,
-            sampling: Sampling { temperature: self.temperature.unwrap_or(0.0), top_k: self.top_k.unwrap_or(0) as usize, seed: self.seed.unwrap_or(0) },
+            sampling: Sampling {
+                temperature: self.temperature.unwrap_or(0.0),
+                top_k: self.top_k.unwrap_or(0) as usize,
+                seed: self.seed.unwrap_or(0),
+            },
         }
     }
 }
@@ -230,12 +265,17 @@ impl AttnModel {
             arrays.push((name, data.unchecked_into::<Uint8Array>()));
         }
         // Sizes first: copying a file past the budget into wasm memory would abort the module.
-        crate::limits::check_file_sizes(arrays.iter().map(|(name, a)| (name.as_str(), u64::from(a.length())))).map_err(err)?;
-        let bytes: HashMap<String, Vec<u8>> = arrays.into_iter().map(|(name, a)| (name, a.to_vec())).collect();
+        crate::limits::check_file_sizes(
+            arrays.iter().map(|(name, a)| (name.as_str(), u64::from(a.length()))),
+        )
+        .map_err(err)?;
+        let bytes: HashMap<String, Vec<u8>> =
+            arrays.into_iter().map(|(name, a)| (name, a.to_vec())).collect();
         // Owned: a GGUF model's weights stay in the copied bytes (no second copy).
         let manifest = if manifest_json.trim().is_empty() {
             let names: Vec<String> = bytes.keys().cloned().collect();
-            Manifest::infer("custom", &names, bytes.get("config.json").map(|v| v.as_slice())).map_err(err)?
+            Manifest::infer("custom", &names, bytes.get("config.json").map(|v| v.as_slice()))
+                .map_err(err)?
         } else {
             Manifest::from_json(manifest_json.as_bytes()).map_err(err)?
         };
@@ -256,18 +296,42 @@ impl AttnModel {
     pub fn attend(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "attend")?;
         let start = now_ms();
-        let a = self.model.attend_with(text, &o.generate(), o.value_norms.unwrap_or(false)).map_err(err)?;
+        let a = self
+            .model
+            .attend_with(text, &o.generate(), o.value_norms.unwrap_or(false))
+            .map_err(err)?;
         let ms = now_ms() - start;
-        to_js(&AttendResult::new(&self.model.manifest.id, text, &a, &self.model.info().special_tokens, ms, f32s))
+        to_js(&AttendResult::new(
+            &self.model.manifest.id,
+            text,
+            &a,
+            &self.model.info().special_tokens,
+            ms,
+            f32s,
+        ))
     }
 
     /// Every intermediate of one head: [`StepResult`] (`schema/attend.schema.json`), arrays as
     /// `Float32Array`s. `options`: the generation options of [`AttnModel::attend`] (the step
     /// view of a decoder-only model covers the text and its continuation).
-    pub fn step(&self, text: &str, kind: &str, layer: usize, head: usize, options: JsValue) -> Result<JsValue, JsError> {
-        let kind = AttentionKind::parse(kind).ok_or_else(|| JsError::new(&format!("unknown attention kind `{kind}` (encoder_self, decoder_self or cross)")))?;
+    pub fn step(
+        &self,
+        text: &str,
+        kind: &str,
+        layer: usize,
+        head: usize,
+        options: JsValue,
+    ) -> Result<JsValue, JsError> {
+        let kind = AttentionKind::parse(kind).ok_or_else(|| {
+            JsError::new(&format!(
+                "unknown attention kind `{kind}` (encoder_self, decoder_self or cross)"
+            ))
+        })?;
         let o = CallOptions::read(options, "step")?;
-        let hi = self.model.head_internals_generating(text, &o.generate(), HeadRequest { kind, layer, head }).map_err(err)?;
+        let hi = self
+            .model
+            .head_internals_generating(text, &o.generate(), HeadRequest { kind, layer, head })
+            .map_err(err)?;
         to_js(&StepResult::new(&self.model.manifest.id, text, &hi, f32s))
     }
 
@@ -276,7 +340,8 @@ impl AttnModel {
     pub fn heads(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "heads")?;
         let (a, scores) = self.model.heads(text, &o.generate()).map_err(err)?;
-        let induction = scores.iter().any(|s| s.induction.is_some()).then_some(crate::models::INDUCTION_TOKENS);
+        let induction =
+            scores.iter().any(|s| s.induction.is_some()).then_some(crate::models::INDUCTION_TOKENS);
         to_js(&HeadsResult::new(&self.model.manifest.id, text, &a, &scores, induction))
     }
 

@@ -54,7 +54,9 @@ impl BlockFormat {
     /// Bytes of a row of `cols` values; `None` when `cols` is not a whole number of blocks or
     /// the size overflows.
     pub fn row_bytes(self, cols: usize) -> Option<usize> {
-        (cols % self.block_len() == 0).then(|| (cols / self.block_len()).checked_mul(self.block_bytes())).flatten()
+        (cols % self.block_len() == 0)
+            .then(|| (cols / self.block_len()).checked_mul(self.block_bytes()))
+            .flatten()
     }
 
     /// Whether every value that `bytes` (whole blocks) decodes to is finite: a float whose
@@ -63,9 +65,13 @@ impl BlockFormat {
     pub fn all_finite(self, bytes: &[u8]) -> bool {
         let f16_ok = |b: &[u8]| u16::from_le_bytes([b[0], b[1]]) & 0x7c00 != 0x7c00;
         match self {
-            BlockFormat::F32 => bytes.chunks_exact(4).all(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7f80_0000 != 0x7f80_0000),
+            BlockFormat::F32 => bytes
+                .chunks_exact(4)
+                .all(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7f80_0000 != 0x7f80_0000),
             BlockFormat::F16 => bytes.chunks_exact(2).all(f16_ok),
-            BlockFormat::Q4_0 | BlockFormat::Q8_0 => bytes.chunks_exact(self.block_bytes()).all(f16_ok),
+            BlockFormat::Q4_0 | BlockFormat::Q8_0 => {
+                bytes.chunks_exact(self.block_bytes()).all(f16_ok)
+            }
             BlockFormat::Q4_1 => bytes.chunks_exact(20).all(|b| f16_ok(b) && f16_ok(&b[2..])),
         }
     }
@@ -74,8 +80,13 @@ impl BlockFormat {
     pub fn dequantize(self, bytes: &[u8], out: &mut [f32]) {
         let half = |b: &[u8]| f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
         match self {
-            BlockFormat::F32 => out.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(o, b)| *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            BlockFormat::F16 => out.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(o, b)| *o = half(b)),
+            BlockFormat::F32 => out
+                .iter_mut()
+                .zip(bytes.chunks_exact(4))
+                .for_each(|(o, b)| *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            BlockFormat::F16 => {
+                out.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(o, b)| *o = half(b))
+            }
             BlockFormat::Q4_0 | BlockFormat::Q4_1 => {
                 let q_at = if self == BlockFormat::Q4_0 { 2 } else { 4 };
                 for (o, b) in out.chunks_exact_mut(32).zip(bytes.chunks_exact(self.block_bytes())) {
@@ -115,7 +126,13 @@ pub struct BlockMat {
 
 impl BlockMat {
     /// `None` when the rows do not fit in `bytes` from `offset` or `cols` is not whole blocks.
-    pub fn new(rows: usize, cols: usize, format: BlockFormat, bytes: std::sync::Arc<Vec<u8>>, offset: usize) -> Option<BlockMat> {
+    pub fn new(
+        rows: usize,
+        cols: usize,
+        format: BlockFormat,
+        bytes: std::sync::Arc<Vec<u8>>,
+        offset: usize,
+    ) -> Option<BlockMat> {
         let row_bytes = format.row_bytes(cols)?;
         let end = row_bytes.checked_mul(rows)?.checked_add(offset)?;
         (end <= bytes.len()).then_some(BlockMat { rows, cols, format, bytes, offset, row_bytes })

@@ -98,7 +98,13 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| invalid_model(format!("the GGUF file ends inside {what} (at byte {} of {})", self.pos, self.bytes.len())))?;
+        let end = end.ok_or_else(|| {
+            invalid_model(format!(
+                "the GGUF file ends inside {what} (at byte {} of {})",
+                self.pos,
+                self.bytes.len()
+            ))
+        })?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -125,14 +131,22 @@ impl<'a> Reader<'a> {
     /// A count that must fit in what is left, each item taking at least `min_item` bytes.
     fn count(&mut self, min_item: usize, what: &str) -> Result<usize> {
         let n = self.u64(what)?;
-        let fits = usize::try_from(n).ok().filter(|&n| n.checked_mul(min_item).is_some_and(|b| b <= self.remaining()));
-        fits.ok_or_else(|| invalid_model(format!("the GGUF file declares {n} {what}, more than its {} remaining bytes can hold", self.remaining())))
+        let fits = usize::try_from(n)
+            .ok()
+            .filter(|&n| n.checked_mul(min_item).is_some_and(|b| b <= self.remaining()));
+        fits.ok_or_else(|| {
+            invalid_model(format!(
+                "the GGUF file declares {n} {what}, more than its {} remaining bytes can hold",
+                self.remaining()
+            ))
+        })
     }
 
     fn string(&mut self, what: &str) -> Result<String> {
         let len = self.count(1, what)?;
         let b = self.take(len, what)?;
-        String::from_utf8(b.to_vec()).map_err(|_| invalid_model(format!("a GGUF {what} is not UTF-8 text")))
+        String::from_utf8(b.to_vec())
+            .map_err(|_| invalid_model(format!("a GGUF {what} is not UTF-8 text")))
     }
 
     fn value(&mut self, ty: u32, depth: usize) -> Result<Value> {
@@ -159,7 +173,9 @@ impl<'a> Reader<'a> {
             8 => Value::Str(self.string("metadata string bytes")?),
             9 => {
                 if depth >= MAX_ARRAY_DEPTH {
-                    return Err(invalid_model(format!("GGUF metadata nests arrays deeper than {MAX_ARRAY_DEPTH}")));
+                    return Err(invalid_model(format!(
+                        "GGUF metadata nests arrays deeper than {MAX_ARRAY_DEPTH}"
+                    )));
                 }
                 let item = self.u32("an array type")?;
                 let min = match item {
@@ -167,10 +183,18 @@ impl<'a> Reader<'a> {
                     2 | 3 => 2,
                     4..=6 => 4,
                     8..=12 => 8,
-                    other => return Err(invalid_model(format!("GGUF metadata has an array of unknown type {other}"))),
+                    other => {
+                        return Err(invalid_model(format!(
+                            "GGUF metadata has an array of unknown type {other}"
+                        )))
+                    }
                 };
                 let n = self.count(min, "array items")?;
-                self.values_left = self.values_left.checked_sub(n).ok_or_else(|| invalid_model(format!("GGUF metadata holds more than {MAX_METADATA_VALUES} values")))?;
+                self.values_left = self.values_left.checked_sub(n).ok_or_else(|| {
+                    invalid_model(format!(
+                        "GGUF metadata holds more than {MAX_METADATA_VALUES} values"
+                    ))
+                })?;
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(self.value(item, depth + 1)?);
@@ -180,7 +204,11 @@ impl<'a> Reader<'a> {
             10 => Value::Uint(self.u64(what)?),
             11 => Value::Int(self.u64(what)? as i64),
             12 => Value::Float(f64::from_bits(self.u64(what)?)),
-            other => return Err(invalid_model(format!("GGUF metadata has a value of unknown type {other}"))),
+            other => {
+                return Err(invalid_model(format!(
+                    "GGUF metadata has a value of unknown type {other}"
+                )))
+            }
         })
     }
 }
@@ -214,12 +242,16 @@ pub fn read_header(bytes: Vec<u8>, file_size: u64, file: &str) -> Result<Gguf> {
     }
     let version = r.u32("the header")?;
     if !(2..=3).contains(&version) {
-        return Err(invalid_model(format!("{file} is GGUF version {version}; this build reads versions 2 and 3")));
+        return Err(invalid_model(format!(
+            "{file} is GGUF version {version}; this build reads versions 2 and 3"
+        )));
     }
     // A tensor info takes at least 8 + 4 + 8 + 4 + 8 bytes; a key–value at least 8 + 4 + 1.
     let tensor_count = r.count(32, "tensors")?;
     if tensor_count > MAX_TENSORS {
-        return Err(invalid_model(format!("{file} declares {tensor_count} tensors, more than the {MAX_TENSORS} accepted")));
+        return Err(invalid_model(format!(
+            "{file} declares {tensor_count} tensors, more than the {MAX_TENSORS} accepted"
+        )));
     }
     let kv_count = r.count(13, "metadata entries")?;
     r.values_left =
@@ -238,7 +270,9 @@ pub fn read_header(bytes: Vec<u8>, file_size: u64, file: &str) -> Result<Gguf> {
         let name = r.string("tensor name")?;
         let n_dims = r.u32("a tensor's dimension count")? as usize;
         if n_dims == 0 || n_dims > MAX_DIMS {
-            return Err(invalid_model(format!("{file}: tensor `{name}` has {n_dims} dimensions (1 to {MAX_DIMS} accepted)")));
+            return Err(invalid_model(format!(
+                "{file}: tensor `{name}` has {n_dims} dimensions (1 to {MAX_DIMS} accepted)"
+            )));
         }
         let mut dims = Vec::with_capacity(n_dims);
         for _ in 0..n_dims {
@@ -259,7 +293,11 @@ pub fn read_header(bytes: Vec<u8>, file_size: u64, file: &str) -> Result<Gguf> {
         Some(v) => v
             .as_u64()
             .filter(|a| (1..=1 << 16).contains(a) && a.is_power_of_two())
-            .ok_or_else(|| invalid_model(format!("{file}: general.alignment is not a power of two up to 65536")))? as usize,
+            .ok_or_else(|| {
+                invalid_model(format!(
+                    "{file}: general.alignment is not a power of two up to 65536"
+                ))
+            })? as usize,
     };
     let data_start = r.pos.div_ceil(alignment) * alignment;
     let mut tensors = HashMap::with_capacity(infos.len());
@@ -274,7 +312,10 @@ pub fn read_header(bytes: Vec<u8>, file_size: u64, file: &str) -> Result<Gguf> {
             _ => return Err(invalid_model(format!("{file}: tensor `{name}` ({format:?} {dims:?} at offset {offset}) does not fit in the file's {file_size} bytes"))),
         }
         let start = start.unwrap_or_default();
-        if tensors.insert(name.clone(), TensorInfo { name: name.clone(), dims, format, start }).is_some() {
+        if tensors
+            .insert(name.clone(), TensorInfo { name: name.clone(), dims, format, start })
+            .is_some()
+        {
             return Err(invalid_model(format!("{file}: tensor `{name}` appears twice")));
         }
     }
@@ -287,7 +328,10 @@ impl Gguf {
     }
 
     fn missing(&self, key: &str) -> crate::Error {
-        invalid_model(format!("{}: metadata `{key}` is missing or not the expected type", self.file))
+        invalid_model(format!(
+            "{}: metadata `{key}` is missing or not the expected type",
+            self.file
+        ))
     }
 
     pub fn u64(&self, key: &str) -> Result<u64> {
@@ -308,12 +352,20 @@ impl Gguf {
 
     /// A matrix `[rows, cols]` (GGUF dims `[cols, rows]`) kept in its block format.
     pub fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<BlockMat> {
-        let t = self.tensors.get(name).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` is missing", self.file)))?;
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| invalid_model(format!("{}: tensor `{name}` is missing", self.file)))?;
         if t.dims != [cols, rows] {
-            return Err(invalid_model(format!("{}: tensor `{name}` has dims {:?}, expected [{cols}, {rows}]", self.file, t.dims)));
+            return Err(invalid_model(format!(
+                "{}: tensor `{name}` has dims {:?}, expected [{cols}, {rows}]",
+                self.file, t.dims
+            )));
         }
         let m =
-            BlockMat::new(rows, cols, t.format, self.bytes.clone(), t.start).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file)))?;
+            BlockMat::new(rows, cols, t.format, self.bytes.clone(), t.start).ok_or_else(|| {
+                invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file))
+            })?;
         self.finite(name, m)
     }
 
@@ -322,17 +374,28 @@ impl Gguf {
         if m.all_finite() {
             Ok(m)
         } else {
-            Err(invalid_model(format!("{}: tensor `{name}` holds NaN or infinite values", self.file)))
+            Err(invalid_model(format!(
+                "{}: tensor `{name}` holds NaN or infinite values",
+                self.file
+            )))
         }
     }
 
     /// A vector of `len` values, decoded to f32 (norm weights).
     pub fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
-        let t = self.tensors.get(name).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` is missing", self.file)))?;
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| invalid_model(format!("{}: tensor `{name}` is missing", self.file)))?;
         if t.dims != [len] {
-            return Err(invalid_model(format!("{}: tensor `{name}` has dims {:?}, expected [{len}]", self.file, t.dims)));
+            return Err(invalid_model(format!(
+                "{}: tensor `{name}` has dims {:?}, expected [{len}]",
+                self.file, t.dims
+            )));
         }
-        let m = BlockMat::new(1, len, t.format, self.bytes.clone(), t.start).ok_or_else(|| invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file)))?;
+        let m = BlockMat::new(1, len, t.format, self.bytes.clone(), t.start).ok_or_else(|| {
+            invalid_model(format!("{}: tensor `{name}` does not fit in the file", self.file))
+        })?;
         let m = self.finite(name, m)?;
         let mut out = vec![0.0; len];
         m.dequantize_row(0, &mut out);
@@ -383,7 +446,13 @@ pub mod write {
             (Value::Array(items), _) => {
                 out.extend_from_slice(&ty.to_le_bytes());
                 out.extend_from_slice(&(items.len() as u64).to_le_bytes());
-                items.iter().for_each(|i| put_value(out, if matches!(i, Value::Array(_)) { default_type(i) } else { ty }, i));
+                items.iter().for_each(|i| {
+                    put_value(
+                        out,
+                        if matches!(i, Value::Array(_)) { default_type(i) } else { ty },
+                        i,
+                    )
+                });
             }
             (_, 0 | 1 | 7) => out.push(int as u8),
             (_, 2 | 3) => out.extend_from_slice(&(int as u16).to_le_bytes()),
@@ -395,21 +464,30 @@ pub mod write {
     }
 
     /// `tensors`: (name, dims fastest first, ggml type, raw bytes).
-    pub fn gguf(metadata: &[(&str, Value)], tensors: &[(&str, Vec<usize>, u32, Vec<u8>)]) -> Vec<u8> {
-        let typed: Vec<(&str, u32, Value)> = metadata.iter().map(|(k, v)| (*k, default_type(v), v.clone())).collect();
+    pub fn gguf(
+        metadata: &[(&str, Value)],
+        tensors: &[(&str, Vec<usize>, u32, Vec<u8>)],
+    ) -> Vec<u8> {
+        let typed: Vec<(&str, u32, Value)> =
+            metadata.iter().map(|(k, v)| (*k, default_type(v), v.clone())).collect();
         gguf_typed(&typed, tensors)
     }
 
     /// As [`gguf`], with each value's GGUF type given (for an array, its items' type), as
     /// llama.cpp writes them: `(key, type, value)`, e.g. u32 (4) counts and f32 (6) floats.
-    pub fn gguf_typed(metadata: &[(&str, u32, Value)], tensors: &[(&str, Vec<usize>, u32, Vec<u8>)]) -> Vec<u8> {
+    pub fn gguf_typed(
+        metadata: &[(&str, u32, Value)],
+        tensors: &[(&str, Vec<usize>, u32, Vec<u8>)],
+    ) -> Vec<u8> {
         let mut out = b"GGUF".to_vec();
         out.extend_from_slice(&3u32.to_le_bytes());
         out.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
         out.extend_from_slice(&(metadata.len() as u64).to_le_bytes());
         for (k, ty, v) in metadata {
             put_str(&mut out, k);
-            out.extend_from_slice(&(if matches!(v, Value::Array(_)) { 9 } else { *ty }).to_le_bytes());
+            out.extend_from_slice(
+                &(if matches!(v, Value::Array(_)) { 9 } else { *ty }).to_le_bytes(),
+            );
             put_value(&mut out, *ty, v);
         }
         let mut offset = 0u64;
@@ -446,7 +524,10 @@ mod tests {
                 ("llama.block_count", Value::Uint(1)),
                 ("tokens", Value::Array(vec![Value::Str("a".into()), Value::Str("b".into())])),
             ],
-            &[("norm.weight", vec![4], 0, f32s(&[1.0, 2.0, 3.0, 4.0])), ("w", vec![4, 2], 0, f32s(&[1., 2., 3., 4., 5., 6., 7., 8.]))],
+            &[
+                ("norm.weight", vec![4], 0, f32s(&[1.0, 2.0, 3.0, 4.0])),
+                ("w", vec![4, 2], 0, f32s(&[1., 2., 3., 4., 5., 6., 7., 8.])),
+            ],
         )
     }
 
@@ -491,9 +572,18 @@ mod tests {
             let ok = match cut {
                 0..4 => says(&["cut.gguf is not a GGUF file (no `GGUF` magic)"]),
                 // Inside the header and tables: where the bytes ran out, or a count that cannot fit.
-                4..TABLE_END => says(&["the GGUF file ends inside", &format!(" of {cut})")]) || says(&["the GGUF file declares", "remaining bytes can hold"]),
-                TABLE_END..NORM_END => says(&["cut.gguf: tensor `norm.weight` (F32 [4] at offset 0)", &format!("does not fit in the file's {cut} bytes")]),
-                _ => says(&["cut.gguf: tensor `w` (F32 [4, 2] at offset 32)", &format!("does not fit in the file's {cut} bytes")]),
+                4..TABLE_END => {
+                    says(&["the GGUF file ends inside", &format!(" of {cut})")])
+                        || says(&["the GGUF file declares", "remaining bytes can hold"])
+                }
+                TABLE_END..NORM_END => says(&[
+                    "cut.gguf: tensor `norm.weight` (F32 [4] at offset 0)",
+                    &format!("does not fit in the file's {cut} bytes"),
+                ]),
+                _ => says(&[
+                    "cut.gguf: tensor `w` (F32 [4, 2] at offset 32)",
+                    &format!("does not fit in the file's {cut} bytes"),
+                ]),
             };
             assert!(ok, "cut at {cut}: `{msg}`");
         }
@@ -515,32 +605,46 @@ mod tests {
         let want = values(&original);
         // Bytes inside the header's strings (keys and a tensor name): with bit 7 set they are no
         // longer UTF-8.
-        let texts: Vec<std::ops::Range<usize>> = [b"general.architecture".as_slice(), b"llama.block_count", b"tokens", b"norm.weight"]
-            .iter()
-            .map(|s| {
-                let at = good.windows(s.len()).position(|w| w == *s).unwrap();
-                at..at + s.len()
-            })
-            .collect();
+        let texts: Vec<std::ops::Range<usize>> =
+            [b"general.architecture".as_slice(), b"llama.block_count", b"tokens", b"norm.weight"]
+                .iter()
+                .map(|s| {
+                    let at = good.windows(s.len()).position(|w| w == *s).unwrap();
+                    at..at + s.len()
+                })
+                .collect();
         for i in 0..good.len() {
             for bit in [0, 3, 7] {
                 let what = format!("bit {bit} of byte {i} flipped");
                 match i {
-                    0..4 => assert!(message(flip(i, bit), &what).contains("flip.gguf is not a GGUF file"), "{what}"),
+                    0..4 => assert!(
+                        message(flip(i, bit), &what).contains("flip.gguf is not a GGUF file"),
+                        "{what}"
+                    ),
                     4..8 => match flip(i, bit) {
                         // 3 → 2: a version this build reads too.
-                        Ok(g) => assert!(i == 4 && bit == 0 && g.version == 2 && values(&g) == want, "{what}"),
-                        Err(e) => assert!(e.to_string().contains("flip.gguf is GGUF version"), "{what}: {e}"),
+                        Ok(g) => assert!(
+                            i == 4 && bit == 0 && g.version == 2 && values(&g) == want,
+                            "{what}"
+                        ),
+                        Err(e) => assert!(
+                            e.to_string().contains("flip.gguf is GGUF version"),
+                            "{what}: {e}"
+                        ),
                     },
                     // The tensor and key–value counts, and the first key's length.
                     8..32 => {
                         message(flip(i, bit), &what);
                     }
-                    _ if bit == 7 && texts.iter().any(|t| t.contains(&i)) => assert!(message(flip(i, bit), &what).contains("is not UTF-8 text"), "{what}"),
+                    _ if bit == 7 && texts.iter().any(|t| t.contains(&i)) => assert!(
+                        message(flip(i, bit), &what).contains("is not UTF-8 text"),
+                        "{what}"
+                    ),
                     // The data: a valid file whose values differ in the one float the byte is part of.
                     DATA.. => {
                         let got = values(&flip(i, bit).unwrap_or_else(|e| panic!("{what}: {e}")));
-                        let changed: Vec<usize> = (0..want.len()).filter(|&k| got[k] != want[k]).collect();
+                        let changed: Vec<usize> =
+                            (0..want.len()).filter(|&k| got[k] != want[k]).collect();
                         let expect = match i {
                             DATA..NORM_END => vec![(i - DATA) / 4],
                             W.. => vec![4 + (i - W) / 4],
@@ -562,6 +666,7 @@ mod tests {
         // Absurd counts fail before allocating.
         let mut huge = good.clone();
         huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(message(read(huge, "huge.gguf"), "huge").contains("declares 18446744073709551615 tensors"));
+        assert!(message(read(huge, "huge.gguf"), "huge")
+            .contains("declares 18446744073709551615 tensors"));
     }
 }

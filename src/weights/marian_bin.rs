@@ -30,7 +30,9 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| invalid_model(format!("Marian .bin is truncated (while reading {what})")))?;
+        let end = end.ok_or_else(|| {
+            invalid_model(format!("Marian .bin is truncated (while reading {what})"))
+        })?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -43,7 +45,10 @@ impl<'a> Cursor<'a> {
 
     fn len(&mut self, what: &str) -> Result<usize> {
         let v = self.u64(what)?;
-        usize::try_from(v).ok().filter(|&v| v <= self.bytes.len()).ok_or_else(|| invalid_model(format!("Marian .bin has an impossible {what} ({v})")))
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v <= self.bytes.len())
+            .ok_or_else(|| invalid_model(format!("Marian .bin has an impossible {what} ({v})")))
     }
 }
 
@@ -51,7 +56,9 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
     let mut c = Cursor { bytes, pos: 0 };
     let version = c.u64("version")?;
     if version != 1 {
-        return Err(invalid_model(format!("not a Marian .bin model (version field {version}, expected 1)")));
+        return Err(invalid_model(format!(
+            "not a Marian .bin model (version field {version}, expected 1)"
+        )));
     }
     let n = c.len("tensor count")?;
     let mut headers = Vec::with_capacity(n.min(4096));
@@ -66,15 +73,23 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
     for &(name_len, ..) in &headers {
         let raw = c.take(name_len, "names")?;
         let raw = raw.split(|&b| b == 0).next().unwrap_or_default();
-        names.push(String::from_utf8(raw.to_vec()).map_err(|_| invalid_model("Marian .bin has a tensor name that is not UTF-8"))?);
+        names.push(
+            String::from_utf8(raw.to_vec())
+                .map_err(|_| invalid_model("Marian .bin has a tensor name that is not UTF-8"))?,
+        );
     }
     let mut shapes = Vec::with_capacity(headers.len());
     for &(_, _, shape_len, _) in &headers {
-        let raw = c.take(shape_len.checked_mul(4).ok_or_else(|| invalid_model("shape too long"))?, "shapes")?;
+        let raw = c.take(
+            shape_len.checked_mul(4).ok_or_else(|| invalid_model("shape too long"))?,
+            "shapes",
+        )?;
         let dims: Vec<usize> = raw
             .chunks_exact(4)
             .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .map(|d| usize::try_from(d).map_err(|_| invalid_model(format!("negative dimension {d}"))))
+            .map(|d| {
+                usize::try_from(d).map_err(|_| invalid_model(format!("negative dimension {d}")))
+            })
             .collect::<Result<_>>()?;
         shapes.push(dims);
     }
@@ -92,11 +107,19 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
             TYPE_INT8 => numel,
             _ => Some(0),
         };
-        let size = size.filter(|&s| s <= data_len as u64).ok_or_else(|| invalid_model(format!("`{name}` declares shape {shape:?}, more than its {data_len} bytes of data")))?;
+        let size = size.filter(|&s| s <= data_len as u64).ok_or_else(|| {
+            invalid_model(format!(
+                "`{name}` declares shape {shape:?}, more than its {data_len} bytes of data"
+            ))
+        })?;
         decoded = decoded.saturating_add(size);
     }
     if decoded > MEMORY_BUDGET_BYTES {
-        return Err(invalid_model(format!("Marian .bin needs {} in memory, more than {}", human_bytes(decoded), budget())));
+        return Err(invalid_model(format!(
+            "Marian .bin needs {} in memory, more than {}",
+            human_bytes(decoded),
+            budget()
+        )));
     }
 
     let mut store = TensorStore::default();
@@ -106,7 +129,10 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
         if name.ends_with("_QuantMultA") {
             continue;
         }
-        let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| invalid_model(format!("`{name}` is too large")))?;
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| invalid_model(format!("`{name}` is too large")))?;
         let short = || invalid_model(format!("`{name}` has fewer bytes than its shape"));
         match kind {
             TYPE_CHAR if name == "special:model.yml" => {
@@ -115,7 +141,10 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
             }
             TYPE_F32 => {
                 let raw = blob.get(..numel.checked_mul(4).ok_or_else(short)?).ok_or_else(short)?;
-                let data = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                let data = raw
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
                 store.insert(name, Tensor { shape, data: TensorData::F32(data) });
             }
             TYPE_INT8 => {
@@ -123,12 +152,21 @@ pub fn read(bytes: &[u8]) -> Result<MarianFile> {
                 let (values, alpha) = raw.split_at(numel);
                 let alpha = f32::from_le_bytes(alpha.try_into().map_err(|_| short())?);
                 if !(alpha.is_finite() && alpha != 0.0) {
-                    return Err(invalid_model(format!("`{name}` has an invalid quantisation factor {alpha}")));
+                    return Err(invalid_model(format!(
+                        "`{name}` has an invalid quantisation factor {alpha}"
+                    )));
                 }
                 let values = values.iter().map(|&b| b as i8).collect();
                 // Stored [out, in] although the header says [in, out]; Wemb is stored as declared.
-                let shape = if name == "Wemb" || shape.len() != 2 { shape } else { vec![shape[1], shape[0]] };
-                store.insert(name, Tensor { shape, data: TensorData::Int8 { values, scales: vec![1.0 / alpha] } });
+                let shape = if name == "Wemb" || shape.len() != 2 {
+                    shape
+                } else {
+                    vec![shape[1], shape[0]]
+                };
+                store.insert(
+                    name,
+                    Tensor { shape, data: TensorData::Int8 { values, scales: vec![1.0 / alpha] } },
+                );
             }
             _ => {}
         }

@@ -74,17 +74,26 @@ impl TensorStore {
     fn take_checked(&mut self, name: &str, numel: Option<usize>, want: &str) -> Result<TensorData> {
         // `numel` is None when the expected size itself overflows usize (32-bit in wasm): no
         // tensor can have it, and a wrapped product must never pass for a small one.
-        let t = self.tensors.remove(name).ok_or_else(|| invalid_model(format!("{}tensor `{name}` is missing", self.file)))?;
+        let t = self
+            .tensors
+            .remove(name)
+            .ok_or_else(|| invalid_model(format!("{}tensor `{name}` is missing", self.file)))?;
         let has = t.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
         if numel.is_none() || has != numel || Some(t.data.len()) != numel {
-            return Err(invalid_model(format!("{}tensor `{name}` has shape {:?}, expected {want}", self.file, t.shape)));
+            return Err(invalid_model(format!(
+                "{}tensor `{name}` has shape {:?}, expected {want}",
+                self.file, t.shape
+            )));
         }
         let finite = match &t.data {
             TensorData::F32(v) => all_finite(v),
             TensorData::Int8 { scales, .. } => all_finite(scales),
         };
         if !finite {
-            return Err(invalid_model(format!("{}tensor `{name}` holds NaN or infinite values", self.file)));
+            return Err(invalid_model(format!(
+                "{}tensor `{name}` holds NaN or infinite values",
+                self.file
+            )));
         }
         Ok(t.data)
     }
@@ -92,15 +101,26 @@ impl TensorStore {
     fn take_f32(&mut self, name: &str, numel: Option<usize>, want: &str) -> Result<Vec<f32>> {
         Ok(match self.take_checked(name, numel, want)? {
             TensorData::F32(v) => v,
-            TensorData::Int8 { values, scales } => WeightMatrix::Int8(int8_matrix(values, scales, 1, numel.unwrap_or(0))).to_mat().into_vec(),
+            TensorData::Int8 { values, scales } => {
+                WeightMatrix::Int8(int8_matrix(values, scales, 1, numel.unwrap_or(0)))
+                    .to_mat()
+                    .into_vec()
+            }
         })
     }
 
     /// An int8 matrix kept quantised (see [`QuantizedMat`]); an f32 tensor is an error.
-    pub fn quantized_matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<QuantizedMat> {
+    pub fn quantized_matrix(
+        &mut self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+    ) -> Result<QuantizedMat> {
         match self.weight_matrix(name, rows, cols)? {
             WeightMatrix::Int8(q) => Ok(q),
-            _ => Err(invalid_model(format!("{}tensor `{name}` is float, expected int8", self.file))),
+            _ => {
+                Err(invalid_model(format!("{}tensor `{name}` is float, expected int8", self.file)))
+            }
         }
     }
 
@@ -109,7 +129,9 @@ impl TensorStore {
     pub fn weight_matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<WeightMatrix> {
         Ok(match self.take_checked(name, rows.checked_mul(cols), &format!("[{rows}, {cols}]"))? {
             TensorData::F32(v) => WeightMatrix::F32(Mat::from_vec(rows, cols, v)),
-            TensorData::Int8 { values, scales } => WeightMatrix::Int8(int8_matrix(values, scales, rows, cols)),
+            TensorData::Int8 { values, scales } => {
+                WeightMatrix::Int8(int8_matrix(values, scales, rows, cols))
+            }
         })
     }
 

@@ -35,7 +35,14 @@ pub enum Target {
 }
 
 impl Target {
-    pub const ALL: [Target; 6] = [Target::Safetensors, Target::MarianBin, Target::ConfigJson, Target::ManifestJson, Target::TokenizerJson, Target::Gguf];
+    pub const ALL: [Target; 6] = [
+        Target::Safetensors,
+        Target::MarianBin,
+        Target::ConfigJson,
+        Target::ManifestJson,
+        Target::TokenizerJson,
+        Target::Gguf,
+    ];
 
     /// Directory name under fuzz/corpus, fuzz/regressions and fuzz/artifacts, and binary name.
     pub fn name(self) -> &'static str {
@@ -60,9 +67,24 @@ impl Target {
                 opus_mt::safetensors(None),
             ],
             Target::MarianBin => vec![marian_bin(true), marian_bin(false)],
-            Target::ConfigJson => vec![bert_config(&BertShape::DEFAULT), bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT }), gpt2::config_json(), opus_mt::config(|_| {})],
-            Target::ManifestJson => vec![bert_manifest(), marian_manifest(), Vec::new(), br#"{"id":"x","architecture":"gpt2","files":["config.json"]}"#.to_vec()],
-            Target::TokenizerJson => vec![bert_tokenizer(), marian_tokenizer(), gpt2::tokenizer_json(), opus_mt::tokenizer()],
+            Target::ConfigJson => vec![
+                bert_config(&BertShape::DEFAULT),
+                bert_config(&BertShape { layers: 1, ..BertShape::DEFAULT }),
+                gpt2::config_json(),
+                opus_mt::config(|_| {}),
+            ],
+            Target::ManifestJson => vec![
+                bert_manifest(),
+                marian_manifest(),
+                Vec::new(),
+                br#"{"id":"x","architecture":"gpt2","files":["config.json"]}"#.to_vec(),
+            ],
+            Target::TokenizerJson => vec![
+                bert_tokenizer(),
+                marian_tokenizer(),
+                gpt2::tokenizer_json(),
+                opus_mt::tokenizer(),
+            ],
             Target::Gguf => vec![llama_gguf(&LlamaShape::DEFAULT), llama_gguf(&LlamaShape::SMALL)],
         }
     }
@@ -103,12 +125,28 @@ pub fn run(target: Target, data: &[u8]) -> Outcome {
     // The folder a file belongs in, from what it says (the page dispatches on config.json's
     // model_type): each family's loader sees its own files mutated, not only BERT's.
     match target {
-        Target::Safetensors => run_page("", &replace(pick(data, &[(b"c_attn", gpt2()), (b"_proj.", opus_mt())], bert()), "model.safetensors")),
-        Target::ConfigJson => run_page("", &replace(pick(data, &[(b"gpt2", gpt2()), (b"marian", opus_mt())], bert()), "config.json")),
+        Target::Safetensors => run_page(
+            "",
+            &replace(
+                pick(data, &[(b"c_attn", gpt2()), (b"_proj.", opus_mt())], bert()),
+                "model.safetensors",
+            ),
+        ),
+        Target::ConfigJson => run_page(
+            "",
+            &replace(
+                pick(data, &[(b"gpt2", gpt2()), (b"marian", opus_mt())], bert()),
+                "config.json",
+            ),
+        ),
         Target::MarianBin => run_page("", &replace(marian(), MARIAN_BIN)),
         Target::Gguf => run_page(LLAMA_MANIFEST, &[(LLAMA_GGUF.to_string(), data.to_vec())].into()),
         Target::TokenizerJson => {
-            let folder = pick(data, &[(b"BPE", gpt2()), (b"<pad>", opus_mt()), (b"Unigram", marian())], bert());
+            let folder = pick(
+                data,
+                &[(b"BPE", gpt2()), (b"<pad>", opus_mt()), (b"Unigram", marian())],
+                bert(),
+            );
             run_page("", &replace(folder, "tokenizer.json"))
         }
         Target::ManifestJson => {
@@ -130,7 +168,10 @@ type Folder = HashMap<String, Vec<u8>>;
 
 /// The first folder whose marker `data` holds, else `or`.
 fn pick<'a>(data: &[u8], folders: &[(&[u8], &'a Folder)], or: &'a Folder) -> &'a Folder {
-    folders.iter().find(|(marker, _)| data.windows(marker.len()).any(|w| w == *marker)).map_or(or, |(_, folder)| folder)
+    folders
+        .iter()
+        .find(|(marker, _)| data.windows(marker.len()).any(|w| w == *marker))
+        .map_or(or, |(_, folder)| folder)
 }
 
 /// What `AttnModel::load`, `info` and `attend` in src/wasm/mod.rs do, natively: the manifest
@@ -140,7 +181,10 @@ fn pick<'a>(data: &[u8], folders: &[(&[u8], &'a Folder)], or: &'a Folder) -> &'a
 pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcome {
     // What the page does first with a user's files: inspect them (here with every byte as the
     // head, a superset of what the worker reads). It may refuse what loads, never panic.
-    let heads: Vec<FileHead> = files.iter().map(|(name, bytes)| FileHead { name, size: bytes.len() as u64, head: bytes }).collect();
+    let heads: Vec<FileHead> = files
+        .iter()
+        .map(|(name, bytes)| FileHead { name, size: bytes.len() as u64, head: bytes })
+        .collect();
     std::hint::black_box(&inspect("custom", &heads));
     let manifest = if manifest_json.trim().is_empty() {
         let names: Vec<String> = files.keys().cloned().collect();
@@ -157,15 +201,29 @@ pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcom
     // A model that generates attends to the prompt in each continuation (the fuzzers run
     // millions of these: no separate prompt-only run).
     let runs = if info.generates {
-        vec![GenerateOptions { max_new_tokens: 3, ..GenerateOptions::default() }, GenerateOptions { max_new_tokens: 3, sampling: Sampling { temperature: 0.8, top_k: 5, seed: 7 } }]
+        vec![
+            GenerateOptions { max_new_tokens: 3, ..GenerateOptions::default() },
+            GenerateOptions {
+                max_new_tokens: 3,
+                sampling: Sampling { temperature: 0.8, top_k: 5, seed: 7 },
+            },
+        ]
     } else {
         vec![GenerateOptions::default()]
     };
     for options in runs {
         match model.attend_generating(TEXT, &options) {
             Ok(a) => {
-                let result = AttendResult::new(&model.manifest.id, TEXT, &a, &model.info().special_tokens, 0.0, |v| v);
-                serde_json::to_writer(std::io::sink(), &result).expect("an attend result serialises");
+                let result = AttendResult::new(
+                    &model.manifest.id,
+                    TEXT,
+                    &a,
+                    &model.info().special_tokens,
+                    0.0,
+                    |v| v,
+                );
+                serde_json::to_writer(std::io::sink(), &result)
+                    .expect("an attend result serialises");
             }
             Err(e) => return Outcome::ForwardFailed(e.to_string()),
         }
@@ -222,11 +280,15 @@ pub struct BertShape {
 }
 
 impl BertShape {
-    pub const DEFAULT: BertShape = BertShape { hidden: 8, heads: 2, layers: 2, ffn: 16, positions: 16 };
+    pub const DEFAULT: BertShape =
+        BertShape { hidden: 8, heads: 2, layers: 2, ffn: 16, positions: 16 };
 }
 
 const BERT_SPECIAL: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
-const BERT_WORDS: [&str; 24] = ["the", "cat", "sat", "on", "mat", "a", ",", ".", "!", "fi", "e", "s", "t", "c", "m", "##s", "##t", "##e", "##a", "##at", "##i", "##h", "h", "o"];
+const BERT_WORDS: [&str; 24] = [
+    "the", "cat", "sat", "on", "mat", "a", ",", ".", "!", "fi", "e", "s", "t", "c", "m", "##s",
+    "##t", "##e", "##a", "##at", "##i", "##h", "h", "o",
+];
 
 fn bert_vocab() -> Vec<&'static str> {
     BERT_SPECIAL.iter().chain(BERT_WORDS.iter()).copied().collect()
@@ -246,13 +308,19 @@ pub fn bert_config(s: &BertShape) -> Vec<u8> {
 pub fn bert_safetensors(s: &BertShape) -> Vec<u8> {
     let (d, v) = (s.hidden, bert_vocab().len());
     let mut tensors: Vec<(String, &str, Vec<usize>, Vec<u8>)> = Vec::new();
-    let f32s = |seed: u64, shape: &[usize]| values(seed, shape.iter().product()).iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let mut seed = 0;
-    let mut f32_tensor = |t: &mut Vec<(String, &str, Vec<usize>, Vec<u8>)>, name: String, shape: Vec<usize>| {
-        seed += 1;
-        let data = f32s(seed, &shape);
-        t.push((name, "F32", shape, data));
+    let f32s = |seed: u64, shape: &[usize]| {
+        values(seed, shape.iter().product())
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect::<Vec<u8>>()
     };
+    let mut seed = 0;
+    let mut f32_tensor =
+        |t: &mut Vec<(String, &str, Vec<usize>, Vec<u8>)>, name: String, shape: Vec<usize>| {
+            seed += 1;
+            let data = f32s(seed, &shape);
+            t.push((name, "F32", shape, data));
+        };
     let layer_norm = |t: &mut Vec<(String, &str, Vec<usize>, Vec<u8>)>, prefix: &str| {
         // F16 1.0 and 0.0.
         t.push((format!("{prefix}.weight"), "F16", vec![d], 0x3c00u16.to_le_bytes().repeat(d)));
@@ -262,7 +330,12 @@ pub fn bert_safetensors(s: &BertShape) -> Vec<u8> {
     f32_tensor(&mut tensors, "embeddings.position_embeddings.weight".into(), vec![s.positions, d]);
     f32_tensor(&mut tensors, "embeddings.token_type_embeddings.weight".into(), vec![2, d]);
     layer_norm(&mut tensors, "embeddings.LayerNorm");
-    tensors.push(("embeddings.position_ids".into(), "I64", vec![1, s.positions], (0..s.positions as i64).flat_map(|i| i.to_le_bytes()).collect()));
+    tensors.push((
+        "embeddings.position_ids".into(),
+        "I64",
+        vec![1, s.positions],
+        (0..s.positions as i64).flat_map(|i| i.to_le_bytes()).collect(),
+    ));
     for l in 0..s.layers {
         let p = format!("encoder.layer.{l}");
         for m in ["query", "key", "value"] {
@@ -272,7 +345,10 @@ pub fn bert_safetensors(s: &BertShape) -> Vec<u8> {
         f32_tensor(&mut tensors, format!("{p}.attention.output.dense.weight"), vec![d, d]);
         f32_tensor(&mut tensors, format!("{p}.attention.output.dense.bias"), vec![d]);
         layer_norm(&mut tensors, &format!("{p}.attention.output.LayerNorm"));
-        let bf16: Vec<u8> = values(100 + l as u64, s.ffn * d).iter().flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes()).collect();
+        let bf16: Vec<u8> = values(100 + l as u64, s.ffn * d)
+            .iter()
+            .flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
         tensors.push((format!("{p}.intermediate.dense.weight"), "BF16", vec![s.ffn, d], bf16));
         f32_tensor(&mut tensors, format!("{p}.intermediate.dense.bias"), vec![s.ffn]);
         f32_tensor(&mut tensors, format!("{p}.output.dense.weight"), vec![d, s.ffn]);
@@ -285,7 +361,10 @@ pub fn bert_safetensors(s: &BertShape) -> Vec<u8> {
     for (name, dtype, shape, bytes) in tensors {
         let start = data.len();
         data.extend_from_slice(&bytes);
-        header.insert(name, json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}));
+        header.insert(
+            name,
+            json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}),
+        );
     }
     let header = serde_json::to_vec(&Value::Object(header)).unwrap();
     [&(header.len() as u64).to_le_bytes()[..], &header, &data].concat()
@@ -297,7 +376,8 @@ fn added_token(id: usize, content: &str) -> Value {
 
 /// WordPiece with the BERT normaliser, pre-tokeniser, `[CLS] … [SEP]` template and decoder.
 pub fn bert_tokenizer() -> Vec<u8> {
-    let vocab: serde_json::Map<String, Value> = bert_vocab().iter().enumerate().map(|(i, t)| (t.to_string(), json!(i))).collect();
+    let vocab: serde_json::Map<String, Value> =
+        bert_vocab().iter().enumerate().map(|(i, t)| (t.to_string(), json!(i))).collect();
     let special = |t: &str, id: usize| json!({"id": t, "ids": [id], "tokens": [t]});
     let t = json!({
         "version": "1.0", "truncation": null, "padding": null,
@@ -325,7 +405,14 @@ pub fn bert_manifest() -> Vec<u8> {
 /// The tiny BERT folder as the page hands it over (no manifest: inferred from config.json).
 pub fn bert_files() -> HashMap<String, Vec<u8>> {
     let s = BertShape::DEFAULT;
-    [("config.json", bert_config(&s)), ("model.safetensors", bert_safetensors(&s)), ("tokenizer.json", bert_tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    [
+        ("config.json", bert_config(&s)),
+        ("model.safetensors", bert_safetensors(&s)),
+        ("tokenizer.json", bert_tokenizer()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 // ---- the tiny GPT-2 (a GPT2LMHeadModel folder; also tests/gpt2.rs) ---------------------------
@@ -343,8 +430,11 @@ pub mod gpt2 {
     pub const EOT: u32 = 256;
 
     pub fn tokenizer_json() -> Vec<u8> {
-        let vocab: serde_json::Map<String, serde_json::Value> =
-            super::byte_symbols().enumerate().map(|(i, c)| (c.to_string(), i.into())).chain([("<|endoftext|>".to_string(), EOT.into())]).collect();
+        let vocab: serde_json::Map<String, serde_json::Value> = super::byte_symbols()
+            .enumerate()
+            .map(|(i, c)| (c.to_string(), i.into()))
+            .chain([("<|endoftext|>".to_string(), EOT.into())])
+            .collect();
         let byte_level = serde_json::json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
         serde_json::to_vec(&serde_json::json!({
             "version": "1.0", "truncation": null, "padding": null,
@@ -367,7 +457,9 @@ pub mod gpt2 {
     pub fn random(n: usize, seed: &mut u64, scale: f32) -> Vec<f32> {
         (0..n)
             .map(|_| {
-                *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                *seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
                 ((*seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
             })
             .collect()
@@ -378,7 +470,10 @@ pub mod gpt2 {
         let mut seed = 2u64;
         let mut t = Vec::new();
         let mut add = |name: String, shape: Vec<usize>, scale: f32, offset: f32, seed: &mut u64| {
-            let data = random(shape.iter().product(), seed, scale).into_iter().map(|v| v + offset).collect();
+            let data = random(shape.iter().product(), seed, scale)
+                .into_iter()
+                .map(|v| v + offset)
+                .collect();
             t.push((format!("{prefix}{name}"), shape, data));
         };
         add("wte.weight".into(), vec![VOCAB, D], 1.0, 0.0, &mut seed);
@@ -388,7 +483,12 @@ pub mod gpt2 {
                 add(format!("h.{i}.{ln}.weight"), vec![D], 0.3, 1.0, &mut seed);
                 add(format!("h.{i}.{ln}.bias"), vec![D], 0.2, 0.0, &mut seed);
             }
-            for (name, inp, out, scale) in [("attn.c_attn", D, 3 * D, 1.0), ("attn.c_proj", D, D, 0.4), ("mlp.c_fc", D, 4 * D, 0.4), ("mlp.c_proj", 4 * D, D, 0.4)] {
+            for (name, inp, out, scale) in [
+                ("attn.c_attn", D, 3 * D, 1.0),
+                ("attn.c_proj", D, D, 0.4),
+                ("mlp.c_fc", D, 4 * D, 0.4),
+                ("mlp.c_proj", 4 * D, D, 0.4),
+            ] {
                 add(format!("h.{i}.{name}.weight"), vec![inp, out], scale, 0.0, &mut seed);
                 add(format!("h.{i}.{name}.bias"), vec![out], 0.2, 0.0, &mut seed);
             }
@@ -414,10 +514,14 @@ pub mod gpt2 {
 
     /// The folder as the page hands it over (no manifest: inferred from config.json).
     pub fn files() -> HashMap<String, Vec<u8>> {
-        [("config.json", config_json()), ("model.safetensors", safetensors(&tensors("transformer."))), ("tokenizer.json", tokenizer_json())]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect()
+        [
+            ("config.json", config_json()),
+            ("model.safetensors", safetensors(&tensors("transformer."))),
+            ("tokenizer.json", tokenizer_json()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
     }
 }
 
@@ -428,7 +532,10 @@ pub mod opus_mt {
     use serde_json::{json, Value};
     use std::collections::HashMap;
 
-    pub const PIECES: [&str; 16] = ["</s>", "<unk>", "▁the", "▁cat", "▁sat", "▁on", "▁mat", "▁o", "▁gato", "a", "t", "e", "s", ".", "▁", "<pad>"];
+    pub const PIECES: [&str; 16] = [
+        "</s>", "<unk>", "▁the", "▁cat", "▁sat", "▁on", "▁mat", "▁o", "▁gato", "a", "t", "e", "s",
+        ".", "▁", "<pad>",
+    ];
     pub const D: usize = 8;
     pub const FFN: usize = 16;
     pub const LAYERS: usize = 2;
@@ -448,8 +555,13 @@ pub mod opus_mt {
 
     /// Every tensor of MarianMTModel, `[out, in]`, f32; `skip`/`reshape` break one on purpose.
     pub fn safetensors(broken: Option<&str>) -> Vec<u8> {
-        let mut tensors: Vec<(String, Vec<usize>)> = vec![("model.shared.weight".into(), vec![PIECES.len(), D]), ("final_logits_bias".into(), vec![1, PIECES.len()])];
-        for (stack, attns) in [("encoder", &["self_attn"][..]), ("decoder", &["self_attn", "encoder_attn"][..])] {
+        let mut tensors: Vec<(String, Vec<usize>)> = vec![
+            ("model.shared.weight".into(), vec![PIECES.len(), D]),
+            ("final_logits_bias".into(), vec![1, PIECES.len()]),
+        ];
+        for (stack, attns) in
+            [("encoder", &["self_attn"][..]), ("decoder", &["self_attn", "encoder_attn"][..])]
+        {
             for l in 0..LAYERS {
                 let p = format!("model.{stack}.layers.{l}");
                 for a in attns {
@@ -466,7 +578,10 @@ pub mod opus_mt {
                     (format!("{p}.fc2.weight"), vec![D, FFN]),
                     (format!("{p}.fc2.bias"), vec![D]),
                 ]);
-                tensors.extend([(format!("{p}.final_layer_norm.weight"), vec![D]), (format!("{p}.final_layer_norm.bias"), vec![D])]);
+                tensors.extend([
+                    (format!("{p}.final_layer_norm.weight"), vec![D]),
+                    (format!("{p}.final_layer_norm.bias"), vec![D]),
+                ]);
             }
         }
         let mut header = serde_json::Map::new();
@@ -477,10 +592,16 @@ pub mod opus_mt {
             }
             // Layer norms near 1 and everything else in [-1, 1): peaked maps, no degenerate rows.
             let ln = name.ends_with("norm.weight");
-            let v: Vec<f32> = values(i as u64 + 1, shape.iter().product()).iter().map(|x| if ln { 1.0 + x } else { 2.0 * x }).collect();
+            let v: Vec<f32> = values(i as u64 + 1, shape.iter().product())
+                .iter()
+                .map(|x| if ln { 1.0 + x } else { 2.0 * x })
+                .collect();
             let start = data.len();
             data.extend(v.iter().flat_map(|x| x.to_le_bytes()));
-            header.insert(name, json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}));
+            header.insert(
+                name,
+                json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+            );
         }
         let header = serde_json::to_vec(&Value::Object(header)).unwrap();
         [&(header.len() as u64).to_le_bytes()[..], &header, &data].concat()
@@ -489,7 +610,8 @@ pub mod opus_mt {
     /// Unigram over [`PIECES`], Metaspace word starts, no post-processor (the model appends `</s>`).
     pub fn tokenizer() -> Vec<u8> {
         let special = |id: usize| json!({"id": id, "content": PIECES[id], "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true});
-        let vocab: Vec<Value> = PIECES.iter().map(|p| json!([p, if p.len() > 3 { -2.0 } else { -6.0 }])).collect();
+        let vocab: Vec<Value> =
+            PIECES.iter().map(|p| json!([p, if p.len() > 3 { -2.0 } else { -6.0 }])).collect();
         let t = json!({
             "version": "1.0", "truncation": null, "padding": null,
             "added_tokens": [special(0), special(1), special(PIECES.len() - 1)],
@@ -504,7 +626,14 @@ pub mod opus_mt {
 
     /// The folder as the page hands it over (no manifest: inferred from config.json).
     pub fn files() -> HashMap<String, Vec<u8>> {
-        [("config.json", config(|_| {})), ("model.safetensors", safetensors(None)), ("tokenizer.json", tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        [
+            ("config.json", config(|_| {})),
+            ("model.safetensors", safetensors(None)),
+            ("tokenizer.json", tokenizer()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
     }
 }
 
@@ -513,8 +642,12 @@ pub mod opus_mt {
 pub const MARIAN_BIN: &str = "model.tiny.bin";
 const MARIAN_DIM: usize = 8;
 const MARIAN_FFN: usize = 8;
-const MARIAN_VOCAB: [&str; 16] = ["</s>", "<unk>", "▁", "▁the", "▁cat", "▁sat", "▁on", "▁mat", "a", "e", "t", "s", ".", ",", "c", "m"];
-const MARIAN_YML: &str = "type: transformer\ntransformer-heads: 2\ntransformer-decoder-autoreg: rnn\ndec-cell: ssru\n\
+const MARIAN_VOCAB: [&str; 16] = [
+    "</s>", "<unk>", "▁", "▁the", "▁cat", "▁sat", "▁on", "▁mat", "a", "e", "t", "s", ".", ",", "c",
+    "m",
+];
+const MARIAN_YML: &str =
+    "type: transformer\ntransformer-heads: 2\ntransformer-decoder-autoreg: rnn\ndec-cell: ssru\n\
 transformer-postprocess: dan\ntransformer-preprocess: \"\"\ntransformer-ffn-activation: relu\n";
 
 const TYPE_F32: u64 = 0x404;
@@ -552,31 +685,42 @@ pub fn marian_bin(quantized: bool) -> Vec<u8> {
     let (d, ffn, vocab) = (MARIAN_DIM as i32, MARIAN_FFN as i32, MARIAN_VOCAB.len() as i32);
     let mut seed = 0u64;
     let mut t: Vec<(String, u64, Vec<i32>, Vec<u8>)> = Vec::new();
-    let mut int8 = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, shape: Vec<i32>| {
-        seed += 1;
-        let n: i32 = shape.iter().product();
-        let mut data: Vec<u8> = values(seed, n as usize).iter().map(|x| (x * 254.0) as i8 as u8).collect();
-        data.extend_from_slice(&127f32.to_le_bytes());
-        t.push((name, TYPE_INT8, shape, data));
+    let mut int8 =
+        |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, shape: Vec<i32>| {
+            seed += 1;
+            let n: i32 = shape.iter().product();
+            let mut data: Vec<u8> =
+                values(seed, n as usize).iter().map(|x| (x * 254.0) as i8 as u8).collect();
+            data.extend_from_slice(&127f32.to_le_bytes());
+            t.push((name, TYPE_INT8, shape, data));
+        };
+    let f32s = |seed: u64, shape: &[i32]| {
+        values(seed, shape.iter().product::<i32>() as usize)
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect::<Vec<u8>>()
     };
-    let f32s = |seed: u64, shape: &[i32]| values(seed, shape.iter().product::<i32>() as usize).iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let ones = |n: i32| 1f32.to_le_bytes().repeat(n as usize);
     let mut yml = MARIAN_YML.as_bytes().to_vec();
     yml.push(0);
     t.push(("special:model.yml".into(), TYPE_CHAR, vec![yml.len() as i32], yml));
     int8(&mut t, "Wemb".into(), vec![vocab, d]);
-    let mut matrix = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, shape: Vec<i32>, s: u64| {
-        if quantized {
-            int8(t, name, shape);
-        } else {
-            t.push((name, TYPE_F32, shape.clone(), f32s(s, &shape)));
-        }
+    let mut matrix =
+        |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, shape: Vec<i32>, s: u64| {
+            if quantized {
+                int8(t, name, shape);
+            } else {
+                t.push((name, TYPE_F32, shape.clone(), f32s(s, &shape)));
+            }
+        };
+    let vector = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, n: i32, s: u64| {
+        t.push((name, TYPE_F32, vec![1, n], f32s(s, &[n])))
     };
-    let vector = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, name: String, n: i32, s: u64| t.push((name, TYPE_F32, vec![1, n], f32s(s, &[n])));
-    let layer_norm = |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, scale: String, bias: String| {
-        t.push((scale, TYPE_F32, vec![1, d], ones(d)));
-        t.push((bias, TYPE_F32, vec![1, d], vec![0; 4 * d as usize]));
-    };
+    let layer_norm =
+        |t: &mut Vec<(String, u64, Vec<i32>, Vec<u8>)>, scale: String, bias: String| {
+            t.push((scale, TYPE_F32, vec![1, d], ones(d)));
+            t.push((bias, TYPE_F32, vec![1, d], vec![0; 4 * d as usize]));
+        };
     let mut s = 1000;
     for p in ["encoder_l1_self", "decoder_l1_context"] {
         for m in ["q", "k", "v", "o"] {
@@ -588,9 +732,19 @@ pub fn marian_bin(quantized: bool) -> Vec<u8> {
     }
     for p in ["encoder_l1", "decoder_l1"] {
         // Int8 matrices are stored [out, in] under a header that says [in, out].
-        matrix(&mut t, format!("{p}_ffn_W1"), if quantized { vec![d, ffn] } else { vec![ffn, d] }, s + 10);
+        matrix(
+            &mut t,
+            format!("{p}_ffn_W1"),
+            if quantized { vec![d, ffn] } else { vec![ffn, d] },
+            s + 10,
+        );
         vector(&mut t, format!("{p}_ffn_b1"), ffn, s + 11);
-        matrix(&mut t, format!("{p}_ffn_W2"), if quantized { vec![ffn, d] } else { vec![d, ffn] }, s + 12);
+        matrix(
+            &mut t,
+            format!("{p}_ffn_W2"),
+            if quantized { vec![ffn, d] } else { vec![d, ffn] },
+            s + 12,
+        );
         vector(&mut t, format!("{p}_ffn_b2"), d, s + 13);
         layer_norm(&mut t, format!("{p}_ffn_ffn_ln_scale"), format!("{p}_ffn_ffn_ln_bias"));
         s += 20;
@@ -600,7 +754,12 @@ pub fn marian_bin(quantized: bool) -> Vec<u8> {
     vector(&mut t, "decoder_l1_rnn_bf".into(), d, 2002);
     layer_norm(&mut t, "decoder_l1_rnn_ffn_ln_scale".into(), "decoder_l1_rnn_ffn_ln_bias".into());
     vector(&mut t, "decoder_ff_logit_out_b".into(), vocab, 2003);
-    t.push(("encoder_l1_self_Wq_QuantMultA".into(), TYPE_F32, vec![1], 1f32.to_le_bytes().to_vec()));
+    t.push((
+        "encoder_l1_self_Wq_QuantMultA".into(),
+        TYPE_F32,
+        vec![1],
+        1f32.to_le_bytes().to_vec(),
+    ));
     marian_file(&t)
 }
 
@@ -623,9 +782,15 @@ const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 pub fn b64_encode(bytes: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = (chunk[0] as u32) << 16 | (*chunk.get(1).unwrap_or(&0) as u32) << 8 | *chunk.get(2).unwrap_or(&0) as u32;
+        let n = (chunk[0] as u32) << 16
+            | (*chunk.get(1).unwrap_or(&0) as u32) << 8
+            | *chunk.get(2).unwrap_or(&0) as u32;
         for i in 0..4 {
-            out.push(if i <= chunk.len() { B64[(n >> (18 - 6 * i)) as usize & 63] as char } else { '=' });
+            out.push(if i <= chunk.len() {
+                B64[(n >> (18 - 6 * i)) as usize & 63] as char
+            } else {
+                '='
+            });
         }
     }
     out
@@ -649,7 +814,11 @@ pub fn b64_decode(s: &str) -> Vec<u8> {
 /// Unigram over [`MARIAN_VOCAB`] with the normaliser, pre-tokeniser and decoder of the
 /// Bergamot vocabularies (`</s>` is id 0).
 pub fn marian_tokenizer() -> Vec<u8> {
-    let vocab: Vec<Value> = MARIAN_VOCAB.iter().enumerate().map(|(i, p)| json!([p, if i < 2 { 0.0 } else { -1.0 - i as f64 / 4.0 }])).collect();
+    let vocab: Vec<Value> = MARIAN_VOCAB
+        .iter()
+        .enumerate()
+        .map(|(i, p)| json!([p, if i < 2 { 0.0 } else { -1.0 - i as f64 / 4.0 }]))
+        .collect();
     let t = json!({
         "version": "1.0", "truncation": null, "padding": null,
         "added_tokens": [added_token(0, "</s>"), added_token(1, "<unk>")],
@@ -672,14 +841,16 @@ pub fn marian_manifest() -> Vec<u8> {
 
 /// The tiny Marian folder as the page hands it over (no manifest: inferred from the `.bin`).
 pub fn marian_files() -> HashMap<String, Vec<u8>> {
-    [(MARIAN_BIN, marian_bin(true)), ("tokenizer.json", marian_tokenizer())].into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    [(MARIAN_BIN, marian_bin(true)), ("tokenizer.json", marian_tokenizer())]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
 }
 
 // ---- the tiny Llama (one GGUF file) -----------------------------------------------------------
 
 pub const LLAMA_GGUF: &str = "tiny-llama.gguf";
-pub const LLAMA_MANIFEST: &str =
-    r#"{"id": "tiny-llama", "name": "Tiny Llama", "architecture": "llama", "files": ["tiny-llama.gguf"], "license": "MIT", "credit": "", "example": "The cat sat."}"#;
+pub const LLAMA_MANIFEST: &str = r#"{"id": "tiny-llama", "name": "Tiny Llama", "architecture": "llama", "files": ["tiny-llama.gguf"], "license": "MIT", "credit": "", "example": "The cat sat."}"#;
 
 pub struct LlamaShape {
     pub layers: usize,
@@ -693,8 +864,10 @@ pub struct LlamaShape {
 }
 
 impl LlamaShape {
-    pub const DEFAULT: LlamaShape = LlamaShape { layers: 2, d: 64, heads: 4, kv_heads: 2, ffn: 96, tied: false, add_bos: true };
-    pub const SMALL: LlamaShape = LlamaShape { layers: 1, d: 32, heads: 2, kv_heads: 1, ffn: 64, tied: true, add_bos: false };
+    pub const DEFAULT: LlamaShape =
+        LlamaShape { layers: 2, d: 64, heads: 4, kv_heads: 2, ffn: 96, tied: false, add_bos: true };
+    pub const SMALL: LlamaShape =
+        LlamaShape { layers: 1, d: 32, heads: 2, kv_heads: 1, ffn: 64, tied: true, add_bos: false };
 }
 
 /// GGUF metadata value types (gguf.h's GGUF_TYPE_*) as llama.cpp writes the keys below.
@@ -714,11 +887,13 @@ pub const GGML_Q8_0: u32 = 8;
 /// Control tokens (ids 0 and 1: BOS and EOS), then GPT-2's 256 byte symbols, then the merges'
 /// results.
 const LLAMA_CONTROL: [&str; 2] = ["<|endoftext|>", "<|im_end|>"];
-const LLAMA_MERGES: [&str; 12] = ["Ġ t", "h e", "Ġt he", "a t", "Ġ c", "Ġc at", "Ġ s", "Ġs at", "Ġ m", "Ġm at", "o n", "Ġ on"];
+const LLAMA_MERGES: [&str; 12] =
+    ["Ġ t", "h e", "Ġt he", "a t", "Ġ c", "Ġc at", "Ġ s", "Ġs at", "Ġ m", "Ġm at", "o n", "Ġ on"];
 
 /// GPT-2's `bytes_to_unicode`: printable bytes stand for themselves, the others for U+0100 on.
 fn byte_symbols() -> impl Iterator<Item = char> {
-    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let printable =
+        |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
     let mut shifted = 255;
     (0..256u32).map(move |b| {
         if !printable(b) {
@@ -730,7 +905,12 @@ fn byte_symbols() -> impl Iterator<Item = char> {
 
 pub fn llama_tokens() -> Vec<String> {
     let merged = LLAMA_MERGES.iter().map(|m| m.replace(' ', ""));
-    LLAMA_CONTROL.iter().map(|t| t.to_string()).chain(byte_symbols().map(String::from)).chain(merged).collect()
+    LLAMA_CONTROL
+        .iter()
+        .map(|t| t.to_string())
+        .chain(byte_symbols().map(String::from))
+        .chain(merged)
+        .collect()
 }
 
 /// f32 → f16 bits, truncating (values here are small and normal; tinier ones become 0).
@@ -753,13 +933,16 @@ pub fn ggml_bytes(ty: u32, v: &[f32]) -> Vec<u8> {
         GGML_F16 => v.iter().for_each(|x| out.extend_from_slice(&f16_bits(*x))),
         _ => {
             for b in v.chunks(32) {
-                let (lo, hi) = b.iter().fold((f32::MAX, f32::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+                let (lo, hi) =
+                    b.iter().fold((f32::MAX, f32::MIN), |(l, h), &x| (l.min(x), h.max(x)));
                 let amax = lo.abs().max(hi.abs());
                 match ty {
                     GGML_Q8_0 => {
                         let d = half(amax / 127.0);
                         out.extend_from_slice(&f16_bits(d));
-                        out.extend(b.iter().map(|x| (x / d).round().clamp(-127.0, 127.0) as i8 as u8));
+                        out.extend(
+                            b.iter().map(|x| (x / d).round().clamp(-127.0, 127.0) as i8 as u8),
+                        );
                     }
                     GGML_Q4_0 => {
                         let d = half(amax / 7.0);
@@ -787,7 +970,11 @@ pub fn llama_metadata(s: &LlamaShape) -> Vec<(&'static str, u32, GgufValue)> {
     let u = |v: usize| GgufValue::Uint(v as u64);
     let strs = |v: Vec<String>| GgufValue::Array(v.into_iter().map(GgufValue::Str).collect());
     let tokens = llama_tokens();
-    let types = tokens.iter().enumerate().map(|(i, _)| GgufValue::Int(if i < LLAMA_CONTROL.len() { 3 } else { 1 })).collect();
+    let types = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, _)| GgufValue::Int(if i < LLAMA_CONTROL.len() { 3 } else { 1 }))
+        .collect();
     vec![
         ("general.architecture", GGUF_STR, GgufValue::Str("llama".into())),
         ("general.type", GGUF_STR, GgufValue::Str("model".into())),
@@ -809,7 +996,11 @@ pub fn llama_metadata(s: &LlamaShape) -> Vec<(&'static str, u32, GgufValue)> {
         ("tokenizer.ggml.pre", GGUF_STR, GgufValue::Str("smollm".into())),
         ("tokenizer.ggml.tokens", GGUF_STR, strs(tokens)),
         ("tokenizer.ggml.token_type", GGUF_I32, GgufValue::Array(types)),
-        ("tokenizer.ggml.merges", GGUF_STR, strs(LLAMA_MERGES.iter().map(|m| m.to_string()).collect())),
+        (
+            "tokenizer.ggml.merges",
+            GGUF_STR,
+            strs(LLAMA_MERGES.iter().map(|m| m.to_string()).collect()),
+        ),
         ("tokenizer.ggml.bos_token_id", GGUF_U32, u(0)),
         ("tokenizer.ggml.eos_token_id", GGUF_U32, u(1)),
         ("tokenizer.ggml.unknown_token_id", GGUF_U32, u(0)),
@@ -828,7 +1019,11 @@ pub fn llama_tensors(s: &LlamaShape) -> Vec<(String, Vec<usize>, u32, Vec<u8>)> 
     let mut push = |name: String, dims: Vec<usize>, ty: u32| {
         seed += 1;
         let n = dims.iter().product();
-        let v: Vec<f32> = if dims.len() == 1 { values(seed, n).iter().map(|x| 1.0 + x / 4.0).collect() } else { values(seed, n) };
+        let v: Vec<f32> = if dims.len() == 1 {
+            values(seed, n).iter().map(|x| 1.0 + x / 4.0).collect()
+        } else {
+            values(seed, n)
+        };
         t.push((name, dims, ty, ggml_bytes(ty, &v)));
     };
     push("token_embd.weight".into(), vec![d, vocab], GGML_Q8_0);
@@ -853,8 +1048,12 @@ pub fn llama_tensors(s: &LlamaShape) -> Vec<(String, Vec<usize>, u32, Vec<u8>)> 
 }
 
 /// A GGUF file of `metadata` and `tensors` (see [`llama_metadata`], [`llama_tensors`]).
-pub fn gguf_file(metadata: &[(&str, u32, GgufValue)], tensors: &[(String, Vec<usize>, u32, Vec<u8>)]) -> Vec<u8> {
-    let tensors: Vec<(&str, Vec<usize>, u32, Vec<u8>)> = tensors.iter().map(|(n, d, ty, b)| (n.as_str(), d.clone(), *ty, b.clone())).collect();
+pub fn gguf_file(
+    metadata: &[(&str, u32, GgufValue)],
+    tensors: &[(String, Vec<usize>, u32, Vec<u8>)],
+) -> Vec<u8> {
+    let tensors: Vec<(&str, Vec<usize>, u32, Vec<u8>)> =
+        tensors.iter().map(|(n, d, ty, b)| (n.as_str(), d.clone(), *ty, b.clone())).collect();
     write::gguf_typed(metadata, &tensors)
 }
 
