@@ -66,7 +66,8 @@ function svgProblems(svg) {
   const p = [];
   if (/<script/i.test(svg)) p.push('script element');
   if (/<foreignObject/i.test(svg)) p.push('foreignObject');
-  if (/\son[a-z]+\s*=/i.test(svg)) p.push('event handler attribute');
+  // Inside a tag only: the SVG's <desc> holds the typed text, escaped (&lt;img onerror=…&gt;).
+  if (/<[^>]*\son[a-z]+\s*=/i.test(svg)) p.push('event handler attribute');
   if (/javascript:/i.test(svg.replace(/&[a-z#0-9]+;/gi, '').match(/(?:href|src)\s*=\s*"[^"]*"/gi)?.join(' ') || '')) p.push('javascript: URL');
   return p;
 }
@@ -107,9 +108,12 @@ test('payloads in a permalink and in the Save SVG download stay text', async () 
       assert.deepEqual(svgProblems(svg), [], `permalink payload ${p}`);
       const parsed = await page.evaluate((s) => {
         const doc = new DOMParser().parseFromString(s, 'image/svg+xml');
-        return { error: !!doc.querySelector('parsererror'), scripts: doc.querySelectorAll('script, foreignObject').length };
+        const handlers = [...doc.querySelectorAll('*')].filter((el) => [...el.attributes].some((a) => /^on/i.test(a.name))).length;
+        return { error: !!doc.querySelector('parsererror'), scripts: doc.querySelectorAll('script, foreignObject').length, handlers, desc: doc.querySelector('desc') && doc.querySelector('desc').textContent };
       }, svg);
-      assert.deepEqual(parsed, { error: false, scripts: 0 }, `payload ${p}`);
+      assert.deepEqual({ ...parsed, desc: undefined }, { error: false, scripts: 0, handlers: 0, desc: undefined }, `payload ${p}`);
+      // The payload is in the file as the text it is (its <desc> names what was drawn).
+      assert.ok(parsed.desc.endsWith(`“${p}”`), `the SVG's desc: ${parsed.desc}`);
       const st = await injected(page);
       assert.equal(st.xss, 0, `payload ran: ${p}`);
       assert.equal(await page.$eval('#side-title', (e) => e.children.length), 0, 'the side panel title holds text only');
