@@ -179,14 +179,14 @@ export class Session {
    * shown, as an opened folder is. Resolves to the report; rejects as openModel does.
    */
   async openHub(id) {
-    return this.show(await this.opening(id, (inspected) => this.openHubFiles(id, inspected)));
+    return this.show(await this.openingHub(id));
   }
 
   /** A Hub id that a permalink, an attribute or applyState names: its manifest once opened (the
    *  view state is kept), or null with the notice saying why not. */
   async fetchHub(id) {
     try {
-      const opened = await this.opening(id, (inspected) => this.openHubFiles(id, inspected));
+      const opened = await this.openingHub(id);
       this.say(opened.notice);
       return opened.manifest;
     } catch {
@@ -194,11 +194,14 @@ export class Session {
     }
   }
 
-  openHubFiles(id, inspected) {
-    return openHubModel(id, inspected, (p) => {
-      this.progress = { loaded: p.loaded, total: p.total };
-      this.emit('progress');
-    });
+  /** A Hub id opened by the worker, its download's progress in the status line. */
+  openingHub(id) {
+    return this.opening(id, (inspected) =>
+      openHubModel(id, inspected, (p) => {
+        this.progress = { loaded: p.loaded, total: p.total };
+        this.emit('progress');
+      }),
+    );
   }
 
   /** Open a model by `open(onInspected)` (a worker request), saying in the notice what happens;

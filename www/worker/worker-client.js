@@ -152,14 +152,8 @@ export function loadModel(id, onProgress) {
  * already kept). Rejects with what is wrong or does not fit; nothing changes then. The
  * catalogue that init() gave every session on the page gains the model.
  */
-export async function openModel(files, name, onInspected = () => {}) {
-  // Ask that what the user keeps is not evicted under storage pressure (a no-op where denied).
-  if (navigator.storage && navigator.storage.persist) navigator.storage.persist().catch(() => {});
-  const catalog = await init();
-  const m = await request({ type: 'open', files, name }, (p) => onInspected(p.inspected));
-  if (!catalog.models.some((x) => x.id === m.manifest.id)) catalog.models.push(m.manifest);
-  loadPromises.set(m.manifest.id, Promise.resolve(m.info));
-  return m;
+export function openModel(files, name, onInspected = () => {}) {
+  return opened({ type: 'open', files, name }, (p) => onInspected(p.inspected));
 }
 
 /**
@@ -168,10 +162,16 @@ export async function openModel(files, name, onInspected = () => {}) {
  * files (onProgress({ loaded, total })), loads and keeps them; the catalogue gains the model under
  * that id. Rejects naming the repo and the file that failed.
  */
-export async function openHubModel(id, onInspected = () => {}, onProgress = () => {}) {
+export function openHubModel(id, onInspected = () => {}, onProgress = () => {}) {
+  return opened({ type: 'open-hub', model: id }, (p) => (p.inspected ? onInspected(p.inspected) : onProgress(p)));
+}
+
+/** An open request (a user's files or a Hub id): the model it opens joins the catalogue, loaded. */
+async function opened(msg, onProgress) {
+  // Ask that what the user keeps is not evicted under storage pressure (a no-op where denied).
   if (navigator.storage && navigator.storage.persist) navigator.storage.persist().catch(() => {});
   const catalog = await init();
-  const m = await request({ type: 'open-hub', model: id }, (p) => (p.inspected ? onInspected(p.inspected) : onProgress(p)));
+  const m = await request(msg, onProgress);
   if (!catalog.models.some((x) => x.id === m.manifest.id)) catalog.models.push(m.manifest);
   loadPromises.set(m.manifest.id, Promise.resolve(m.info));
   return m;

@@ -116,8 +116,7 @@ async function handle(msg) {
   try {
     switch (msg.type) {
       case 'init':
-        if (msg.hub && !initPromise) hub = String(msg.hub);
-        await ensureInit(msg.base, msg.build, msg.threads, msg.models);
+        await ensureInit(msg);
         self.postMessage({ id: msg.id, type: 'init', build: { ...wasm.buildInfo(), ...build }, supported: supported(), models: index });
         break;
       case 'load': {
@@ -183,10 +182,6 @@ async function handle(msg) {
   }
 }
 
-/**
- * The wasm facade's trailing arguments of attend() and step(): generate, temperature, top_k, seed
- * (undefined = the facade's default: greedy, all tokens). None for a model that does not generate.
- */
 /** The wasm calls' generation options for `gen` ({ n, temperature, top_k, seed } or null):
  *  none for a model that does not generate. */
 function generateOptions(m, gen) {
@@ -213,17 +208,21 @@ function supported() {
   return Array.from(wasm.supportedArchitectures());
 }
 
-async function ensureInit(newBase, buildId, threads, models) {
+/** The instance and the models' index, once; the first call's init message (base, models, hub,
+ *  build, threads) says where from and which build (later calls, without one, wait for it). */
+async function ensureInit({ base: newBase, models, hub: newHub, build: buildId, threads } = {}) {
   if (!initPromise) {
     if (newBase) base = new URL(newBase);
     if (models) modelsBase = new URL(models);
+    if (newHub) hub = String(newHub);
     if (!build) build = BUILDS[buildId] ? { ...BUILDS[buildId], threads } : pickBuild();
     initPromise = (async () => {
       await startInstance();
       // No default models beside the files (an npm install, a bundled app): only the reader's
       // own and Hub ids, and a widget naming a default model says it is not available here.
-      const res = await fetch(new URL('index.json', modelsBase));
-      if (!res.ok && res.status !== 404) throw new Error(`${new URL('index.json', modelsBase)}: HTTP ${res.status}`);
+      const indexUrl = new URL('index.json', modelsBase);
+      const res = await fetch(indexUrl);
+      if (!res.ok && res.status !== 404) throw new Error(`${indexUrl}: HTTP ${res.status}`);
       const all = res.ok ? await res.json() : [];
       const sup = new Set(supported());
       index = (Array.isArray(all) ? all : []).filter((m) => m && sup.has(m.architecture)).concat(await listUserModels());
@@ -496,7 +495,7 @@ async function openHubModel(id, progress) {
   const parsed = parseHubId(id);
   const canonical = hubId(parsed);
   const kept = index.find((m) => m.user && m.id === canonical);
-  if (kept) return { manifest: kept, report: null, info: (await ensureModel(kept.id, null)).info, stored: true, storage: true };
+  if (kept) return keptAnswer(kept, null);
   const repo = new HubRepo(hub, parsed);
   const remote = await repo.modelFiles();
   let loaded = 0;
@@ -533,7 +532,7 @@ async function openModelFiles(byName, { name, stamp, read, newId, inspected, ext
   inspected(report); // said before the weights are read: they may take a while
   const sameFiles = stamp(report.manifest.files);
   const kept = index.find((m) => m.user && m.name === name && m.stamp === sameFiles);
-  if (kept) return { manifest: kept, report, info: (await ensureModel(kept.id, null)).info, stored: true, storage: true };
+  if (kept) return keptAnswer(kept, report);
   const files = {};
   for (const f of report.manifest.files) files[f] = await read(f);
   // From here to index.push nothing awaits: two models opened at once get ids of their own.
@@ -545,10 +544,15 @@ async function openModelFiles(byName, { name, stamp, read, newId, inspected, ext
   report.wasm_memory_bytes = wasmMemoryBytes();
   const entry = { model, info: guarded(() => model.info()), manifest };
   models.set(id, entry);
-  index = index.filter((m) => m.id !== id).concat(manifest);
+  index.push(manifest);
   const blobs = new Map(report.manifest.files.map((f) => [f, byName.get(f) instanceof Blob ? byName.get(f) : new Blob([files[f]])]));
   const stored = await storeUserModel(manifest, blobs);
   return { manifest, report, info: entry.info, stored, storage: !!(await modelStore()) };
+}
+
+/** The answer to an open of a model this browser already keeps: that copy, loaded. */
+async function keptAnswer(manifest, report) {
+  return { manifest, report, info: (await ensureModel(manifest.id, null)).info, stored: true, storage: true };
 }
 
 function wasmMemoryBytes() {
