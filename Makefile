@@ -33,12 +33,13 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models venv build build-simd build-threads serve site dist test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
+.PHONY: help setup models venv build build-simd build-threads serve precompress site dist test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean fuzz fuzz-smoke fuzz-build
 
 help:
 	@echo "attnviz make targets:"
-	@echo "  make serve       setup + models + build, then serve on http://127.0.0.1:\$$PORT/ (default 8080)"
+	@echo "  make serve       setup + models + build + precompress, then attnviz serve on http://127.0.0.1:\$$PORT/ (default 8080)"
+	@echo "  make precompress .br and .gz beside each compressible file of www/, pkg/, models/ (scripts/precompress.mjs)"
 	@echo "  make site DEST=path  the folder to upload to any static host: page, lesson, widget, wasm builds, default models"
 	@echo "  make dist        the npm package dist/attnviz-<version>.tgz: the widget, its worker, the three wasm builds (no models)"
 	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e (FORCE=1: also suites that passed with the same inputs)"
@@ -141,12 +142,18 @@ build-threads: | .toolchain/env node_modules/.bin/wasm-opt
 	  $(call wasm_pkg,pkg/threads,/threads,$(WASM_THREADS_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd --enable-threads,.toolchain/env-threads); \
 	else rm -rf pkg/threads; echo "[build] pkg/threads/ skipped: no Debian rustc-web toolchain (.toolchain/env-threads; see scripts/setup.sh)"; fi
 
-serve: setup models build
-	@exec $(PYTHON) scripts/serve.py --port $(PORT)
+# `attnviz serve` (src/serve.rs, hyper + tower-http) from the native CLI's build.
+serve: setup models build cli precompress
+	@exec $(CLI) serve --port $(PORT)
+
+# A .br and a .gz beside each compressible file of www/, pkg/ and the models (the int8 weights
+# among them), made once here and sent by `attnviz serve` while no older than their file.
+precompress:
+	@node scripts/precompress.mjs
 
 # The folder a teacher uploads (README "Embed it in your page"); tests/e2e/site.test.mjs serves one
 # with python3 -m http.server.
-site: setup models build
+site: setup models build precompress
 	@test -n "$(DEST)" || { echo "make site: say where, e.g. make site DEST=../my-course/attnviz" >&2; exit 2; }
 	@$(PYTHON) scripts/site.py --dest "$(DEST)"
 
@@ -277,7 +284,7 @@ test-py: venv cli
 # Test files run E2E_CONCURRENCY at a time (each with its own server and browser): a browser test
 # spends much of its time waiting for a frame, a forward or a timer, not on the CPU.
 E2E_CONCURRENCY ?= 2
-test-e2e: cli venv | node_modules/.bin/wasm-opt
+test-e2e: cli venv precompress | node_modules/.bin/wasm-opt
 	node --test --test-concurrency=$(E2E_CONCURRENCY) tests/e2e/*.test.mjs
 
 # Speed is measured here, never asserted in tests: medians and ratios, compared within one run.

@@ -4,8 +4,10 @@
 The folder is laid out as `make serve` serves it: the page, the lesson example and the widget
 files of www/ (every file, its subfolders too) at the top, the wasm builds in pkg/ (pkg/relaxed/,
 and pkg/threads/ when it was built), and the default models in models/ (index.json, each model's
-manifest and the files it lists, int8 variants included). Nothing else: no build stamps, no
-source. Prints what it wrote and the total size.
+manifest and the files it lists, int8 variants included). Beside each file goes its `.br` and
+`.gz` from `make precompress` while they are no older than it, for static hosts that serve
+precompressed files (`attnviz serve` does). Nothing else: no build stamps, no source. Prints what
+it wrote and the total size.
 """
 
 import argparse
@@ -23,10 +25,19 @@ def fail(message):
     sys.exit(1)
 
 
+PRECOMPRESSED = (".br", ".gz")
+
+
 def copy(src, dest, written):
+    """Copies a file, and its precompressed variants that are up to date."""
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     shutil.copyfile(src, dest)
     written.append(os.path.getsize(dest))
+    for suffix in PRECOMPRESSED:
+        variant = src + suffix
+        if os.path.isfile(variant) and os.path.getmtime(variant) >= os.path.getmtime(src):
+            shutil.copyfile(variant, dest + suffix)
+            written.append(os.path.getsize(dest + suffix))
 
 
 def copy_www(dest, written):
@@ -34,6 +45,8 @@ def copy_www(dest, written):
     for folder, dirs, files in os.walk(www):
         dirs.sort()
         for name in sorted(files):
+            if name.endswith(PRECOMPRESSED):  # copied beside their file, when up to date
+                continue
             src = os.path.join(folder, name)
             copy(src, os.path.join(dest, os.path.relpath(src, www)), written)
 

@@ -2,6 +2,7 @@
 //! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
 //! `attnviz positions --model <dir> [--count N]`
 //! `attnviz heads --model <dir> --text <TEXT> [--format json|table]`
+//! `attnviz serve [--port N] [--host IP] [--prefix /course/week3/] [--root DIR] [--verbose]`
 //!
 //! Runs one forward natively and prints the attention (JSON for machines, a per-head summary
 //! for people), or every intermediate of one head (JSON), or the position vectors the model adds
@@ -25,6 +26,8 @@ const USAGE: &str = "usage: attnviz attend --model <dir or .gguf> --text <TEXT> 
        attnviz step --model <dir> --text <TEXT> --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
        attnviz positions --model <dir> [--count N]
        attnviz heads --model <dir> --text <TEXT> [--format json|table] [GENERATE]
+       attnviz serve [--port N (default $PORT or 8080; 0: any free port)] [--host IP (default 127.0.0.1)]
+                     [--prefix /course/week3/] [--root DIR (holding www/, pkg/, models/; default .)] [--verbose]
 GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--top-k K] [--seed S]
 Every command: --weights f32|int8 (default f32, the exact weights; int8: the manifest's int8 file set)";
 
@@ -319,6 +322,40 @@ fn run(args: Args) -> Result<(), String> {
     written.and_then(|_| out.flush()).map_err(|e| format!("cannot write output: {e}"))
 }
 
+/// `attnviz serve …`: the page, pkg/ and models/ over HTTP (src/serve.rs).
+fn serve(args: &[String]) -> Result<(), String> {
+    let mut options = attnviz::serve::Options {
+        root: PathBuf::from("."),
+        host: "127.0.0.1".into(),
+        port: 8080,
+        prefix: "/".into(),
+        verbose: false,
+    };
+    let mut port_text = std::env::var("PORT").ok().filter(|p| !p.is_empty());
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value =
+            || it.next().cloned().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        match flag.as_str() {
+            "--port" => port_text = Some(value()?),
+            "--host" => options.host = value()?,
+            "--prefix" => options.prefix = value()?,
+            "--root" => options.root = PathBuf::from(value()?),
+            "--verbose" | "-v" => options.verbose = true,
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown option `{other}`\n{USAGE}")),
+        }
+    }
+    if let Some(p) = port_text {
+        options.port =
+            p.parse().map_err(|_| format!("--port needs a number from 0 to 65535, not `{p}`"))?;
+    }
+    attnviz::serve::run(options)
+}
+
 fn main() -> ExitCode {
     // `args()` would panic on an argument that is not UTF-8; name it instead.
     let args: Result<Vec<String>, String> = std::env::args_os()
@@ -330,12 +367,15 @@ fn main() -> ExitCode {
             })
         })
         .collect();
-    let done = args.and_then(|a| match parse(&a)? {
-        Some(args) => run(args),
-        None => {
-            println!("{USAGE}");
-            Ok(())
-        }
+    let done = args.and_then(|a| match a.first().map(String::as_str) {
+        Some("serve") => serve(&a[1..]),
+        _ => match parse(&a)? {
+            Some(args) => run(args),
+            None => {
+                println!("{USAGE}");
+                Ok(())
+            }
+        },
     });
     match done {
         Ok(()) => ExitCode::SUCCESS,

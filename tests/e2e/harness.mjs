@@ -1,4 +1,4 @@
-// End-to-end test harness: serves the repo with scripts/serve.py and drives the page in headless
+// End-to-end test harness: serves the repo with `attnviz serve` (src/serve.rs) and drives the page in headless
 // Debian Chromium through playwright-core (no downloaded browsers).
 //
 //   const server = await startServer({ prefix: '/course/week3/' });   // { url, close }
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { before, after } from 'node:test';
+import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const READY_TIMEOUT_MS = Number(process.env.ATTNVIZ_E2E_READY_TIMEOUT_MS || 120_000);
@@ -30,15 +31,16 @@ export const CHROMIUM_ARGS = [
 ];
 
 /**
- * Start scripts/serve.py on a free port (it binds port 0 and prints the URL), wait until it
- * answers HTTP, and return { url, port, close }. `url` ends with the prefix and '/'.
+ * Start `attnviz serve` (the CLI the suites compare with, cli-helpers.mjs) on a free port (it
+ * binds port 0 and prints the URL), wait until it answers HTTP, and return
+ * { url, port, pid, close }. `url` ends with the prefix and '/'. `root`: the folder holding
+ * www/, pkg/ and models/. `shell`: a command line to run
+ * the server under instead (e.g. with a lower file limit), the server's own as "$@".
  */
-export async function startServer({ prefix = '/', verbose = false } = {}) {
-  const python = process.env.PYTHON || 'python3';
-  const child = spawn(python, [path.join(ROOT, 'scripts', 'serve.py'), '--port', '0', '--prefix', prefix, ...(verbose ? ['--verbose'] : [])], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function startServer({ prefix = '/', verbose = false, shell = null, root = ROOT } = {}) {
+  const args = ['serve', '--port', '0', '--prefix', prefix, '--root', root, ...(verbose ? ['--verbose'] : [])];
+  const command = shell ? ['sh', ['-c', shell, 'sh', cliBinary(), ...args]] : [cliBinary(), args];
+  const child = spawn(command[0], command[1], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d) => { stderr += d; });
@@ -46,7 +48,7 @@ export async function startServer({ prefix = '/', verbose = false } = {}) {
 
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error('serve.py did not print its URL within 15 s')), 15_000);
+    const timer = setTimeout(() => fail(new Error('attnviz serve did not print its URL within 15 s')), 15_000);
     function fail(err) {
       clearTimeout(timer);
       child.kill('SIGKILL');
@@ -58,7 +60,7 @@ export async function startServer({ prefix = '/', verbose = false } = {}) {
       if (m) { clearTimeout(timer); resolve(m[1]); }
     });
     child.once('error', fail);
-    exited.then(({ code, signal }) => fail(new Error(`serve.py exited early (code ${code}, signal ${signal})`)));
+    exited.then(({ code, signal }) => fail(new Error(`attnviz serve exited early (code ${code}, signal ${signal})`)));
   });
 
   // Wait until it answers (any HTTP status counts: the server is up).
@@ -71,7 +73,7 @@ export async function startServer({ prefix = '/', verbose = false } = {}) {
     } catch (err) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`serve.py at ${url} does not answer: ${err.message}\nstderr: ${stderr}`, { cause: err });
+        throw new Error(`attnviz serve at ${url} does not answer: ${err.message}\nstderr: ${stderr}`, { cause: err });
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -88,7 +90,7 @@ export async function startServer({ prefix = '/', verbose = false } = {}) {
       clearTimeout(t);
     }
   }
-  return { url, port: Number(new URL(url).port), close, get stderr() { return stderr; } };
+  return { url, port: Number(new URL(url).port), pid: child.pid, close, get stderr() { return stderr; } };
 }
 
 /** Launch Debian's Chromium headless (playwright manages a fresh user-data-dir). */

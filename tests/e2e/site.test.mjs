@@ -41,6 +41,13 @@ test('make site writes a folder that works from python3 -m http.server: the page
   for (const f of ['index.html', 'examples.html', 'attention-viz.js', 'views/head.js', 'shell/host.js', 'pkg/attnviz_bg.wasm', 'pkg/relaxed/attnviz_bg.wasm', 'models/index.json', 'models/minilm/model.int8.safetensors', 'models/en-pt/manifest.json']) {
     assert.ok(statSync(path.join(site, f)).size > 0, `${f} is in the site`);
   }
+  // The precompressed variants (make test-e2e ran make precompress) go beside their files, for
+  // static hosts that serve them; a variant older than its file does not.
+  for (const f of ['index.html', 'pkg/attnviz_bg.wasm', 'models/minilm/model.int8.safetensors', 'models/minilm/tokenizer.json']) {
+    for (const suffix of ['.br', '.gz']) {
+      assert.ok(statSync(path.join(site, f + suffix)).size < statSync(path.join(site, f)).size, `${f}${suffix} is in the site, smaller than ${f}`);
+    }
+  }
   assert.throws(() => execFileSync('python3', [path.join(ROOT, 'scripts/site.py'), '--dest', site], { stdio: 'pipe' }), /not empty/, 'a folder with files in it is refused');
   const url = await staticServer(site);
   const app = await openApp(browser, url, { fresh: true });

@@ -1,6 +1,6 @@
 // The wasm facade (src/wasm/mod.rs) as shipped: each build `make build` writes — pkg/ (+simd128),
 // pkg/relaxed/ (+relaxed-simd) and pkg/threads/ (shared memory, when built) — imported in headless
-// Chromium from the test server (scripts/serve.py, whose COOP/COEP make the page cross-origin
+// Chromium from the test server (`attnviz serve`, whose COOP/COEP make the page cross-origin
 // isolated, as shared memory needs), initialised with its default init (it fetches its own
 // attnviz_bg.wasm), and handed the real models fetched over HTTP, as www/worker/worker.js does. Each build
 // must give the native CLI's numbers (run now: $ATTNVIZ_BIN, else target/release/attnviz) within
@@ -297,10 +297,10 @@ for (const build of BUILDS) {
       page.on('console', (m) => {
         if (m.type() === 'error' && /panicked/.test(m.text())) panicLogs.push(m.text());
       });
-      // A blank document on the server's origin (serve.py answers a 404 with its COOP/COEP too):
+      // A blank document on the server's origin (the server answers a 404 with its COOP/COEP too):
       // the build's glue, wasm and the models come from the same server as for the page.
       await page.goto(`${server.url}wasm-facade-test`);
-      assert.equal(await page.evaluate(() => globalThis.crossOriginIsolated), true, 'serve.py makes the page cross-origin isolated');
+      assert.equal(await page.evaluate(() => globalThis.crossOriginIsolated), true, 'attnviz serve makes the page cross-origin isolated');
       await installInPage(page, build.dir);
     });
     after(async () => {

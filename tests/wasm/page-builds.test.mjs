@@ -1,7 +1,7 @@
 // The wasm builds (www/worker/wasm-build.js, `make build`): Chromium validates relaxed SIMD, so with
 // fewer than 4 cores (too few for a default pool: one core stays with the page) the page loads
 // pkg/relaxed/ and its status line says "wasm relaxed SIMD"; from 4 cores on, cross-origin
-// isolated (the test server, serve.py, makes it so), it loads pkg/threads/ on cores − 1 threads
+// isolated (the test server, `attnviz serve`, makes it so), it loads pkg/threads/ on cores − 1 threads
 // (at most 4). A browser without relaxed SIMD loads pkg/ ("wasm SIMD"), as does ?build=simd;
 // ?build=relaxed loads pkg/relaxed/ whatever the cores; ?build=threads loads pkg/threads/ on every
 // core (2 at least, 4 at most). The expectations are computed from the cores the page sees
@@ -109,7 +109,7 @@ test('?build=relaxed loads the relaxed-SIMD build, says so, and draws what the p
 
 test('?build=threads on an isolated page loads the shared-memory build, runs its GEMMs on every core (2 at least) and draws exactly what the one-thread relaxed build draws', async (t) => {
   const threads = await visit({ search: '?build=threads' });
-  assert.ok(threads.isolated, 'serve.py makes the page cross-origin isolated');
+  assert.ok(threads.isolated, 'attnviz serve makes the page cross-origin isolated');
   const n = Math.min(4, Math.max(2, threads.cores));
   assert.equal(threads.build.id, 'threads', JSON.stringify(threads.build));
   assert.equal(threads.build.threads, n, `${n - 1} helper workers joined the pool (${threads.cores} cores)`);
