@@ -51,12 +51,34 @@ export interface AttentionState {
   [key: string]: unknown;
 }
 
+/** One layer's attention for every head: [heads][queries][keys] (a batch of one, [1][…], is
+ *  taken too), or its shape and its numbers row-major. */
+export type LayerAttention = number[][][] | number[][][][] | { shape: number[]; data: Float32Array | number[] };
+
+/** Attention computed elsewhere (BertViz's argument names): one stack, or an encoder-decoder. */
+export type SuppliedAttention = {
+  label?: string;
+  specials?: string[];
+} & (
+  | { tokens: string[]; attention: LayerAttention[]; causal?: boolean }
+  | {
+      encoder_tokens: string[];
+      decoder_tokens?: string[];
+      encoder_attention?: LayerAttention[];
+      decoder_attention?: LayerAttention[];
+      cross_attention?: LayerAttention[];
+    }
+);
+
 /**
  * <attention-viz model="minilm" text="…" view="head" layer="4" head="2" editable>: a live
  * attention map. model: a default model's id (minilm, en-pt, smollm2), a kept model's id, or a
- * Hugging Face Hub id, hf:owner/name[@revision][?file=name.gguf].
+ * Hugging Face Hub id, hf:owner/name[@revision][?file=name.gguf]. src="attention.json" instead:
+ * attention computed elsewhere (a SuppliedAttention), drawn without a model.
  */
 export class AttentionViz extends HTMLElement {
+  /** Draw attention computed elsewhere, without a model; throws an Error naming what does not fit. */
+  showAttention(data: SuppliedAttention): void;
   /** Open the reader's own model (a folder's Files, or one .gguf): read and kept in the browser. */
   openModel(files: FileList | File[], options?: { name?: string }): Promise<ModelReport>;
   /** Forget a model opened with openModel. */

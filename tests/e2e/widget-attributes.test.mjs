@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { mountWidget, openWidget, useServerAndBrowser } from './harness.mjs';
 import { cliAt, cliBinary, cliBlock, cliJson } from './cli-helpers.mjs';
+import { drawnAfter, hoverCell, widgetState } from './widget-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = cliBinary();
@@ -25,60 +26,6 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
 function cliWith(weights, ...args) {
   const out = execFileSync(BIN, ['attend', ...args, '--format', 'json', '--weights', weights], { cwd: ROOT, maxBuffer: 256 << 20 });
   return JSON.parse(out.toString());
-}
-
-const widgetState = (page) => page.evaluate(() => {
-  const w = document.getElementById('w');
-  return { state: w.dataset.state, draws: Number(w.dataset.drawCount || 0), foot: w.shadowRoot.querySelector('.foot').textContent, msg: w.shadowRoot.querySelector('.msg').textContent };
-});
-
-/** Wait until the widget has drawn more than `since` times (its first drawing: since = 0). */
-async function drawnAfter(page, since = 0, timeout = 120_000) {
-  try {
-    await page.waitForFunction((n) => {
-      const w = document.getElementById('w');
-      return w && (w.dataset.state === 'error' || (w.dataset.state === 'ready' && Number(w.dataset.drawCount) > n));
-    }, since, { timeout, polling: 100 });
-  } catch (e) {
-    throw new Error(`the widget did not draw: ${JSON.stringify(await widgetState(page))}`, { cause: e });
-  }
-  const s = await widgetState(page);
-  assert.equal(s.state, 'ready', s.msg);
-  return s.draws;
-}
-
-const readout = (page) => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent);
-
-/** A number as the views print it (fmt: U+2212 minus, 1.2e−4 below 0.001). */
-const num = (s) => Number(s.replace(/−/g, '-'));
-
-/**
- * Move the mouse over heatmap cell (row i, column j) of the widget (the page scrolled to it) and
- * return the read-out once it names that cell: { text, value }.
- */
-async function hoverCell(page, i, j) {
-  const at = await page.evaluate(([row, col]) => {
-    const w = document.getElementById('w');
-    const g = w.shell.geom();
-    if (!g || !g.cell) return null;
-    const c = w.shadowRoot.querySelector('canvas');
-    const y0 = c.getBoundingClientRect().top + window.scrollY + g.top + (row + 0.5) * g.cell;
-    window.scrollTo(0, Math.max(0, y0 - innerHeight / 2));
-    const r = c.getBoundingClientRect();
-    return { x: r.left + g.left + (col + 0.5) * g.cell, y: r.top + g.top + (row + 0.5) * g.cell };
-  }, [i, j]);
-  assert.ok(at, 'the widget shows a heatmap');
-  await page.mouse.move(at.x - 3, at.y - 3);
-  await page.mouse.move(at.x, at.y);
-  const cell = `(${i + 1}) → key `;
-  await page.waitForFunction(([c, k]) => {
-    const t = document.getElementById('w').shadowRoot.querySelector('.readout').textContent;
-    return t.includes(c) && t.includes(`” (${k}): `);
-  }, [cell, j + 1], { timeout: 10_000 });
-  const text = await readout(page);
-  const m = /: ([−\d.e]+)$/.exec(text);
-  assert.ok(m, `a weight in the read-out: ${text}`);
-  return { text, value: num(m[1]) };
 }
 
 // ------------------------------------------------------------------------------- weights

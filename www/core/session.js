@@ -20,6 +20,7 @@ import { chartWasm, loadChartWasm } from '../views/chart-wasm.js';
 import { later, record } from './timing.js';
 import { cacheKey, LruCache } from './cache.js';
 import { Lane } from './lane.js';
+import { suppliedResult, suppliedSpecials } from './supplied.js';
 
 // Answers kept per session: step internals and head scores of the last texts and heads looked at,
 // and the position tables of the last models.
@@ -31,6 +32,8 @@ const POSITIONS_SHOWN = 128;
 const BUSY_AFTER_MS = 200;
 
 /** State fields that a new model resets (its layers and heads differ). */
+// What supplied attention (showSupplied) always has: no second sentence, raw weights, nothing generated.
+const SUPPLIED_FIXED = { compare: '', measure: 'raw', gen: 0 };
 const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 0, step: 0, pin: null, agg: 'head', gstep: null };
 
 /** What a model's files weigh (its manifest's sizes): the download of its first pick. */
@@ -61,6 +64,7 @@ export class Session {
     this.error = null; // the last failure, as text
     this.notice = null; // something the user should know (e.g. an unknown model in a permalink)
     this.opened = null; // inspectModel()'s report on the last model the user opened
+    this.supplied = null; // { label, specials } while attention computed elsewhere is shown (showSupplied)
     this.busy = false; // a forward has taken longer than BUSY_AFTER_MS
     this.catchingUp = false; // the drawn answer is of an older text than the box's (a newer one is computed)
     this.textCut = false; // the text box cut the last paste to what it holds (render.js bindTextBox)
@@ -125,6 +129,7 @@ export class Session {
       return;
     }
     this.emit('catalog');
+    if (this.supplied) return; // the page drew attention of its own meanwhile
     let m = this.findModel(this.state.model) || (isHubId(this.state.model) ? await this.fetchHub(this.state.model) : null);
     if (!m) {
       const ids = this.catalog.models.map((x) => x.id).join(', ');
@@ -270,7 +275,9 @@ export class Session {
    * permalink never names the failed one) and says what failed.
    */
   async selectModel(id, { keepText = true, before = this.restorePoint() } = {}) {
+    if (this.supplied) return; // supplied attention stays until the page gives other
     const m = this.findModel(id) || (isHubId(id) ? await this.fetchHub(id) : null);
+    if (this.supplied) return;
     if (!m) {
       this.fail(new Error(`unknown model "${id}"`));
       return;
@@ -327,6 +334,33 @@ export class Session {
     this.emit('status');
     this.emit('state');
     this.compute(); // text typed while it loaded (the lane asks for nothing when the drawn answer is the state's)
+  }
+
+  /**
+   * Draw attention computed elsewhere (supplied.js: a notebook's PyTorch maps, a page's JSON): no
+   * model and no worker. The views that need a model's internals (step, query/key space,
+   * positions, head overview) and the value-weighted measure are not offered; a model still
+   * loading is not drawn over it. Data that does not fit throws, and the status says why.
+   */
+  showSupplied(data) {
+    let result;
+    try {
+      result = suppliedResult(data);
+    } catch (e) {
+      this.fail(e);
+      throw e;
+    }
+    this.supplied = { label: result.model, specials: suppliedSpecials(data) };
+    this.loadSeq += 1; // a model load under way is of no use now
+    this.manifest = null;
+    this.info = null;
+    this.result = result;
+    this.resultFor = { model: result.model, text: result.text, gen: null, valueNorms: false, infoSeq: this.infoSeq };
+    this.shape = resultShape(result);
+    this.state = { ...this.state, ...SUPPLIED_FIXED, model: result.model, text: result.text, pin: null, gstep: null };
+    Object.assign(this, { phase: 'ready', error: null, notice: null, progress: null, forwardMs: null, busy: false, catchingUp: false, focus: null, cursor: null });
+    this.fitState();
+    this.emit('result');
   }
 
   /** The "Compare with…" text changed: B is computed beside A (an empty text ends the comparison). */
@@ -564,7 +598,7 @@ export class Session {
     const needsPositions = viewFor(this.state.view).needsPositions;
     return {
       result: this.shownResult(),
-      specials: (this.info && this.info.special_tokens) || [],
+      specials: (this.info && this.info.special_tokens) || (this.supplied && this.supplied.specials) || [],
       step: viewFor(this.state.view).needsStep ? this.stepData() : null,
       positions: needsPositions && this.resultFor ? this.positionTables.get(cacheKey(this.resultFor.model)) : null,
       charts: needsPositions ? chartWasm() : null,
@@ -622,6 +656,7 @@ export class Session {
    *  decode step inside the rows it shows (words when sub-words are merged). */
   fitState() {
     this.state = clampToResult(this.state, this.shape);
+    if (!this.availableViews().some((v) => v.id === this.state.view)) this.state = clampToResult({ ...this.state, view: 'head' }, this.shape);
     if (viewFor(this.state.view).controls.step && this.result) {
       const last = Math.max(0, stepLabels(this.input(), this.state).length - 1);
       if (this.state.step > last) this.state = { ...this.state, step: last };
@@ -636,6 +671,8 @@ export class Session {
    */
   applyState(next) {
     const prev = this.state;
+    // Supplied attention has no model to load or run: its text, model and measure stay.
+    if (this.supplied) next = { ...next, ...SUPPLIED_FIXED, model: prev.model, text: prev.text };
     if (next.model !== prev.model) {
       const before = this.restorePoint();
       this.state = { ...next };
@@ -781,7 +818,8 @@ export class Session {
 
   /** Views that can show the current result, in tab order. */
   availableViews() {
-    return VIEWS.filter((v) => !this.shape || viewAvailable(v, this.shape.kinds));
+    const modelFree = (v) => !v.needsStep && !v.needsPositions && !v.needsHeads; // supplied attention has no model to ask
+    return VIEWS.filter((v) => (!this.shape || viewAvailable(v, this.shape.kinds)) && (!this.supplied || modelFree(v)));
   }
 
   // ---------------------------------------------------------------- pointer and keys

@@ -68,7 +68,7 @@ export function summary(session) {
   if (!r) return { text: session.phase === 'loading' ? loadingText(session) : '', weights: null, truncation: null, catchingUp: null, coverage: null, output: null, outputLabel: null };
   const n = r.tokens.source.length;
   const tgt = (r.tokens.target || []).length;
-  const weights = weightsLabel(m, session.drawnWeights());
+  const weights = m ? weightsLabel(m, session.drawnWeights()) : null;
   const parts = [name, weights, `${n} token${n === 1 ? '' : 's'}`].filter(Boolean);
   if (tgt) parts.push(`${tgt} ${r.generation ? 'generated' : 'output'} token${tgt === 1 ? '' : 's'}`);
   if (session.forwardMs != null) parts.push(`${session.forwardMs.toFixed(1)} ms per forward`);

@@ -16,9 +16,13 @@
 // compare (a second sentence B: the head view and the heatmap draw it beside the text, with the
 // difference map B − A where the tokens align; with editable, a "Compare with…" box holds it;
 // compare="" gives an editable widget that box, empty).
+// src="attention.json" (instead of a model): attention computed elsewhere, drawn without a model:
+// the JSON holds { tokens, attention: one [heads][queries][keys] map per layer } (as a Hugging Face
+// model's output_attentions), or an encoder-decoder's encoder_/decoder_/cross_attention with
+// encoder_tokens and decoder_tokens; the method showAttention(data) takes the same object.
 // Events: `attention-change` (detail: the current state) after every draw, `attention-ready`
 // after the first draw, `attention-error` (detail: { message }).
-// Methods: openModel(files, { name }) opens the reader's own model (a folder's Files, e.g. an
+// Methods: showAttention(data) (see src), openModel(files, { name }) opens the reader's own model (a folder's Files, e.g. an
 // <input webkitdirectory>'s FileList, or one .gguf; read and kept in the browser) and resolves
 // to what was found, or rejects saying why not; removeModel(id) forgets one.
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
@@ -109,7 +113,7 @@ progress { width: 160px; }
 
 class AttentionViz extends HTMLElement {
   static get observedAttributes() {
-    return [...STATE_ATTRIBUTES, 'editable', 'height'];
+    return [...STATE_ATTRIBUTES, 'editable', 'height', 'src'];
   }
 
   constructor() {
@@ -223,12 +227,23 @@ class AttentionViz extends HTMLElement {
     this.shell.disconnect();
   }
 
-  /** Start the session with the attributes as they are now (gate: see Session.start). */
+  /** Start the session with the attributes as they are now (gate: see Session.start). With
+   *  src: the attention in that JSON file, and no model. */
   begin(gate = null) {
     const s = this.readAttributes(null, { ...this.session.state, model: 'minilm-l6', text: '' });
     this.started = true;
-    this.session.start(s, { gate }).then(() => {
-      if (this.hasAttribute('editable')) this.$.text.value = this.session.state.text;
+    this.session.state = s; // what showAttention() draws with, too
+    if (this.hasAttribute('src')) {
+      this.loadSupplied(this.getAttribute('src'));
+      return;
+    }
+    // A microtask later: a page that calls showAttention() right after adding the element (in the
+    // same task) downloads no model.
+    queueMicrotask(() => {
+      if (this.session.supplied) return;
+      this.session.start(s, { gate }).then(() => {
+        if (this.hasAttribute('editable') && !this.session.supplied) this.$.text.value = this.session.state.text;
+      });
     });
   }
 
@@ -249,7 +264,35 @@ class AttentionViz extends HTMLElement {
     });
   }
 
+  /** src="attention.json": fetch it (relative to the page) and draw it (showAttention). */
+  async loadSupplied(src) {
+    try {
+      const res = await fetch(new URL(src, document.baseURI));
+      if (!res.ok) throw new Error(`${src}: HTTP ${res.status}`);
+      this.showAttention(await res.json());
+    } catch (e) {
+      this.showError(`the attention in ${src} could not be drawn: ${e.message}`);
+    }
+  }
+
+  /**
+   * Draw attention computed elsewhere, without a model: { tokens, attention } (one map per layer,
+   * [heads][queries][keys], e.g. a Hugging Face model's output_attentions) or an encoder-decoder's
+   * { encoder_tokens, decoder_tokens, encoder_attention, decoder_attention, cross_attention }
+   * (core/supplied.js says the rest). Throws an Error that names what does not fit.
+   */
+  showAttention(data) {
+    this.started = true;
+    this.session.showSupplied(data);
+    this.$.text.hidden = true; // nothing to recompute: the text is the maps'
+    if (this.$.compare) this.$.compare.hidden = true;
+  }
+
   attributeChangedCallback(name, oldValue, newValue) {
+    if (name === 'src' && this.started && newValue && oldValue !== newValue) {
+      this.loadSupplied(newValue);
+      return;
+    }
     if (!this.started || oldValue === newValue) return;
     const t0 = performance.now();
     try {
@@ -273,7 +316,7 @@ class AttentionViz extends HTMLElement {
     const { problems } = fromAttributes((n) => this.getAttribute(n), only, s);
     for (const problem of problems) console.warn(`attention-viz: ${problem}`);
     if (!only || only === 'editable' || only === 'height' || only === 'text' || only === 'compare') {
-      const editable = this.hasAttribute('editable');
+      const editable = this.hasAttribute('editable') && !this.session.supplied;
       this.$.text.hidden = !editable;
       if (editable && this.$.text.value !== s.text) this.$.text.value = s.text;
       // Only a widget that compares gets the second box (compare="" for an empty one): an
@@ -351,6 +394,7 @@ class AttentionViz extends HTMLElement {
     const sum = summary(session);
     const n = r.tokens.source.length;
     // As the page's status lines do: which weights drew the map and which wasm build ran them.
+    if (session.supplied) this.$.credit.textContent = session.supplied.label;
     this.$.status.textContent = [`${n} token${n === 1 ? '' : 's'}`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, buildText(session), sum.catchingUp].filter(Boolean).join(' · ');
     this.showWarning();
     this.$.out.hidden = sum.output == null;
@@ -364,7 +408,7 @@ class AttentionViz extends HTMLElement {
     this.dataset.drawCount = String(this.drawCount);
     const first = this.dataset.state !== 'ready';
     this.dataset.state = 'ready';
-    if (first && offline) keepForOffline(session.catalog);
+    if (first && offline && session.catalog) keepForOffline(session.catalog);
     const detail = { ...s, tokens: r.tokens.source.slice(), targetTokens: (r.tokens.target || []).slice(), outputText: r.output_text ?? null, drawCount: this.drawCount };
     if (first) this.dispatchEvent(new CustomEvent('attention-ready', { detail, bubbles: true, composed: true }));
     this.dispatchEvent(new CustomEvent('attention-change', { detail, bubbles: true, composed: true }));
