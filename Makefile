@@ -33,7 +33,7 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models venv build build-simd build-threads serve precompress site dist test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
+.PHONY: help setup models venv build build-simd build-threads serve precompress site dist notebook test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
 	check-simd clean distclean fuzz fuzz-smoke fuzz-build
 
 help:
@@ -41,7 +41,9 @@ help:
 	@echo "  make serve       setup + models + build + precompress, then attnviz serve on http://127.0.0.1:\$$PORT/ (default 8080)"
 	@echo "  make precompress .br and .gz beside each compressible file of www/, pkg/, models/ (scripts/precompress.mjs)"
 	@echo "  make site DEST=path  the folder to upload to any static host: page, lesson, widget, wasm builds, default models"
-	@echo "  make dist        the npm package dist/attnviz-<version>.tgz: the widget, its worker, the three wasm builds (no models)"
+	@echo "  make dist        the npm package dist/attnviz-<version>.tgz (the widget, its worker, the three wasm builds; no models)"
+	@echo "                   and the notebook package dist/attnviz-<version>-py3-none-any.whl (python/: head_view, model_view, …)"
+	@echo "  make notebook    the notebook widget's front end as one module: python/attnviz/static/notebook.js"
 	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e (FORCE=1: also suites that passed with the same inputs)"
 	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
 	@echo "  make setup       install toolchain, wasm-bindgen, npm deps, chromium (scripts/setup.sh)"
@@ -160,8 +162,16 @@ site: setup models build precompress
 # The npm package (scripts/dist.mjs: the files the widget reaches, found by following its imports;
 # scripts/npm/ holds its package.json fields, README and types). tests/e2e/npm.test.mjs installs it
 # into a fresh project and draws a widget from an import-map page and from a Vite build.
-dist: setup build
+dist: setup build notebook venv
 	node scripts/dist.mjs
+	@rm -f dist/attnviz-*.whl
+	.venv/bin/python -m pip wheel -q --no-deps --disable-pip-version-check -w dist python/
+	@ls -l dist/attnviz-*.whl
+
+# The notebook widget's front end, one module (scripts/notebook.mjs, Vite): python/attnviz/static/
+# notebook.js, which the Python package (python/, `make dist`'s wheel) ships and anywidget loads.
+notebook: | node_modules/.bin/wasm-opt
+	node scripts/notebook.mjs
 
 # The preparation in order, then three lanes side by side (scripts/lanes.sh): the builds the page
 # loads and the e2e suite; the shared-memory build and the fuzzers; the native suites, then the
@@ -278,13 +288,13 @@ venv:
 	echo "[venv] .venv ready ($$(.venv/bin/python --version))"
 
 # Needs the native CLI (the parity tests run $$ATTNVIZ_BIN) and the models.
-test-py: venv cli
-	.venv/bin/python -m pytest -q tests/reference
+test-py: venv cli notebook
+	.venv/bin/python -m pytest -q tests/reference tests/python
 
 # Test files run E2E_CONCURRENCY at a time (each with its own server and browser): a browser test
 # spends much of its time waiting for a frame, a forward or a timer, not on the CPU.
 E2E_CONCURRENCY ?= 2
-test-e2e: cli venv precompress | node_modules/.bin/wasm-opt
+test-e2e: cli venv precompress notebook | node_modules/.bin/wasm-opt
 	node --test --test-concurrency=$(E2E_CONCURRENCY) tests/e2e/*.test.mjs
 
 # Speed is measured here, never asserted in tests: medians and ratios, compared within one run.

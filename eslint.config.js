@@ -10,7 +10,7 @@ import globals from 'globals';
 
 export default [
   // Generated, fetched or installed files are not ours to lint.
-  { ignores: ['pkg/**', 'dist/**', 'target/**', 'models/**', 'node_modules/**', '.toolchain/**', '.venv/**', 'test-results/**'] },
+  { ignores: ['pkg/**', 'dist/**', 'target/**', 'models/**', 'node_modules/**', '.toolchain/**', '.venv/**', 'test-results/**', 'python/attnviz/static/**', 'python/build/**'] },
   js.configs.recommended,
   {
     languageOptions: { ecmaVersion: 2024, sourceType: 'module' },

@@ -33,16 +33,18 @@ export const SITE_ROOT = (() => {
 
 // Each build's files as literal URLs: a bundler (Vite, esbuild, webpack) sees them and ships them
 // with the app; served as they are (make site, the npm package), they are pkg/ beside worker/.
-const FILES = {
+// Made on first use, not on import: loaded from a blob: URL (the notebook bundle, which draws
+// attention it is given and runs no model), a relative URL would throw as the module loads.
+const files = () => ({
   'pkg/': { glue: new URL('../pkg/attnviz.js', import.meta.url), wasm: new URL('../pkg/attnviz_bg.wasm', import.meta.url) },
   'pkg/relaxed/': { glue: new URL('../pkg/relaxed/attnviz.js', import.meta.url), wasm: new URL('../pkg/relaxed/attnviz_bg.wasm', import.meta.url) },
   'pkg/threads/': { glue: new URL('../pkg/threads/attnviz.js', import.meta.url), wasm: new URL('../pkg/threads/attnviz_bg.wasm', import.meta.url) },
-};
+});
 
 /** The URL of a build's glue (`glue`) or module (`wasm`) in the folder `dir` ('pkg/relaxed/'):
  *  under `base` when configure({ base }) named one, else where this module finds them. */
 export function buildFile(dir, file, base = null) {
-  return base ? new URL(`${dir}${file === 'glue' ? 'attnviz.js' : 'attnviz_bg.wasm'}`, base) : new URL(FILES[dir][file]);
+  return base ? new URL(`${dir}${file === 'glue' ? 'attnviz.js' : 'attnviz_bg.wasm'}`, base) : new URL(files()[dir][file]);
 }
 
 /** Whether this browser validates a module that uses relaxed SIMD. */

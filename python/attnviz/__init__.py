@@ -1,0 +1,233 @@
+"""attnviz in the notebook: any Transformer's attention, drawn by attnviz's canvas views.
+
+    outputs = model(**inputs, output_attentions=True)
+    attnviz.head_view(outputs.attentions, tokens)        # BertViz's call, same argument names
+    attnviz.model_view(outputs.attentions, tokens)       # every layer and head at once
+    attnviz.heatmap_view(outputs.attentions, tokens, layer=3, heads=[1])
+    w = attnviz.head_view(...); w.save_html("attention.html")   # one file, works offline
+
+`attention` is what Hugging Face returns with output_attentions=True: one [batch, heads, queries,
+keys] tensor per layer (torch, numpy, or anything with __array__; torch is never imported here).
+Encoder-decoders: encoder_attention=, decoder_attention=, cross_attention=, encoder_tokens=,
+decoder_tokens=. The maps go to the browser as one binary float32 buffer, never as JSON lists,
+and are drawn on canvas by the same views as attnviz's page and widget (www/notebook/notebook.js).
+Anything that does not fit raises ValueError naming the argument and what was expected, before
+anything is sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import pathlib
+import warnings
+
+import anywidget
+import numpy as np
+import traitlets
+
+__all__ = ["AttentionWidget", "head_view", "model_view", "heatmap_view"]
+__version__ = "0.1.0"
+
+_STATIC = pathlib.Path(__file__).parent / "static"
+ROW_SUM_TOLERANCE = 1e-2  # float16 maps sum to 1 within about 1e-3
+MAX_TOKENS = 1024  # what the widget draws at most (www/core/supplied.js MAX_SUPPLIED_TOKENS)
+
+
+class AttentionWidget(anywidget.AnyWidget):
+    """The notebook widget: `spec` (tokens, block shapes, view attributes) and `data` (every
+    block's float32 maps, one after another) are synced to www/notebook/notebook.js."""
+
+    _esm = _STATIC / "notebook.js"
+    spec = traitlets.Dict().tag(sync=True)
+    data = traitlets.Bytes().tag(sync=True)
+
+    def save_html(self, path) -> pathlib.Path:
+        """Write one self-contained HTML file (the widget's code and the maps inside, nothing
+        fetched) that draws what the widget draws, offline and without a kernel."""
+        path = pathlib.Path(path)
+        path.write_text(standalone_html(self.spec, self.data), encoding="utf-8")
+        return path
+
+
+def standalone_html(spec: dict, data: bytes) -> str:
+    """The page save_html writes: the bundle (base64, imported from a blob: URL as anywidget does)
+    rendered with a stand-in for anywidget's model."""
+    esm = base64.b64encode(_STATIC.joinpath("notebook.js").read_bytes()).decode("ascii")
+    payload = json.dumps({"spec": spec, "data": base64.b64encode(data).decode("ascii")})
+    title = html.escape(spec.get("label") or "attention")
+    # JSON in a <script> element: only "</" could end it early, and JSON never needs it raw.
+    payload = payload.replace("</", "<\\/")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>attnviz: {title}</title>
+<style>body {{ font: 14px system-ui, sans-serif; margin: 16px; }}</style></head>
+<body>
+<div id="attnviz"></div>
+<script type="application/json" id="attnviz-data">{payload}</script>
+<script type="text/plain" id="attnviz-esm">{esm}</script>
+<script type="module">
+const {{ spec, data }} = JSON.parse(document.getElementById('attnviz-data').textContent);
+const decode = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)); // bytes (the code is UTF-8)
+const bytes = decode(data);
+const url = URL.createObjectURL(new Blob([decode(document.getElementById('attnviz-esm').textContent)], {{ type: 'text/javascript' }}));
+const widget = (await import(url)).default;
+const values = {{ spec, data: new DataView(bytes.buffer) }};
+widget.render({{ model: {{ get: (k) => values[k], on() {{}}, off() {{}} }}, el: document.getElementById('attnviz') }});
+</script>
+</body></html>
+"""
+
+
+def _maps(layers, name: str, batch_index) -> list:
+    """Each layer as a C-contiguous float32 array [heads, queries, keys]."""
+    if isinstance(layers, (str, bytes)) or not hasattr(layers, "__len__") or len(layers) == 0:
+        raise ValueError(f"{name} must be a list or tuple with one attention map per layer, got {type(layers).__name__}")
+    out = []
+    for i, layer in enumerate(layers):
+        at = f"{name}[{i}]"
+        if hasattr(layer, "detach"):  # a torch tensor: off the graph and the device, as float32
+            layer = layer.detach().float().cpu()
+        try:
+            a = np.asarray(layer, dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{at} is not an array of numbers ({e})") from None
+        if a.ndim == 4:
+            if batch_index is None:
+                if a.shape[0] != 1:
+                    raise ValueError(f"{at} has a batch of {a.shape[0]}: pass batch_index= to pick one example")
+                a = a[0]
+            else:
+                if not 0 <= batch_index < a.shape[0]:
+                    raise ValueError(f"batch_index={batch_index} but {at} has a batch of {a.shape[0]}")
+                a = a[batch_index]
+        if a.ndim != 3:
+            raise ValueError(f"{at} has shape {tuple(a.shape)}; expected [batch, heads, queries, keys] or [heads, queries, keys]")
+        out.append(np.ascontiguousarray(a))
+    return out
+
+
+def _tokens(tokens, name: str) -> list:
+    if tokens is None or isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__") or len(tokens) == 0:
+        raise ValueError(f"{name} must be a non-empty list of token strings")
+    tokens = list(tokens)
+    if len(tokens) > MAX_TOKENS:
+        raise ValueError(f"{name} has {len(tokens)} tokens; at most {MAX_TOKENS} are drawn")
+    for i, t in enumerate(tokens):
+        if not isinstance(t, str):
+            raise ValueError(f"{name}[{i}] is {type(t).__name__}, not a token string")
+    return tokens
+
+
+def _check(maps: list, name: str, queries: list, keys: list, qname: str, kname: str) -> None:
+    heads = maps[0].shape[0]
+    for i, a in enumerate(maps):
+        at = f"{name}[{i}]"
+        if a.shape[1:] != (len(queries), len(keys)):
+            raise ValueError(
+                f"{at} is {a.shape[1]}×{a.shape[2]} (queries × keys) but {qname} has {len(queries)} and {kname} {len(keys)} tokens"
+            )
+        if a.shape[0] != heads:
+            raise ValueError(f"{at} has {a.shape[0]} heads; {name}[0] has {heads}")
+        bad = ~np.isfinite(a) | (a < 0)
+        if bad.any():
+            h, q, k = (int(x) for x in np.argwhere(bad)[0])
+            raise ValueError(f"{at}: head {h}, query {q}, key {k} is {a[h, q, k]}; attention weights are finite and ≥ 0")
+        sums = a.sum(axis=-1, dtype=np.float64)
+        off = np.abs(sums - 1) > ROW_SUM_TOLERANCE
+        if off.any():
+            h, q = (int(x) for x in np.argwhere(off)[0])
+            raise ValueError(f"{at}: the row of head {h}, query {q} sums to {sums[h, q]:.4f}; attention rows sum to 1 (the softmax's output)")
+
+
+def _widget(
+    view: str,
+    attention=None,
+    tokens=None,
+    sentence_b_start=None,
+    layer=None,
+    heads=None,
+    *,
+    encoder_attention=None,
+    decoder_attention=None,
+    cross_attention=None,
+    encoder_tokens=None,
+    decoder_tokens=None,
+    batch_index=None,
+    causal=False,
+    label=None,
+    specials=None,
+    height=None,
+) -> AttentionWidget:
+    blocks, arrays = [], []
+    spec: dict = {"label": label or "attention", "specials": list(specials or []), "causal": bool(causal)}
+    two_stacks = any(a is not None for a in (encoder_attention, decoder_attention, cross_attention))
+    if two_stacks:
+        if attention is not None:
+            raise ValueError("give either attention (one stack) or encoder_attention/decoder_attention/cross_attention, not both")
+        enc = _tokens(encoder_tokens, "encoder_tokens")
+        spec["encoder_tokens"] = enc
+        dec = None
+        if decoder_attention is not None or cross_attention is not None:
+            dec = _tokens(decoder_tokens, "decoder_tokens")
+            spec["decoder_tokens"] = dec
+        stacks = [
+            ("encoder_attention", encoder_attention, enc, enc, "encoder_tokens", "encoder_tokens"),
+            ("decoder_attention", decoder_attention, dec, dec, "decoder_tokens", "decoder_tokens"),
+            ("cross_attention", cross_attention, dec, enc, "decoder_tokens", "encoder_tokens"),
+        ]
+    else:
+        if attention is None:
+            raise ValueError("attention is required: the model's output_attentions, one [batch, heads, queries, keys] map per layer")
+        toks = _tokens(tokens, "tokens")
+        spec["tokens"] = toks
+        stacks = [("attention", attention, toks, toks, "tokens", "tokens")]
+    for name, layers, queries, keys, qname, kname in stacks:
+        if layers is None:
+            continue
+        maps = _maps(layers, name, batch_index)
+        _check(maps, name, queries, keys, qname, kname)
+        for a in maps:
+            blocks.append({"arg": name, "heads": int(a.shape[0]), "q": int(a.shape[1]), "k": int(a.shape[2])})
+            arrays.append(a)
+    spec["blocks"] = blocks
+    n_layers = sum(1 for b in blocks if b["arg"] == blocks[0]["arg"])
+    if layer is not None and not (isinstance(layer, int) and 0 <= layer < n_layers):
+        raise ValueError(f"layer={layer!r}: the attention has layers 0 to {n_layers - 1}")
+    n_heads = blocks[0]["heads"]
+    if heads is not None:
+        heads = [int(h) for h in heads]
+        if not heads or any(not 0 <= h < n_heads for h in heads):
+            raise ValueError(f"heads={heads!r}: the attention has heads 0 to {n_heads - 1}")
+    if sentence_b_start is not None:
+        # BertViz's filter of sentence A → B; attnviz draws every token (its own comparison of two
+        # sentences is a second text, not a split of one).
+        warnings.warn("attnviz draws all tokens: sentence_b_start is not used", stacklevel=3)
+    # The widget's attributes count layers and heads from 1, as its controls show them.
+    spec["attributes"] = {
+        "view": view,
+        "layer": None if layer is None else layer + 1,
+        "head": None if heads is None else heads[0] + 1,
+        "height": height,
+    }
+    spec["heads"] = heads
+    data = b"".join(a.astype("<f4", copy=False).tobytes() for a in arrays)
+    return AttentionWidget(spec=spec, data=data)
+
+
+def head_view(attention=None, tokens=None, sentence_b_start=None, layer=None, heads=None, **kwargs) -> AttentionWidget:
+    """BertViz's head view: the tokens on two sides, lines weighted by attention, for one layer's
+    heads (`heads`, all by default). Layers and heads count from 0, as in BertViz."""
+    return _widget("head", attention, tokens, sentence_b_start, layer, heads, **kwargs)
+
+
+def model_view(attention=None, tokens=None, sentence_b_start=None, **kwargs) -> AttentionWidget:
+    """BertViz's model view: every layer and head at once, each a small map."""
+    return _widget("model", attention, tokens, sentence_b_start, **kwargs)
+
+
+def heatmap_view(attention=None, tokens=None, layer=None, heads=None, **kwargs) -> AttentionWidget:
+    """One head (the first of `heads`, else the first) of one layer as a queries × keys heatmap,
+    each weight read out under the pointer; the widget's Head control also offers the mean."""
+    return _widget("heatmap", attention, tokens, None, layer, heads, **kwargs)

@@ -1,0 +1,159 @@
+"""The notebook package's Python side (python/attnviz): argument checks before anything is sent,
+the binary layout the front end reads (www/notebook/notebook.js suppliedFromSpec), and the file
+save_html writes. The drawing itself is checked in a browser (tests/e2e/notebook.test.mjs)."""
+
+import base64
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import attnviz
+
+
+def softmax_maps(layers=2, heads=3, q=4, k=4, batch=1, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(layers):
+        x = rng.normal(size=(batch, heads, q, k))
+        e = np.exp(x - x.max(-1, keepdims=True))
+        out.append((e / e.sum(-1, keepdims=True)).astype(np.float32))
+    return tuple(out)
+
+
+TOKENS = ["[CLS]", "the", "cat", "[SEP]"]
+
+
+def test_the_maps_go_as_one_float32_buffer_in_layer_order_with_their_shapes():
+    att = softmax_maps()
+    w = attnviz.head_view(att, TOKENS, layer=1, heads=[2, 0])
+    assert w.spec["blocks"] == [{"arg": "attention", "heads": 3, "q": 4, "k": 4}] * 2
+    assert isinstance(w.data, bytes) and len(w.data) == 2 * 3 * 4 * 4 * 4
+    back = np.frombuffer(w.data, dtype="<f4").reshape(2, 3, 4, 4)
+    np.testing.assert_array_equal(back, np.stack([a[0] for a in att]))
+    assert w.spec["tokens"] == TOKENS
+    # The widget counts layers and heads from 1, as its controls show them.
+    assert w.spec["attributes"]["view"] == "head"
+    assert w.spec["attributes"]["layer"] == 2 and w.spec["attributes"]["head"] == 3
+    assert w.spec["heads"] == [2, 0]
+    assert attnviz.model_view(att, TOKENS).spec["attributes"]["view"] == "model"
+    assert attnviz.heatmap_view(att, TOKENS).spec["attributes"]["view"] == "heatmap"
+
+
+class FakeTensor:
+    """What attnviz asks of a torch tensor (it never imports torch): detach, float, cpu, __array__."""
+
+    def __init__(self, a):
+        self.a = a
+        self.calls = []
+
+    def detach(self):
+        self.calls.append("detach")
+        return self
+
+    def float(self):
+        self.calls.append("float")
+        return self
+
+    def cpu(self):
+        self.calls.append("cpu")
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a if dtype is None else self.a.astype(dtype)
+
+
+def test_tensors_are_taken_off_the_graph_and_the_device_without_importing_torch():
+    att = softmax_maps(layers=1)
+    t = FakeTensor(att[0].astype(np.float64))
+    w = attnviz.head_view([t], TOKENS)
+    assert t.calls == ["detach", "float", "cpu"]
+    np.testing.assert_allclose(np.frombuffer(w.data, "<f4").reshape(3, 4, 4), att[0][0], rtol=1e-6)
+    import sys
+
+    assert "torch" not in sys.modules
+
+
+def test_an_encoder_decoder_sends_its_three_kinds_in_order():
+    enc = softmax_maps(layers=2, q=5, k=5, seed=1)
+    dec = softmax_maps(layers=1, q=3, k=3, seed=2)
+    cross = softmax_maps(layers=1, q=3, k=5, seed=3)
+    w = attnviz.model_view(
+        encoder_attention=enc, decoder_attention=dec, cross_attention=cross,
+        encoder_tokens=list("abcde"), decoder_tokens=list("xyz"),
+    )
+    assert [b["arg"] for b in w.spec["blocks"]] == ["encoder_attention"] * 2 + ["decoder_attention", "cross_attention"]
+    flat = np.frombuffer(w.data, "<f4")
+    assert flat.size == 2 * 3 * 25 + 3 * 9 + 3 * 15
+    np.testing.assert_array_equal(flat[-45:].reshape(3, 3, 5), cross[0][0])
+    assert w.spec["encoder_tokens"] == list("abcde") and w.spec["decoder_tokens"] == list("xyz")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(attention=softmax_maps(), tokens=TOKENS[:3]), r"attention\[0\] is 4×4 \(queries × keys\) but tokens has 3 and tokens 3 tokens"),
+        (dict(attention=softmax_maps(batch=2), tokens=TOKENS), r"attention\[0\] has a batch of 2: pass batch_index="),
+        (dict(attention=softmax_maps(batch=2), tokens=TOKENS, batch_index=2), r"batch_index=2 but attention\[0\] has a batch of 2"),
+        (dict(attention=(softmax_maps()[0], softmax_maps(heads=2)[0]), tokens=TOKENS), r"attention\[1\] has 2 heads; attention\[0\] has 3"),
+        (dict(attention=[np.full((1, 1, 4, 4), 0.5, np.float32)], tokens=TOKENS), r"sums to 2\.0000; attention rows sum to 1"),
+        (dict(attention=softmax_maps(), tokens=TOKENS, layer=2), r"layer=2: the attention has layers 0 to 1"),
+        (dict(attention=softmax_maps(), tokens=TOKENS, heads=[3]), r"heads=\[3\]: the attention has heads 0 to 2"),
+        (dict(attention=[np.zeros((4, 4), np.float32)], tokens=TOKENS), r"attention\[0\] has shape \(4, 4\); expected \[batch, heads, queries, keys\]"),
+        (dict(attention=softmax_maps(), tokens=None), r"tokens must be a non-empty list of token strings"),
+        (dict(attention=softmax_maps(), tokens=["a", 2, "c", "d"]), r"tokens\[1\] is int, not a token string"),
+        (dict(attention="not maps", tokens=TOKENS), r"attention must be a list or tuple with one attention map per layer"),
+        (dict(tokens=TOKENS), r"attention is required"),
+        (dict(attention=softmax_maps(), encoder_attention=softmax_maps(), encoder_tokens=TOKENS), r"give either attention"),
+        (dict(cross_attention=softmax_maps(q=3), encoder_tokens=TOKENS), r"decoder_tokens must be a non-empty list"),
+    ],
+)
+def test_what_does_not_fit_is_refused_with_the_argument_and_what_was_expected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        attnviz.head_view(**kwargs)
+
+
+def test_a_nan_is_named_by_its_layer_head_query_and_key():
+    att = list(softmax_maps())
+    att[1] = att[1].copy()
+    att[1][0, 2, 1, 3] = np.nan
+    with pytest.raises(ValueError, match=r"attention\[1\]: head 2, query 1, key 3 is nan"):
+        attnviz.head_view(att, TOKENS)
+
+
+def test_a_batch_index_picks_one_example():
+    att = softmax_maps(batch=3)
+    w = attnviz.head_view(att, TOKENS, batch_index=2)
+    np.testing.assert_array_equal(np.frombuffer(w.data, "<f4").reshape(2, 3, 4, 4)[0], att[0][2])
+
+
+def test_sentence_b_start_is_taken_and_said_to_be_unused():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        attnviz.head_view(softmax_maps(), TOKENS, sentence_b_start=2)
+    assert any("sentence_b_start is not used" in str(w.message) for w in caught)
+
+
+def test_save_html_writes_one_file_with_the_code_and_the_maps_and_nothing_to_fetch(tmp_path):
+    att = softmax_maps()
+    w = attnviz.head_view(att, TOKENS + [], label="a </script> test")
+    path = w.save_html(tmp_path / "attention.html")
+    page = path.read_text(encoding="utf-8")
+    # Nothing from a CDN or any other address: no src= or href= at all.
+    assert not re.search(r"""\b(src|href)\s*=""", page)
+    assert "https://" not in page and "http://" not in page
+    payload = json.loads(re.search(r'<script type="application/json" id="attnviz-data">(.*?)</script>', page, re.S).group(1))
+    assert payload["spec"] == w.spec
+    assert base64.b64decode(payload["data"]) == w.data
+    esm = base64.b64decode(re.search(r'<script type="text/plain" id="attnviz-esm">(.*?)</script>', page, re.S).group(1))
+    assert esm == (attnviz._STATIC / "notebook.js").read_bytes()
+    assert page.count("</script>") == 3, "the label's </script> cannot end a script early"
+
+
+def test_the_bundle_is_one_module():
+    code = (attnviz._STATIC / "notebook.js").read_text(encoding="utf-8")
+    # anywidget imports it from a string: it can import nothing by a relative path.
+    assert not re.search(r"""^\s*import\s.*from\s*['"]\.""", code, re.M)
+    assert "export" in code and "render" in code
