@@ -31,9 +31,9 @@ const MODELS_KEPT = 8;
 const POSITIONS_SHOWN = 128;
 const BUSY_AFTER_MS = 200;
 
-/** State fields that a new model resets (its layers and heads differ). */
 // What supplied attention (showSupplied) always has: no second sentence, raw weights, nothing generated.
 const SUPPLIED_FIXED = { compare: '', measure: 'raw', gen: 0 };
+/** State fields that a new model resets (its layers and heads differ). */
 const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 0, step: 0, pin: null, agg: 'head', gstep: null };
 
 /** What a model's files weigh (its manifest's sizes): the download of its first pick. */
@@ -637,6 +637,7 @@ export class Session {
    * same token, read in another layer.
    */
   patch(p) {
+    if (this.supplied) p = { ...p, ...Object.fromEntries(Object.keys(p).filter((k) => k in SUPPLIED_FIXED).map((k) => [k, SUPPLIED_FIXED[k]])) };
     const key = this.modelKey();
     const tokensMoved = ['view', 'kind', 'hideSpecial', 'merge'].some((k) => k in p && p[k] !== this.state[k]);
     if ('view' in p && p.view !== this.state.view) this.cursor = null;
