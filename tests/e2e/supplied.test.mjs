@@ -99,6 +99,17 @@ test('showAttention draws an encoder-decoder (the translator\'s maps, from the C
     const got = await hoverCell(page, 1, 2);
     assert.ok(Math.abs(got.value - cliAt(block, 0, 1, 2)) < 6e-4, `${got.text}; supplied ${cliAt(block, 0, 1, 2)}`);
     assert.match(got.text, new RegExp(cli.tokens.source[2].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), 'the key is an encoder token');
+    // Given its maps before it is in the document (a notebook's output is attached after it is
+    // drawn), a widget still starts from its attributes.
+    const detached = await page.evaluate((d) => {
+      const el = document.createElement('attention-viz');
+      el.setAttribute('view', 'heatmap');
+      el.setAttribute('layer', '2');
+      el.showAttention(d);
+      document.body.appendChild(el);
+      return el.viewState;
+    }, data);
+    assert.deepEqual([detached.view, detached.layer], ['heatmap', 1]);
   } finally {
     await w.close();
   }

@@ -282,6 +282,9 @@ class AttentionViz extends HTMLElement {
    * (core/supplied.js says the rest). Throws an Error that names what does not fit.
    */
   showAttention(data) {
+    // Not yet in the document (a notebook's output is attached after it is drawn): the attributes
+    // have not been read; the state starts from them as at connection.
+    if (!this.started) this.session.state = this.readAttributes(null, { ...this.session.state, text: '' });
     this.started = true;
     this.session.showSupplied(data);
     this.$.text.hidden = true; // nothing to recompute: the text is the maps'
