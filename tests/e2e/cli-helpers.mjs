@@ -17,12 +17,11 @@ export function cliBinary() {
 }
 
 /** `attnviz <args…> --format json` run in the repository, parsed (step and positions print JSON
- *  without being asked). For MiniLM the CLI reads the int8 weights, the file the page loads by
- *  default, so both compute with the same numbers. */
+ *  without being asked). For MiniLM the CLI reads the f32 weights: the page's settled maps are
+ *  drawn from them (int8 ones draw its first map only: issue 26). */
 export function cliJson(...args) {
   const format = args[0] === 'step' || args[0] === 'positions' ? [] : ['--format', 'json'];
-  const weights = args.includes('models/minilm') ? ['--weights', 'int8'] : [];
-  const out = execFileSync(cliBinary(), [...args, ...format, ...weights], { cwd: ROOT, maxBuffer: 256 << 20 });
+  const out = execFileSync(cliBinary(), [...args, ...format], { cwd: ROOT, maxBuffer: 256 << 20 });
   return JSON.parse(out.toString());
 }
 

@@ -110,10 +110,10 @@ test('model view: Save PNG is the grid on screen, Save SVG holds its 72 maps, th
   try {
     await waitDrawn(page, () => window.attnvizDebug.view === 'model');
     const png = await save(page, '#export-png');
-    assert.match(png.name, /^attnviz-minilm-l6-int8-model-encoder_self-.*\.png$/, png.name);
+    assert.match(png.name, /^attnviz-minilm-l6-f32-model-encoder_self-.*\.png$/, png.name);
     assert.equal(png.bytes.subarray(1, 4).toString(), 'PNG');
     // The file says what drew it: the model, its weights, the view and the text.
-    const said = `attnviz · all-MiniLM-L6-v2 · int8 weights · Model view: “${text}”`;
+    const said = `attnviz · all-MiniLM-L6-v2 · exact f32 weights · Model view: “${text}”`;
     assert.equal(pngText(png.bytes).Description, said);
     const img = await pngVsCanvas(page, png.bytes);
     assert.deepEqual([img.width, img.height], img.canvas, `the PNG is ${img.width}×${img.height}, the canvas ${img.canvas.join('×')}`);
@@ -122,7 +122,7 @@ test('model view: Save PNG is the grid on screen, Save SVG holds its 72 maps, th
     assert.ok(img.inked > img.pixels * 0.2, `the PNG is mostly blank: ${img.inked} of ${img.pixels} pixels inked`);
 
     const svgFile = await save(page, '#export-svg');
-    assert.match(svgFile.name, /^attnviz-minilm-l6-int8-model-encoder_self-.*\.svg$/, svgFile.name);
+    assert.match(svgFile.name, /^attnviz-minilm-l6-f32-model-encoder_self-.*\.svg$/, svgFile.name);
     const svg = await parseSvg(page, svgFile.bytes.toString('utf8'));
     assert.equal(svg.error, undefined, svg.error);
     assert.equal(svg.desc, said);

@@ -184,6 +184,7 @@ test('a dropped opus-mt (Hugging Face Marian) folder translates and draws its th
     assert.equal(positions.wave.denominator, positions.dims / 2);
     assert.match(await page.getAttribute('#view', 'aria-label'), /dim i’s frequency is 10000\^\(−i\/\(d\/2\)\) = 10000\^\(−2i\/d\), the paper’s/);
     const g = await page.evaluate(() => window.attnvizDebug.positionsChart());
+    await page.evaluate(() => document.querySelector('canvas#view').scrollIntoView({ block: 'center' })); // as a reader scrolls to it
     const box = await page.locator('canvas#view').boundingBox();
     const d = positions.dims / 2 - 1; // the slowest sine
     await page.mouse.move(box.x + g.heat.x + (3.5 / g.positions) * g.heat.w, box.y + g.heat.y + g.heat.h - ((d + 0.5) / g.dims) * g.heat.h);

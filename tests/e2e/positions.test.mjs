@@ -25,8 +25,8 @@ const TEXT = 'The cat sat on the mat.';
 
 function cliPositions(dir, count = 128) {
   const cli = cliBinary();
-  const weights = dir === 'minilm' ? ['--weights', 'int8'] : []; // the file the page loads by default
-  return JSON.parse(execFileSync(cli, ['positions', '--model', path.join(ROOT, 'models', dir), '--count', String(count), ...weights], { maxBuffer: 1 << 26 }).toString());
+  // The settled page draws MiniLM's f32 weights, as the CLI reads them.
+  return JSON.parse(execFileSync(cli, ['positions', '--model', path.join(ROOT, 'models', dir), '--count', String(count)], { maxBuffer: 1 << 26 }).toString());
 }
 
 const READOUT = /position (\d+) · dim (\d+) = (-?[\d.]+(?:e[+-]?\d+)?)/;

@@ -28,8 +28,8 @@ const CLI_ARRAY = { q: 'q', k: 'k', v: 'v', scores: 'scores', scaled: 'scaled', 
 
 function cliStep() {
   const cli = cliBinary();
-  // --weights int8: the file the page loads by default.
-  const args = ['step', '--model', path.join(ROOT, 'models', 'minilm'), '--weights', 'int8', '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(HEAD)];
+  // The settled page draws MiniLM's f32 weights, as the CLI reads them.
+  const args = ['step', '--model', path.join(ROOT, 'models', 'minilm'), '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(HEAD)];
   return JSON.parse(execFileSync(cli, args, { maxBuffer: 1 << 26 }).toString());
 }
 
@@ -46,11 +46,13 @@ test('step view: every matrix panel reads out the CLI numbers, and a click follo
     const panels = await page.evaluate(() => window.attnvizDebug.stepPanels());
     assert.deepEqual(panels.map((p) => p.id), PANELS);
     let before = '';
-    // The canvas' top left in the viewport, after scrolling its wrapper (78vh high) so that
-    // canvas-y `y` is in view, as a user scrolls to a panel.
+    // The canvas' top left in the viewport, after scrolling its wrapper (78vh high) and the
+    // window so that canvas-y `y` is in view, as a user scrolls to a panel.
     const canvasAt = async (y) => {
       await page.evaluate((yy) => {
         document.getElementById('canvas-wrap').scrollTop = Math.max(0, yy - 150);
+        const top = document.querySelector('canvas#view').getBoundingClientRect().top + yy;
+        window.scrollBy(0, top - 300); // and the window, so that the panel is on screen
       }, y);
       return page.locator('canvas#view').boundingBox();
     };

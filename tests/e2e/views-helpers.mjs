@@ -165,8 +165,9 @@ export async function waitQuiet(page, canvas, quietMs = 1000, timeout = 60_000) 
   );
 }
 
-/** Run the real model on `text` in a worker of our own; the answer stays in window.__real[text]. */
-export function realResult(page, text, model = 'minilm-l6') {
+/** Run the real model on `text` in a worker of our own; the answer stays in window.__real[text].
+ *  MiniLM by default, with the exact weights the settled page draws (issue 26). */
+export function realResult(page, text, model = 'minilm-l6@exact') {
   return page.evaluate(async ([t, id]) => {
     if (!window.__realWorker) {
       const w = new Worker(new URL('worker/worker.js', location.href), { type: 'module' });

@@ -22,7 +22,7 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
   browser = b;
 });
 
-/** `attnviz attend … --format json --weights <f32|int8>` (cliJson always asks MiniLM for int8). */
+/** `attnviz attend … --format json --weights <f32|int8>` (cliJson reads the f32 weights). */
 function cliWith(weights, ...args) {
   const out = execFileSync(BIN, ['attend', ...args, '--format', 'json', '--weights', weights], { cwd: ROOT, maxBuffer: 256 << 20 });
   return JSON.parse(out.toString());

@@ -7,12 +7,13 @@ export const widgetState = (page) => page.evaluate(() => {
   return { state: w.dataset.state, draws: Number(w.dataset.drawCount || 0), foot: w.shadowRoot.querySelector('.foot').textContent, msg: w.shadowRoot.querySelector('.msg').textContent };
 });
 
-/** Wait until the widget has drawn more than `since` times (its first drawing: since = 0). */
+/** Wait until the widget has drawn more than `since` times (its first drawing: since = 0) and has
+ *  nothing more on its way (MiniLM's exact weights follow its int8 first map: issue 26). */
 export async function drawnAfter(page, since = 0, timeout = 120_000) {
   try {
     await page.waitForFunction((n) => {
       const w = document.getElementById('w');
-      return w && (w.dataset.state === 'error' || (w.dataset.state === 'ready' && Number(w.dataset.drawCount) > n));
+      return w && (w.dataset.state === 'error' || (w.dataset.state === 'ready' && Number(w.dataset.drawCount) > n && !w.session.pending && !w.shell.busy));
     }, since, { timeout, polling: 100 });
   } catch (e) {
     throw new Error(`the widget did not draw: ${JSON.stringify(await widgetState(page))}`, { cause: e });

@@ -8,10 +8,10 @@
 // example; the shell's text box must show it).
 
 import { measuredResult, prefixResult, resultShape } from './analysis.js';
-import { Channel, init, loadModel, openHubModel, openModel, removeModel } from '../worker/worker-client.js';
+import { Channel, init, isCached, loadModel, openHubModel, openModel, removeModel } from '../worker/worker-client.js';
 import { isHubId } from '../worker/hub.js';
 import { collectFiles, describeReport } from '../worker/own-model.js';
-import { modelFiles, modelKey } from './weights.js';
+import { hasInt8, modelFiles, modelKey, weightsName } from './weights.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
 import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from '../views/index.js';
 import { COMPARE_VIEWS } from '../views/compare.js';
@@ -32,12 +32,23 @@ const POSITIONS_SHOWN = 128;
 const BUSY_AFTER_MS = 200;
 
 // What supplied attention (showSupplied) always has: no second sentence, raw weights, nothing generated.
-const SUPPLIED_FIXED = { compare: '', measure: 'raw', gen: 0 };
+const SUPPLIED_FIXED = { compare: '', compareModel: '', measure: 'raw', gen: 0 };
 /** State fields that a new model resets (its layers and heads differ). */
 const PER_MODEL = { kind: 'encoder_self', layer: 0, head: 0, heads: [0], query: 0, step: 0, pin: null, agg: 'head', gstep: null };
 
 /** What a model's files weigh (its manifest's sizes): the download of its first pick. */
 export const downloadBytes = (m, weights) => modelFiles(m, weights).reduce((a, f) => a + ((m.sizes || {})[f] || 0), 0);
+
+/** Why this browser's connection should not fetch optional megabytes (the exact weights after
+ *  int8 ones), or null: the user asked to save data, or the connection is mobile or slow. */
+export function meteredReason() {
+  const c = typeof navigator !== 'undefined' ? navigator.connection : null;
+  if (!c) return null;
+  if (c.saveData) return 'the browser asks to save data';
+  if (c.type === 'cellular') return 'a mobile connection';
+  if (/2g$/.test(c.effectiveType || '')) return 'a slow connection';
+  return null;
+}
 
 export class Session {
   /**
@@ -50,14 +61,18 @@ export class Session {
     this.compareChannel = new Channel(`${name}-compare`);
     this.compareResult = null; // the attend() answer for state.compare
     this.compareFor = null; // the request key (compareKey) of that answer
-    this.compareText = null; // and its text
-    this.compareModel = null; // and its model
+    this.compareDrawnText = null; // and its text
+    this.compareDrawnModel = null; // and its model's key
+    this.compareProgress = null; // { loaded, total } while B's model (state.compareModel) downloads
     this.compareError = null; // why B's last forward failed (its key is then compareFor too: no retry loop)
     this.onUpdate = onUpdate;
     this.unknownModel = unknownModel;
     this.state = defaultState();
     this.catalog = null; // { build, supported, models }
     this.manifest = null; // the current model's manifest
+    // The exact weights of a model with int8 ones, under state.weights 'auto': { model (its id),
+    // phase: idle | loading | ready | skipped | failed, loaded, total (loading), why (skipped, failed) }.
+    this.exact = { model: null, phase: 'idle' };
     this.info = null; // its info(), once loaded
     this.phase = 'idle'; // idle | loading | ready | error
     this.progress = null; // { loaded, total } while a model downloads
@@ -264,7 +279,7 @@ export class Session {
 
   /** What a failed model load goes back to: the model in use, its info and the view state. */
   restorePoint() {
-    return this.info ? { manifest: this.manifest, info: this.info, infoSeq: this.infoSeq, state: { ...this.state } } : null;
+    return this.info ? { manifest: this.manifest, info: this.info, infoSeq: this.infoSeq, exact: this.exact, state: { ...this.state } } : null;
   }
 
   /**
@@ -290,13 +305,20 @@ export class Session {
     this.manifest = m;
     this.info = null; // compute() waits for the new model; the old drawing stays until then
     const seq = ++this.loadSeq;
+    if (this.exact.model !== m.id) this.exact = { model: m.id, phase: 'idle' };
     this.phase = 'loading';
     this.error = null;
-    this.progress = { loaded: 0, total: downloadBytes(m, this.state.weights) };
+    this.progress = { loaded: 0, total: downloadBytes(m, this.weightsInUse()) };
     this.emit('status');
+    // 'auto' with the exact weights already in this browser (a later visit): straight to them.
+    if (this.state.weights === 'auto' && hasInt8(m) && this.exact.phase === 'idle' && (await isCached(modelKey(m, 'exact')).catch(() => false))) {
+      if (seq !== this.loadSeq) return;
+      this.exact = { model: m.id, phase: 'ready' };
+      this.progress = { loaded: 0, total: downloadBytes(m, 'exact') };
+    }
     let info;
     try {
-      info = await loadModel(modelKey(m, this.state.weights), (p) => {
+      info = await loadModel(this.modelKey(), (p) => {
         if (seq !== this.loadSeq) return;
         this.progress = { loaded: p.loaded, total: p.total };
         this.emit('progress');
@@ -326,6 +348,7 @@ export class Session {
     this.manifest = before.manifest;
     this.info = before.info;
     this.infoSeq = before.infoSeq;
+    this.exact = before.exact;
     this.state = { ...before.state, text, compare: this.state.compare };
     this.progress = null;
     this.phase = this.result ? 'ready' : 'idle';
@@ -370,9 +393,32 @@ export class Session {
     this.emit('state');
   }
 
-  /** What B's answer depends on: the model, B's text, the generation and whether norms are needed. */
+  /** What B is: 'model' (the text itself, by the other weights or model state.compareModel
+   *  names), 'text' (sentence B, by A's model) or null (no comparison). */
+  comparing(s = this.state) {
+    const cm = s.compareModel;
+    if (cm && !(['int8', 'exact'].includes(cm) && this.manifest && !hasInt8(this.manifest))) return 'model';
+    return s.compare ? 'text' : null;
+  }
+
+  /** B's model key: the weights or model state.compareModel names (another model with the weights A
+   *  uses, where it has a choice), else A's own (sentence B). */
+  compareModelKey(s = this.state) {
+    if (this.comparing(s) !== 'model' || !this.manifest) return this.modelKey();
+    const cm = s.compareModel;
+    if (cm === 'int8' || cm === 'exact') return modelKey(this.manifest, cm);
+    const other = this.findModel(cm);
+    return other ? modelKey(other, this.weightsInUse()) : cm;
+  }
+
+  /** B's text: A's own when B is other weights or another model, else sentence B. */
+  compareText(s = this.state) {
+    return this.comparing(s) === 'model' ? s.text : s.compare;
+  }
+
+  /** What B's answer depends on: its model, its text, the generation and whether norms are needed. */
   compareKey(s = this.state) {
-    return cacheKey(s.model, s.compare, this.genParams(s), s.measure === 'value-norm');
+    return cacheKey(this.compareModelKey(s), this.compareText(s), this.genParams(s), s.measure === 'value-norm');
   }
 
   /** Is B's answer the one the state asks for? (one with value norms serves raw weights too) */
@@ -389,21 +435,35 @@ export class Session {
 
   /** B's forward the state asks for, or null (none compared, or its answer is here). */
   compareWanted() {
-    if (!this.info || !this.state.compare || this.compareFresh()) return null;
-    const { model, compare } = this.state;
+    if (!this.info || !this.comparing() || this.compareFresh()) return null;
+    const model = this.compareModelKey();
+    const text = this.compareText();
     const gen = this.genParams();
     const valueNorms = this.state.measure === 'value-norm';
-    return { key: this.compareKey(), model, compare, ask: () => this.compareChannel.attend(model, compare, gen, valueNorms) };
+    const ask = async () => {
+      // Other weights or another model: loaded first, outside the worker's queue of forwards (A's
+      // maps keep moving while its files download).
+      if (this.comparing() === 'model') {
+        await loadModel(model, (p) => {
+          this.compareProgress = { loaded: p.loaded, total: p.total };
+          this.emit('status');
+        });
+        this.compareProgress = null;
+      }
+      return this.compareChannel.attend(model, text, gen, valueNorms);
+    };
+    return { key: this.compareKey(), model, text, ask };
   }
 
   /** B's answer (or why it failed) is kept unless it is of a model left meanwhile. */
-  compareDone({ key, model, compare }, ans, err) {
-    if (!err && model !== this.state.model) return;
+  compareDone({ key, model, text }, ans, err) {
+    this.compareProgress = null;
+    if (!err && model !== this.compareModelKey()) return;
     this.compareResult = err ? null : ans.result;
     this.compareError = err ? err.message : null;
     this.compareFor = key;
-    this.compareText = compare;
-    this.compareModel = model;
+    this.compareDrawnText = text;
+    this.compareDrawnModel = model;
     if (key === this.compareKey()) this.emit('state');
   }
 
@@ -502,6 +562,7 @@ export class Session {
     await this.fetchViewData();
     this.emit('result');
     this.computeCompare(); // a new model, generation or measure: B follows
+    this.fetchExact();
   }
 
   /** Called by a shell once it has drawn: closes the keystroke → drawn measurement. */
@@ -608,16 +669,32 @@ export class Session {
   }
 
   /**
-   * Sentence B for the views that compare (compare.js), or null: { text, textA, result (as
-   * drawn, or null while its first answer is computed), drawnText (B's text in that result),
-   * stale (a newer text or measure is being computed), error (why B could not be computed) }. A stale B stays drawn until the new one
-   * arrives, as A's drawing does; one of another model never.
+   * B for the views that compare (compare.js), or null: { what ('text': sentence B by A's model;
+   * 'model': A's text by other weights or another model), nameA, nameB (the weights or models, for
+   * 'model'), text (B's), textA, result (as drawn, or null while its first answer is computed),
+   * drawnText (B's text in that result), stale (a newer text or measure is being computed), error
+   * (why B could not be computed), progress ({ loaded, total } while B's model downloads) }. A stale
+   * B stays drawn until the new one arrives, as A's drawing does; one of another model never
+   * (sentence B: of the model A was drawn with; other weights or model: of the one asked for).
    */
   compareInput() {
     const s = this.state;
-    if (!s.compare || !COMPARE_VIEWS.includes(s.view) || !this.resultFor) return null;
-    const r = this.compareResult && this.compareModel === this.resultFor.model ? this.compareResult : null;
-    return { text: s.compare, textA: this.resultFor.text, result: r && this.shownResult(r), drawnText: r ? this.compareText : null, stale: !!r && !this.compareFresh(), error: this.compareError };
+    const what = this.comparing();
+    if (!what || !COMPARE_VIEWS.includes(s.view) || !this.resultFor) return null;
+    const modelB = what === 'model' ? this.compareModelKey() : this.resultFor.model;
+    const r = this.compareResult && this.compareDrawnModel === modelB ? this.compareResult : null;
+    const names = what === 'model' ? { nameA: this.keyName(this.resultFor.model, true), nameB: this.keyName(modelB, true) } : {};
+    return { what, ...names, text: this.compareText(), textA: this.resultFor.text, result: r && this.shownResult(r), drawnText: r ? this.compareDrawnText : null, stale: !!r && !this.compareFresh(), error: this.compareError, progress: this.compareProgress };
+  }
+
+  /** A model key as the page names it: 'int8 weights' / 'exact f32 weights' for the current model
+   *  (with `model`: its name first; another model always has it), or the model's name. */
+  keyName(key, model = false) {
+    const [id, exact] = String(key).split('@');
+    const m = this.findModel(id);
+    if (!m) return id;
+    const weights = weightsName(m, exact ? 'exact' : 'int8');
+    return [model || m.id !== this.state.model ? m.name || m.id : null, weights].filter(Boolean).join(', ') || m.name || m.id;
   }
 
   /** The view state as drawn, with the transient hover focus. */
@@ -625,9 +702,62 @@ export class Session {
     return { ...this.state, focus: this.focus || this.state.pin };
   }
 
-  /** The worker's key of the current model with the chosen weights. */
+  /** The worker's key of the current model with the weights in use. */
   modelKey() {
-    return this.manifest ? modelKey(this.manifest, this.state.weights) : this.state.model;
+    return this.manifest ? modelKey(this.manifest, this.weightsInUse()) : this.state.model;
+  }
+
+  /**
+   * The weights A is computed with, 'int8' or 'exact', for a model that has both (every other
+   * model: its own, 'exact'): those state.weights names; under 'auto', int8 until the exact ones
+   * are in (fetchExact). A comparison with one of the two (state.compareModel) draws A from the other.
+   */
+  weightsInUse() {
+    const m = this.manifest;
+    if (!hasInt8(m)) return 'exact';
+    const cm = this.state.compareModel;
+    if (cm === 'int8' || cm === 'exact') return cm === 'int8' ? 'exact' : 'int8';
+    if (this.state.weights !== 'auto') return this.state.weights;
+    return this.exact.model === m.id && this.exact.phase === 'ready' ? 'exact' : 'int8';
+  }
+
+  /**
+   * Under 'auto' weights, once the first map is drawn from the int8 ones: the exact weights load in
+   * the background (with progress in the status line; kept in the browser's cache like every
+   * model file, so a later visit starts from them), then the maps, read-outs and exports switch
+   * to them. Not on a connection that asks to save data (the status line says so; 'exact' fetches
+   * them anyway). A failure leaves the int8 maps and says why.
+   */
+  fetchExact() {
+    const m = this.manifest;
+    if (!m || this.supplied || this.state.weights !== 'auto' || !hasInt8(m) || this.exact.model !== m.id || this.exact.phase !== 'idle') return;
+    const why = meteredReason();
+    if (why) {
+      this.exact = { model: m.id, phase: 'skipped', why };
+      this.emit('status');
+      return;
+    }
+    this.exact = { model: m.id, phase: 'loading', loaded: 0, total: downloadBytes(m, 'exact') };
+    this.emit('status');
+    const mine = () => this.exact.model === m.id && (this.exact.phase === 'loading' || this.exact.phase === 'ready');
+    loadModel(modelKey(m, 'exact'), (p) => {
+      if (this.exact.model !== m.id || this.exact.phase !== 'loading') return;
+      this.exact = { ...this.exact, loaded: p.loaded, total: p.total };
+      this.emit('status');
+    }).then(
+      () => {
+        if (!mine()) return;
+        this.exact = { model: m.id, phase: 'ready' };
+        this.emit('status');
+        this.compute(); // the same text, from the exact weights (the int8 maps stay until then)
+        this.computeCompare();
+      },
+      (e) => {
+        if (!mine()) return;
+        this.exact = { model: m.id, phase: 'failed', why: e && e.message ? e.message : String(e) };
+        this.emit('status');
+      },
+    );
   }
 
   /**
@@ -642,7 +772,7 @@ export class Session {
     const tokensMoved = ['view', 'kind', 'hideSpecial', 'merge'].some((k) => k in p && p[k] !== this.state[k]);
     if ('view' in p && p.view !== this.state.view) this.cursor = null;
     this.state = { ...this.state, ...(tokensMoved && !('pin' in p) ? { pin: null } : {}), ...p };
-    // Other weights ("exact weights" toggled): load them; the drawing stays until they are in.
+    // Other weights (the weights picker, the exact ones arriving, or a comparison with int8 or exact): load them; the drawing stays until they are in.
     if (this.manifest && this.modelKey() !== key) this.selectModel(this.manifest.id);
     if ('view' in p || 'kind' in p || 'layer' in p || 'hideSpecial' in p || 'merge' in p) this.focus = null;
     if (this.shape) this.fitState();
@@ -650,6 +780,7 @@ export class Session {
     this.fetchViewData();
     this.compute(); // value norms wanted, or other weights
     this.computeCompare(); // the measure or the model may have changed
+    this.fetchExact(); // 'auto' weights chosen again
     this.emit('state');
   }
 
@@ -701,7 +832,7 @@ export class Session {
   /** Something the state asks for is still on its way: a forward (A's or B's, for the current
    *  text, generation and measure), or the view's step data or value norms. */
   get pending() {
-    return !!this.forwards.inFlight || !!this.compareForwards.inFlight || this.needsNorms() || this.needsStepData() || (!!this.state.compare && !this.compareFresh());
+    return !!this.forwards.inFlight || !!this.compareForwards.inFlight || this.needsNorms() || this.needsStepData() || (!!this.comparing() && !this.compareFresh()) || this.fetchingExact();
   }
 
   /** The view draws one head's step internals (step, qk) and they are not fetched yet. */
@@ -712,6 +843,11 @@ export class Session {
   /** The value-weighted measure is chosen but the drawn result has no value norms yet. */
   needsNorms() {
     return this.state.measure === 'value-norm' && !!this.result && !this.result.value_norms;
+  }
+
+  /** The exact weights are loading in the background for the model in use ('auto'). */
+  fetchingExact() {
+    return this.state.weights === 'auto' && !!this.manifest && this.exact.model === this.manifest.id && this.exact.phase === 'loading';
   }
 
   /** The weights the drawn map was computed with ('int8' | 'exact'): while other weights load,

@@ -4,6 +4,7 @@
 import { MEASURES } from './analysis.js';
 import { VIEW_IDS, viewAvailable, viewFor } from '../views/index.js';
 import { SCORES } from '../views/heads.js';
+import { WEIGHTS } from './weights.js';
 
 const SCORE_KEYS = SCORES.map(([k]) => k);
 
@@ -82,7 +83,8 @@ export function defaultState() {
     sort: 'score', // head overview ranking: a score column, ".asc" appended for lowest first
     measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
     compare: '', // sentence B ("Compare with…"), drawn beside the text in the head view and heatmap; '' = none
-    weights: 'int8', // int8 (a quarter of the download, where a model has them) | exact (its f32 file)
+    weights: 'auto', // auto (int8 for the first map, then the exact f32 file in the background) | int8 | exact: for a model with int8 weights (weights.js)
+    compareModel: '', // B of a comparison computed from the text itself by other weights ('int8' | 'exact') or another model (its id); '' = none
   };
 }
 
@@ -227,10 +229,15 @@ export const FIELDS = [
     problem: oneOf('measure', MEASURES, 'raw'),
   },
   {
-    name: 'weights', param: 'w', attr: 'weights', write: (v) => (v === 'exact' ? 'exact' : null),
-    fromLink: (raw) => (raw === 'exact' ? 'exact' : 'int8'),
-    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'weights') s.weights = raw === 'exact' ? 'exact' : 'int8'; },
-    problem: oneOf('weights', ['int8', 'exact'], 'int8'),
+    name: 'weights', param: 'w', attr: 'weights', write: unlessDefault('weights'),
+    fromLink: (raw) => (WEIGHTS.includes(raw) ? raw : 'auto'),
+    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'weights') s.weights = WEIGHTS.includes(raw) ? raw : 'auto'; },
+    problem: oneOf('weights', WEIGHTS, 'auto'),
+  },
+  {
+    name: 'compareModel', param: 'cm', attr: 'compare-model', write: (v) => v || null,
+    fromLink: (raw) => (raw ? raw.slice(0, 256) : ''),
+    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'compare-model') s.compareModel = raw ? MODEL_ALIASES[raw] || raw : ''; },
   },
   {
     name: 'sort', param: 'so', write: unlessDefault('sort'),

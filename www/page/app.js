@@ -30,7 +30,7 @@ function elements() {
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
     layer: $('layer'), layerPrev: $('layer-prev'), layerNext: $('layer-next'), layerCtl: $('layer-ctl'),
     heads: $('heads'), headsAll: $('heads-all'), headsCtl: $('heads-ctl'), agg: $('agg'), aggCtl: $('agg-ctl'),
-    measure: $('measure'), measureCtl: $('measure-ctl'), exact: $('exact'), exactCtl: $('exact-ctl'),
+    measure: $('measure'), measureCtl: $('measure-ctl'), weights: $('weights'), weightsCtl: $('weights-ctl'), compareModel: $('compare-model'),
     query: $('query'), queryCtl: $('query-ctl'), step: $('step'), stepOut: $('step-out'), stepCtl: $('step-ctl'),
     hideSpecial: $('hide-special'), merge: $('merge'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
     headsRank: $('heads-rank'),
@@ -187,7 +187,8 @@ function main() {
     const seen = {
       lastDrawMs: geom.drawMs,
       linesFrom: geom.linesFrom || 0, // head view: weights under this are not drawn (line budget)
-      modelId: session.resultFor.model,
+      modelId: session.resultFor.model.split('@')[0], // the model's id (the worker's key without its weights)
+      weights: session.drawnWeights(), // which of its weights drew the map ('int8' | 'exact')
       tokens: r.tokens.source.slice(),
       targetTokens: (r.tokens.target || []).slice(),
       text: session.resultFor.text, // the text of the drawn result (the text box may be newer)

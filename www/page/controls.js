@@ -5,6 +5,8 @@
 import { headColor } from '../views/common.js';
 import { kindShown, viewFor, VIEWS } from '../views/index.js';
 import { controlChoices } from '../shell/host.js';
+import { compareChoices } from '../shell/prose.js';
+import { hasInt8 } from '../core/weights.js';
 import { setOptions } from '../shell/select-options.js';
 import { later, listen } from '../core/timing.js';
 
@@ -96,10 +98,15 @@ export function syncControls(el, session) {
   el.measure.value = s.measure;
   el.measureCtl.hidden = !ctl.measure;
 
-  // Only a model with int8 weights (MiniLM) has a choice: int8 by default, its f32 file on a click.
-  const m = session.manifest;
-  el.exactCtl.hidden = !(m && m.variants && m.variants.int8);
-  el.exact.checked = s.weights === 'exact';
+  // Only a model with int8 weights (MiniLM) has a choice: int8 for the first map, then its f32 file.
+  el.weightsCtl.hidden = !hasInt8(session.manifest);
+  el.weights.value = s.weights;
+  // B of a comparison: a second sentence (the box under the text), or this text by other weights or another model.
+  const bChoices = compareChoices(session);
+  setOptions(el.compareModel, bChoices);
+  el.compareModel.hidden = bChoices.length < 2;
+  el.compareModel.value = s.compareModel;
+  el.compare.hidden = !!s.compareModel && bChoices.length > 1;
 
   el.hideSpecial.checked = s.hideSpecial;
   el.merge.checked = s.merge;
@@ -175,7 +182,8 @@ export function bindControls(el, session) {
   listen('page', el.headsAll, 'click', () => session.allHeads());
   listen('page', el.agg, 'change', () => session.patch({ agg: el.agg.value }));
   listen('page', el.measure, 'change', () => session.patch({ measure: el.measure.value }));
-  listen('page', el.exact, 'change', () => session.patch({ weights: el.exact.checked ? 'exact' : 'int8' }));
+  listen('page', el.weights, 'change', () => session.patch({ weights: el.weights.value }));
+  listen('page', el.compareModel, 'change', () => session.patch({ compareModel: el.compareModel.value }));
   listen('page', el.query, 'change', () => session.patch({ query: Number(el.query.value) }));
   listen('page', el.step, 'input', () => session.patch({ step: Number(el.step.value) }));
   listen('page', el.hideSpecial, 'change', () => session.patch({ hideSpecial: el.hideSpecial.checked }));

@@ -5,6 +5,7 @@
 
 import { blockAt, VALUE_NORM_NOTE } from '../core/analysis.js';
 import { downloadBytes } from '../core/session.js';
+import { hasInt8, weightsName } from '../core/weights.js';
 import { tokenLabel } from '../core/tokens.js';
 import { note as compareNote } from '../views/compare.js';
 import { kindShown, moduleFor, viewFor } from '../views/index.js';
@@ -12,8 +13,6 @@ import { kindShown, moduleFor, viewFor } from '../views/index.js';
 /** Bytes as the picker and the status line say them. */
 const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
 
-/** Which weights are loaded, for the status line; null for a model with one set of weights. */
-const weightsLabel = (m, weights) => (m.variants && m.variants.int8 ? (weights === 'exact' ? 'exact f32 weights' : 'int8 weights') : null);
 
 /** How a model is named in the picker: its name and what it costs to download the first time. */
 export function modelLabel(m) {
@@ -29,7 +28,7 @@ function filterNotes(s, input) {
   const ctl = viewFor(s.view).controls;
   const notes = [];
   if (input.compare) notes.push(compareNote(input, s));
-  else if (s.compare) notes.push('The comparison with B (“Compare with…”) is drawn in the head view and the heatmap.');
+  else if (s.compare || s.compareModel) notes.push('The comparison with B (“Compare with…”) is drawn in the head view and the heatmap.');
   if (s.measure === 'value-norm' && ctl.measure) notes.push(VALUE_NORM_NOTE);
   if (s.hideSpecial) notes.push('Special tokens are hidden and each row is renormalised to sum to 1.');
   if (s.merge) notes.push('Sub-word pieces are merged into words: weights to a word are summed over its pieces (keys), and a word’s row is the average of its pieces’ rows (queries).');
@@ -44,11 +43,47 @@ export const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
 export function loadingText(session) {
   const m = session.manifest;
   if (!m) return 'Loading…';
-  const bytes = downloadBytes(m, session.state.weights);
+  const bytes = downloadBytes(m, session.weightsInUse());
   const big = bytes > 20e6 ? ` (${MB(bytes)}, downloaded on first use, then kept in this browser)` : '';
   return `Loading ${m.name || m.id}${big}…`;
 }
 
+
+/**
+ * What B of a comparison can be, as [value (state.compareModel), label] for a picker: a second
+ * sentence (''), this text by the model's other weights (where it has int8 ones), or by another
+ * model of the same architecture (one with the same tokenizer aligns token by token; compare.js
+ * says when they do not). Empty without a model.
+ */
+export function compareChoices(session) {
+  const m = session.manifest;
+  if (!m || session.supplied) return [];
+  const out = [['', 'a second sentence (B)']];
+  if (hasInt8(m)) out.push(['exact', 'this text: int8 (A) vs exact f32 weights (B)'], ['int8', 'this text: exact f32 (A) vs int8 weights (B)']);
+  for (const o of (session.catalog && session.catalog.models) || []) {
+    if (o.id !== m.id && o.architecture === m.architecture) out.push([o.id, `this text: ${m.name || m.id} (A) vs ${o.name || o.id} (B)`]);
+  }
+  const cm = session.state.compareModel;
+  if (cm && !out.some(([v]) => v === cm)) out.push([cm, `this text: ${cm} (B, not available here)`]);
+  return out;
+}
+
+/** A GGUF model's weights as its file stores them (its file name's quantisation, e.g. Q4_1): the
+ *  model as published, dequantised block by block in the kernel; no f32 copy exists to load. */
+function ggufWeights(m) {
+  const q = m.format === 'gguf' && /(?:^|[._-])(Q\d_[01K]|Q\d_K_[SML]|BF16|F16|F32)(?=[._-]|$)/i.exec((m.files || [])[0] || '');
+  return q ? `${q[1].toUpperCase()} weights, the file’s own` : null;
+}
+
+/** Where the exact weights are while int8 ones drew the map ('auto' weights), or null. */
+function exactNote(session) {
+  const e = session.exact;
+  if (session.state.weights !== 'auto' || !session.manifest || e.model !== session.manifest.id) return null;
+  if (e.phase === 'loading') return `exact f32 weights loading: ${mib(e.loaded)} / ${mib(e.total)}`;
+  if (e.phase === 'skipped') return `exact f32 weights not fetched on ${e.why}: pick “exact” weights to fetch them`;
+  if (e.phase === 'failed') return `the exact f32 weights could not be loaded: ${e.why}`;
+  return e.phase === 'ready' ? 'exact f32 weights next' : null;
+}
 
 /** The wasm build the worker runs, as the status lines name it: "wasm SIMD (pkg/)"; or null. */
 export function buildText(session) {
@@ -68,8 +103,12 @@ export function summary(session) {
   if (!r) return { text: session.phase === 'loading' ? loadingText(session) : '', weights: null, truncation: null, catchingUp: null, coverage: null, output: null, outputLabel: null };
   const n = r.tokens.source.length;
   const tgt = (r.tokens.target || []).length;
-  const weights = m ? weightsLabel(m, session.drawnWeights()) : null;
+  const drawn = m ? weightsName(m, session.drawnWeights()) || ggufWeights(m) : null;
+  const exact = drawn && session.drawnWeights() !== 'exact' ? exactNote(session) : null;
+  const weights = exact ? `${drawn} (${exact})` : drawn;
   const parts = [name, weights, `${n} token${n === 1 ? '' : 's'}`].filter(Boolean);
+  const c = session.compareProgress;
+  if (c) parts.push(`B’s weights loading: ${mib(c.loaded)} / ${mib(c.total)}`);
   if (tgt) parts.push(`${tgt} ${r.generation ? 'generated' : 'output'} token${tgt === 1 ? '' : 's'}`);
   if (session.forwardMs != null) parts.push(`${session.forwardMs.toFixed(1)} ms per forward`);
   const max = session.info && session.info.max_positions;
@@ -148,9 +187,12 @@ export function generationText(session) {
 export function exportLabel(session) {
   const m = session.manifest;
   const r = session.resultFor;
-  const weights = m ? weightsLabel(m, session.drawnWeights()) : null;
+  const weights = m ? weightsName(m, session.drawnWeights()) : null;
   const view = viewFor(session.state.view).label;
-  const parts = ['attnviz', m ? m.name || m.id : session.state.model, weights, view].filter(Boolean);
+  const own = m && !weights ? ggufWeights(m) : null;
+  const c = session.compareInput();
+  const vs = c && c.what === 'model' ? `compared with ${c.nameB} (B − A drawn)` : null;
+  const parts = ['attnviz', m ? m.name || m.id : session.state.model, weights || own, view, vs].filter(Boolean);
   return {
     description: `${parts.join(' · ')}: “${r ? r.text : session.state.text}”`,
     weightsTag: weights ? (session.drawnWeights() === 'exact' ? 'f32' : 'int8') : '',

@@ -220,9 +220,10 @@ function withText(png, keyword, text) {
   return new Blob([png.subarray(0, iend), chunk, png.subarray(iend)], { type: 'image/png' });
 }
 
-/** attnviz-<model>[-int8|-f32]-<view>[-compare]-<kind>-l<layer>-<head or mean>.<ext> */
+/** attnviz-<model>[-int8|-f32]-<view>[-compare[-<B's weights or model>]]-<kind>-l<layer>-<head or mean>.<ext> */
 export function exportName(state, ext, weightsTag = '') {
   const what = state.agg === 'head' ? `h${state.head + 1}` : state.agg;
-  const cmp = state.compare && COMPARE_VIEWS.includes(state.view) ? '-compare' : '';
+  const vs = state.compareModel ? `-${state.compareModel === 'exact' ? 'f32' : state.compareModel}` : '';
+  const cmp = (state.compare || state.compareModel) && COMPARE_VIEWS.includes(state.view) ? `-compare${vs}` : '';
   return `attnviz-${state.model}${weightsTag ? `-${weightsTag}` : ''}-${state.view}${cmp}-${state.kind}-l${state.layer + 1}-${what}.${ext}`;
 }

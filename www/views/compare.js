@@ -1,7 +1,8 @@
-// Compare two sentences (issue 12): the head view or the heatmap of sentence A (the text) and of
-// sentence B (the "Compare with…" text) side by side, drawn from one view state (layer, head,
-// measure, filters, hovered token), and under them the difference map B − A where the two maps
-// align. Not a view of its own: the registry (index.js, moduleFor) draws the head view and the
+// Compare two sentences (issue 12), or two weight sets or models on one text (issue 26): the head
+// view or the heatmap of A (the text, by the model in use) and of B (the "Compare with…" text; or
+// the text by the model's other weights or another model, input.compare.what === 'model') side by
+// side, drawn from one view state (layer, head, measure, filters, hovered token), and under them
+// the difference map B − A where the two maps align. Not a view of its own: the registry (index.js, moduleFor) draws the head view and the
 // heatmap through this module while input.compare is set (session.js sets it).
 //
 // Alignment rule (said in the drawing and the side panel): the maps are compared position by
@@ -62,7 +63,7 @@ export function difference(input, state) {
   if (!c || !c.result) return null;
   const mA = matrixOf(input, state);
   const mB = matrixOf(inputB(input), state);
-  if (!mA || !mB) return { m: null, text: 'No attention of this kind in one of the two sentences: no difference map.' };
+  if (!mA || !mB) return { m: null, text: `No attention of this kind${c.what === 'model' ? ', layer or head in one of the two models' : ' in one of the two sentences'}: no difference map.` };
   const a = mA.prep;
   const b = mB.prep;
   if (a.rows !== b.rows || a.cols !== b.cols) {
@@ -146,15 +147,17 @@ export function* draw(ctx, input, state, theme, width) {
     ctx.restore();
     geom.panels.push({ panel: name, x, y: LABEL_H, w, h: g.height, g, module: L.base });
   };
-  sideLabel(ctx, 'A', c.textA, 0, L.sA.width, theme);
+  sideLabel(ctx, c.nameA ? `A (${c.nameA})` : 'A', c.textA, 0, L.sA.width, theme);
   yield* side('a', input, 0, L.sA.width);
   // B as drawn: a newer text or measure is being computed meanwhile (its drawing stays till then).
-  sideLabel(ctx, 'B', `${c.drawnText ?? c.text}${c.stale ? ' · updating…' : ''}`, L.bX, L.sB.width, theme);
+  sideLabel(ctx, c.nameB ? `B (${c.nameB})` : 'B', `${c.drawnText ?? c.text}${c.stale ? ' · updating…' : ''}`, L.bX, L.sB.width, theme);
   if (c.result) yield* side('b', inputB(input), L.bX, L.sB.width);
   else {
     ctx.font = font(12);
     ctx.fillStyle = theme.muted;
-    ctx.fillText(fitText(ctx, c.error ? `B could not be computed: ${c.error}` : 'Computing B…', L.sB.width - 16), L.bX + 8, LABEL_H + 8);
+    const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
+    const waiting = c.progress ? `Loading B’s weights: ${mib(c.progress.loaded)} / ${mib(c.progress.total)}…` : 'Computing B…';
+    ctx.fillText(fitText(ctx, c.error ? `B could not be computed: ${c.error}` : waiting, L.sB.width - 16), L.bX + 8, LABEL_H + 8);
   }
   ctx.strokeStyle = theme.faint;
   ctx.lineWidth = 1;
@@ -221,9 +224,11 @@ export function note(input, state) {
 
 export function describe(input, state) {
   const base = BASES[state.view];
+  const c = input.compare;
   const d = difference(input, state);
-  const b = input.compare.result ? base.describe(inputB(input), state) : 'being computed';
+  const b = c.result ? base.describe(inputB(input), state) : 'being computed';
   const diff = d && d.m ? `${d.m.title} (diverging: blue where B attends less, red where more, ±${fmt(d.m.max, 3)}). ${d.text}` : d ? d.text : '';
   const cut = (t) => t.replace(/\.$/, '');
-  return `Comparison of two sentences. A: ${cut(base.describe(input, state))}. B: ${cut(b)}. ${diff}`;
+  const what = c.what === 'model' ? `Comparison of ${c.nameA} (A) and ${c.nameB} (B) on one text` : 'Comparison of two sentences';
+  return `${what}. A: ${cut(base.describe(input, state))}. B: ${cut(b)}. ${diff}`;
 }

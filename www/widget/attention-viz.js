@@ -7,7 +7,9 @@
 // Attributes: model (minilm | en-pt | any model id, or a Hugging Face Hub id:
 // hf:owner/name[@revision][?file=name.gguf], fetched from the Hub and kept), text, view (head | model | heatmap | cross |
 // step | positions | heads | qk), measure (raw | value-norm: value-weighted norms ‖αf‖, Kobayashi et al. 2020),
-// weights (int8, the default where a model has them: a quarter of the download | exact: the f32 file),
+// weights (auto, the default where a model has int8 ones: the first map from int8 weights, a quarter
+// of the download, then the f32 file in the background unless the connection saves data | int8 |
+// exact: the f32 file from the start),
 // kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
 // editable (present: the reader can type), height (max height of the map in px); for a model that
@@ -15,7 +17,9 @@
 // greedy), top-k, seed, generate-step (the scrubbed step, from 1; absent: after the last token).
 // compare (a second sentence B: the head view and the heatmap draw it beside the text, with the
 // difference map B − A where the tokens align; with editable, a "Compare with…" box holds it;
-// compare="" gives an editable widget that box, empty).
+// compare="" gives an editable widget that box, empty); compare-model (B is the text itself by other
+// weights or another model: "exact" (A int8, B exact f32), "int8" (A exact, B int8), or a model id
+// of the same architecture, e.g. an opened own BERT beside MiniLM; the difference map B − A under them).
 // src="attention.json" (instead of a model): attention computed elsewhere, drawn without a model:
 // the JSON holds { tokens, attention: one [heads][queries][keys] map per layer } (as a Hugging Face
 // model's output_attentions), or an encoder-decoder's encoder_/decoder_/cross_attention with

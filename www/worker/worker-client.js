@@ -144,6 +144,12 @@ export function loadModel(id, onProgress) {
   return loadPromises.get(id);
 }
 
+/** Would loading model `id` (a key: `id` or `id@exact`) download nothing (loaded, or every file in
+ *  the browser's cache)? */
+export function isCached(id) {
+  return init().then(() => request({ type: 'cached', model: id })).then((m) => !!m.cached);
+}
+
 /**
  * A user's model files ([{ name, file }], own-model.js) → { manifest, report, info, stored, storage }:
  * the worker inspects their headers (onInspected(report) then, before the weights are read), loads

@@ -71,7 +71,7 @@ self.onmessage = (ev) => {
   const msg = ev.data;
   if (!msg || typeof msg !== 'object') return;
   // init and load are never superseded (several widgets may wait on one load).
-  if (msg.type === 'init' || msg.type === 'load' || msg.type === 'open' || msg.type === 'open-hub' || msg.type === 'remove') {
+  if (msg.type === 'init' || msg.type === 'load' || msg.type === 'cached' || msg.type === 'open' || msg.type === 'open-hub' || msg.type === 'remove') {
     handle(msg);
     return;
   }
@@ -122,6 +122,11 @@ async function handle(msg) {
       case 'load': {
         const m = await ensureModel(msg.model, msg.id);
         self.postMessage({ id: msg.id, type: 'loaded', info: m.info });
+        break;
+      }
+      case 'cached': {
+        await ensureInit();
+        self.postMessage({ id: msg.id, type: 'cached', cached: await isCached(String(msg.model)) });
         break;
       }
       case 'attend': {
@@ -360,12 +365,7 @@ function ensureModel(id, reqId) {
   if (!loading.has(id)) {
     const p = (async () => {
       await ensureInit();
-      const [name, weights] = String(id).split('@');
-      const listed = index.find((m) => m.id === name || m.dir === name);
-      if (!listed || (weights && weights !== 'exact')) throw new Error(`model "${id}" is not available (known: ${index.map((m) => m.id).join(', ')})`);
-      const fileSet = modelFiles(listed, weights);
-      const manifest = fileSet === listed.files ? listed : { ...listed, files: fileSet };
-      const suffix = weights === 'exact' ? '@exact' : '';
+      const { manifest, suffix } = manifestOf(id);
       const key = `${manifest.id}${suffix}`;
       if (models.has(key)) return models.get(key);
       const files = manifest.user ? await readUserModel(manifest) : await fetchFiles(manifest, reqId);
@@ -382,6 +382,30 @@ function ensureModel(id, reqId) {
     });
   }
   return loading.get(id);
+}
+
+/** The listed model (and its weights) a key names: `id` or `dir`, `@exact` for its own files. */
+function manifestOf(id) {
+  const [name, weights] = String(id).split('@');
+  const listed = index.find((m) => m.id === name || m.dir === name);
+  if (!listed || (weights && weights !== 'exact')) throw new Error(`model "${id}" is not available (known: ${index.map((m) => m.id).join(', ')})`);
+  const fileSet = modelFiles(listed, weights);
+  return { manifest: fileSet === listed.files ? listed : { ...listed, files: fileSet }, suffix: weights === 'exact' ? '@exact' : '' };
+}
+
+/** Are a model's files (by key) loaded, or all in the Cache API, so that loading it downloads nothing? */
+async function isCached(id) {
+  if (models.has(id)) return true;
+  const { manifest } = manifestOf(id);
+  if (manifest.user) return true; // kept in this browser's storage
+  const cache = await openCache();
+  if (!cache) return false;
+  const sizes = manifest.sizes || {};
+  for (const name of manifest.files) {
+    const hit = await cache.match(new URL(`${manifest.dir}/${name}`, modelsBase).href);
+    if (!hit || (sizes[name] && Number(hit.headers.get('content-length') || sizes[name]) !== sizes[name])) return false;
+  }
+  return true;
 }
 
 async function openCache() {
@@ -449,7 +473,7 @@ async function fetchFiles(manifest, reqId) {
       }
       if (cache) {
         try {
-          await cache.put(url, new Response(bytes, { headers: { 'content-type': 'application/octet-stream' } }));
+          await cache.put(url, new Response(bytes, { headers: { 'content-type': 'application/octet-stream', 'content-length': String(bytes.byteLength) } }));
         } catch {
           // quota exceeded: still works, just not offline
         }
