@@ -153,6 +153,29 @@ test('with neither OPFS nor IndexedDB the page says the model will not be kept, 
   }, without(NO_STORAGE));
 });
 
+test('an own BERT compared with MiniLM on one text (issue 26): “this text: tiny-bert (A) vs all-MiniLM-L6-v2 (B)” draws both, labelled, with the difference map or why there is none', async () => {
+  await onPage(async (page, app) => {
+    await typeText(page, TEXT);
+    await drop(page, folder('tiny-bert'));
+    await waitModel(page, 'own-');
+    await page.click('[role=tab][data-view=heatmap]');
+    const offered = await page.$$eval('#compare-model option', (os) => os.map((o) => o.value));
+    assert.ok(offered.includes('minilm-l6'), `MiniLM (a BERT too) is offered as B: ${offered}`);
+    assert.ok(!offered.includes('en-pt-tiny') && !offered.includes('exact'), `only models of its architecture, and no weights it lacks: ${offered}`);
+    await page.selectOption('#compare-model', 'minilm-l6');
+    await waitDrawn(page, () => { const p = window.attnvizDebug.comparePanels(); return p && p.some((x) => x.panel === 'b'); });
+    const aria = await page.getAttribute('canvas#view', 'aria-label');
+    assert.match(aria, /^Comparison of [^(]+ \(A\) and all-MiniLM-L6-v2, exact f32 weights \(B\) on one text\./);
+    const mine = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source;
+    const minilm = cliJson('attend', '--model', 'models/minilm', '--text', TEXT).tokens.source;
+    assert.deepEqual(await page.evaluate(() => window.attnvizDebug.compareTokens), minilm, 'B is MiniLM’s tokens of the same text');
+    if (mine.length === minilm.length) assert.match(aria, /Aligned (token|position) by (token|position)/);
+    else assert.match(aria, new RegExp(`${mine.length} vs ${minilm.length} tokens: no difference map`));
+    assert.match(await page.evaluate(() => location.hash), /[#&]cm=minilm-l6(&|$)/);
+    assert.deepEqual(app.pageErrors, []);
+  });
+});
+
 test('a dropped opus-mt (Hugging Face Marian) folder translates and draws its three kinds, the cross view too', async () => {
   await onPage(async (page, app) => {
     await typeText(page, TEXT);
