@@ -105,6 +105,8 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
     const seen = await page.evaluate(() => window.seenLoading);
     assert.ok(seen.status.some((t) => /Loading SmolLM2.*98 MB, downloaded on first use/.test(t)), `the status never said the download size: ${seen.status.slice(0, 5)}`);
     assert.ok(seen.progress.some((v) => v > 0), 'the download progress was never shown');
+    // Its weights are the GGUF file's own 4-bit blocks, and the status line says so (issue 26).
+    assert.match(await page.textContent('#status'), /^SmolLM2-135M-Instruct \(Q4_1 GGUF\) · Q4_1 weights, the file’s own · \d+ tokens/);
     // The generation panel and the attention-sink sentence are shown; GQA is named at the heads.
     assert.equal(await page.locator('#generation').isVisible(), true);
     assert.match(await page.locator('#generation .gen-sink').textContent(), /attention sink.*Xiao et al\. 2023/);
