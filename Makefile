@@ -169,7 +169,8 @@ dist: setup build notebook venv
 	@ls -l dist/attnviz-*.whl
 
 # The notebook widget's front end, one module (scripts/notebook.mjs, Vite): python/attnviz/static/
-# notebook.js, which the Python package (python/, `make dist`'s wheel) ships and anywidget loads.
+# notebook.js, which the Python package (python/, `make dist`'s wheel) ships and anywidget loads,
+# with the model worker and the SIMD wasm build (from pkg/: make build first) its live widgets run.
 notebook: | node_modules/.bin/wasm-opt
 	node scripts/notebook.mjs
 
@@ -193,7 +194,7 @@ TEST_CACHED := lint test-rust test-py test-wasm test-e2e fuzz-smoke
 # test-e2e also waits for build-threads (ending a few seconds after build-simd): the npm package
 # test (tests/e2e/npm.test.mjs) packs all three builds.
 TEST_LANES := "page: build-simd test-e2e@venv,build-threads" "wasm: build-threads fuzz-smoke" \
-	"native: venv lint test-rust test-py test-wasm@build-simd,build-threads"
+	"native: venv lint test-rust test-py@build-simd test-wasm@build-simd,build-threads"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:

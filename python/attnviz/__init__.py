@@ -5,6 +5,7 @@
     attnviz.model_view(outputs.attentions, tokens)       # every layer and head at once
     attnviz.heatmap_view(outputs.attentions, tokens, layer=3, heads=[1])
     w = attnviz.head_view(...); w.save_html("attention.html")   # one file, works offline
+    attnviz.show("The cat sat on the mat.", model="minilm")   # attnviz's own model, live as you type
 
 `attention` is what Hugging Face returns with output_attentions=True: one [batch, heads, queries,
 keys] tensor per layer (torch, numpy, or anything with __array__; torch is never imported here).
@@ -13,6 +14,12 @@ decoder_tokens=. The maps go to the browser as one binary float32 buffer, never 
 and are drawn on canvas by the same views as attnviz's page and widget (www/notebook/notebook.js).
 Anything that does not fit raises ValueError naming the argument and what was expected, before
 anything is sent.
+
+show() runs a model in the notebook's browser (the wasm build and its worker ship in this
+package; the kernel sends them and the model's files): one of attnviz's default models, found in a
+models folder laid out as `make models` writes it (models_dir=, else $ATTNVIZ_MODELS, else
+~/.cache/attnviz/models), or any folder or .gguf file the page opens (a Hugging Face BERT-family,
+GPT-2, Llama or opus-mt folder).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 import pathlib
 import warnings
 
@@ -27,7 +35,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-__all__ = ["AttentionWidget", "head_view", "model_view", "heatmap_view"]
+__all__ = ["AttentionWidget", "head_view", "model_view", "heatmap_view", "show"]
 __version__ = "0.1.0"
 
 _STATIC = pathlib.Path(__file__).parent / "static"
@@ -42,10 +50,14 @@ class AttentionWidget(anywidget.AnyWidget):
     _esm = _STATIC / "notebook.js"
     spec = traitlets.Dict().tag(sync=True)
     data = traitlets.Bytes().tag(sync=True)
+    # show(): { path: bytes } — the model worker, the wasm build and the model's files (binary buffers).
+    files = traitlets.Dict().tag(sync=True)
 
     def save_html(self, path) -> pathlib.Path:
         """Write one self-contained HTML file (the widget's code and the maps inside, nothing
         fetched) that draws what the widget draws, offline and without a kernel."""
+        if self.spec.get("live"):
+            raise ValueError("save_html writes attention given to head_view/model_view/heatmap_view; a live widget (show) runs a model: save its maps with the widget's PNG or SVG export")
         path = pathlib.Path(path)
         path.write_text(standalone_html(self.spec, self.data), encoding="utf-8")
         return path
@@ -231,3 +243,93 @@ def heatmap_view(attention=None, tokens=None, layer=None, heads=None, **kwargs) 
     """One head (the first of `heads`, else the first) of one layer as a queries × keys heatmap,
     each weight read out under the pointer; the widget's Head control also offers the mean."""
     return _widget("heatmap", attention, tokens, None, layer, heads, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------- show
+
+# The default models by the names the widget takes, and their folders in a models folder.
+MODEL_DIRS = {"minilm": "minilm", "minilm-l6": "minilm", "en-pt": "en-pt", "en-pt-tiny": "en-pt", "smollm2": "smollm2", "smollm2-135m": "smollm2"}
+# A model folder's files that the page's own-model reader (www/worker/own-model.js) may use.
+OWN_SUFFIXES = (".json", ".safetensors", ".gguf", ".txt", ".model", ".spm")
+VIEWS = ("head", "model", "heatmap", "cross", "step", "positions", "heads", "qk")
+
+
+def models_folders(models_dir=None) -> list:
+    """Where show() looks for a default model's folder (<dir>/manifest.json), in order."""
+    folders = [pathlib.Path(models_dir).expanduser()] if models_dir is not None else []
+    if os.environ.get("ATTNVIZ_MODELS"):
+        folders.append(pathlib.Path(os.environ["ATTNVIZ_MODELS"]).expanduser())
+    folders.append(pathlib.Path.home() / ".cache" / "attnviz" / "models")
+    return folders
+
+
+def _model_source(model, weights: str, models_dir) -> tuple:
+    """(live spec, files) for `model`: a default model's id or folder, a model folder, or a .gguf."""
+    path = pathlib.Path(str(model)).expanduser()
+    if str(model) in MODEL_DIRS and not path.exists():
+        folders = models_folders(models_dir)
+        found = [f / MODEL_DIRS[str(model)] for f in folders if (f / MODEL_DIRS[str(model)] / "manifest.json").is_file()]
+        if not found:
+            where = ", ".join(str(f) for f in folders)
+            raise ValueError(f"model={model!r}: no {MODEL_DIRS[str(model)]}/manifest.json in {where}; run `make models` in a clone of attnviz and pass models_dir= its models/ folder (or copy that folder to ~/.cache/attnviz/models)")
+        path = found[0]
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise ValueError(f"model={str(model)!r}: a file must be a .gguf; give a model folder otherwise")
+        return {"own": path.stem}, {f"own/{path.name}": path.read_bytes()}
+    if not path.is_dir():
+        raise ValueError(f"model={str(model)!r}: neither one of {sorted(set(MODEL_DIRS))}, a model folder nor a .gguf file")
+    manifest_path = path / "manifest.json"
+    if manifest_path.is_file():
+        # A default model as `make models` lays it out: loaded as the page loads it.
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        entry = {k: v for k, v in manifest.items() if k not in ("sha256", "source", "layout_version")}
+        variants = manifest.get("variants", {})
+        names = list(manifest["files"])
+        if weights != "exact":
+            names += [n for n in variants.get("int8", []) if n not in names]
+        if weights == "int8" and "int8" in variants:
+            names = list(variants["int8"])
+        missing = [n for n in names if not (path / n).is_file()]
+        if missing:
+            raise ValueError(f"model={str(model)!r}: {path} lacks {', '.join(missing)}")
+        return {"model": manifest["id"], "manifests": [entry]}, {f"models/{manifest['dir']}/{n}": (path / n).read_bytes() for n in names}
+    files = {f"own/{f.name}": f.read_bytes() for f in sorted(path.iterdir()) if f.is_file() and f.suffix in OWN_SUFFIXES}
+    if not files:
+        raise ValueError(f"model={str(model)!r}: {path} holds no model files (config.json, model.safetensors, tokenizer.json, or a .gguf)")
+    return {"own": path.name}, files
+
+
+def show(text: str = "", model="minilm", *, weights: str = "exact", view: str = "head", layer=None, head=None, height=None, models_dir=None) -> AttentionWidget:
+    """attnviz's own widget, live: the model runs in the notebook's browser (wasm, in a worker) on
+    `text`, and the reader edits the text and picks views, layers and heads as on the page.
+    `model`: "minilm", "en-pt", "smollm2" (found in models_dir, $ATTNVIZ_MODELS or
+    ~/.cache/attnviz/models), or a path to a model folder or a .gguf file. `weights` (MiniLM):
+    "exact" (its f32 file, the default here: the kernel sends it, nothing is downloaded),
+    "int8", or "auto" (int8 first, then exact). Layers and heads count from 0, as in head_view."""
+    if not isinstance(text, str):
+        raise ValueError(f"text: a str, not {type(text).__name__}")
+    if weights not in ("exact", "int8", "auto"):
+        raise ValueError(f"weights={weights!r}: one of 'exact', 'int8', 'auto'")
+    if view not in VIEWS:
+        raise ValueError(f"view={view!r}: one of {', '.join(VIEWS)}")
+    for name, value in (("layer", layer), ("head", head)):
+        if value is not None and not (isinstance(value, int) and value >= 0):
+            raise ValueError(f"{name}={value!r}: a count from 0")
+    run, files = _model_source(model, weights, models_dir)
+    for name in ("worker.js", "pkg/attnviz.js", "pkg/attnviz_bg.wasm"):
+        files[name] = _STATIC.joinpath(name).read_bytes()
+    spec = {
+        "live": run,
+        "label": str(model),
+        "attributes": {
+            "text": text,
+            "view": view,
+            "weights": weights,
+            "layer": None if layer is None else layer + 1,
+            "head": None if head is None else head + 1,
+            "height": height,
+            "editable": "",
+        },
+    }
+    return AttentionWidget(spec=spec, files=files)

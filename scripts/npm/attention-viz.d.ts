@@ -16,6 +16,12 @@ export interface ConfigureOptions {
   build?: 'simd' | 'relaxed' | 'threads';
   /** A second visit works offline (registers sw.js; the page must be inside sw.js's folder). */
   offline?: boolean;
+  /** A host that serves no files (the notebook): the model worker's script URL (e.g. a blob:
+   *  URL of the bundled worker; module workers from blob: URLs need an http(s) page)… */
+  worker?: string;
+  /** …and the files under `base` the worker reads instead of fetching, by path
+   *  ('pkg/attnviz_bg.wasm', 'models/index.json', …). */
+  files?: Record<string, Blob>;
 }
 
 export function configure(options: ConfigureOptions): void;

@@ -1,10 +1,12 @@
 // The notebook package in a real JupyterLab (issue 25): started here on 127.0.0.1 with a token, it
 // opens a notebook that calls attnviz.heatmap_view on the native CLI's MiniLM maps, runs it, and
 // in headless Chromium the widget draws in the cell's output and reads out, under the pointer,
-// the numbers given. JupyterLab comes from .venv (tests/reference/requirements.txt pins it).
+// the numbers given; and one that calls attnviz.show, which runs MiniLM itself in the notebook's
+// browser (the kernel sends the worker, the wasm and the model), live as the reader types.
+// JupyterLab comes from .venv (tests/reference/requirements.txt pins it).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -67,6 +69,40 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Write notebook `name` with one code cell of `source`, open it in JupyterLab, run it, and hand
+ *  over the page once its <attention-viz> (given id 'w') has drawn; the context is closed after. */
+async function runNotebook(name, source, use) {
+  const notebook = {
+    nbformat: 4, nbformat_minor: 5,
+    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+    cells: [{ cell_type: 'code', id: 'c1', metadata: {}, execution_count: null, outputs: [], source }],
+  };
+  writeFileSync(path.join(dir, name), JSON.stringify(notebook));
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  try {
+    // A workspace of its own (reset): no notebook of an earlier test is reopened beside it.
+    await page.goto(`${url}/lab/workspaces/${name.replace(/\W/g, '-')}/tree/${name}?token=${TOKEN}&reset`);
+    // The notebook is open and its kernel idle, then every cell is run.
+    await page.waitForFunction(() => {
+      const app = window.jupyterapp;
+      const nb = app && app.shell.currentWidget;
+      return nb && nb.sessionContext && nb.sessionContext.session && nb.sessionContext.session.kernel && nb.sessionContext.session.kernel.status === 'idle';
+    }, null, { timeout: 120_000, polling: 500 });
+    await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
+    // (JupyterLab may reopen an earlier test's notebook beside it: only this one's output counts.)
+    const output = () => window.jupyterapp.shell.currentWidget.node.querySelector('.jp-OutputArea');
+    await page.waitForFunction((f) => { const o = eval(f)(); return o && (o.querySelector('attention-viz') || /attnviz: |Error/.test(o.textContent)); }, output.toString(), { timeout: 120_000, polling: 500 });
+    const failed = await page.evaluate((f) => { const o = eval(f)(); return o.querySelector('attention-viz') ? null : o.textContent; }, output.toString());
+    assert.equal(failed, null, 'the cell drew no widget');
+    await page.evaluate((f) => { eval(f)().querySelector('attention-viz').id = 'w'; }, output.toString());
+    await drawnAfter(page);
+    await use(page);
+  } finally {
+    await context.close();
+  }
+}
+
 test('in JupyterLab, heatmap_view on MiniLM maps draws in the cell output and reads out the numbers given', { timeout: 240_000 }, async () => {
   const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat on the mat because it was warm.');
   writeFileSync(path.join(dir, 'cli.json'), JSON.stringify(cli));
@@ -77,33 +113,51 @@ test('in JupyterLab, heatmap_view on MiniLM maps draws in the cell output and re
     'attention = tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)\n',
     'attnviz.heatmap_view(attention, r["tokens"]["source"], layer=2, heads=[4], label="MiniLM in JupyterLab")',
   ];
-  const notebook = {
-    nbformat: 4, nbformat_minor: 5,
-    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-    cells: [{ cell_type: 'code', id: 'c1', metadata: {}, execution_count: null, outputs: [], source }],
-  };
-  writeFileSync(path.join(dir, 'attention.ipynb'), JSON.stringify(notebook));
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  try {
-    await page.goto(`${url}/lab/tree/attention.ipynb?token=${TOKEN}`);
-    // The notebook is open and its kernel idle, then every cell is run.
-    await page.waitForFunction(() => {
-      const app = window.jupyterapp;
-      const nb = app && app.shell.currentWidget;
-      return nb && nb.sessionContext && nb.sessionContext.session && nb.sessionContext.session.kernel && nb.sessionContext.session.kernel.status === 'idle';
-    }, null, { timeout: 120_000, polling: 500 });
-    await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
-    await page.waitForFunction(() => document.querySelector('.jp-OutputArea attention-viz'), null, { timeout: 120_000, polling: 500 });
-    await page.evaluate(() => { document.querySelector('.jp-OutputArea attention-viz').id = 'w'; });
-    await drawnAfter(page);
+  await runNotebook('attention.ipynb', source, async (page) => {
     assert.match((await widgetState(page)).foot, /MiniLM in JupyterLab/);
     const block = cli.attentions.find((b) => b.kind === 'encoder_self' && b.layer === 2);
     for (const [i, j] of [[0, 0], [3, 5]]) {
       const got = await hoverCell(page, i, j);
       assert.ok(Math.abs(got.value - cliAt(block, 4, i, j)) < 6e-4, `${got.text}; given ${cliAt(block, 4, i, j)}`);
     }
-  } finally {
-    await context.close();
-  }
+  });
+});
+
+test('in JupyterLab, attnviz.show runs MiniLM in the notebook’s browser: the map is the CLI’s, and typing into it redraws it live', { timeout: 300_000 }, async () => {
+  const text = 'The cat sat on the mat.';
+  const typed = 'A small dog slept under the old table.';
+  const source = ['import attnviz\n', `attnviz.show(${JSON.stringify(text)}, model=${JSON.stringify(path.join(ROOT, 'models', 'minilm'))}, view="heatmap", layer=2, head=4)`];
+  await runNotebook('live.ipynb', source, async (page) => {
+    // The kernel sent the f32 weights and the SIMD build: the footer says so.
+    assert.match((await widgetState(page)).foot, /^9 tokens · exact f32 weights · \d+ ms · wasm SIMD \(pkg\/\)/);
+    const first = cliJson('attend', '--model', 'models/minilm', '--text', text).attentions.find((b) => b.kind === 'encoder_self' && b.layer === 2);
+    for (const [i, j] of [[0, 0], [2, 5]]) {
+      const got = await hoverCell(page, i, j);
+      assert.ok(Math.abs(got.value - cliAt(first, 4, i, j)) < 6e-4, `${got.text}; CLI ${cliAt(first, 4, i, j)}`);
+    }
+    // The reader types another sentence into the widget: the model runs again, in the browser.
+    const draws = (await widgetState(page)).draws;
+    await page.locator('#w >> textarea[aria-label="Text to analyse"]').fill(typed);
+    await drawnAfter(page, draws);
+    const cli = cliJson('attend', '--model', 'models/minilm', '--text', typed);
+    const block = cli.attentions.find((b) => b.kind === 'encoder_self' && b.layer === 2);
+    assert.match((await widgetState(page)).foot, new RegExp(`^${cli.tokens.source.length} tokens · exact f32 weights`));
+    const got = await hoverCell(page, 3, 6);
+    assert.ok(got.text.includes(`“${cli.tokens.source[3]}” (4) → key “${cli.tokens.source[6]}” (7)`), got.text);
+    assert.ok(Math.abs(got.value - cliAt(block, 4, 3, 6)) < 6e-4, `${got.text}; CLI ${cliAt(block, 4, 3, 6)}`);
+  });
+});
+
+test('in JupyterLab, attnviz.show on a Hugging Face folder of the reader’s runs it as the page runs an opened model: its own tokens and maps', { timeout: 300_000 }, async () => {
+  execFileSync(path.join(ROOT, '.venv', 'bin', 'python'), [path.join(ROOT, 'scripts', 'tiny_models.py'), '--out', dir]);
+  const folder = path.join(dir, 'tiny-bert');
+  const text = 'The cat sat on the mat.';
+  const cli = cliJson('attend', '--model', folder, '--text', text);
+  await runNotebook('own.ipynb', ['import attnviz\n', `attnviz.show(${JSON.stringify(text)}, model="tiny-bert", view="heatmap", layer=1, head=3)`], async (page) => {
+    assert.match((await widgetState(page)).foot, new RegExp(`^${cli.tokens.source.length} tokens · \\d+ ms · wasm SIMD`));
+    const block = cli.attentions.find((b) => b.kind === 'encoder_self' && b.layer === 1);
+    const got = await hoverCell(page, 1, 2);
+    assert.ok(got.text.includes(`“${cli.tokens.source[1]}” (2) → key “${cli.tokens.source[2]}” (3)`), got.text);
+    assert.ok(Math.abs(got.value - cliAt(block, 3, 1, 2)) < 6e-4, `${got.text}; CLI ${cliAt(block, 3, 1, 2)}`);
+  });
 });

@@ -8,7 +8,17 @@
 //           specials, attributes: { view, layer, head, height, … }, heads: [h…] | null }
 //   data: every block's [heads, q, k] float32 maps, one after another, little-endian (a
 //         DataView or bytes: anywidget's binary buffer, or save_html's decoded base64)
+// A live widget (attnviz.show: a model runs in this browser, on the text the reader types):
+//   spec: { live: { model (a default model's id, its files under models/<dir>/) | own (a name: a
+//           user's folder or .gguf, its files under own/), manifests }, attributes }
+//   files: { path: bytes } — the model worker (worker.js), the SIMD wasm build (pkg/) and the
+//          model's files, sent by the kernel; nothing is fetched.
 import { AttentionViz } from '../widget/attention-viz.js';
+import { addModels, configure, openModel } from '../worker/worker-client.js';
+
+// Where the worker believes the files are: a name only (every file it asks for is handed over).
+const HANDED_OVER = 'https://attnviz.invalid/';
+let started = false; // the worker is configured once per page: every live widget shares it
 
 /** The float32 numbers of the buffer, copied to an aligned array (a DataView may start anywhere). */
 function floats(buffer) {
@@ -44,12 +54,52 @@ function draw(model, el) {
   return w;
 }
 
+const blobOf = (bytes, type = '') => new Blob([bytes], type ? { type } : {});
+
+/** A live widget: the worker started from the files the kernel sent, the model handed to it, and
+ *  an editable <attention-viz> on it. */
+async function live(model, el) {
+  const spec = model.get('spec');
+  const files = model.get('files') || {};
+  const run = spec.live;
+  if (!started) {
+    if (!files['worker.js'] || !files['pkg/attnviz_bg.wasm']) throw new Error('the kernel sent no model worker or wasm');
+    configure({
+      base: HANDED_OVER,
+      build: 'simd',
+      worker: URL.createObjectURL(blobOf(files['worker.js'], 'text/javascript')),
+      files: { 'pkg/attnviz.js': blobOf(files['pkg/attnviz.js'], 'text/javascript'), 'pkg/attnviz_bg.wasm': blobOf(files['pkg/attnviz_bg.wasm'], 'application/wasm'), 'models/index.json': blobOf('[]', 'application/json') },
+    });
+    started = true;
+  }
+  let id = run.model;
+  if (run.own) {
+    const given = Object.entries(files).filter(([p]) => p.startsWith('own/')).map(([p, bytes]) => ({ name: p.slice(4), file: new File([bytes], p.slice(4)) }));
+    id = (await openModel(given, run.own)).manifest.id;
+  } else {
+    const modelFiles = Object.fromEntries(Object.entries(files).filter(([p]) => p.startsWith('models/')).map(([p, bytes]) => [p, blobOf(bytes)]));
+    await addModels(modelFiles, run.manifests || []);
+  }
+  el.textContent = '';
+  const w = document.createElement('attention-viz');
+  for (const [name, value] of Object.entries({ ...(spec.attributes || {}), model: id })) {
+    if (value !== null && value !== undefined) w.setAttribute(name, String(value));
+  }
+  el.appendChild(w);
+  return w;
+}
+
 /** anywidget's entry: draw, and draw again when Python sends other attention. */
 function render({ model, el }) {
   if (!customElements.get('attention-viz')) customElements.define('attention-viz', AttentionViz);
   const redraw = () => {
     try {
-      draw(model, el);
+      if (model.get('spec').live) {
+        el.textContent = 'Starting the model in this browser…';
+        live(model, el).catch((e) => {
+          el.textContent = `attnviz: ${e.message}`;
+        });
+      } else draw(model, el);
     } catch (e) {
       el.textContent = `attnviz: ${e.message}`;
     }

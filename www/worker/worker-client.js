@@ -11,6 +11,8 @@ let baseGiven = false; // configure({ base }): files from there; else found from
 let models = null; // configure({ models }): the folder of the models' index (default: base's models/)
 let buildRequest = null; // configure({ build }): 'simd' forces pkg/ (wasm-build.js)
 let hub = null; // configure({ hub }): where hf: model ids are fetched from (worker/hub.js; the Hub by default)
+let workerUrl = null; // configure({ worker }): the worker script's URL (the notebook's: a blob of the bundled worker)
+let givenFiles = null; // configure({ files }): { path under base: Blob } the worker reads instead of fetching
 let worker = null;
 let nextId = 1;
 const waiting = new Map(); // id → { resolve, reject, onProgress, channel, type }
@@ -23,10 +25,14 @@ let channelCount = 0;
  * Set where pkg/, models/ and worker/ live (a URL or a path relative to the page), which wasm
  * build to load (build: 'simd' for pkg/ even where relaxed SIMD validates; default: the best
  * one), and the Hub that hf: model ids are fetched from (hub: a URL with the Hugging Face Hub's
- * layout, {hub}/{repo}/resolve/{revision}/{file}; default https://huggingface.co).
+ * layout, {hub}/{repo}/resolve/{revision}/{file}; default https://huggingface.co). A host that
+ * serves no files (the notebook) gives the worker's script (worker: a URL, e.g. a blob's) and
+ * the files under base it reads instead of fetching (files: { 'pkg/attnviz_bg.wasm': Blob, … }).
  */
 export function configure(opts = {}) {
-  if ((opts.base || opts.build || opts.hub || opts.models) && worker) throw new Error('attnviz: configure({ base, build, hub, models }) must be called before the first use');
+  if ((opts.base || opts.build || opts.hub || opts.models || opts.worker || opts.files) && worker) throw new Error('attnviz: configure({ base, build, hub, models, worker, files }) must be called before the first use');
+  if (opts.worker) workerUrl = String(opts.worker);
+  if (opts.files) givenFiles = opts.files;
   const folder = (u) => new URL(u.endsWith('/') ? u : `${u}/`, document.baseURI).href;
   if (opts.hub) hub = new URL(opts.hub, document.baseURI).href.replace(/\/+$/, '');
   if (opts.models) models = folder(opts.models);
@@ -47,7 +53,9 @@ export const configuredBase = () => (baseGiven ? base : null);
 function ensureWorker() {
   if (worker) return worker;
   const url = new URL('worker/worker.js', base);
-  if (!baseGiven) {
+  if (workerUrl) {
+    worker = new Worker(workerUrl, { type: 'module', name: 'attnviz' });
+  } else if (!baseGiven) {
     // This very form is what bundlers (Vite, webpack, esbuild plugins) recognise and bundle.
     worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'attnviz' });
   } else if (url.origin === location.origin) {
@@ -105,7 +113,7 @@ export function init() {
     // script configures it before the widgets already in the page start the worker.
     initPromise = Promise.resolve().then(() => {
       const pick = pickBuild(buildRequest);
-      return request({ type: 'init', base: baseGiven ? base : null, models: models || new URL('models/', base).href, build: pick.id, threads: pick.threads, hub });
+      return request({ type: 'init', base: baseGiven ? base : null, models: models || new URL('models/', base).href, build: pick.id, threads: pick.threads, hub, files: givenFiles });
     }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
     initPromise.catch(() => {
       initPromise = null;
@@ -142,6 +150,17 @@ export function loadModel(id, onProgress) {
     loadPromises.set(id, p);
   }
   return loadPromises.get(id);
+}
+
+/**
+ * Hand the worker files it reads instead of fetching ({ path under base: Blob }) and the manifests
+ * of the models among them (a notebook's kernel sends a model so): they join the catalogue that
+ * init() gave every session, and load as the served ones do.
+ */
+export async function addModels(files, manifests = []) {
+  const catalog = await init();
+  await request({ type: 'add-files', files, models: manifests });
+  for (const m of manifests) if (!catalog.models.some((x) => x.id === m.id)) catalog.models.push(m);
 }
 
 /** Would loading model `id` (a key: `id` or `id@exact`) download nothing (loaded, or every file in

@@ -24,6 +24,9 @@
 //     (a user's model: its headers inspected, then loaded, then kept; report: inspectModel()'s;
 //     storage: false where this browser keeps nothing for us, so stored is false too)
 //   → { id, type: 'remove', model }                    ← { id, type: 'removed' } (a user's model, from storage)
+//   → { id, type: 'add-files', files, models }         ← { id, type: 'added', models } (files: { path
+//     under base: Blob } read instead of fetched, as init's `files`; models: manifests joining the
+//     index, their files among them: the notebook's kernel sends a model this way)
 // A user's models kept in this browser (model-store.js: OPFS, else IndexedDB) join the index at
 // init with `user: true`; their files are read from there instead of fetched.
 //   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
@@ -47,7 +50,10 @@ import { modelFiles } from '../core/weights.js';
 import { BUILDS, buildFile, pickBuild, SITE_ROOT } from './wasm-build.js';
 
 let base = null; // configure({ base }): where pkg/ lives; null: wasm-build.js finds it from its own URL
-let modelsBase = new URL('models/', SITE_ROOT); // the default models' folder (its index.json); init's models
+let modelsBase = null; // the default models' folder (its index.json): init's models, else beside SITE_ROOT
+// Files handed over instead of served (the notebook, whose kernel sends them: init's and
+// add-files' `files`, { path under base: Blob }): fetched and imported from memory.
+const givenFiles = new Map();
 let hub = DEFAULT_HUB; // where hf: model ids are fetched from (init's hub, configure({ hub }))
 let build = null; // the wasm build loaded (wasm-build.js BUILDS), chosen at init
 let wasm = null; // the imported pkg/attnviz.js module of the current instance
@@ -71,7 +77,7 @@ self.onmessage = (ev) => {
   const msg = ev.data;
   if (!msg || typeof msg !== 'object') return;
   // init and load are never superseded (several widgets may wait on one load).
-  if (msg.type === 'init' || msg.type === 'load' || msg.type === 'cached' || msg.type === 'open' || msg.type === 'open-hub' || msg.type === 'remove') {
+  if (['init', 'load', 'cached', 'open', 'open-hub', 'remove', 'add-files'].includes(msg.type)) {
     handle(msg);
     return;
   }
@@ -167,6 +173,15 @@ async function handle(msg) {
         self.postMessage({ id: msg.id, type: 'opened', ...(await openHubModel(String(msg.model), progress)) });
         break;
       }
+      case 'add-files': {
+        await ensureInit();
+        giveFiles(msg.files);
+        for (const m of Array.isArray(msg.models) ? msg.models : []) {
+          if (m && !index.some((x) => x.id === m.id)) index.push(m);
+        }
+        self.postMessage({ id: msg.id, type: 'added', models: index });
+        break;
+      }
       case 'remove': {
         await ensureInit();
         await removeUserModel(String(msg.model));
@@ -215,10 +230,11 @@ function supported() {
 
 /** The instance and the models' index, once; the first call's init message (base, models, hub,
  *  build, threads) says where from and which build (later calls, without one, wait for it). */
-async function ensureInit({ base: newBase, models, hub: newHub, build: buildId, threads } = {}) {
+async function ensureInit({ base: newBase, models, hub: newHub, build: buildId, threads, files } = {}) {
   if (!initPromise) {
     if (newBase) base = new URL(newBase);
-    if (models) modelsBase = new URL(models);
+    modelsBase = models ? new URL(models) : new URL('models/', SITE_ROOT);
+    giveFiles(files);
     if (newHub) hub = String(newHub);
     if (!build) build = BUILDS[buildId] ? { ...BUILDS[buildId], threads } : pickBuild();
     initPromise = (async () => {
@@ -226,7 +242,7 @@ async function ensureInit({ base: newBase, models, hub: newHub, build: buildId, 
       // No default models beside the files (an npm install, a bundled app): only the reader's
       // own and Hub ids, and a widget naming a default model says it is not available here.
       const indexUrl = new URL('index.json', modelsBase);
-      const res = await fetch(indexUrl);
+      const res = await fetchFile(indexUrl);
       if (!res.ok && res.status !== 404) throw new Error(`${indexUrl}: HTTP ${res.status}`);
       const all = res.ok ? await res.json() : [];
       const sup = new Set(supported());
@@ -240,7 +256,7 @@ async function ensureInit({ base: newBase, models, hub: newHub, build: buildId, 
 }
 
 async function compileWasm() {
-  const res = await fetch(buildFile(build.dir, 'wasm', base));
+  const res = await fetchFile(buildFile(build.dir, 'wasm', base));
   if (!res.ok) throw new Error(`${build.dir}attnviz_bg.wasm: HTTP ${res.status}`);
   if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
     return WebAssembly.compileStreaming(res);
@@ -258,7 +274,8 @@ async function startInstance() {
   if (generation > 0) url.searchParams.set('instance', String(generation + 1));
   let glue;
   try {
-    glue = await import(url.href);
+    const given = givenFile(url);
+    glue = await import(given ? URL.createObjectURL(given) : url.href);
     if (!wasmModule) wasmModule = await compileWasm();
   } catch (e) {
     // A site built without the shared-memory build (make build skips it without Debian's
@@ -408,7 +425,31 @@ async function isCached(id) {
   return true;
 }
 
+/** Keep files handed over ({ path under base: Blob }) to be read instead of fetched. */
+function giveFiles(files) {
+  if (!files || !base) return;
+  for (const [path, blob] of Object.entries(files)) if (blob instanceof Blob) givenFiles.set(new URL(path, base).href, blob);
+}
+
+/** The file handed over for `url` (its query string aside), or undefined. */
+function givenFile(url) {
+  if (!givenFiles.size) return undefined;
+  const u = new URL(url);
+  u.search = '';
+  return givenFiles.get(u.href);
+}
+
+/** fetch(url), or the file handed over for it, as a Response. */
+function fetchFile(url) {
+  const given = givenFile(url);
+  if (!given) return fetch(url);
+  const type = String(url).endsWith('.wasm') ? 'application/wasm' : String(url).endsWith('.js') ? 'text/javascript' : 'application/octet-stream';
+  return Promise.resolve(new Response(given, { headers: { 'content-type': type, 'content-length': String(given.size) } }));
+}
+
 async function openCache() {
+  // Files handed over are in memory already: no copy in the browser's cache.
+  if (givenFiles.size) return null;
   try {
     if (self.caches) return await self.caches.open(CACHE_NAME);
   } catch {
@@ -443,7 +484,7 @@ async function fetchFiles(manifest, reqId) {
       }
     }
     if (!bytes) {
-      const res = await fetch(url);
+      const res = await fetchFile(url);
       if (!res.ok) throw new Error(`${manifest.dir}/${name}: HTTP ${res.status}`);
       const expected = sizes[name] || Number(res.headers.get('content-length')) || 0;
       if (res.body && res.body.getReader) {

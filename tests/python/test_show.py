@@ -1,0 +1,86 @@
+"""attnviz.show (issue 25): which files the kernel sends for each kind of model given (a default
+model found in a models folder, a model folder, one .gguf), and what is refused before anything
+is sent. The live widget itself runs in JupyterLab in tests/e2e/jupyter.test.mjs."""
+
+import json
+import pathlib
+
+import pytest
+
+import attnviz
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODELS = ROOT / "models"
+RUNTIME = {"worker.js", "pkg/attnviz.js", "pkg/attnviz_bg.wasm"}
+
+needs_minilm = pytest.mark.skipif(not (MODELS / "minilm" / "manifest.json").is_file(), reason="make models has not fetched MiniLM")
+
+
+@needs_minilm
+def test_a_default_model_by_name_is_found_in_models_dir_and_sent_with_its_manifest_and_the_runtime():
+    w = attnviz.show("The cat sat.", model="minilm", models_dir=MODELS)
+    manifest = json.loads((MODELS / "minilm" / "manifest.json").read_text())
+    assert w.spec["live"]["model"] == "minilm-l6"
+    (entry,) = w.spec["live"]["manifests"]
+    assert entry["id"] == "minilm-l6" and "sha256" not in entry and entry["files"] == manifest["files"]
+    # exact (the default here): the f32 file only, byte for byte, and the worker and wasm it runs on.
+    assert set(w.files) == RUNTIME | {f"models/minilm/{n}" for n in manifest["files"]}
+    assert w.files["models/minilm/model.safetensors"] == (MODELS / "minilm" / "model.safetensors").read_bytes()
+    assert w.files["pkg/attnviz_bg.wasm"][:4] == b"\0asm"
+    assert w.spec["attributes"]["text"] == "The cat sat." and w.spec["attributes"]["editable"] == ""
+
+
+@needs_minilm
+def test_weights_pick_the_files_int8_only_or_both_for_auto(monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_MODELS", str(MODELS))  # found there, without models_dir
+    int8 = attnviz.show(model="minilm", weights="int8")
+    assert {p for p in int8.files if p.startswith("models/")} == {"models/minilm/config.json", "models/minilm/model.int8.safetensors", "models/minilm/tokenizer.json"}
+    auto = attnviz.show(model=str(MODELS / "minilm"), weights="auto")
+    assert {"models/minilm/model.safetensors", "models/minilm/model.int8.safetensors"} <= set(auto.files)
+    assert auto.spec["attributes"]["weights"] == "auto"
+
+
+def test_a_model_folder_or_a_gguf_file_is_sent_as_the_readers_own_model(tmp_path):
+    folder = tmp_path / "my-bert"
+    folder.mkdir()
+    for name, data in [("config.json", b"{}"), ("tokenizer.json", b"{}"), ("model.safetensors", b"\0" * 16), ("notes.md", b"not a model file")]:
+        (folder / name).write_bytes(data)
+    w = attnviz.show("Hi", model=folder, view="heatmap", layer=1, head=0)
+    assert w.spec["live"] == {"own": "my-bert"}
+    assert set(w.files) == RUNTIME | {"own/config.json", "own/tokenizer.json", "own/model.safetensors"}
+    assert w.spec["attributes"]["layer"] == 2 and w.spec["attributes"]["head"] == 1  # counted from 1 in the widget
+    gguf = tmp_path / "tiny.Q8_0.gguf"
+    gguf.write_bytes(b"GGUF")
+    g = attnviz.show(model=str(gguf))
+    assert g.spec["live"] == {"own": "tiny.Q8_0"} and g.files["own/tiny.Q8_0.gguf"] == b"GGUF"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"model": "minilm", "models_dir": "/nonexistent"}, r"model='minilm': no minilm/manifest.json in /nonexistent"),
+        ({"model": "/nonexistent/folder"}, r"neither one of .* a model folder nor a \.gguf file"),
+        ({"model": __file__}, r"a file must be a \.gguf"),
+        ({"weights": "f16"}, r"weights='f16': one of 'exact', 'int8', 'auto'"),
+        ({"view": "bogus"}, r"view='bogus': one of head, model"),
+        ({"layer": -1}, r"layer=-1: a count from 0"),
+        ({"text": 3}, r"text: a str, not int"),
+    ],
+)
+def test_what_cannot_be_shown_is_refused_before_anything_is_sent(kwargs, message, monkeypatch):
+    monkeypatch.delenv("ATTNVIZ_MODELS", raising=False)
+    monkeypatch.setattr(pathlib.Path, "home", lambda: pathlib.Path("/nonexistent-home"))
+    with pytest.raises(ValueError, match=message):
+        attnviz.show(**kwargs)
+
+
+def test_an_empty_folder_says_what_it_lacks(tmp_path):
+    with pytest.raises(ValueError, match=r"holds no model files"):
+        attnviz.show(model=tmp_path)
+
+
+@needs_minilm
+def test_a_live_widget_is_not_saved_as_a_page(tmp_path):
+    w = attnviz.show(model="minilm", models_dir=MODELS, weights="int8")
+    with pytest.raises(ValueError, match=r"a live widget \(show\) runs a model"):
+        w.save_html(tmp_path / "x.html")
