@@ -309,6 +309,8 @@ bench: setup models build cli venv
 	node --test tests/e2e/first-visit.test.mjs
 	ATTNVIZ_BENCH=1 node --test --test-name-pattern=performance tests/e2e/page.test.mjs
 	node benches/typing.mjs
+	$(MAKE) --no-print-directory notebook
+	node benches/notebook.mjs
 	@echo "[bench] the responsiveness tests with no Long Task allowed at all (run on a quiet machine)"
 	ATTNVIZ_STRICT_LONG_TASKS=1 node --test --test-concurrency=1 --test-name-pattern='main thread within budget' \
 	  tests/e2e/long-input.test.mjs tests/e2e/compare.test.mjs tests/e2e/decoder.test.mjs tests/e2e/heads-view.test.mjs \

@@ -2,7 +2,7 @@
 // rules everywhere, with the globals each kind of file really has.
 //   www/        ES modules in the page (browser); worker.js runs in a Web Worker, sw.js is a
 //               classic-script service worker.
-//   tests/e2e/, tests/wasm/, benches/typing.mjs  Node files whose page.evaluate() callbacks run
+//   tests/e2e/, tests/wasm/, benches/typing.mjs, benches/notebook.mjs  Node files whose page.evaluate() callbacks run
 //               in the browser: both sets.
 //   scripts/, benches/  Node scripts (.mjs).
 import js from '@eslint/js';
@@ -32,7 +32,7 @@ export default [
     languageOptions: { sourceType: 'script', globals: { ...globals.serviceworker } },
   },
   {
-    files: ['tests/e2e/**/*.mjs', 'tests/wasm/**/*.mjs', 'benches/typing.mjs'],
+    files: ['tests/e2e/**/*.mjs', 'tests/wasm/**/*.mjs', 'benches/typing.mjs', 'benches/notebook.mjs'],
     languageOptions: { globals: { ...globals.node, ...globals.browser } },
   },
   {

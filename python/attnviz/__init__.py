@@ -81,9 +81,11 @@ def standalone_html(spec: dict, data: bytes) -> str:
 <script type="text/plain" id="attnviz-esm">{esm}</script>
 <script type="module">
 const {{ spec, data }} = JSON.parse(document.getElementById('attnviz-data').textContent);
-const decode = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)); // bytes (the code is UTF-8)
-const bytes = decode(data);
-const url = URL.createObjectURL(new Blob([decode(document.getElementById('attnviz-esm').textContent)], {{ type: 'text/javascript' }}));
+// base64 → bytes by the browser's own decoder (a data: URL): at 256 tokens × 144 maps the bytes
+// one by one through atob took seconds. (The code is UTF-8: bytes, not a string.)
+const decode = async (b64) => new Uint8Array(await (await fetch(`data:application/octet-stream;base64,${{b64}}`)).arrayBuffer());
+const bytes = await decode(data);
+const url = URL.createObjectURL(new Blob([await decode(document.getElementById('attnviz-esm').textContent)], {{ type: 'text/javascript' }}));
 const widget = (await import(url)).default;
 const values = {{ spec, data: new DataView(bytes.buffer) }};
 widget.render({{ model: {{ get: (k) => values[k], on() {{}}, off() {{}} }}, el: document.getElementById('attnviz') }});
