@@ -4,6 +4,7 @@
     attnviz.head_view(outputs.attentions, tokens)        # BertViz's call, same argument names
     attnviz.model_view(outputs.attentions, tokens)       # every layer and head at once
     attnviz.heatmap_view(outputs.attentions, tokens, layer=3, heads=[1])
+    attnviz.heatmap_view(a.attentions, tokens, compare_attention=b.attentions, compare_tokens=tokens_b)  # B beside A, B − A
     w = attnviz.head_view(...); w.save_html("attention.html")   # one file, works offline
     attnviz.show("The cat sat on the mat.", model="minilm")   # attnviz's own model, live as you type
 
@@ -173,6 +174,9 @@ def _widget(
     label=None,
     specials=None,
     height=None,
+    compare_attention=None,
+    compare_tokens=None,
+    compare_label=None,
 ) -> AttentionWidget:
     blocks, arrays = [], []
     spec: dict = {"label": label or "attention", "specials": list(specials or []), "causal": bool(causal)}
@@ -197,6 +201,15 @@ def _widget(
         toks = _tokens(tokens, "tokens")
         spec["tokens"] = toks
         stacks = [("attention", attention, toks, toks, "tokens", "tokens")]
+    if compare_attention is not None:
+        # B: another call's maps (another sentence, model or checkpoint), drawn beside A with B − A.
+        if two_stacks:
+            raise ValueError("compare_attention compares one stack (attention=, tokens=); not an encoder-decoder's three")
+        ctoks = _tokens(compare_tokens, "compare_tokens")
+        spec["compare"] = {"tokens": ctoks, "label": compare_label or "B"}
+        stacks.append(("compare_attention", compare_attention, ctoks, ctoks, "compare_tokens", "compare_tokens"))
+    elif compare_tokens is not None:
+        raise ValueError("compare_tokens is given without compare_attention")
     for name, layers, queries, keys, qname, kname in stacks:
         if layers is None:
             continue
@@ -206,6 +219,11 @@ def _widget(
             blocks.append({"arg": name, "heads": int(a.shape[0]), "q": int(a.shape[1]), "k": int(a.shape[2])})
             arrays.append(a)
     spec["blocks"] = blocks
+    if compare_attention is not None:
+        a_shape = [(b["heads"]) for b in blocks if b["arg"] == "attention"]
+        b_shape = [(b["heads"]) for b in blocks if b["arg"] == "compare_attention"]
+        if len(a_shape) != len(b_shape) or a_shape[:1] != b_shape[:1]:
+            raise ValueError(f"compare_attention has {len(b_shape)} layers × {b_shape[0]} heads; attention has {len(a_shape)} × {a_shape[0]}: compare maps of one layout")
     n_layers = sum(1 for b in blocks if b["arg"] == blocks[0]["arg"])
     if layer is not None and not (isinstance(layer, int) and 0 <= layer < n_layers):
         raise ValueError(f"layer={layer!r}: the attention has layers 0 to {n_layers - 1}")
@@ -232,7 +250,9 @@ def _widget(
 
 def head_view(attention=None, tokens=None, sentence_b_start=None, layer=None, heads=None, **kwargs) -> AttentionWidget:
     """BertViz's head view: the tokens on two sides, lines weighted by attention, for one layer's
-    heads (`heads`, all by default). Layers and heads count from 0, as in BertViz."""
+    heads (`heads`, all by default). Layers and heads count from 0, as in BertViz.
+    compare_attention=, compare_tokens= (and compare_label=): a second call's maps (another
+    sentence, model or checkpoint), drawn as B beside A, with the difference map B − A."""
     return _widget("head", attention, tokens, sentence_b_start, layer, heads, **kwargs)
 
 

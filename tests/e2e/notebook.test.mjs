@@ -30,20 +30,24 @@ after(async () => {
 });
 
 /** Run python/attnviz on the CLI's result: `call` is the Python expression that makes the widget
- *  from `attention` (a tuple of [1, heads, q, k] arrays) and `tokens`; returns the saved file. */
-function saveHtml(cli, call, name) {
+ *  from `attention` (a tuple of [1, heads, q, k] arrays) and `tokens` (and `attention_b`,
+ *  `tokens_b` from `cliB`); returns the saved file. */
+function saveHtml(cli, call, name, cliB = cli) {
   const json = path.join(dir, `${name}.json`);
   writeFileSync(json, JSON.stringify(cli));
+  writeFileSync(`${json}.b`, JSON.stringify(cliB));
   const out = path.join(dir, `${name}.html`);
   const script = `
 import json, sys
 import numpy as np
 sys.path.insert(0, ${JSON.stringify(path.join(ROOT, 'python'))})
 import attnviz
-r = json.load(open(${JSON.stringify(json)}))
-blocks = sorted((b for b in r["attentions"] if b["kind"] == "encoder_self"), key=lambda b: b["layer"])
-attention = tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)
-tokens = r["tokens"]["source"]
+def maps(path):
+    r = json.load(open(path))
+    blocks = sorted((b for b in r["attentions"] if b["kind"] == "encoder_self"), key=lambda b: b["layer"])
+    return tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks), r["tokens"]["source"]
+attention, tokens = maps(${JSON.stringify(json)})
+attention_b, tokens_b = maps(${JSON.stringify(`${json}.b`)})
 w = ${call}
 w.save_html(${JSON.stringify(out)})
 `;
@@ -99,5 +103,42 @@ test('save_html of head_view and model_view draw their views of every layer from
     } finally {
       await close();
     }
+  }
+});
+
+test('save_html of heatmap_view with compare_attention: two calls’ maps (MiniLM f32 and int8) side by side, and a difference cell reads B − A', async () => {
+  const f32 = cliJson('attend', '--model', 'models/minilm', '--text', TEXT);
+  const int8 = cliJson('attend', '--model', 'models/minilm', '--text', TEXT, '--weights', 'int8');
+  const call = 'attnviz.heatmap_view(attention, tokens, layer=3, heads=[1], label="MiniLM f32", compare_attention=attention_b, compare_tokens=tokens_b, compare_label="MiniLM int8")';
+  const { page, errors, close } = await openSaved(saveHtml(f32, call, 'compare', int8));
+  try {
+    await drawnAfter(page);
+    const label = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));
+    assert.match(label, /^Comparison of MiniLM f32 \(A\) and MiniLM int8 \(B\)\. .*Difference B − A · Layer 4 · head 2/);
+    assert.match(label, /Aligned token by token: A and B have the same tokens \(16\)/);
+    const a = f32.attentions.find((b) => b.layer === 3);
+    const b = int8.attentions.find((x) => x.layer === 3);
+    // The cell where the two differ most (its difference prints as a plain decimal).
+    let [i, j] = [0, 0];
+    for (let q = 0; q < a.query_len; q++) {
+      for (let k = 0; k < a.key_len; k++) if (Math.abs(cliAt(b, 1, q, k) - cliAt(a, 1, q, k)) > Math.abs(cliAt(b, 1, i, j) - cliAt(a, 1, i, j))) [i, j] = [q, k];
+    }
+    const at = await page.evaluate(([row, col]) => {
+      const el = document.getElementById('w');
+      const d = el.shell.geom().panels.find((p) => p.panel === 'd');
+      const c = el.shadowRoot.querySelector('canvas').getBoundingClientRect();
+      window.scrollTo(0, Math.max(0, c.top + window.scrollY + d.y + d.g.top + row * d.g.cell - 200));
+      const c2 = el.shadowRoot.querySelector('canvas').getBoundingClientRect();
+      return { x: c2.left + d.x + d.g.left + (col + 0.5) * d.g.cell, y: c2.top + d.y + d.g.top + (row + 0.5) * d.g.cell };
+    }, [i, j]);
+    await page.mouse.move(at.x, at.y);
+    await page.waitForFunction(() => /^B − A, query/.test(document.getElementById('w').shadowRoot.querySelector('.readout').textContent));
+    const text = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent);
+    const m = /: ([+−-][\d.]+) \(A ([\d.]+), B ([\d.]+)\)/.exec(text);
+    assert.ok(m, text);
+    assert.ok(Math.abs(Number(m[2]) - cliAt(a, 1, i, j)) < 6e-4 && Math.abs(Number(m[3]) - cliAt(b, 1, i, j)) < 6e-4, `${text}; given A ${cliAt(a, 1, i, j)}, B ${cliAt(b, 1, i, j)}`);
+    assert.deepEqual(errors, []);
+  } finally {
+    await close();
   }
 });

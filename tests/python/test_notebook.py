@@ -157,3 +157,26 @@ def test_the_bundle_is_one_module():
     # anywidget imports it from a string: it can import nothing by a relative path.
     assert not re.search(r"""^\s*import\s.*from\s*['"]\.""", code, re.M)
     assert "export" in code and "render" in code
+
+
+def test_a_second_calls_maps_go_as_b_after_a_in_the_one_buffer():
+    a, b = softmax_maps(seed=1), softmax_maps(seed=2)
+    w = attnviz.heatmap_view(a, TOKENS, compare_attention=b, compare_tokens=["[CLS]", "a", "dog", "[SEP]"], compare_label="fine-tuned")
+    assert [x["arg"] for x in w.spec["blocks"]] == ["attention"] * 2 + ["compare_attention"] * 2
+    assert w.spec["compare"] == {"tokens": ["[CLS]", "a", "dog", "[SEP]"], "label": "fine-tuned"}
+    back = np.frombuffer(w.data, dtype="<f4").reshape(4, 3, 4, 4)
+    np.testing.assert_array_equal(back[2:], np.stack([x[0] for x in b]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"compare_attention": softmax_maps(layers=3)}, r"compare_tokens must be"),
+        ({"compare_attention": softmax_maps(layers=3), "compare_tokens": TOKENS}, r"compare_attention has 3 layers × 3 heads; attention has 2 × 3"),
+        ({"compare_tokens": TOKENS}, r"compare_tokens is given without compare_attention"),
+        ({"compare_attention": softmax_maps(q=5, k=5), "compare_tokens": TOKENS}, r"compare_attention\[0\]"),
+    ],
+)
+def test_a_comparison_that_does_not_fit_is_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        attnviz.head_view(softmax_maps(), TOKENS, **kwargs)

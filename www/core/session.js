@@ -367,13 +367,22 @@ export class Session {
    */
   showSupplied(data) {
     let result;
+    let compare = null;
     try {
       result = suppliedResult(data);
+      // A second set to compare with (data.compare: another call's maps), drawn as B.
+      if (data.compare) {
+        try {
+          compare = suppliedResult({ causal: data.causal, ...data.compare });
+        } catch (e) {
+          throw new Error(`compare: ${e.message}`, { cause: e });
+        }
+      }
     } catch (e) {
       this.fail(e);
       throw e;
     }
-    this.supplied = { label: result.model, specials: suppliedSpecials(data) };
+    this.supplied = { label: result.model, specials: suppliedSpecials(data), compare };
     this.loadSeq += 1; // a model load under way is of no use now
     this.manifest = null;
     this.info = null;
@@ -396,6 +405,7 @@ export class Session {
   /** What B is: 'model' (the text itself, by the other weights or model state.compareModel
    *  names), 'text' (sentence B, by A's model) or null (no comparison). */
   comparing(s = this.state) {
+    if (this.supplied) return this.supplied.compare ? 'supplied' : null; // B given with A, or none
     const cm = s.compareModel;
     if (cm && !(['int8', 'exact'].includes(cm) && this.manifest && !hasInt8(this.manifest))) return 'model';
     return s.compare ? 'text' : null;
@@ -423,6 +433,7 @@ export class Session {
 
   /** Is B's answer the one the state asks for? (one with value norms serves raw weights too) */
   compareFresh() {
+    if (this.supplied) return true; // B, if any, was given with A
     const s = this.state;
     return this.compareFor === this.compareKey() || (s.measure !== 'value-norm' && this.compareFor === this.compareKey({ ...s, measure: 'value-norm' }));
   }
@@ -681,6 +692,10 @@ export class Session {
     const s = this.state;
     const what = this.comparing();
     if (!what || !COMPARE_VIEWS.includes(s.view) || !this.resultFor) return null;
+    if (what === 'supplied') {
+      const b = this.supplied.compare;
+      return { what, nameA: this.supplied.label, nameB: b.model, text: b.text, textA: this.resultFor.text, result: this.shownResult(b), drawnText: b.text, stale: false, error: null, progress: null };
+    }
     const modelB = what === 'model' ? this.compareModelKey() : this.resultFor.model;
     const r = this.compareResult && this.compareDrawnModel === modelB ? this.compareResult : null;
     const names = what === 'model' ? { nameA: this.keyName(this.resultFor.model, true), nameB: this.keyName(modelB, true) } : {};

@@ -12,7 +12,10 @@
 // [1][heads][queries][keys], as PyTorch returns it, is taken too) or { shape: [heads, queries,
 // keys], data } with data a Float32Array or numbers, row-major. `causal`: the stack is a decoder
 // (its maps are drawn masked above the diagonal). `specials`: the tokens "hide special tokens"
-// hides. Anything that does not fit throws an Error that names the argument and what was expected.
+// hides. `compare`: a second set of one stack ({ tokens, attention, label? }: another sentence,
+// model or checkpoint), drawn as B beside it in the head view and the heatmap with the difference
+// map (Session.showSupplied). Anything that does not fit throws an Error that names the argument
+// and what was expected.
 
 const ROW_SUM_TOLERANCE = 1e-2; // float16 maps sum to 1 within about 1e-3
 export const MAX_SUPPLIED_TOKENS = 1024;

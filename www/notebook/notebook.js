@@ -5,7 +5,8 @@
 //
 // The model it is given (anywidget's, or save_html's stand-in with the same get/on):
 //   spec: { blocks: [{ arg, heads, q, k }], tokens, encoder_tokens, decoder_tokens, causal, label,
-//           specials, attributes: { view, layer, head, height, … }, heads: [h…] | null }
+//           specials, attributes: { view, layer, head, height, … }, heads: [h…] | null,
+//           compare: { tokens, label } (B: its blocks' arg is compare_attention) }
 //   data: every block's [heads, q, k] float32 maps, one after another, little-endian (a
 //         DataView or bytes: anywidget's binary buffer, or save_html's decoded base64)
 // A live widget (attnviz.show: a model runs in this browser, on the text the reader types):
@@ -37,6 +38,11 @@ export function suppliedFromSpec(spec, buffer) {
     if (offset + n > all.length) throw new Error(`the data holds ${all.length} numbers; ${arg} needs ${offset + n}`);
     (out[arg] ||= []).push({ shape: [heads, q, k], data: all.subarray(offset, offset + n) });
     offset += n;
+  }
+  // A second call's maps to compare with (head_view(..., compare_attention=, compare_tokens=)).
+  if (out.compare_attention) {
+    out.compare = { ...spec.compare, attention: out.compare_attention };
+    delete out.compare_attention;
   }
   return out;
 }

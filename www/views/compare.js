@@ -63,7 +63,7 @@ export function difference(input, state) {
   if (!c || !c.result) return null;
   const mA = matrixOf(input, state);
   const mB = matrixOf(inputB(input), state);
-  if (!mA || !mB) return { m: null, text: `No attention of this kind${c.what === 'model' ? ', layer or head in one of the two models' : ' in one of the two sentences'}: no difference map.` };
+  if (!mA || !mB) return { m: null, text: `No attention of this kind${c.what === 'text' ? ' in one of the two sentences' : ', layer or head in one of the two'}: no difference map.` };
   const a = mA.prep;
   const b = mB.prep;
   if (a.rows !== b.rows || a.cols !== b.cols) {
@@ -229,6 +229,6 @@ export function describe(input, state) {
   const b = c.result ? base.describe(inputB(input), state) : 'being computed';
   const diff = d && d.m ? `${d.m.title} (diverging: blue where B attends less, red where more, ±${fmt(d.m.max, 3)}). ${d.text}` : d ? d.text : '';
   const cut = (t) => t.replace(/\.$/, '');
-  const what = c.what === 'model' ? `Comparison of ${c.nameA} (A) and ${c.nameB} (B) on one text` : 'Comparison of two sentences';
+  const what = c.what === 'model' ? `Comparison of ${c.nameA} (A) and ${c.nameB} (B) on one text` : c.what === 'supplied' ? `Comparison of ${c.nameA} (A) and ${c.nameB} (B)` : 'Comparison of two sentences';
   return `${what}. A: ${cut(base.describe(input, state))}. B: ${cut(b)}. ${diff}`;
 }
