@@ -2,8 +2,9 @@
 // opens a notebook that calls attnviz.heatmap_view on the native CLI's MiniLM maps, runs it, and
 // in headless Chromium the widget draws in the cell's output and reads out, under the pointer,
 // the numbers given; and one that calls attnviz.show, which runs MiniLM itself in the notebook's
-// browser (the kernel sends the worker, the wasm and the model), live as the reader types.
-// JupyterLab comes from .venv (tests/reference/requirements.txt pins it).
+// browser (the kernel sends the worker, the wasm and the model), live as the reader types; and
+// the same server's Jupyter Notebook 7 front end draws heatmap_view too. JupyterLab and Notebook
+// come from .venv (tests/reference/requirements.txt pins them).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -38,7 +39,7 @@ before(async () => {
   const port = await freePort();
   lab = spawn(path.join(ROOT, '.venv', 'bin', 'jupyter'), [
     'lab', '--no-browser', '--allow-root', '--LabApp.extension_manager=readonly', '--ServerApp.ip=127.0.0.1', `--ServerApp.port=${port}`, `--IdentityProvider.token=${TOKEN}`,
-    `--ServerApp.root_dir=${dir}`, '--LabApp.expose_app_in_browser=True', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate',
+    `--ServerApp.root_dir=${dir}`, '--LabApp.expose_app_in_browser=True', '--JupyterNotebookApp.expose_app_in_browser=True', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate',
   ], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, JUPYTER_CONFIG_DIR: path.join(dir, '.jupyter'), JUPYTER_RUNTIME_DIR: path.join(dir, '.runtime'), PYTHONPATH: path.join(ROOT, 'python') } });
   let log = '';
   lab.stderr.setEncoding('utf8').on('data', (d) => { log += d; });
@@ -71,7 +72,7 @@ after(async () => {
 
 /** Write notebook `name` with one code cell of `source`, open it in JupyterLab, run it, and hand
  *  over the page once its <attention-viz> (given id 'w') has drawn; the context is closed after. */
-async function runNotebook(name, source, use) {
+async function runNotebook(name, source, use, { ui = 'lab' } = {}) {
   const notebook = {
     nbformat: 4, nbformat_minor: 5,
     metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
@@ -82,7 +83,8 @@ async function runNotebook(name, source, use) {
   const page = await context.newPage();
   try {
     // A workspace of its own (reset): no notebook of an earlier test is reopened beside it.
-    await page.goto(`${url}/lab/workspaces/${name.replace(/\W/g, '-')}/tree/${name}?token=${TOKEN}&reset`);
+    // Notebook 7 (ui: 'notebook') opens one notebook per page anyway.
+    await page.goto(ui === 'lab' ? `${url}/lab/workspaces/${name.replace(/\W/g, '-')}/tree/${name}?token=${TOKEN}&reset` : `${url}/notebooks/${name}?token=${TOKEN}`);
     // The notebook is open and its kernel idle, then every cell is run.
     await page.waitForFunction(() => {
       const app = window.jupyterapp;
@@ -160,4 +162,22 @@ test('in JupyterLab, attnviz.show on a Hugging Face folder of the reader’s run
     assert.ok(got.text.includes(`“${cli.tokens.source[1]}” (2) → key “${cli.tokens.source[2]}” (3)`), got.text);
     assert.ok(Math.abs(got.value - cliAt(block, 3, 1, 2)) < 6e-4, `${got.text}; CLI ${cliAt(block, 3, 1, 2)}`);
   });
+});
+
+test('in Jupyter Notebook 7 (the same server), heatmap_view draws in the cell output and reads out the numbers given', { timeout: 240_000 }, async () => {
+  const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat on the mat.');
+  writeFileSync(path.join(dir, 'cli7.json'), JSON.stringify(cli));
+  const source = [
+    'import json\nimport numpy as np\nimport attnviz\n',
+    'r = json.load(open("cli7.json"))\n',
+    'blocks = sorted((b for b in r["attentions"] if b["kind"] == "encoder_self"), key=lambda b: b["layer"])\n',
+    'attention = tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)\n',
+    'attnviz.heatmap_view(attention, r["tokens"]["source"], layer=1, heads=[2], label="MiniLM in Notebook 7")',
+  ];
+  await runNotebook('nb7.ipynb', source, async (page) => {
+    assert.match((await widgetState(page)).foot, /MiniLM in Notebook 7/);
+    const block = cli.attentions.find((b) => b.kind === 'encoder_self' && b.layer === 1);
+    const got = await hoverCell(page, 2, 3);
+    assert.ok(Math.abs(got.value - cliAt(block, 2, 2, 3)) < 6e-4, `${got.text}; given ${cliAt(block, 2, 2, 3)}`);
+  }, { ui: 'notebook' });
 });
