@@ -7,8 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
 import { cliJson, cliBlock, cliAt, waitDrawn } from './cli-helpers.mjs';
+import { drawnAfter } from './widget-helpers.mjs';
 
 let server;
 let browser;
@@ -192,5 +193,30 @@ test('cross view: Save PNG is the view on screen, Save SVG holds the tokens as t
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();
+  }
+});
+
+test('widget: its PNG and SVG buttons save the view as the page does, each naming the model, weights, view and text', async () => {
+  const text = 'The cat sat on the mat.';
+  const w = await openWidget(browser, server.url, { model: 'minilm', text, view: 'heatmap', layer: '2', head: '3' });
+  const { page } = w;
+  try {
+    await drawnAfter(page);
+    const said = `attnviz · all-MiniLM-L6-v2 · exact f32 weights · Heatmap: “${text}”`;
+    const png = await save(page, 'attention-viz button[aria-label="Save PNG"]');
+    assert.equal(png.name, 'attnviz-minilm-l6-f32-heatmap-encoder_self-l2-h3.png');
+    assert.equal(pngText(png.bytes).Description, said);
+    const size = await page.evaluate(() => { const c = document.getElementById('w').shadowRoot.querySelector('canvas'); return [c.width, c.height]; });
+    assert.deepEqual([png.bytes.readUInt32BE(16), png.bytes.readUInt32BE(20)], size, 'the PNG is the canvas, pixel for pixel in size');
+    assert.match(await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent), /^PNG saved \(\d+×\d+ px\)\.$/);
+    const svgFile = await save(page, 'attention-viz button[aria-label="Save SVG"]');
+    assert.equal(svgFile.name, 'attnviz-minilm-l6-f32-heatmap-encoder_self-l2-h3.svg');
+    const svg = await parseSvg(page, svgFile.bytes.toString('utf8'));
+    assert.equal(svg.error, undefined, svg.error);
+    assert.equal(svg.desc, said);
+    const texts = svg.texts.map((t) => t.text);
+    for (const tok of ['[CLS]', 'cat', 'mat', '[SEP]']) assert.ok(texts.includes(tok), `the SVG names the token ${tok}`);
+  } finally {
+    await w.close();
   }
 });

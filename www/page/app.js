@@ -5,7 +5,7 @@
 
 import { Session } from '../core/session.js';
 import { mountGenerationPanel } from '../shell/generation-panel.js';
-import { bindCompareBox, bindTextBox, download, exportName, pngBlob, toSvg } from '../shell/render.js';
+import { bindCompareBox, bindTextBox, saveView } from '../shell/render.js';
 import { mountShell } from '../shell/host.js';
 import { keepForOffline } from '../shell/offline.js';
 import { decodeState, defaultState, encodeState, permalinkNotice } from '../core/state.js';
@@ -17,7 +17,7 @@ import { renderHeadsTable } from '../shell/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './open-model.js';
 import { configure } from '../worker/worker-client.js';
 import { later, listen, timings } from '../core/timing.js';
-import { buildText, exportLabel, generationText, modelLabel } from '../shell/prose.js';
+import { buildText, generationText, modelLabel } from '../shell/prose.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -248,21 +248,14 @@ function main() {
 
   listen('page', el.png, 'click', async () => {
     try {
-      const label = exportLabel(session);
-      const blob = await pngBlob(el.canvas, label.description);
-      download(blob, exportName(session.state, 'png', label.weightsTag));
-      el.msg.textContent = `PNG saved (${el.canvas.width}×${el.canvas.height} px).`;
+      el.msg.textContent = await saveView('png', { canvas: el.canvas, session, theme: shell.theme(), width: canvasWidth(el) });
     } catch (e) {
       el.msg.textContent = e.message;
     }
   });
-  listen('page', el.svg, 'click', () => {
+  listen('page', el.svg, 'click', async () => {
     try {
-      const st = { ...session.state, focus: session.state.pin };
-      const label = exportLabel(session);
-      const svg = toSvg(session.state.view, session.input(), st, shell.theme(), canvasWidth(el), label.description);
-      download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg', label.weightsTag));
-      el.msg.textContent = 'SVG saved.';
+      el.msg.textContent = await saveView('svg', { canvas: el.canvas, session, theme: shell.theme(), width: canvasWidth(el) });
     } catch (e) {
       el.msg.textContent = `SVG export failed: ${e.message}`;
     }

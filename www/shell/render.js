@@ -8,6 +8,7 @@ import { COMPARE_VIEWS } from '../views/compare.js';
 import { drain, isSteps, NEW_TASK, runSliced } from '../core/slices.js';
 import { capText, TEXT_MAX } from '../core/state.js';
 import { listen } from '../core/timing.js';
+import { exportLabel } from './prose.js';
 
 const LARGE_CANVAS_PX = 1_000_000;
 
@@ -218,6 +219,23 @@ function withText(png, keyword, text) {
   view.setUint32(8 + data.length, crc32(chunk.subarray(4, 8 + data.length)));
   const iend = png.length - 12; // the IEND chunk closes every PNG the canvas writes
   return new Blob([png.subarray(0, iend), chunk, png.subarray(iend)], { type: 'image/png' });
+}
+
+/**
+ * Save the view as a file, the page's and the widget's one way: 'png' (the canvas's pixels, with an
+ * iTXt Description of what drew them) or 'svg' (the view drawn again as vectors at `width` CSS
+ * px, the same sentence in its <desc>); the file name says the model, weights, view, kind, layer
+ * and head. → the sentence to show.
+ */
+export async function saveView(kind, { canvas, session, theme, width }) {
+  const label = exportLabel(session);
+  if (kind === 'png') {
+    download(await pngBlob(canvas, label.description), exportName(session.state, 'png', label.weightsTag));
+    return `PNG saved (${canvas.width}×${canvas.height} px).`;
+  }
+  const svg = toSvg(session.state.view, session.input(), { ...session.state, focus: session.state.pin }, theme, width, label.description);
+  download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg', label.weightsTag));
+  return 'SVG saved.';
 }
 
 /** attnviz-<model>[-int8|-f32]-<view>[-compare[-<B's weights or model>]]-<kind>-l<layer>-<head or mean>.<ext> */

@@ -39,7 +39,7 @@
 
 import { mountGenerationPanel } from '../shell/generation-panel.js';
 import { configure as configureWorker } from '../worker/worker-client.js';
-import { bindCompareBox, bindTextBox } from '../shell/render.js';
+import { bindCompareBox, bindTextBox, saveView } from '../shell/render.js';
 import { Session } from '../core/session.js';
 import { controlChoices, mountShell } from '../shell/host.js';
 import { keepForOffline } from '../shell/offline.js';
@@ -97,6 +97,7 @@ canvas { display: block; margin-inline: auto; }
 .wrap:has(canvas:focus-visible) { outline: 3px solid var(--av-accent); outline-offset: -3px; }
 canvas:focus-visible { outline: none; }
 .foot { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
+.foot .save button { font-size: 11px; padding: 0 6px; margin-right: 4px; }
 .msg { padding: 16px 8px; color: var(--av-muted); }
 .msg.err { color: var(--av-error); }
 .warn { padding: 6px 8px; border-bottom: 2px solid var(--av-warn-border); background: var(--av-warn-bg); color: var(--av-warn-fg); font-weight: 600; font-size: 13px; }
@@ -170,6 +171,12 @@ class AttentionViz extends HTMLElement {
     this.$.rank = mk('div', { className: 'heads-rank', hidden: true });
     this.$.foot = mk('div', { className: 'foot' });
     this.$.status = mk('span', {}, this.$.foot);
+    // Save the view as on the page: its pixels (PNG) or its vectors (SVG), each saying what drew it.
+    this.$.save = mk('span', { className: 'save' }, this.$.foot);
+    this.$.png = mk('button', { type: 'button', textContent: 'PNG' }, this.$.save);
+    this.$.png.setAttribute('aria-label', 'Save PNG');
+    this.$.svg = mk('button', { type: 'button', textContent: 'SVG' }, this.$.save);
+    this.$.svg.setAttribute('aria-label', 'Save SVG');
     this.$.credit = mk('span', {}, this.$.foot);
 
     this.session = new Session({ name: 'widget', unknownModel: 'error', onUpdate: (reason) => this.onUpdate(reason) });
@@ -180,7 +187,7 @@ class AttentionViz extends HTMLElement {
       box: this.$.wrap,
       themeRoot: this,
       // Read before syncControls changes the DOM: reading a size after it forces a layout.
-      width: () => Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600),
+      width: () => this.drawWidth(),
       sync: () => this.syncControls(),
       drawn: (geom, r, s) => this.drawn(r, s),
       failed: (e) => this.showError(e.message),
@@ -205,6 +212,15 @@ class AttentionViz extends HTMLElement {
     listen('widget', this.$.step, 'input', () => this.session.patch({ step: Number(this.$.step.value) }));
     bindTextBox(this.$.text, this.session);
     listen('widget', this.$.canvas, 'keydown', this.shell.key);
+    for (const [kind, button] of [['png', this.$.png], ['svg', this.$.svg]]) {
+      listen('widget', button, 'click', async () => {
+        try {
+          this.$.readout.textContent = await saveView(kind, { canvas: this.$.canvas, session: this.session, theme: this.shell.theme(), width: this.drawWidth() });
+        } catch (e) {
+          this.$.readout.textContent = `${kind.toUpperCase()} export failed: ${e.message}`;
+        }
+      });
+    }
   }
 
   connectedCallback() {
@@ -392,6 +408,11 @@ class AttentionViz extends HTMLElement {
     const d = details(this.session);
     const items = d.items.slice(0, 5).map((it) => `${it.label} ${it.weight.toFixed(2)}${it.extra ? ` (${it.extra})` : ''}`).join(', ');
     this.$.readout.textContent = items ? `${d.title}: ${items}` : d.hint || '';
+  }
+
+  /** The width the map is drawn at (CSS px), as the exports redraw it too. */
+  drawWidth() {
+    return Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600);
   }
 
   // After a drawing has finished (at 512 tokens, some tasks after it began).
