@@ -105,16 +105,23 @@ async function runNotebook(name, source, use, { ui = 'lab' } = {}) {
   }
 }
 
-test('in JupyterLab, heatmap_view on MiniLM maps draws in the cell output and reads out the numbers given', { timeout: 240_000 }, async () => {
-  const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat on the mat because it was warm.');
-  writeFileSync(path.join(dir, 'cli.json'), JSON.stringify(cli));
-  const source = [
+/** A cell that reads the CLI's answer `cli` (written to `name`) as PyTorch's output_attentions
+ *  would be (one [1, heads, q, k] array per layer) and ends with `call` on `attention`, `tokens`. */
+function cliMapsCell(cli, name, call) {
+  writeFileSync(path.join(dir, name), JSON.stringify(cli));
+  return [
     'import json\nimport numpy as np\nimport attnviz\n',
-    'r = json.load(open("cli.json"))\n',
+    `r = json.load(open(${JSON.stringify(name)}))\n`,
     'blocks = sorted((b for b in r["attentions"] if b["kind"] == "encoder_self"), key=lambda b: b["layer"])\n',
     'attention = tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)\n',
-    'attnviz.heatmap_view(attention, r["tokens"]["source"], layer=2, heads=[4], label="MiniLM in JupyterLab")',
+    'tokens = r["tokens"]["source"]\n',
+    call,
   ];
+}
+
+test('in JupyterLab, heatmap_view on MiniLM maps draws in the cell output and reads out the numbers given', { timeout: 240_000 }, async () => {
+  const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat on the mat because it was warm.');
+  const source = cliMapsCell(cli, 'cli.json', 'attnviz.heatmap_view(attention, tokens, layer=2, heads=[4], label="MiniLM in JupyterLab")');
   await runNotebook('attention.ipynb', source, async (page) => {
     assert.match((await widgetState(page)).foot, /MiniLM in JupyterLab/);
     const block = cli.attentions.find((b) => b.kind === 'encoder_self' && b.layer === 2);
@@ -166,14 +173,7 @@ test('in JupyterLab, attnviz.show on a Hugging Face folder of the reader’s run
 
 test('in Jupyter Notebook 7 (the same server), heatmap_view draws in the cell output and reads out the numbers given', { timeout: 240_000 }, async () => {
   const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat on the mat.');
-  writeFileSync(path.join(dir, 'cli7.json'), JSON.stringify(cli));
-  const source = [
-    'import json\nimport numpy as np\nimport attnviz\n',
-    'r = json.load(open("cli7.json"))\n',
-    'blocks = sorted((b for b in r["attentions"] if b["kind"] == "encoder_self"), key=lambda b: b["layer"])\n',
-    'attention = tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)\n',
-    'attnviz.heatmap_view(attention, r["tokens"]["source"], layer=1, heads=[2], label="MiniLM in Notebook 7")',
-  ];
+  const source = cliMapsCell(cli, 'cli7.json', 'attnviz.heatmap_view(attention, tokens, layer=1, heads=[2], label="MiniLM in Notebook 7")');
   await runNotebook('nb7.ipynb', source, async (page) => {
     assert.match((await widgetState(page)).foot, /MiniLM in Notebook 7/);
     const block = cli.attentions.find((b) => b.kind === 'encoder_self' && b.layer === 1);
