@@ -21,10 +21,12 @@ import { addModels, configure, openModel } from '../worker/worker-client.js';
 const HANDED_OVER = 'https://attnviz.invalid/';
 let started = false; // the worker is configured once per page: every live widget shares it
 
-/** The float32 numbers of the buffer, copied to an aligned array (a DataView may start anywhere). */
+/** The float32 numbers of the buffer: a view of it where it starts on a 4-byte boundary (as
+ *  anywidget's buffers do; at 512 tokens × 144 maps a copy took 80 ms), else an aligned copy. */
 function floats(buffer) {
-  const bytes = buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  return new Float32Array(bytes.slice().buffer);
+  const [buf, offset, length] = buffer instanceof ArrayBuffer ? [buffer, 0, buffer.byteLength] : [buffer.buffer, buffer.byteOffset, buffer.byteLength];
+  if (offset % 4 === 0) return new Float32Array(buf, offset, length >> 2);
+  return new Float32Array(new Uint8Array(buf, offset, length).slice().buffer);
 }
 
 /** spec + data → what showAttention takes: each argument's layers as { shape, data } views. */
