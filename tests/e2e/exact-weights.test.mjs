@@ -133,6 +133,8 @@ test('page: “this text: int8 (A) vs exact f32 weights (B)” draws both maps a
     await page.selectOption('#compare-model', 'exact');
     await waitDrawn(page, () => { const p = window.attnvizDebug.comparePanels(); return p && p.length === 3; });
     assert.match(await page.evaluate(() => location.hash), /[#&]cm=exact(&|$)/);
+    // A is int8 by the comparison's choice: the status line says so, not that exact ones come next.
+    assert.match(await status(page), /^all-MiniLM-L6-v2 · int8 weights · 16 tokens/);
     assert.equal(await page.isHidden('#compare'), true, 'the second sentence box is not asked for: B is this text');
     const aria = await page.getAttribute('canvas#view', 'aria-label');
     assert.match(aria, /^Comparison of all-MiniLM-L6-v2, int8 weights \(A\) and all-MiniLM-L6-v2, exact f32 weights \(B\) on one text\./);

@@ -79,6 +79,7 @@ function ggufWeights(m) {
 function exactNote(session) {
   const e = session.exact;
   if (session.state.weights !== 'auto' || !session.manifest || e.model !== session.manifest.id) return null;
+  if (session.state.compareModel === 'int8' || session.state.compareModel === 'exact') return null; // A's weights are the comparison's
   if (e.phase === 'loading') return `exact f32 weights loading: ${mib(e.loaded)} / ${mib(e.total)}`;
   if (e.phase === 'skipped') return `exact f32 weights not fetched on ${e.why}: pick “exact” weights to fetch them`;
   if (e.phase === 'failed') return `the exact f32 weights could not be loaded: ${e.why}`;
