@@ -451,10 +451,11 @@ export class Session {
     const text = this.compareText();
     const gen = this.genParams();
     const valueNorms = this.state.measure === 'value-norm';
+    const loadFirst = this.comparing() === 'model';
     const ask = async () => {
       // Other weights or another model: loaded first, outside the worker's queue of forwards (A's
       // maps keep moving while its files download).
-      if (this.comparing() === 'model') {
+      if (loadFirst) {
         await loadModel(model, (p) => {
           this.compareProgress = { loaded: p.loaded, total: p.total };
           this.emit('status');
@@ -698,18 +699,17 @@ export class Session {
     }
     const modelB = what === 'model' ? this.compareModelKey() : this.resultFor.model;
     const r = this.compareResult && this.compareDrawnModel === modelB ? this.compareResult : null;
-    const names = what === 'model' ? { nameA: this.keyName(this.resultFor.model, true), nameB: this.keyName(modelB, true) } : {};
+    const names = what === 'model' ? { nameA: this.keyName(this.resultFor.model), nameB: this.keyName(modelB) } : {};
     return { what, ...names, text: this.compareText(), textA: this.resultFor.text, result: r && this.shownResult(r), drawnText: r ? this.compareDrawnText : null, stale: !!r && !this.compareFresh(), error: this.compareError, progress: this.compareProgress };
   }
 
-  /** A model key as the page names it: 'int8 weights' / 'exact f32 weights' for the current model
-   *  (with `model`: its name first; another model always has it), or the model's name. */
-  keyName(key, model = false) {
+  /** A model key as a comparison's sides name it: the model's name, and its weights where it has a
+   *  choice ('all-MiniLM-L6-v2, int8 weights'). */
+  keyName(key) {
     const [id, exact] = String(key).split('@');
     const m = this.findModel(id);
     if (!m) return id;
-    const weights = weightsName(m, exact ? 'exact' : 'int8');
-    return [model || m.id !== this.state.model ? m.name || m.id : null, weights].filter(Boolean).join(', ') || m.name || m.id;
+    return [m.name || m.id, weightsName(m, exact ? 'exact' : 'int8')].filter(Boolean).join(', ');
   }
 
   /** The view state as drawn, with the transient hover focus. */
