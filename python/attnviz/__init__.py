@@ -4,6 +4,8 @@
     attnviz.head_view(outputs.attentions, tokens)        # BertViz's call, same argument names
     attnviz.model_view(outputs.attentions, tokens)       # every layer and head at once
     attnviz.heatmap_view(outputs.attentions, tokens, layer=3, heads=[1])
+    attnviz.head_overview(outputs.attentions, tokens)    # what each head does: sink, previous, …
+    pandas.DataFrame(attnviz.head_scores(outputs.attentions, tokens))   # its numbers
     attnviz.heatmap_view(a.attentions, tokens, compare_attention=b.attentions, compare_tokens=tokens_b)  # B beside A, B − A
     w = attnviz.head_view(...); w.save_html("attention.html")   # one file, works offline
     attnviz.show("The cat sat on the mat.", model="minilm")   # attnviz's own model, live as you type
@@ -36,7 +38,9 @@ import anywidget
 import numpy as np
 import traitlets
 
-__all__ = ["AttentionWidget", "head_view", "model_view", "heatmap_view", "show"]
+from .heads import guess_specials, score_block
+
+__all__ = ["AttentionWidget", "head_view", "model_view", "heatmap_view", "head_overview", "head_scores", "show"]
 __version__ = "0.1.0"
 
 _STATIC = pathlib.Path(__file__).parent / "static"
@@ -156,7 +160,7 @@ def _check(maps: list, name: str, queries: list, keys: list, qname: str, kname: 
             raise ValueError(f"{at}: the row of head {h}, query {q} sums to {sums[h, q]:.4f}; attention rows sum to 1 (the softmax's output)")
 
 
-def _widget(
+def _checked(
     view: str,
     attention=None,
     tokens=None,
@@ -179,7 +183,7 @@ def _widget(
     compare_label=None,
 ) -> AttentionWidget:
     blocks, arrays = [], []
-    spec: dict = {"label": label or "attention", "specials": list(specials or []), "causal": bool(causal)}
+    spec: dict = {"label": label or "attention", "causal": bool(causal)}
     two_stacks = any(a is not None for a in (encoder_attention, decoder_attention, cross_attention))
     if two_stacks:
         if attention is not None:
@@ -219,6 +223,13 @@ def _widget(
             blocks.append({"arg": name, "heads": int(a.shape[0]), "q": int(a.shape[1]), "k": int(a.shape[2])})
             arrays.append(a)
     spec["blocks"] = blocks
+    # Special tokens ("hide special tokens", the head overview's sink score): as given, else the
+    # tokens written as tokenizers write them ([CLS], </s>, <|endoftext|>).
+    shown = [t for key in ("tokens", "encoder_tokens", "decoder_tokens") for t in spec.get(key) or []]
+    if specials is not None and (isinstance(specials, (str, bytes)) or not all(isinstance(t, str) for t in specials)):
+        raise ValueError("specials must be a list of token strings (the model's special tokens)")
+    spec["specials"] = list(specials) if specials is not None else guess_specials(shown)
+    spec["head_scores"] = _head_scores(blocks, arrays, spec)
     if compare_attention is not None:
         a_shape = [(b["heads"]) for b in blocks if b["arg"] == "attention"]
         b_shape = [(b["heads"]) for b in blocks if b["arg"] == "compare_attention"]
@@ -244,8 +255,38 @@ def _widget(
         "height": height,
     }
     spec["heads"] = heads
+    return spec, arrays
+
+
+def _widget(*args, **kwargs) -> AttentionWidget:
+    """The widget drawing what _checked took: its spec, and every map in one float32 buffer."""
+    spec, arrays = _checked(*args, **kwargs)
     data = b"".join(a.astype("<f4", copy=False).tobytes() for a in arrays)
     return AttentionWidget(spec=spec, data=data)
+
+
+def head_scores(attention=None, tokens=None, **kwargs) -> list:
+    """The head overview's numbers as a list of dicts, one per head (for a pandas DataFrame, or the
+    "head_scores" of a JSON file the widget draws): kind, layer, head, entropy, broad, first,
+    special, previous, next, self, delimiter, induction (None: ours only), label, score. Takes
+    what head_view takes (one stack, or encoder_attention=, decoder_attention=, cross_attention=)."""
+    return _checked("heads", attention, tokens, **kwargs)[0]["head_scores"]
+
+
+# Each argument's blocks: their kind, and the tokens that are their keys.
+_KINDS = {"encoder_attention": ("encoder_self", "encoder_tokens"), "decoder_attention": ("decoder_self", "decoder_tokens"), "cross_attention": ("cross", "encoder_tokens")}
+
+
+def _head_scores(blocks: list, arrays: list, spec: dict) -> list:
+    """The head overview's scores of every block of A (attnviz.heads; src/heads.rs for our forwards)."""
+    out, layers = [], {}
+    for block, a in zip(blocks, arrays):
+        if block["arg"] == "compare_attention":
+            continue
+        kind, keys = _KINDS.get(block["arg"], ("decoder_self" if spec["causal"] else "encoder_self", "tokens"))
+        layer = layers[kind] = layers.get(kind, -1) + 1
+        out += score_block(a, kind, layer, spec[keys], spec["specials"])
+    return out
 
 
 def head_view(attention=None, tokens=None, sentence_b_start=None, layer=None, heads=None, **kwargs) -> AttentionWidget:
@@ -265,6 +306,16 @@ def heatmap_view(attention=None, tokens=None, layer=None, heads=None, **kwargs) 
     """One head (the first of `heads`, else the first) of one layer as a queries × keys heatmap,
     each weight read out under the pointer; the widget's Head control also offers the mean."""
     return _widget("heatmap", attention, tokens, None, layer, heads, **kwargs)
+
+
+def head_overview(attention=None, tokens=None, **kwargs) -> AttentionWidget:
+    """Every head of every layer as one cell, coloured by what it mostly does on this text (sink,
+    previous, next or the token itself, delimiters, broad or mixed) and shaded by the share of
+    weight behind that; hover reads out a head's scores, click opens it in the head view, and a
+    ranking sorts the heads by any score. The scores are computed here (attnviz.heads: the
+    definitions of `attnviz heads`, src/heads.rs); special tokens are specials=, else the tokens
+    written like [CLS], </s> or <|endoftext|>."""
+    return _widget("heads", attention, tokens, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------- show

@@ -142,3 +142,42 @@ test('save_html of heatmap_view with compare_attention: two calls’ maps (MiniL
     await close();
   }
 });
+
+test('save_html of head_overview: the kernel’s head scores are the CLI’s (`attnviz heads`); hovering a cell reads them out, the ranking lists every head, and a click opens the head', async () => {
+  const cli = cliJson('attend', '--model', 'models/minilm', '--text', TEXT);
+  const heads = cliJson('heads', '--model', 'models/minilm', '--text', TEXT).heads;
+  const { page, errors, close } = await openSaved(saveHtml(cli, 'attnviz.head_overview(attention, tokens, label="MiniLM, from the CLI")', 'overview'));
+  try {
+    await drawnAfter(page);
+    const shadow = (sel) => page.evaluate((s) => document.getElementById('w').shadowRoot.querySelector(s)?.textContent ?? null, sel);
+    const label = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));
+    assert.match(label, /^Head overview, encoder self-attention: 6 layers × 12 heads/);
+    await page.waitForFunction(() => document.getElementById('w').shadowRoot.querySelectorAll('.heads-rank tbody tr').length === 72);
+    const geom = await page.evaluate(() => document.getElementById('w').shell.geom());
+    const box = await page.evaluate(() => {
+      const r = document.getElementById('w').shadowRoot.querySelector('canvas').getBoundingClientRect();
+      return { x: r.left, y: r.top };
+    });
+    for (const [layer, head] of [[0, 0], [2, 7], [5, 11]]) {
+      await page.mouse.move(box.x + geom.left + (head + 0.5) * geom.cell, box.y + geom.top + (layer + 0.5) * geom.cell);
+      await page.waitForFunction((want) => document.getElementById('w').shadowRoot.querySelector('.readout').textContent.startsWith(want), `Layer ${layer + 1}, head ${head + 1}:`);
+      const text = await shadow('.readout');
+      const want = heads.find((h) => h.layer === layer && h.head === head);
+      const m = /^Layer \d+, head \d+: (\w+) \(([\d.]+)\)/.exec(text);
+      assert.ok(m, text);
+      assert.equal(m[1], want.label, text);
+      assert.ok(Math.abs(Number(m[2]) - want.score) < 6e-3, `${text}; the CLI: ${want.label} ${want.score}`);
+      for (const key of ['entropy', 'first', 'previous', 'delimiter']) {
+        const v = new RegExp(`${key} ([\\d.]+)`).exec(text);
+        assert.ok(v && Math.abs(Number(v[1]) - want[key]) < 6e-3, `${key} in ${text}; the CLI: ${want[key]}`);
+      }
+    }
+    await page.mouse.click(box.x + geom.left + 3.5 * geom.cell, box.y + geom.top + 1.5 * geom.cell);
+    await page.waitForFunction(() => document.getElementById('w').viewState.view === 'head');
+    const s = await page.evaluate(() => document.getElementById('w').viewState);
+    assert.deepEqual([s.layer, s.head], [1, 3]);
+    assert.deepEqual(errors, []);
+  } finally {
+    await close();
+  }
+});

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { openWidget, useServerAndBrowser } from './harness.mjs';
 import { cliAt, cliJson } from './cli-helpers.mjs';
 import { drawnAfter, hoverCell, widgetState } from './widget-helpers.mjs';
-import { suppliedResult } from '../../www/core/supplied.js';
+import { suppliedHeads, suppliedResult } from '../../www/core/supplied.js';
 
 let server;
 let browser;
@@ -135,6 +135,23 @@ test('attention that does not fit is refused with the argument and what was expe
   assert.match(refused({ tokens, attention: [{ shape: [1, 3, 3], data: new Float32Array(8) }] }), /attention\[0\]\.data holds 8 numbers; its shape \[1,3,3\] needs 9/);
   assert.equal(refused({ tokens, attention: [[row]], causal: true }), 'accepted');
   assert.equal(suppliedResult({ tokens, attention: [[row]], causal: true }).attentions[0].kind, 'decoder_self');
+  // Head scores given with the maps (the head overview's): one per head, of these maps' kinds.
+  const scored = (heads) => {
+    const data = { tokens, attention: [[row, row]], head_scores: heads };
+    try {
+      return suppliedHeads(data, suppliedResult(data));
+    } catch (e) {
+      return e.message;
+    }
+  };
+  const head = (h, more = {}) => ({ kind: 'encoder_self', layer: 0, head: h, entropy: 0.5, label: 'sink', score: 0.6, ...more });
+  assert.equal(scored([head(0), head(1)]).heads.length, 2);
+  assert.equal(scored(undefined), null, 'no scores: no head overview');
+  assert.match(scored([head(0)]), /head_scores must hold one score object per head of every layer \(2\)/);
+  assert.match(scored([head(0), head(0)]), /head_scores\[1\] is encoder_self, layer 0, head 0: not a head of these maps, or given twice/);
+  assert.match(scored([head(0), head(1, { kind: 'cross' })]), /head_scores\[1\] is cross, layer 0, head 1/);
+  assert.match(scored([head(0), head(1, { label: 'copying' })]), /head_scores\[1\]\.label is "copying"; one of sink, previous/);
+  assert.match(scored([head(0, { entropy: NaN }), head(1)]), /head_scores\[0\]\.entropy is NaN; scores are finite/);
 
   const w = await openWidget(browser, server.url, {});
   const { page } = w;

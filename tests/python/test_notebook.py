@@ -108,6 +108,7 @@ def test_an_encoder_decoder_sends_its_three_kinds_in_order():
         (dict(tokens=TOKENS), r"attention is required"),
         (dict(attention=softmax_maps(), encoder_attention=softmax_maps(), encoder_tokens=TOKENS), r"give either attention"),
         (dict(cross_attention=softmax_maps(q=3), encoder_tokens=TOKENS), r"decoder_tokens must be a non-empty list"),
+        (dict(attention=softmax_maps(), tokens=TOKENS, specials="[CLS]"), r"specials must be a list of token strings"),
     ],
 )
 def test_what_does_not_fit_is_refused_with_the_argument_and_what_was_expected(kwargs, message):
@@ -180,3 +181,49 @@ def test_a_second_calls_maps_go_as_b_after_a_in_the_one_buffer():
 def test_a_comparison_that_does_not_fit_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         attnviz.head_view(softmax_maps(), TOKENS, **kwargs)
+
+
+def one_hot_maps(rows, k):
+    """One layer, one head: row i all on key rows[i]."""
+    a = np.zeros((1, 1, len(rows), k), np.float32)
+    for i, j in enumerate(rows):
+        a[0, 0, i, j] = 1.0
+    return (a,)
+
+
+def test_the_head_scores_go_with_the_maps_and_name_what_each_head_does():
+    tokens = ["[CLS]", "the", "cat", ",", "sat", "[SEP]"]
+    previous = one_hot_maps([0, 0, 1, 2, 3, 4], 6)[0]
+    on_sep = one_hot_maps([5] * 6, 6)[0]
+    w = attnviz.head_overview((np.concatenate([previous, on_sep], axis=1),), tokens)
+    assert w.spec["attributes"]["view"] == "heads"
+    assert w.spec["specials"] == ["[CLS]", "[SEP]"]  # guessed from how they are written
+    prev, sep = w.spec["head_scores"]
+    assert (prev["kind"], prev["layer"], prev["head"], prev["label"], prev["score"]) == ("encoder_self", 0, 0, "previous", 1.0)
+    # Row 0 has no previous key and is left out of the mean (as src/heads.rs does).
+    assert prev["entropy"] == 0.0 and prev["induction"] is None
+    assert (sep["label"], sep["special"], sep["delimiter"], sep["first"]) == ("sink", 1.0, 1.0, 0.0)
+    # A causal stack is decoder self-attention; each row uniform over what it sees is fully broad.
+    causal = np.tril(np.ones((12, 12), np.float32))
+    causal /= causal.sum(-1, keepdims=True)
+    (s,) = attnviz.head_scores((causal[None, None],), list("abcdefghijkl"), causal=True)
+    assert (s["kind"], s["label"], s["next"]) == ("decoder_self", "broad", 0.0) and abs(s["broad"] - 1) < 1e-6
+    # Given specials replace the guess.
+    assert attnviz.head_view((on_sep,), tokens, specials=["[SEP]"]).spec["specials"] == ["[SEP]"]
+
+
+def test_an_encoder_decoder_has_head_scores_of_each_kind_and_cross_attention_has_no_offsets():
+    scores = attnviz.head_scores(
+        encoder_attention=softmax_maps(layers=2, q=5, k=5, seed=1), decoder_attention=softmax_maps(layers=1, q=3, k=3, seed=2),
+        cross_attention=softmax_maps(layers=1, q=3, k=5, seed=3), encoder_tokens=list("abcd") + ["</s>"], decoder_tokens=list("xyz"),
+    )
+    assert [(s["kind"], s["layer"]) for s in scores] == [("encoder_self", 0)] * 3 + [("encoder_self", 1)] * 3 + [("decoder_self", 0)] * 3 + [("cross", 0)] * 3
+    cross = scores[-1]
+    assert (cross["previous"], cross["next"], cross["self"]) == (None, None, None)
+    # </s> is a delimiter of the keys (the encoder's tokens) and a special token.
+    assert cross["delimiter"] == pytest.approx(cross["special"]) and cross["special"] > 0
+
+
+def test_a_comparison_scores_a_only():
+    w = attnviz.head_view(softmax_maps(), TOKENS, compare_attention=softmax_maps(seed=5), compare_tokens=TOKENS)
+    assert len(w.spec["head_scores"]) == 2 * 3

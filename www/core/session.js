@@ -20,7 +20,7 @@ import { chartWasm, loadChartWasm } from '../views/chart-wasm.js';
 import { later, record } from './timing.js';
 import { cacheKey, LruCache } from './cache.js';
 import { Lane } from './lane.js';
-import { suppliedResult, suppliedSpecials } from './supplied.js';
+import { suppliedHeads, suppliedResult, suppliedSpecials } from './supplied.js';
 
 // Answers kept per session: step internals and head scores of the last texts and heads looked at,
 // and the position tables of the last models.
@@ -362,14 +362,17 @@ export class Session {
   /**
    * Draw attention computed elsewhere (supplied.js: a notebook's PyTorch maps, a page's JSON): no
    * model and no worker. The views that need a model's internals (step, query/key space,
-   * positions, head overview) and the value-weighted measure are not offered; a model still
+   * positions) and the value-weighted measure are not offered, nor the head overview unless the
+   * head scores come with the maps (the notebook's kernel computes them); a model still
    * loading is not drawn over it. Data that does not fit throws, and the status says why.
    */
   showSupplied(data) {
     let result;
     let compare = null;
+    let heads;
     try {
       result = suppliedResult(data);
+      heads = suppliedHeads(data, result);
       // A second set to compare with (data.compare: another call's maps), drawn as B.
       if (data.compare) {
         try {
@@ -382,7 +385,7 @@ export class Session {
       this.fail(e);
       throw e;
     }
-    this.supplied = { label: result.model, specials: suppliedSpecials(data), compare };
+    this.supplied = { label: result.model, specials: suppliedSpecials(data), compare, heads };
     this.loadSeq += 1; // a model load under way is of no use now
     this.manifest = null;
     this.info = null;
@@ -661,7 +664,7 @@ export class Session {
 
   /** The head overview: heads() of the drawn model, text and generation. */
   headsWanted() {
-    if (!viewFor(this.state.view).needsHeads) return null;
+    if (!viewFor(this.state.view).needsHeads || this.supplied) return null; // supplied: given with the maps
     const { model, text, gen } = this.resultFor;
     return { key: this.headsKey(), ask: () => this.channel.heads(model, text, gen) };
   }
@@ -675,7 +678,7 @@ export class Session {
       step: viewFor(this.state.view).needsStep ? this.stepData() : null,
       positions: needsPositions && this.resultFor ? this.positionTables.get(cacheKey(this.resultFor.model)) : null,
       charts: needsPositions ? chartWasm() : null,
-      heads: viewFor(this.state.view).needsHeads ? this.headScores.get(this.headsKey()) : null,
+      heads: !viewFor(this.state.view).needsHeads ? null : this.supplied ? this.supplied.heads : this.headScores.get(this.headsKey()),
       compare: this.compareInput(),
     };
   }
@@ -970,7 +973,8 @@ export class Session {
 
   /** Views that can show the current result, in tab order. */
   availableViews() {
-    const modelFree = (v) => !v.needsStep && !v.needsPositions && !v.needsHeads; // supplied attention has no model to ask
+    // Supplied attention has no model to ask: its head scores, if any, came with it.
+    const modelFree = (v) => !v.needsStep && !v.needsPositions && (!v.needsHeads || !!this.supplied.heads);
     return VIEWS.filter((v) => (!this.shape || viewAvailable(v, this.shape.kinds)) && (!this.supplied || modelFree(v)));
   }
 

@@ -14,10 +14,16 @@
 // (its maps are drawn masked above the diagonal). `specials`: the tokens "hide special tokens"
 // hides. `compare`: a second set of one stack ({ tokens, attention, label? }: another sentence,
 // model or checkpoint), drawn as B beside it in the head view and the heatmap with the difference
-// map (Session.showSupplied). Anything that does not fit throws an Error that names the argument
+// map (Session.showSupplied). `head_scores`: the head overview's scores of these maps, one object per
+// head as `attnviz heads` writes them (#/$defs/heads in schema/attend.schema.json; the notebook's
+// kernel computes them with attnviz.heads): without them that view is not offered. Anything that does not fit throws an Error that names the argument
 // and what was expected.
 
 const ROW_SUM_TOLERANCE = 1e-2; // float16 maps sum to 1 within about 1e-3
+/** Set (true) on data whose numbers were checked where it was made (the notebook's kernel checks
+ *  every weight before sending): the one pass over them is skipped, at 512 tokens × 144 maps a
+ *  100 ms task. A symbol, so that no JSON can claim it. */
+export const NUMBERS_CHECKED = Symbol('attention numbers checked where they were made');
 export const MAX_SUPPLIED_TOKENS = 1024;
 
 function tokenList(tokens, name) {
@@ -61,7 +67,7 @@ function layerMap(layer, name) {
 }
 
 /** The blocks of one kind: every layer's map checked against the tokens it is between. */
-function blocks(layers, name, kind, queries, keys, sides) {
+function blocks(layers, name, kind, queries, keys, sides, checked) {
   if (!Array.isArray(layers) || !layers.length) throw new Error(`${name} must be a list with one map per layer`);
   let heads = 0;
   return layers.map((layer, l) => {
@@ -74,7 +80,7 @@ function blocks(layers, name, kind, queries, keys, sides) {
     heads = m.heads;
     // One pass over every weight (37.7M at 512 tokens × 144 maps: kept to a tight loop).
     const d = m.data;
-    for (let r = 0, o = 0; r < m.heads * m.q; r++) {
+    for (let r = 0, o = 0; !checked && r < m.heads * m.q; r++) {
       let sum = 0;
       for (const end = o + m.k; o < end; o++) {
         const v = d[o];
@@ -92,6 +98,7 @@ function blocks(layers, name, kind, queries, keys, sides) {
 export function suppliedResult(data) {
   if (!data || typeof data !== 'object') throw new Error('showAttention needs { tokens, attention } or { encoder_tokens, encoder_attention, … }');
   const label = typeof data.label === 'string' && data.label ? data.label : 'supplied attention';
+  const checked = data[NUMBERS_CHECKED] === true;
   const twoStacks = 'encoder_attention' in data || 'decoder_attention' in data || 'cross_attention' in data;
   let source;
   let target = [];
@@ -100,17 +107,17 @@ export function suppliedResult(data) {
     if ('attention' in data) throw new Error('give either attention (one stack) or encoder_attention/decoder_attention/cross_attention, not both');
     source = tokenList(data.encoder_tokens, 'encoder_tokens');
     attentions = [];
-    if (data.encoder_attention) attentions.push(...blocks(data.encoder_attention, 'encoder_attention', 'encoder_self', source, source, ['source', 'source']));
+    if (data.encoder_attention) attentions.push(...blocks(data.encoder_attention, 'encoder_attention', 'encoder_self', source, source, ['source', 'source'], checked));
     if (data.decoder_attention || data.cross_attention) {
       target = tokenList(data.decoder_tokens, 'decoder_tokens');
-      if (data.decoder_attention) attentions.push(...blocks(data.decoder_attention, 'decoder_attention', 'decoder_self', target, target, ['target', 'target']));
-      if (data.cross_attention) attentions.push(...blocks(data.cross_attention, 'cross_attention', 'cross', target, source, ['target', 'source']));
+      if (data.decoder_attention) attentions.push(...blocks(data.decoder_attention, 'decoder_attention', 'decoder_self', target, target, ['target', 'target'], checked));
+      if (data.cross_attention) attentions.push(...blocks(data.cross_attention, 'cross_attention', 'cross', target, source, ['target', 'source'], checked));
     }
     if (!attentions.length) throw new Error('encoder_attention, decoder_attention and cross_attention are all empty');
   } else {
     source = tokenList(data.tokens, 'tokens');
     const kind = data.causal ? 'decoder_self' : 'encoder_self';
-    attentions = blocks(data.attention, 'attention', kind, source, source, ['source', 'source']);
+    attentions = blocks(data.attention, 'attention', kind, source, source, ['source', 'source'], checked);
   }
   return {
     model: label,
@@ -126,6 +133,30 @@ export function suppliedResult(data) {
     forward_ms: null,
     value_norms: null,
   };
+}
+
+const HEAD_LABELS = ['sink', 'previous', 'next', 'self', 'delimiter', 'induction', 'broad', 'mixed'];
+
+/**
+ * The head scores given with supplied attention, checked against its result: one per head of
+ * every block (kind, layer, head), each number finite or null, a label the overview colours. Null
+ * when none are given; throws naming the first that does not fit.
+ */
+export function suppliedHeads(data, result) {
+  const given = data.head_scores;
+  if (given === undefined || given === null) return null;
+  const wanted = new Map(result.attentions.flatMap((b) => Array.from({ length: b.heads }, (_, h) => [`${b.kind} ${b.layer} ${h}`, false])));
+  if (!Array.isArray(given) || given.length !== wanted.size) throw new Error(`head_scores must hold one score object per head of every layer (${wanted.size})`);
+  given.forEach((s, i) => {
+    const key = s && `${s.kind} ${s.layer} ${s.head}`;
+    if (!wanted.has(key) || wanted.get(key)) throw new Error(`head_scores[${i}] is ${key ? `${s.kind}, layer ${s.layer}, head ${s.head}` : 'not an object'}: not a head of these maps, or given twice`);
+    wanted.set(key, true);
+    if (!HEAD_LABELS.includes(s.label)) throw new Error(`head_scores[${i}].label is ${JSON.stringify(s.label)}; one of ${HEAD_LABELS.join(', ')}`);
+    for (const [k, v] of Object.entries(s)) {
+      if (typeof v === 'number' && !Number.isFinite(v)) throw new Error(`head_scores[${i}].${k} is ${v}; scores are finite`);
+    }
+  });
+  return { model: result.model, text: result.text, tokens: result.tokens, induction_tokens: null, heads: given };
 }
 
 /** The tokens "hide special tokens" hides for supplied attention: the ones given, else none. */

@@ -6,6 +6,7 @@
 // The model it is given (anywidget's, or save_html's stand-in with the same get/on):
 //   spec: { blocks: [{ arg, heads, q, k }], tokens, encoder_tokens, decoder_tokens, causal, label,
 //           specials, attributes: { view, layer, head, height, … }, heads: [h…] | null,
+//           head_scores: [{ kind, layer, head, entropy, …, label, score }] (attnviz.heads),
 //           compare: { tokens, label } (B: its blocks' arg is compare_attention) }
 //   data: every block's [heads, q, k] float32 maps, one after another, little-endian (a
 //         DataView or bytes: anywidget's binary buffer, or save_html's decoded base64)
@@ -16,6 +17,7 @@
 //          model's files, sent by the kernel; nothing is fetched.
 import { AttentionViz } from '../widget/attention-viz.js';
 import { addModels, configure, openModel } from '../worker/worker-client.js';
+import { NUMBERS_CHECKED } from '../core/supplied.js';
 
 // Where the worker believes the files are: a name only (every file it asks for is handed over).
 const HANDED_OVER = 'https://attnviz.invalid/';
@@ -32,7 +34,8 @@ function floats(buffer) {
 /** spec + data → what showAttention takes: each argument's layers as { shape, data } views. */
 export function suppliedFromSpec(spec, buffer) {
   const all = floats(buffer);
-  const out = { label: spec.label, specials: spec.specials || [], causal: !!spec.causal };
+  // The kernel checked every number (attnviz._check) before it sent them.
+  const out = { label: spec.label, specials: spec.specials || [], causal: !!spec.causal, head_scores: spec.head_scores, [NUMBERS_CHECKED]: true };
   for (const key of ['tokens', 'encoder_tokens', 'decoder_tokens']) if (spec[key]) out[key] = spec[key];
   let offset = 0;
   for (const { arg, heads, q, k } of spec.blocks) {
@@ -43,7 +46,7 @@ export function suppliedFromSpec(spec, buffer) {
   }
   // A second call's maps to compare with (head_view(..., compare_attention=, compare_tokens=)).
   if (out.compare_attention) {
-    out.compare = { ...spec.compare, attention: out.compare_attention };
+    out.compare = { ...spec.compare, attention: out.compare_attention, [NUMBERS_CHECKED]: true };
     delete out.compare_attention;
   }
   return out;
