@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { canvasDigest, cliAt, cliBlock, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 import { decodePng } from './views-helpers.mjs';
@@ -26,7 +26,7 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
 async function openCompare(params) {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: A, c: B, l: '1', h: '2', hs: '2', ...params }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);
-  await app.page.setViewportSize({ width: 1400, height: 1400 });
+  await setViewport(app.page, { width: 1400, height: 1400 });
   await waitDrawn(app.page, (v) => window.attnvizDebug.view === v && window.attnvizDebug.compareTokens && window.attnvizDebug.comparePanels(), params.v || 'head');
   return app;
 }
@@ -38,6 +38,9 @@ async function pointAt(page, x, y, click = false) {
   await page.evaluate((yy) => {
     const w = document.getElementById('canvas-wrap');
     if (yy < w.scrollTop + 20 || yy > w.scrollTop + w.clientHeight - 20) w.scrollTop = Math.max(0, yy - 100);
+    // and the window, as a reader scrolls to the part of the map box they look at
+    const at = document.getElementById('view').getBoundingClientRect().top + yy;
+    if (at < 20 || at > innerHeight - 20) window.scrollBy(0, at - innerHeight / 2);
   }, y);
   const r = await page.locator(VIEW).boundingBox();
   await page.mouse.move(r.x + x, r.y + y);

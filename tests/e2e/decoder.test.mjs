@@ -7,7 +7,7 @@
 // takes generate="4" and generate-step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hoverStepPanel, openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { hoverStepPanel, openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { watchMainThread } from './main-thread.mjs';
 
 let server;
@@ -86,7 +86,7 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
   const app = await openApp(browser, server.url);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1280, height: 1200 });
+    await setViewport(page, { width: 1280, height: 1200 });
     // The picker offers SmolLM2 and says what it costs to download.
     const label = await page.locator(`#model option[value="${MODEL}"]`).textContent();
     assert.match(label, /SmolLM2/);
@@ -207,7 +207,8 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
 
     // Step view: −∞ above the diagonal before the softmax, 0 after; the query that chose token 8 followed.
     await page.click('#tab-view-step');
-    d = await drawnWhen(page, (_, x = window.attnvizDebug) => x.view === 'step' && x.step && x.step.kind === 'decoder_self' && x.stepPanels());
+    await page.selectOption('#step-part', 'matrices'); // every matrix of the head (the mask, the softmax)
+    d = await drawnWhen(page, (_, x = window.attnvizDebug) => x.view === 'step' && x.step && x.step.kind === 'decoder_self' && x.stepPanels()?.length);
     assert.equal(d.state.query, P + 6);
     assert.equal(d.step.queryTokens.length, P + 8, 'the step view covers every position fed');
     const T = P + 8;
@@ -369,7 +370,7 @@ test('at 256 positions (the model’s maximum) scrubbing and switching views kee
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await setViewport(page, { width: 1280, height: 900 });
     let d = await drawnWhen(page, (_, x = window.attnvizDebug) => x.modelId === 'smollm2-135m' && x.generation && x.generation.steps > 0);
     assert.equal(d.generation.promptLen + d.generation.steps, 256, 'prompt and continuation fill the 256 positions');
     assert.deepEqual([d.generation.promptLen, d.generation.steps], [240, 16]);

@@ -6,7 +6,7 @@
 // page clamped the decode-step scrubber.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { canvasDigest } from './cli-helpers.mjs';
 
 let server;
@@ -82,8 +82,8 @@ test('one scripted sequence on the page and on the widget ends in the same state
   const app = await openApp(browser, `${server.url}#${new URLSearchParams({ m: 'en-pt-tiny', t: TEXT })}`);
   const w = await openWidget(browser, server.url, { model: 'en-pt', text: TEXT, editable: '' });
   try {
-    await app.page.setViewportSize({ width: 1280, height: 900 });
-    await w.page.setViewportSize({ width: 1280, height: 900 });
+    await setViewport(app.page, { width: 1280, height: 900 });
+    await setViewport(w.page, { width: 1280, height: 900 });
     await settle(app.page, page);
     // The widget draws at the page's width: its map box is then as wide as the page's canvas.
     const width = await app.page.evaluate(() => Math.max(280, document.getElementById('canvas-wrap').clientWidth - 2));

@@ -5,7 +5,7 @@
 // difference map, in the page (picker and permalink) and the widget (compare-model).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { cliAt, cliBlock, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { drawnAfter } from './widget-helpers.mjs';
 
@@ -129,7 +129,7 @@ test('page: “this text: int8 (A) vs exact f32 weights (B)” draws both maps a
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1400, height: 1400 });
+    await setViewport(page, { width: 1400, height: 1400 });
     await page.selectOption('#compare-model', 'exact');
     await waitDrawn(page, () => { const p = window.attnvizDebug.comparePanels(); return p && p.length === 3; });
     assert.match(await page.evaluate(() => location.hash), /[#&]cm=exact(&|$)/);

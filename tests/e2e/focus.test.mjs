@@ -3,7 +3,7 @@
 // background on all four sides, not only a computed outline that its scrolling wrapper clips away.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+import { mountWidget, openApp, useServerAndBrowser, setViewport } from './harness.mjs';
 
 let server;
 let browser;
@@ -81,7 +81,7 @@ test('tabbing to the map shows a visible focus ring around it', async () => {
   const app = await openApp(browser, server.url);
   try {
     const { page } = app;
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await setViewport(page, { width: 1280, height: 900 });
     await page.waitForTimeout(300);
     // The visible part of the map: its scrolling wrapper's box (the canvas may be larger).
     const box = await page.evaluate(() => {

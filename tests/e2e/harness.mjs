@@ -353,3 +353,22 @@ export function staticServer(folder) {
 export function stopStaticServers() {
   for (const p of staticServers.splice(0)) p.kill();
 }
+
+/**
+ * Resize the page's viewport and, when a map is drawn there (the page's or a widget #w's), wait
+ * for its redraw: a view fits its box (78% of the window's height), so a new height lays it out
+ * anew, and geometry read before that redraw would be the old one.
+ */
+export async function setViewport(page, size) {
+  const now = page.viewportSize();
+  const drawCount = () => page.evaluate(() => (window.attnvizDebug ? window.attnvizDebug.drawCount : Number(document.getElementById('w')?.dataset.drawCount || 0)));
+  const before = await drawCount();
+  await page.setViewportSize(size);
+  if (!before || (now && now.width === size.width && now.height === size.height)) return;
+  await page.waitForFunction((n) => {
+    const d = window.attnvizDebug;
+    if (d) return d.drawCount > n && !d.computing && !d.drawing;
+    const w = document.getElementById('w');
+    return w && Number(w.dataset.drawCount) > n && !w.shell.busy;
+  }, before, { timeout: 30_000 });
+}

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { canvasDigest, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 import { decodePng } from './views-helpers.mjs';
@@ -27,7 +27,7 @@ const cliHead = (l, h) => cli.heads.find((x) => x.kind === 'encoder_self' && x.l
 async function openHeads(extra = {}) {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, v: 'heads', ...extra }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);
-  await app.page.setViewportSize({ width: 1280, height: 1000 });
+  await setViewport(app.page, { width: 1280, height: 1000 });
   await waitDrawn(app.page, () => window.attnvizDebug.view === 'heads' && window.attnvizDebug.headsGrid() && window.attnvizDebug.headsGrid().scores);
   return app;
 }
@@ -217,7 +217,7 @@ test('page, 1400 px, SmolLM2: the ranking fits the side panel — its caption wh
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1400, height: 1000 });
+    await setViewport(page, { width: 1400, height: 1000 });
     await waitDrawn(page, () => window.attnvizDebug.view === 'heads' && window.attnvizDebug.headsGrid() && window.attnvizDebug.headsGrid().scores);
     await page.waitForFunction(() => document.querySelectorAll('#heads-rank tbody tr').length === 270, null, { timeout: 60_000 });
     const m = await page.evaluate(() => {

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, useServerAndBrowser, setViewport } from './harness.mjs';
 import { installTextLog, realResult, realWeight, textFrame, waitQuiet } from './views-helpers.mjs';
 
 // 32 tokens with [CLS] and [SEP] for MiniLM (asserted below), all of them words.
@@ -28,7 +28,7 @@ async function openHeatmap(text) {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: text, l: String(LAYER), h: String(HEAD) }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
-  await page.setViewportSize({ width: 1280, height: 900 });
+  await setViewport(page, { width: 1280, height: 900 });
   await installTextLog(page);
   const real = await realResult(page, text);
   await page.click('[role=tab][data-view=heatmap]');

@@ -3,7 +3,7 @@
 // is "tired" and to the road when it is "wide", with the numbers the lesson prints.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { installInkProbe, openApp, useServerAndBrowser } from './harness.mjs';
+import { installInkProbe, openApp, useServerAndBrowser, setViewport } from './harness.mjs';
 
 let server;
 let browser;
@@ -16,7 +16,7 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
 async function openAt(path, viewport) {
   const app = await openApp(browser, `${server.url}${path}`);
   if (viewport) {
-    await app.page.setViewportSize(viewport);
+    await setViewport(app.page, viewport);
     // The widgets redraw for their new width on a resize observer: wait until every canvas has
     // been redrawn at the new size (its CSS width follows the wrapper) and nothing is queued.
     await app.page.waitForTimeout(300);

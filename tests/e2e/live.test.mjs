@@ -3,7 +3,7 @@
 // use working. Each test does what the user did and looks at what the page then shows.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { textFrame, textLogFromStart, waitQuiet } from './views-helpers.mjs';
 
 let server;
@@ -185,7 +185,7 @@ test('step view of a causal head: ÷√d_k holds the scaled scores, the mask col
   // The first query of a causal model sees only itself: every later key is masked.
   const app = await openApp(browser, server.url + hash({ m: 'smollm2-135m', t, v: 'step' }), { onContext: textLogFromStart });
   try {
-    await app.page.setViewportSize({ width: 1400, height: 900 });
+    await setViewport(app.page, { width: 1400, height: 900 });
     await app.page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.step.queryTokens.length > 3, null, { timeout: 180_000 });
     await waitQuiet(app.page, 'canvas#view');
     const { texts } = await textFrame(app.page, 'canvas#view');
@@ -213,7 +213,7 @@ test('causal heatmap: masked cells are blank with a legend, print no weight, and
   const t = 'The cat sat on the mat';
   const app = await openApp(browser, server.url + hash({ m: 'smollm2-135m', t, v: 'heatmap' }), { onContext: textLogFromStart });
   try {
-    await app.page.setViewportSize({ width: 1280, height: 900 });
+    await setViewport(app.page, { width: 1280, height: 900 });
     await app.page.waitForFunction((x) => window.attnvizDebug.view === 'heatmap' && window.attnvizDebug.text === x && window.attnvizDebug.heatmapGrid(), t, { timeout: 180_000 });
     await waitQuiet(app.page, 'canvas#view');
     const g = await app.page.evaluate(() => window.attnvizDebug.heatmapGrid());

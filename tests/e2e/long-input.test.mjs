@@ -4,7 +4,7 @@
 // ATTNVIZ_STRICT_LONG_TASKS=1), while the view still ends up fully drawn.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { watchMainThread } from './main-thread.mjs';
 
 let server;
@@ -28,7 +28,7 @@ async function settled(page, pred, arg) {
 test('at 512 tokens every view keeps the main thread within budget: switching, typing, hovering', async () => {
   const app = await openApp(browser, server.url + hash({ m: 'minilm-l6', t: LONG, hs: 'all' }));
   const { page } = app;
-  await page.setViewportSize({ width: 1280, height: 900 });
+  await setViewport(page, { width: 1280, height: 900 });
   try {
     await settled(page, (t) => window.attnvizDebug.text === t && window.attnvizDebug.chartBars > 0, LONG);
     assert.equal(await page.evaluate(() => window.attnvizDebug.tokens.length), 512);

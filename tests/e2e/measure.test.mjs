@@ -4,7 +4,7 @@
 // to what `attnviz attend --measure value-norm` prints; head mean and rollout work on it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { canvasDigest, cliAt, cliBlock, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 import { installTextLog, textFrame, waitQuiet } from './views-helpers.mjs';
@@ -59,7 +59,7 @@ test('page: the switch redraws the heatmap (the main thread within budget), its 
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await setViewport(page, { width: 1280, height: 900 });
     await waitDrawn(page, () => window.attnvizDebug.view === 'heatmap');
     assert.equal(await page.inputValue('#measure'), 'raw');
     assert.equal(await page.isVisible('#measure'), true, 'the measure switch is shown in the heatmap');
@@ -160,7 +160,7 @@ test('page, translator en-pt: the switch redraws the cross-attention view, whose
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await setViewport(page, { width: 1280, height: 900 });
     await waitDrawn(page, () => window.attnvizDebug.view === 'cross' && !!window.attnvizDebug.outputText);
     assert.equal(await page.isVisible('#measure'), true, 'the measure switch is shown in the cross view');
     await installTextLog(page);

@@ -244,7 +244,8 @@ test('a dropped GPT-2 folder draws causal maps with its tokens and generates', a
     // The step view: GPT-2's block is pre-norm with biases, × Wᴼ + bᴼ, then LayerNorm of the
     // residual stream, the feed-forward's input.
     await page.click('#tab-view-step');
-    await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels() && !window.attnvizDebug.drawing, null, { timeout: 60_000 });
+    await page.selectOption('#step-part', 'matrices');
+    await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels()?.length && !window.attnvizDebug.drawing, null, { timeout: 60_000 });
     await hoverStepPanel(page, 'normed');
     await page.waitForFunction(() => /^LayerNorm \(the feed-forward’s input\): row 2/.test(document.getElementById('side-hint').textContent));
     assert.deepEqual(app.pageErrors, []);

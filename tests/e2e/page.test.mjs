@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { startServer, launchBrowser, openApp, setViewport } from './harness.mjs';
 import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -25,7 +25,7 @@ before(async () => {
   server = await startServer({ prefix: '/' });
   browser = await launchBrowser();
   app = await openApp(browser, server.url);
-  await app.page.setViewportSize({ width: 1280, height: 900 });
+  await setViewport(app.page, { width: 1280, height: 900 });
 });
 
 after(async () => {
@@ -350,7 +350,7 @@ test('screenshots of the head view and the cross-attention view for the README',
   mkdirSync(SHOTS, { recursive: true });
   const shoot = async (hash, file, until, prepare) => {
     const page = await app.context.newPage();
-    await page.setViewportSize({ width: 1200, height: 860 });
+    await setViewport(page, { width: 1200, height: 860 });
     await page.goto(`${server.url}#${hash}`);
     await page.waitForFunction(until, null, { timeout: 180_000, polling: 100 });
     if (prepare) await prepare(page);
@@ -450,7 +450,7 @@ test('no request leaves the page origin: a first visit that picks every model, s
   const own = await openApp(browser, server.url, { fresh: true });
   const { page } = own;
   try {
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await setViewport(page, { width: 1280, height: 900 });
     const settled = () => page.waitForFunction(() => !window.attnvizDebug.computing && !window.attnvizDebug.drawing, null, { timeout: 120_000, polling: 100 });
     const models = await page.$$eval('#model option', (os) => os.map((o) => o.value));
     assert.deepEqual(models.slice().sort(), ['en-pt-tiny', 'minilm-l6', 'smollm2-135m'], 'the picker offers the built-in models');

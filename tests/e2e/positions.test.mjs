@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountWidget, openApp, useServerAndBrowser } from './harness.mjs';
+import { mountWidget, openApp, useServerAndBrowser, setViewport } from './harness.mjs';
 import { cliBinary } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 
@@ -65,7 +65,7 @@ for (const [dir, id, kind, note, what] of [
     const app = await openApp(browser, `${server.url}#${hash}`);
     const { page } = app;
     try {
-      await page.setViewportSize({ width: 1280, height: 1200 });
+      await setViewport(page, { width: 1280, height: 1200 });
       await page.waitForFunction(() => window.attnvizDebug.positionsChart && window.attnvizDebug.positionsChart(), null, { timeout: 120_000 });
       const g = await page.evaluate(() => window.attnvizDebug.positionsChart());
       assert.equal(g.positions, want.positions);
@@ -130,7 +130,7 @@ test('the view tab switches to the positions view, the main thread within budget
   const app = await openApp(browser, `${server.url}#${new URLSearchParams({ m: 'minilm-l6', t: TEXT }).toString()}`);
   try {
     const { page } = app;
-    await page.setViewportSize({ width: 1280, height: 1100 });
+    await setViewport(page, { width: 1280, height: 1100 });
     // The chart module loaded ahead (its compile is not the drawing's), then the main thread recorded.
     await page.evaluate(async () => {
       await (await import('./views/chart-wasm.js')).loadChartWasm();
@@ -141,7 +141,7 @@ test('the view tab switches to the positions view, the main thread within budget
     assert.match(page.url(), /[#&]v=positions/);
     // A new width: the 128 × 384 learned table's chart is made again.
     const wide = await page.evaluate(() => window.attnvizDebug.positionsChart().heat.w);
-    await page.setViewportSize({ width: 1100, height: 1100 });
+    await setViewport(page, { width: 1100, height: 1100 });
     await page.waitForFunction((w) => window.attnvizDebug.positionsChart() && window.attnvizDebug.positionsChart().heat.w < w, wide);
     await page.waitForTimeout(300);
     await watch.take('positions view');

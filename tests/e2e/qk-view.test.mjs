@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { canvasDigest, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 import { decodePng, installTextLog, textFrame, waitQuiet } from './views-helpers.mjs';
@@ -77,7 +77,7 @@ test('page: every query and key is placed by the PCA of the CLI’s vectors; hov
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1280, height: 1000 });
+    await setViewport(page, { width: 1280, height: 1000 });
     await waitDrawn(page, () => window.attnvizDebug.view === 'qk' && window.attnvizDebug.qkPoints());
     const pts = await page.evaluate(() => window.attnvizDebug.qkPoints());
     assert.equal(pts.qs.length, T);

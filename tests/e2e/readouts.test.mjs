@@ -80,6 +80,7 @@ test('page: in every view with hover read-outs, [ ] { } walk its cells and read 
   try {
     for (const [view, spec] of Object.entries(VIEWS)) {
       await page.locator(`#views [data-view="${view}"]`).click();
+      if (view === 'step') await page.selectOption('#step-part', 'matrices'); // the matrices are what [ ] { } walk
       await waitDrawn(page, (v) => window.attnvizDebug.view === v, view);
       await page.waitForFunction(spec.geom, null, { timeout: 60_000 });
       for (const [key, item] of view === 'qk' ? QK_WALK : WALK) {

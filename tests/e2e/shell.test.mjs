@@ -2,7 +2,7 @@
 // Every test opens its own page state (a permalink) so any one of them runs alone.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { watchMainThread } from './main-thread.mjs';
 
 let server;
@@ -17,7 +17,7 @@ const hash = (o) => `#${new URLSearchParams(o).toString()}`;
 /** Open the page at a permalink and wait until it has drawn that model and text. */
 async function openAt(params, viewport = { width: 1280, height: 900 }) {
   const app = await openApp(browser, server.url + hash(params));
-  await app.page.setViewportSize(viewport);
+  await setViewport(app.page, viewport);
   if (params.t !== undefined) {
     await app.page.waitForFunction((t) => window.attnvizDebug.text === t, params.t, { timeout: 180_000 });
   }

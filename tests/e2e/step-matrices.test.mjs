@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -37,12 +37,12 @@ const numberIn = (text) => Number(/= (−?-?[\d.e+−-]+)\s*$/.exec(text)[1].rep
 
 test('step view: every matrix panel reads out the CLI numbers, and a click follows a query row', async () => {
   const want = cliStep();
-  const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, v: 'step', l: String(LAYER), h: String(HEAD), q: '2' }).toString();
+  const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, v: 'step', l: String(LAYER), h: String(HEAD), q: '2', sx: 'both' }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
-    await page.setViewportSize({ width: 1280, height: 1200 });
-    await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels(), null, { timeout: 120_000 });
+    await setViewport(page, { width: 1280, height: 1200 });
+    await page.waitForFunction(() => window.attnvizDebug.view === 'step' && window.attnvizDebug.step && window.attnvizDebug.stepPanels()?.length, null, { timeout: 120_000 });
     const panels = await page.evaluate(() => window.attnvizDebug.stepPanels());
     assert.deepEqual(panels.map((p) => p.id), PANELS);
     let before = '';
@@ -111,7 +111,7 @@ test('step view: every matrix panel reads out the CLI numbers, and a click follo
 
 test('the widget shows the same panels, and hovering one reads its number out', async () => {
   const want = cliStep();
-  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: TEXT, view: 'step', layer: String(LAYER + 1), head: String(HEAD + 1) }); // 1-based attributes
+  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: TEXT, view: 'step', 'step-part': 'matrices', layer: String(LAYER + 1), head: String(HEAD + 1) }); // 1-based attributes
   try {
     await page.waitForFunction(() => document.getElementById('w').shell.geom() && document.getElementById('w').shell.geom().panels, null, { timeout: 180_000 });
     const p = await page.evaluate(() => {

@@ -183,6 +183,49 @@ test('the iframe form draws and reports its height to the parent', async () => {
   }
 });
 
+test('the iframe snippet, sizing its iframe by each report, settles: the map keeps a 560 px box (views fit it) instead of shrinking with the frame', async () => {
+  const server = await startServer({ prefix: '/' });
+  let app;
+  try {
+    app = await openApp(browser, server.url);
+    const { page } = app;
+    const q = new URLSearchParams({ model: 'minilm', weights: 'int8', text: 'The animal didn\'t cross the street because it was too tired.', view: 'heatmap' }).toString();
+    await page.evaluate((query) => {
+      // The README's snippet: each report sets its iframe's height.
+      addEventListener('message', (e) => {
+        if (!e.data || e.data.type !== 'attnviz:height') return;
+        for (const f of document.querySelectorAll('iframe')) if (f.contentWindow === e.source) f.height = e.data.height;
+      });
+      const f = Object.assign(document.createElement('iframe'), { src: `embed.html?${query}`, height: '480' });
+      f.style.width = '900px';
+      document.body.appendChild(f);
+    }, q);
+    const frame = await (async () => {
+      for (let i = 0; i < 600; i++) {
+        const f = page.frames().find((x) => x.url().includes('embed.html'));
+        if (f) return f;
+        await page.waitForTimeout(100);
+      }
+      throw new Error('no iframe');
+    })();
+    await frame.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    const look = () => frame.evaluate(() => {
+      const w = document.querySelector('attention-viz');
+      const g = w.shell.geom();
+      return { box: w.shadowRoot.querySelector('.wrap').clientHeight, cell: g.cell, frame: innerHeight };
+    });
+    await page.waitForTimeout(1500);
+    const first = await look();
+    await page.waitForTimeout(1500);
+    const later = await look();
+    assert.deepEqual(later, first, 'the frame and its map stay as they are');
+    assert.ok(first.box <= 560 && first.box > 400 && first.cell >= 20, JSON.stringify(first));
+  } finally {
+    await app?.close();
+    await server.close();
+  }
+});
+
 test('a page on another origin can load the widget with data-base (one blob worker, CORS)', async () => {
   const files = await startServer({ prefix: '/static/attnviz/' }); // serves the built files
   const host = await startServer({ prefix: '/' }); // another port = another origin

@@ -58,6 +58,19 @@ export function textLimitNotice(s, cut) {
   return `The text box holds at most ${thousands(TEXT_MAX)} characters; the rest of a longer paste was left out.`;
 }
 
+/** What the step view shows: one query's computation, every matrix of the head, or both (one under the other). */
+export const STEP_PARTS = ['query', 'matrices', 'both'];
+
+/** How big a view is drawn: 'fit' its box, a multiple of the box, or 'width' (as tall as it takes). */
+export const ZOOMS = ['fit', '1.5', '2', '3', 'width'];
+
+/** The size a view is asked to fit for `zoom` in a box of boxWidth × boxHeight CSS px. */
+export function zoomedBox(zoom, boxWidth, boxHeight) {
+  if (zoom === 'width' || !(boxHeight > 0)) return { width: boxWidth, height: Infinity };
+  const z = Number(zoom) || 1;
+  return { width: Math.floor(boxWidth * z), height: Math.floor(boxHeight * z) };
+}
+
 export function defaultState() {
   return {
     model: 'minilm-l6',
@@ -84,6 +97,8 @@ export function defaultState() {
     measure: 'raw', // raw | value-norm (‖α f(x)‖, Kobayashi et al. 2020): what the maps draw
     compare: '', // sentence B ("Compare with…"), drawn beside the text in the head view and heatmap; '' = none
     weights: 'auto', // auto (int8 for the first map, then the exact f32 file in the background) | int8 | exact: for a model with int8 weights (weights.js)
+    stepPart: 'query', // step view: query (one query, step by step) | matrices (all queries at once) | both
+    zoom: 'fit', // fit (the whole view in its box) | 1.5 | 2 | 3 (× the box: scroll for detail) | width (the box's width, as tall as it takes)
     compareModel: '', // B of a comparison computed from the text itself by other weights ('int8' | 'exact') or another model (its id); '' = none
   };
 }
@@ -233,6 +248,18 @@ export const FIELDS = [
     fromLink: (raw) => (WEIGHTS.includes(raw) ? raw : 'auto'),
     fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'weights') s.weights = WEIGHTS.includes(raw) ? raw : 'auto'; },
     problem: oneOf('weights', WEIGHTS, 'auto'),
+  },
+  {
+    name: 'stepPart', param: 'sx', attr: 'step-part', write: unlessDefault('stepPart'),
+    fromLink: (raw) => (STEP_PARTS.includes(raw) ? raw : 'query'),
+    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'step-part') s.stepPart = STEP_PARTS.includes(raw) ? raw : 'query'; },
+    problem: oneOf('step-part', STEP_PARTS, 'query'),
+  },
+  {
+    name: 'zoom', param: 'z', attr: 'zoom', write: unlessDefault('zoom'),
+    fromLink: (raw) => (ZOOMS.includes(raw) ? raw : 'fit'),
+    fromAttr: (raw, s, get, only) => { if (raw !== null || only === 'zoom') s.zoom = ZOOMS.includes(raw) ? raw : 'fit'; },
+    problem: oneOf('zoom', ZOOMS, 'fit'),
   },
   {
     name: 'compareModel', param: 'cm', attr: 'compare-model', write: (v) => v || null,

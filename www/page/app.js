@@ -32,6 +32,7 @@ function elements() {
     heads: $('heads'), headsAll: $('heads-all'), headsCtl: $('heads-ctl'), agg: $('agg'), aggCtl: $('agg-ctl'),
     measure: $('measure'), measureCtl: $('measure-ctl'), weights: $('weights'), weightsCtl: $('weights-ctl'), compareModel: $('compare-model'),
     query: $('query'), queryCtl: $('query-ctl'), step: $('step'), stepOut: $('step-out'), stepCtl: $('step-ctl'),
+    stepPart: $('step-part'), partCtl: $('part-ctl'), zoom: $('zoom'),
     hideSpecial: $('hide-special'), merge: $('merge'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
     headsRank: $('heads-rank'),
     canvas: $('view'), wrap: $('canvas-wrap'), sideTitle: $('side-title'), sideHint: $('side-hint'), topList: $('top-list'), notes: $('notes'),
@@ -87,6 +88,11 @@ function main() {
   debug.stepPanels = () => {
     const geom = geomOf('step');
     return geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null;
+  };
+  // Model view: where its maps are drawn (CSS px relative to the canvas; layers in columns of layersPerColumn).
+  debug.modelGrid = () => {
+    const g = geomOf('model');
+    return g && g.cols ? { left: g.left, top: g.top, cell: g.cell, pitchX: g.pitchX, pitchY: g.pitchY, layerPitch: g.layerPitch, columnPitch: g.columnPitch, layersPerColumn: g.layersPerColumn, cols: g.cols, layers: g.L, heads: g.H } : null;
   };
   // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
   debug.heatmapGrid = () => {
@@ -248,14 +254,14 @@ function main() {
 
   listen('page', el.png, 'click', async () => {
     try {
-      el.msg.textContent = await saveView('png', { canvas: el.canvas, session, theme: shell.theme(), width: canvasWidth(el) });
+      el.msg.textContent = await saveView('png', { canvas: el.canvas, session, theme: shell.theme(), box: shell.box() });
     } catch (e) {
       el.msg.textContent = e.message;
     }
   });
   listen('page', el.svg, 'click', async () => {
     try {
-      el.msg.textContent = await saveView('svg', { canvas: el.canvas, session, theme: shell.theme(), width: canvasWidth(el) });
+      el.msg.textContent = await saveView('svg', { canvas: el.canvas, session, theme: shell.theme(), box: shell.box() });
     } catch (e) {
       el.msg.textContent = `SVG export failed: ${e.message}`;
     }

@@ -123,6 +123,11 @@ export function syncControls(el, session) {
     setOptions(el.query, choices.queries);
     el.query.value = choices.query;
   }
+  el.partCtl.hidden = !ctl.stepPart;
+  setOptions(el.stepPart, choices.stepParts);
+  el.stepPart.value = choices.stepPart;
+  setOptions(el.zoom, choices.zooms);
+  el.zoom.value = choices.zoom;
   el.stepCtl.hidden = !ctl.step;
   if (choices.step) {
     el.step.max = String(choices.step.max);
@@ -186,6 +191,8 @@ export function bindControls(el, session) {
   listen('page', el.compareModel, 'change', () => session.patch({ compareModel: el.compareModel.value }));
   listen('page', el.query, 'change', () => session.patch({ query: Number(el.query.value) }));
   listen('page', el.step, 'input', () => session.patch({ step: Number(el.step.value) }));
+  listen('page', el.stepPart, 'change', () => session.patch({ stepPart: el.stepPart.value }));
+  listen('page', el.zoom, 'change', () => session.patch({ zoom: el.zoom.value }));
   listen('page', el.hideSpecial, 'change', () => session.patch({ hideSpecial: el.hideSpecial.checked }));
   listen('page', el.merge, 'change', () => session.patch({ merge: el.merge.checked }));
   listen('page', el.threshold, 'input', () => session.patch({ threshold: Number(el.threshold.value) }));

@@ -14,6 +14,7 @@ import { pressKey } from './keys.js';
 import { kindShown, viewFor } from '../views/index.js';
 import { stepLabels } from '../views/cross.js';
 import { onFrame, timed } from '../core/timing.js';
+import { zoomedBox } from '../core/state.js';
 import { headNote } from './prose.js';
 
 /**
@@ -22,16 +23,18 @@ import { headNote } from './prose.js';
  * - `canvas`, `box`: the map and the box it scrolls in (its width is the drawing's).
  * - `themeRoot`: the element whose CSS custom properties colour the views.
  * - `width()`: the width to draw at, read before `sync()` changes the DOM (no forced layout).
+ *   The height a view fits (state.zoom 'fit') is the box's max-height (boxHeight).
  * - `sync()`: write the session's state into the host's controls, before each drawing.
  * - `drawn(geom, result, state, input)`: after a drawing has finished (at 512 tokens, some tasks
  *   after it began).
  * - `failed(error)`: a drawing threw.
  */
-export function mountShell({ name, session, canvas, box, themeRoot, width, sync, drawn, failed }) {
+export function mountShell({ name, session, canvas, box: boxEl, themeRoot, width, sync, drawn, failed }) {
   const painter = slicedPainter(canvas);
   let geom = null; // where the last drawing put things, for hit tests and keys
   let queued = false;
   let lastWidth = 0;
+  let lastHeight = 0;
 
   function scheduleDraw() {
     if (queued || !session.result) return;
@@ -44,14 +47,21 @@ export function mountShell({ name, session, canvas, box, themeRoot, width, sync,
 
   const theme = themeOf(themeRoot, scheduleDraw);
 
+  /** What the view is fitted to: state.zoom of the box's width and max-height. */
+  function drawBox() {
+    const h = boxHeight(boxEl);
+    return { ...zoomedBox(session.state.zoom, width(), h), boxHeight: h };
+  }
+
   function draw() {
     const r = session.result;
     if (!r) return;
     const s = session.state;
-    const w = width();
+    const box = drawBox();
+    lastHeight = box.boxHeight;
     sync();
     const input = session.input();
-    painter.draw(s.view, input, session.drawState(), theme(), w, (g) => {
+    painter.draw(s.view, input, session.drawState(), theme(), box, (g) => {
       geom = g;
       session.drawn();
       drawn(g, r, s, input);
@@ -60,17 +70,23 @@ export function mountShell({ name, session, canvas, box, themeRoot, width, sync,
 
   bindCanvas(canvas, session, () => geom);
   const resize = new ResizeObserver(timed(`${name}:resize`, () => {
-    const w = box.clientWidth;
+    const w = boxEl.clientWidth;
     if (Math.abs(w - lastWidth) > 4) {
       lastWidth = w;
       scheduleDraw();
     }
   }));
+  // A taller or shorter window changes the height a view fits (the box's max-height is in vh).
+  const windowResized = timed(`${name}:window-resize`, () => {
+    if (Math.abs(boxHeight(boxEl) - lastHeight) > 4) scheduleDraw();
+  });
 
   return {
     draw,
     scheduleDraw,
     theme,
+    /** The box views are drawn in now ({ width, height } CSS px: exports lay out in it too). */
+    box: drawBox,
     /** The last drawing's geometry (null before the first). */
     geom: () => geom,
     /** A drawing is queued for the next frame or still being made. */
@@ -81,8 +97,14 @@ export function mountShell({ name, session, canvas, box, themeRoot, width, sync,
     get drawing() {
       return painter.busy;
     },
-    observe: () => resize.observe(box),
-    disconnect: () => resize.disconnect(),
+    observe: () => {
+      resize.observe(boxEl);
+      window.addEventListener('resize', windowResized);
+    },
+    disconnect: () => {
+      resize.disconnect();
+      window.removeEventListener('resize', windowResized);
+    },
     /**
      * A key pressed on the map or, for a host that takes keys page-wide, anywhere outside text
      * fields: true when the session did something with it (the event's default is then prevented).
@@ -100,6 +122,20 @@ export function mountShell({ name, session, canvas, box, themeRoot, width, sync,
     },
   };
 }
+
+/** The height a view is fitted to: its box's max-height (the page's 78vh, a widget's `height`
+ *  or its default), less the box's borders; Infinity for a box without one. */
+export function boxHeight(box) {
+  const cs = getComputedStyle(box);
+  const h = Number.parseFloat(cs.maxHeight);
+  if (!(h > 0)) return Infinity;
+  const borders = cs.boxSizing === 'border-box' ? Number.parseFloat(cs.borderTopWidth) + Number.parseFloat(cs.borderBottomWidth) : 0;
+  return Math.floor(h - borders);
+}
+
+// The step view's parts and the zoom levels as every host's pickers name them (state.js's values).
+const STEP_PART_CHOICES = [['query', 'one query, step by step'], ['matrices', 'all queries: every matrix'], ['both', 'both']];
+const ZOOM_CHOICES = [['fit', 'fit'], ['1.5', '1.5×'], ['2', '2×'], ['3', '3×'], ['width', 'fit width']];
 
 /** How a layer is named in every host's picker: "3 of 6". */
 export const layerLabel = (layer, layers) => `${layer + 1} of ${layers}`;
@@ -127,6 +163,10 @@ export function controlChoices(session) {
     queries: [],
     query: String(s.query),
     step: null,
+    stepParts: STEP_PART_CHOICES,
+    stepPart: s.stepPart,
+    zooms: ZOOM_CHOICES,
+    zoom: s.zoom,
   };
   if (ctl.query && session.result) out.queries = tokensFor(session.result, kind).q.map((t, i) => [String(i), `${i + 1}: ${tokenLabel(t)}`]);
   if (ctl.step && session.result) {

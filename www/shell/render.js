@@ -13,13 +13,22 @@ import { exportLabel } from './prose.js';
 const LARGE_CANVAS_PX = 1_000_000;
 
 /**
- * Draw view `name` into a canvas `width` CSS pixels wide, as steps (slices.js): first the view's
- * preparation (the canvas keeps its last drawing meanwhile), then the drawing. Returns geometry
- * for hit tests. A view's `prepare` and `draw` may each be a generator (paused between units of
- * work) or a plain function.
+ * The state a view draws with in a box of box.width × box.height CSS px: state.boxHeight is the
+ * height it fits its layout into (Infinity: as tall as it takes). The width is the views' own
+ * argument.
  */
-export function* renderSteps(canvas, name, input, state, theme, width, { buffered = false } = {}) {
+export const fitted = (state, box) => (state.boxHeight === box.height ? state : { ...state, boxHeight: box.height });
+
+/**
+ * Draw view `name` into a canvas fitted to `box` ({ width, height } CSS px: state.zoom's, see
+ * zoomedBox), as steps (slices.js): first the view's preparation (the canvas keeps its last
+ * drawing meanwhile), then the drawing. Returns geometry for hit tests. A view's `prepare` and
+ * `draw` may each be a generator (paused between units of work) or a plain function.
+ */
+export function* renderSteps(canvas, name, input, drawState, theme, box, { buffered = false } = {}) {
   const v = moduleFor(name, input);
+  const state = fitted(drawState, box);
+  const width = box.width;
   const t0 = performance.now();
   if (v.prepare) yield* v.prepare(input, state, width);
   const sz = v.size(context2d(canvas), input, state, width);
@@ -86,7 +95,7 @@ export function slicedPainter(canvas) {
     get busy() {
       return running !== null;
     },
-    draw(name, input, state, theme, width, done, failed) {
+    draw(name, input, state, theme, box, done, failed) {
       if (running) running.cancel();
       // The first slice runs inside runSliced(), and may finish there: `run` is cleared at the end.
       const run = { cancel: () => {} };
@@ -95,7 +104,7 @@ export function slicedPainter(canvas) {
       };
       running = run;
       run.cancel = runSliced(
-        renderSteps(canvas, name, input, state, theme, width, { buffered: slow }),
+        renderSteps(canvas, name, input, state, theme, box, { buffered: slow }),
         (geom, slices) => {
           end();
           slow = slices > 1;
@@ -111,9 +120,12 @@ export function slicedPainter(canvas) {
   };
 }
 
-/** The same view as an SVG document string; `description` (what it shows) goes into its <desc>. */
-export function toSvg(name, input, state, theme, width, description = '') {
+/** The same view as an SVG document string, laid out for `box` as on screen; `description` (what
+ *  it shows) goes into its <desc>. */
+export function toSvg(name, input, drawState, theme, box, description = '') {
   const v = moduleFor(name, input);
+  const state = fitted(drawState, box);
+  const width = box.width;
   const probe = new SvgContext(1, 1);
   const sz = v.size(probe, input, state, width);
   const ctx = new SvgContext(sz.width, sz.height);
@@ -223,17 +235,17 @@ function withText(png, keyword, text) {
 
 /**
  * Save the view as a file, the page's and the widget's one way: 'png' (the canvas's pixels, with an
- * iTXt Description of what drew them) or 'svg' (the view drawn again as vectors at `width` CSS
- * px, the same sentence in its <desc>); the file name says the model, weights, view, kind, layer
- * and head. → the sentence to show.
+ * iTXt Description of what drew them) or 'svg' (the view drawn again as vectors in the `box` it
+ * is drawn in, the same sentence in its <desc>); the file name says the model, weights, view,
+ * kind, layer and head. → the sentence to show.
  */
-export async function saveView(kind, { canvas, session, theme, width }) {
+export async function saveView(kind, { canvas, session, theme, box }) {
   const label = exportLabel(session);
   if (kind === 'png') {
     download(await pngBlob(canvas, label.description), exportName(session.state, 'png', label.weightsTag));
     return `PNG saved (${canvas.width}×${canvas.height} px).`;
   }
-  const svg = toSvg(session.state.view, session.input(), { ...session.state, focus: session.state.pin }, theme, width, label.description);
+  const svg = toSvg(session.state.view, session.input(), { ...session.state, focus: session.state.pin }, theme, box, label.description);
   download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg', label.weightsTag));
   return 'SVG saved.';
 }

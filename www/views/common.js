@@ -424,3 +424,7 @@ export const MEASURE_TAG = 'value-weighted ‖αf‖';
 
 /** " · value-weighted ‖αf‖" for a state drawing value norms, else ''. */
 export const measureTag = (state) => (state.measure === 'value-norm' ? ` · ${MEASURE_TAG}` : '');
+
+/** The height a view fits its layout into (render.js fitted: the box's, by state.zoom);
+ *  Infinity when there is none (as tall as the width's layout makes it). */
+export const fitHeight = (state) => (state && state.boxHeight > 0 ? state.boxHeight : Infinity);

@@ -10,7 +10,7 @@
 // labelled "a/b". Otherwise no difference map, and the drawing says why ("7 vs 9 tokens").
 
 import { isSteps } from '../core/slices.js';
-import { clear, diverging, fitText, fmt, font, maxAbs, maxOf, measureTag } from './common.js';
+import { clear, diverging, fitHeight, fitText, fmt, font, maxAbs, maxOf, measureTag } from './common.js';
 import * as head from './head.js';
 import * as heatmap from './heatmap.js';
 
@@ -99,12 +99,14 @@ export function difference(input, state) {
 function layout(ctx, input, state, width) {
   const base = BASES[state.view];
   const half = Math.max(240, Math.floor((width - GAP) / 2));
-  const sA = base.size(ctx, input, state, half);
-  const sB = input.compare.result ? base.size(ctx, inputB(input), state, half) : { width: half, height: 80 };
+  // A fitted drawing (state.boxHeight) gives the sides and the difference map half each.
+  const part = { ...state, boxHeight: Math.max(160, Math.floor((fitHeight(state) - LABEL_H - GAP) / 2)) };
+  const sA = base.size(ctx, input, part, half);
+  const sB = input.compare.result ? base.size(ctx, inputB(input), part, half) : { width: half, height: 80 };
   const d = difference(input, state);
   const dY = LABEL_H + Math.max(sA.height, sB.height) + GAP;
-  const sD = d && d.m ? heatmap.matrixSize(ctx, d.m, width) : { width, height: MSG_H };
-  return { base, half, sA, sB, bX: sA.width + GAP, d, dY, sD, width: Math.max(width, sA.width + GAP + sB.width, sD.width), height: dY + sD.height };
+  const sD = d && d.m ? heatmap.matrixSize(ctx, d.m, width, part.boxHeight) : { width, height: MSG_H };
+  return { base, half, part, sA, sB, bX: sA.width + GAP, d, dY, sD, width: Math.max(width, sA.width + GAP + sB.width, sD.width), height: dY + sD.height };
 }
 
 /** Both sides' matrices and their difference made ahead, each in steps of its own (slices.js):
@@ -143,7 +145,7 @@ export function* draw(ctx, input, state, theme, width) {
   const side = function* (name, inp, x, w) {
     ctx.save();
     ctx.translate(x, LABEL_H);
-    const g = yield* steps(L.base.draw(ctx, inp, state, theme, L.half));
+    const g = yield* steps(L.base.draw(ctx, inp, L.part, theme, L.half));
     ctx.restore();
     geom.panels.push({ panel: name, x, y: LABEL_H, w, h: g.height, g, module: L.base });
   };
@@ -173,7 +175,7 @@ export function* draw(ctx, input, state, theme, width) {
     const m = { ...L.d.m, color: (v) => diverging(v / L.d.m.max, theme.dark) };
     // A query token focused on either side outlines its row of differences.
     const f = state.focus;
-    const st = f && f.side === 'q' && !('row' in f) ? { ...state, focus: null, pin: { side: 'q', index: f.index } } : state;
+    const st = f && f.side === 'q' && !('row' in f) ? { ...L.part, focus: null, pin: { side: 'q', index: f.index } } : L.part;
     ctx.save();
     ctx.translate(0, L.dY);
     const g = yield* heatmap.drawMatrixView(ctx, m, st, theme, L.width);

@@ -4,7 +4,7 @@
 // target × source matrix with row t outlined.
 
 import { prepareLayer, prepareLayerSteps } from '../core/analysis.js';
-import { MEASURE_TAG, measureTag, clear, drawTitle, colorBar, drawMatrix, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
+import { MEASURE_TAG, measureTag, clear, drawTitle, colorBar, drawMatrix, fitHeight, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
 
 const CHIP_H = 26;
 const GAP = 8;
@@ -51,7 +51,7 @@ function titleLines(ctx, parts, width) {
  * e.g. on a phone): target tokens in a column on the left, source tokens in a column on the
  * right, lines across, so every token stays readable without scrolling sideways.
  */
-function geometry(ctx, prep, width, title) {
+function geometry(ctx, prep, width, title, height = Infinity) {
   const w0 = Math.max(width, 200);
   const titles = titleLines(ctx, title, w0);
   ctx.font = font(11);
@@ -82,10 +82,11 @@ function geometry(ctx, prep, width, title) {
   ctx.font = font(11);
   const labelW = Math.min(120, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
   // Matrix: 8 px left margin, labels, cells, then the colour bar (14 + 12) and its labels (~38).
-  const cell = Math.max(8, Math.min(30, Math.floor((w0 - labelW - 8 - 64) / Math.max(1, prep.cols))));
   const colTextW = maxTextWidth(ctx, prep.colLabels);
   const colLabelH = Math.min(90, Math.ceil(colTextW * 0.72) + 14);
   const matTop = blockBottom + colLabelH;
+  // The matrix's cells as large as the width and the box's height (state.boxHeight) allow.
+  const cell = Math.max(8, Math.min(30, Math.floor((w0 - labelW - 8 - 64) / Math.max(1, prep.cols)), Math.floor((height - matTop - 16) / Math.max(1, prep.rows))));
   // The last column's label is drawn at 45° up and to the right of its cell.
   const right = Math.max(64, cell / 2 + Math.min(colTextW, colLabelH * 1.3) * 0.71 + 8);
   const w = Math.max(w0, mode === 'rows' ? Math.max(top.width, bottom.width) + 32 : 0, Math.ceil(8 + labelW + cell * prep.cols + right));
@@ -124,7 +125,7 @@ export function* prepare(input, state) {
 export function size(ctx, input, state, width) {
   const prep = prepareLayer(input.result, cstate(state), input.specials);
   if (!prep) return { width, height: 80 };
-  const g = geometry(ctx, prep, width, titleParts(prep, state));
+  const g = geometry(ctx, prep, width, titleParts(prep, state), fitHeight(state));
   return { width: g.width, height: g.height };
 }
 
@@ -157,7 +158,7 @@ export function draw(ctx, input, state, theme, width) {
     return { width, height: 80 };
   }
   const { prep, mat } = m;
-  const g = geometry(ctx, prep, width, titleParts(prep, state));
+  const g = geometry(ctx, prep, width, titleParts(prep, state), fitHeight(state));
   clear(ctx, g.width, g.height, theme);
   const t = Math.min(Math.max(0, state.step | 0), prep.rows - 1);
   const C = prep.cols;

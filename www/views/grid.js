@@ -2,53 +2,79 @@
 // row entropy (normalised: 0 = every query looks at one key, 1 = uniform). Click opens a head.
 
 import { entropy, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
-import { canvasScale, clear, drawTitle, measureTag, drawMatrix, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
+import { canvasScale, clear, drawTitle, measureTag, drawMatrix, fitHeight, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const MIN_CELL = 28;
 const LABELLED_CELL = 44; // from this size on, each map is labelled "H<n> <entropy>"
 const LAYER_GAP = 10; // extra space between layers when one layer takes several rows
+const LABEL_H = 22; // under a map: its label ("H3 0.42") and the next row's head colour
+const BARE_H = 8; // under a map fitted without its label: the next row's head colour
+const FIT_CELL = 8; // the smallest a map gets to fit the box
+const MAX_LAYER_COLUMNS = 4; // a fitted grid's layers stand in at most this many columns
 const SUBTITLE = 'Each map: queries down, keys across, scaled to its own maximum. H = normalised entropy (0 focused … 1 uniform).';
 
 /**
  * Layout: one row of H maps per layer when they fit at MIN_CELL or more; on narrow screens
  * (phones) each layer's heads reflow into several rows of `cols` maps, so the grid always fits
- * `width` instead of running off the right edge.
+ * `width` instead of running off the right edge. Fitted to the box's height (state.boxHeight):
+ * the layers stand in up to four columns side by side when that gives larger maps (SmolLM2's 30
+ * layers of 9 heads in a wide box), and the maps shrink, without their labels (the read-out
+ * under the pointer says them) when labelled ones would be under MIN_CELL.
  */
-function cells(input, state, width) {
+function cells(input, state, width, top = 64) {
   const L = numLayers(input.result, state.kind);
   const H = Math.max(1, numHeads(input.result, state.kind));
   const left = 34;
-  const avail = width - left - 12;
-  let cols = H;
-  if (Math.floor(avail / H) - 6 < MIN_CELL) {
-    const maxCols = Math.max(1, Math.floor(avail / (MIN_CELL + 6)));
-    const rowsPer = Math.ceil(H / maxCols);
-    cols = Math.ceil(H / rowsPer); // balanced rows: 12 heads → 2 × 6, not 9 + 3
+  const boxH = fitHeight(state);
+  let best = null;
+  for (let layerCols = 1; layerCols <= (Number.isFinite(boxH) ? MAX_LAYER_COLUMNS : 1); layerCols++) {
+    const avail = Math.floor((width - left - 12 - (layerCols - 1) * left) / layerCols);
+    let cols = H;
+    if (Math.floor(avail / H) - 6 < MIN_CELL) {
+      const maxCols = Math.max(1, Math.floor(avail / (MIN_CELL + 6)));
+      const rowsPer = Math.ceil(H / maxCols);
+      cols = Math.ceil(H / rowsPer); // balanced rows: 12 heads → 2 × 6, not 9 + 3
+    }
+    const rowsPerLayer = Math.ceil(H / cols);
+    const layersPerColumn = Math.ceil(L / layerCols);
+    let cell = Math.max(MIN_CELL, Math.min(110, Math.floor(avail / cols) - 6));
+    let labelH = LABEL_H;
+    const rowPitch = Math.floor(((boxH - top - 8) / Math.max(1, layersPerColumn) - (rowsPerLayer > 1 ? LAYER_GAP : 0)) / rowsPerLayer);
+    if (rowPitch < cell + labelH) {
+      labelH = rowPitch - LABEL_H >= MIN_CELL ? LABEL_H : BARE_H;
+      cell = Math.max(FIT_CELL, rowPitch - labelH);
+    }
+    // Columns of layers only where each layer is one row of its heads, all of them side by side.
+    if (layerCols > 1 && (cols < H || cols * (cell + 6) > avail)) break;
+    if (!best || cell > best.cell) best = { cols, rowsPerLayer, layersPerColumn, cell, labelH };
   }
-  const rowsPerLayer = Math.ceil(H / cols);
-  const cell = Math.max(MIN_CELL, Math.min(110, Math.floor(avail / cols) - 6));
+  const { cols, rowsPerLayer, layersPerColumn, cell, labelH } = best;
   const pitchX = cell + 6;
-  const pitchY = cell + 22;
+  const pitchY = cell + labelH;
   const layerPitch = rowsPerLayer * pitchY + (rowsPerLayer > 1 ? LAYER_GAP : 0);
-  return { L, H, cols, rowsPerLayer, left, cell, pitchX, pitchY, layerPitch };
+  // One column of layers: its maps, then the next column's layer numbers.
+  const columnPitch = cols * pitchX + left;
+  return { L, H, cols, rowsPerLayer, layersPerColumn, columnPitch, left, cell, pitchX, pitchY, layerPitch, labelled: labelH === LABEL_H };
 }
 
 function geometry(ctx, input, state, width) {
-  const { L, H, cols, rowsPerLayer, left, cell, pitchX, pitchY, layerPitch } = cells(input, state, width);
   ctx.font = font(11);
   const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
   const top = 34 + subtitle.length * 15;
+  const c = cells(input, state, width, top);
+  const columns = Math.ceil(c.L / c.layersPerColumn);
   return {
-    L, H, cols, rowsPerLayer, left, top, cell, pitchX, pitchY, layerPitch, subtitle,
-    width: Math.max(width, left + cols * pitchX + 12),
-    height: top + L * layerPitch + 8,
+    ...c, top, subtitle,
+    width: Math.max(width, c.left + columns * c.columnPitch - c.left + 12),
+    height: top + c.layersPerColumn * c.layerPitch + 8,
   };
 }
 
 /** Top-left corner of the map of (layer, head). */
 function cellXY(g, l, h) {
-  return [g.left + (h % g.cols) * g.pitchX, g.top + l * g.layerPitch + Math.floor(h / g.cols) * g.pitchY];
+  const column = Math.floor(l / g.layersPerColumn);
+  return [g.left + column * g.columnPitch + (h % g.cols) * g.pitchX, g.top + (l % g.layersPerColumn) * g.layerPitch + Math.floor(h / g.cols) * g.pitchY];
 }
 
 export function size(ctx, input, state, width) {
@@ -58,14 +84,17 @@ export function size(ctx, input, state, width) {
 
 export function hitTest(geom, x, y) {
   if (!geom || !geom.cols) return null;
-  const c = Math.floor((x - geom.left) / geom.pitchX);
-  const l = Math.floor((y - geom.top) / geom.layerPitch);
-  if (c < 0 || l < 0 || c >= geom.cols || l >= geom.L) return null;
-  const inLayer = y - geom.top - l * geom.layerPitch;
+  const column = Math.floor((x - geom.left) / geom.columnPitch);
+  const inColumn = x - geom.left - column * geom.columnPitch;
+  const c = Math.floor(inColumn / geom.pitchX);
+  const row = Math.floor((y - geom.top) / geom.layerPitch);
+  const l = column * geom.layersPerColumn + row;
+  if (column < 0 || c < 0 || row < 0 || c >= geom.cols || row >= geom.layersPerColumn || l >= geom.L) return null;
+  const inLayer = y - geom.top - row * geom.layerPitch;
   const r = Math.floor(inLayer / geom.pitchY);
   const h = r * geom.cols + c;
   if (r >= geom.rowsPerLayer || h >= geom.H) return null;
-  if (x - geom.left - c * geom.pitchX > geom.cell || inLayer - r * geom.pitchY > geom.cell + 16) return null;
+  if (inColumn - c * geom.pitchX > geom.cell || inLayer - r * geom.pitchY > geom.pitchY - 6) return null;
   return { layer: l, head: h };
 }
 
@@ -107,19 +136,20 @@ export function* draw(ctx, input, state, theme, width) {
   // every map when the heads wrap (the column no longer says which head it is).
   for (let h = 0; h < g.H; h++) {
     ctx.fillStyle = headColor(h);
-    for (let l = 0; l < (g.rowsPerLayer > 1 ? g.L : 1); l++) {
+    for (let l = 0; l < g.L; l++) {
+      if (g.rowsPerLayer === 1 && l % g.layersPerColumn) continue; // above each column's first layer
       const [x, y] = cellXY(g, l, h);
       ctx.fillRect(x, y - 5, g.cell, 3);
     }
   }
   for (let l = 0; l < g.L; l++) {
     const prep = prepareLayer(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
-    const [, y0] = cellXY(g, l, 0);
+    const [x0, y0] = cellXY(g, l, 0);
     ctx.fillStyle = theme.muted;
     ctx.font = font(11);
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
-    ctx.fillText(`L${l + 1}`, g.left - 6, y0 + g.cell / 2);
+    if ((l % g.layersPerColumn) % Math.ceil(12 / g.layerPitch) === 0) ctx.fillText(`L${l + 1}`, x0 - 6, y0 + g.cell / 2); // 12 px apart at least
     for (let h = 0; h < g.H; h++) {
       const [x, y] = cellXY(g, l, h);
       const m = prep.heads[h];
@@ -129,6 +159,7 @@ export function* draw(ctx, input, state, theme, width) {
       ctx.strokeStyle = selected ? theme.accent : theme.faint;
       ctx.lineWidth = selected ? 3 : 1;
       ctx.strokeRect(x - (selected ? 1.5 : 0.5), y - (selected ? 1.5 : 0.5), g.cell + (selected ? 3 : 1), g.cell + (selected ? 3 : 1));
+      if (!g.labelled) continue;
       ctx.fillStyle = theme.muted;
       ctx.textAlign = 'center';
       ctx.textBaseline = 'top';
@@ -143,6 +174,12 @@ export function* draw(ctx, input, state, theme, width) {
     yield;
   }
   return g;
+}
+
+/** The read-out of the map under the pointer (a fitted grid draws no labels under its maps). */
+export function hoverText(input, state, hit) {
+  const ent = entropies(input, state)[hit.layer];
+  return ent ? `Layer ${hit.layer + 1}, head ${hit.head + 1}: H = ${ent[hit.head].toFixed(2)} (normalised entropy: 0 focused … 1 uniform) · click to open it in the head view` : null;
 }
 
 export function describe(input, state) {

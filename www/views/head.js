@@ -7,12 +7,13 @@
 // × 12 heads stay within one frame.
 
 import { prepareLayer, rawCell, rawText, prepareLayerSteps } from '../core/analysis.js';
-import { clear, measureTag, fitText, fmt, font, headColor, maxTextWidth, textLines, wrapWords } from './common.js';
+import { clear, measureTag, fitHeight, fitText, fmt, font, headColor, maxTextWidth, textLines, wrapWords } from './common.js';
 
 const LEVELS = 24; // opacity buckets
 const LINE_BUDGET = 1000; // lines drawn at most while no token is hovered (see budgetLevel)
 const MIN_OPACITY = 1 / LEVELS; // lines under the first opacity step (weight ÷ scale) are left out
 const CAPTION_H = 14; // one 11 px caption line
+const MIN_ROW_H = 12; // the least a token's row gets to fit the box (its label at 10 px)
 const SWATCH_W = 34; // one head's legend entry: its colour and its number
 const LEGEND_TEXT = 'line colour = the head that weights it most:';
 
@@ -102,19 +103,29 @@ function headerLayout(ctx, prep, state, width) {
 }
 
 function geometry(ctx, prep, state, width) {
-  const rowH = prep.rows > 64 || prep.cols > 64 ? 15 : 20;
-  const px = rowH > 16 ? 13 : 11;
-  ctx.font = font(px);
-  const labelW = Math.min(170, Math.max(40, Math.ceil(maxTextWidth(ctx, prep.rowLabels.concat(prep.colLabels))) + 8));
-  // A fixed point: draw() is handed the width size() returned (total + 16) and must lay out the same.
-  const gap = Math.max(120, Math.min(380, width - 2 * labelW - 16));
-  const total = 2 * labelW + gap;
+  const n = Math.max(prep.rows, prep.cols);
+  let rowH = prep.rows > 64 || prep.cols > 64 ? 15 : 20;
+  let px;
+  let labelW;
+  let total;
+  let header;
+  // Rows as tall as fit the box (state.boxHeight), down to MIN_ROW_H; the font follows the row,
+  // the label column the font, and the header's lines the width: two passes.
+  for (let pass = 0; pass < 2; pass++) {
+    px = rowH > 16 ? 13 : rowH > 13 ? 11 : 10;
+    ctx.font = font(px);
+    labelW = Math.min(170, Math.max(40, Math.ceil(maxTextWidth(ctx, prep.rowLabels.concat(prep.colLabels))) + 8));
+    // A fixed point: draw() is handed the width size() returned (total + 16) and must lay out the same.
+    const gap = Math.max(120, Math.min(380, width - 2 * labelW - 16));
+    total = 2 * labelW + gap;
+    header = headerLayout(ctx, prep, state, total + 16);
+    rowH = Math.max(MIN_ROW_H, Math.min(rowH, Math.floor((fitHeight(state) - header.headerH - 16) / Math.max(1, n))));
+  }
   // The canvas is only as wide as the drawing (CSS centres it): at 512 tokens it is ~7,750 px
   // tall, and every frame that changes it copies all of its pixels to the compositor (a
   // 1,280 px wide one took 44–53 ms per copy in software rendering, over the 50 ms long-task line).
   const x0 = 8;
-  const header = headerLayout(ctx, prep, state, total + 16);
-  const n = Math.max(prep.rows, prep.cols);
+  const gap = total - 2 * labelW;
   return {
     rowH,
     px,

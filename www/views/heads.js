@@ -4,7 +4,7 @@
 // click opens it in the head view. The data is the model's heads() answer (input.heads), not the
 // attention maps. The sortable ranking beside it is DOM (www/shell/heads-table.js).
 
-import { clear, drawTitle, fitText, font, gridStep, textLines, wrapWords } from './common.js';
+import { clear, drawTitle, fitHeight, fitText, font, gridStep, textLines, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 /** Labels in legend order, with their colours (Okabe–Ito, readable by colour-blind readers). */
@@ -37,6 +37,7 @@ export const SCORES = [
 const SUBTITLE = 'Colour: what the head mostly does on this text; shade: the share of weight behind it (pale = weak). Hover a cell for its scores, click to open the head.';
 const MIN_CELL = 16;
 const MAX_CELL = 40;
+const FIT_CELL = 9; // the smallest a cell gets to fit the box (its layer numbers are drawn every few)
 const LEFT = 40;
 
 /** The heads of the state's kind, as a layers × heads lookup. */
@@ -63,10 +64,13 @@ function geometry(ctx, input, state, width) {
   ctx.font = font(11);
   const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
   const top = 34 + subtitle.length * 15 + 18; // title, subtitle, head numbers
-  const cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor((width - LEFT - 12) / Math.max(1, H))));
+  const legendH = Math.ceil(LABELS.length / 2) * 18 + 8;
+  // As wide as the width allows, as tall as the box (state.boxHeight) allows: SmolLM2's 30 layers fit 560 px.
+  const fitsHeight = Math.floor((fitHeight(state) - top - 12 - legendH) / Math.max(1, L));
+  const cell = Math.max(FIT_CELL, Math.min(Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor((width - LEFT - 12) / Math.max(1, H)))), fitsHeight));
   const gridH = L * cell;
   const legendTop = top + gridH + 12;
-  return { L, H, cell, top, left: LEFT, subtitle, legendTop, width: Math.max(width, LEFT + H * cell + 12), height: legendTop + Math.ceil(LABELS.length / 2) * 18 + 8 };
+  return { L, H, cell, top, left: LEFT, subtitle, legendTop, width: Math.max(width, LEFT + H * cell + 12), height: legendTop + legendH };
 }
 
 export function size(ctx, input, state, width) {
@@ -107,7 +111,8 @@ export function draw(ctx, input, state, theme, width, height) {
   for (let h = 0; h < g.H; h++) if (g.cell >= 22 || h % 2 === 0) ctx.fillText(String(h + 1), g.left + (h + 0.5) * g.cell, g.top - 3);
   ctx.textAlign = 'right';
   ctx.textBaseline = 'middle';
-  for (let l = 0; l < g.L; l++) ctx.fillText(`L${l + 1}`, g.left - 6, g.top + (l + 0.5) * g.cell);
+  const every = Math.ceil(11 / g.cell); // layer numbers 11 px apart at least (a fitted 30-layer grid)
+  for (let l = 0; l < g.L; l += every) ctx.fillText(`L${l + 1}`, g.left - 6, g.top + (l + 0.5) * g.cell);
   for (let l = 0; l < g.L; l++) {
     for (let h = 0; h < g.H; h++) {
       const s = at.get(l * g.H + h);

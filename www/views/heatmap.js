@@ -10,7 +10,7 @@
 // e.g. the query that chose a generated token) has its whole row outlined in the accent colour.
 
 import { prepareLayer, prepareLayerSteps, rawCell, rawText } from '../core/analysis.js';
-import { clear, drawTitle, measureTag, colorBar, drawMatrix, fitText, fmt, font, gridStep, maxOf, maxTextWidth, textLines, viridis } from './common.js';
+import { clear, drawTitle, measureTag, colorBar, drawMatrix, fitHeight, fitText, fmt, font, gridStep, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const BAR_W = 64; // colour bar + its tick labels
@@ -44,9 +44,14 @@ function inkOn(c) {
 // Font size of the key labels for a cell pitch (px): as large as fits next to its neighbours.
 const labelPx = (cell) => Math.max(9, Math.min(12, cell - 2));
 
-function geometry(ctx, m, width) {
+/** The layout of matrix m in `width` × `height` CSS px (height: what it fits, state.boxHeight;
+ *  Infinity = as tall as the width's cells make it). */
+function geometry(ctx, m, width, height = Infinity) {
   const { prep } = m;
   const avail = (rowLabelW) => width - 8 - rowLabelW - BAR_W - 8;
+  const titleH = 28 + prep.notes.length * 15;
+  // A causal map's legend of masked cells needs 116 px under the top.
+  const availH = (colLabelH) => Math.max(prep.maskedFrom ? 116 : 0, height - titleH - colLabelH) - 16;
   // Cell pitch: the label widths depend on the font, which depends on the pitch; two passes.
   let cell = MAX_CELL;
   let rowLabelW = 0;
@@ -59,10 +64,10 @@ function geometry(ctx, m, width) {
     rowLabelW = Math.max(rowLabelW, Math.ceil(ctx.measureText('queries ↓').width) + 10);
     ctx.font = font(px);
     colLabelH = Math.max(38, Math.min(MAX_LABEL, Math.ceil(maxTextWidth(ctx, prep.colLabels))) + 10);
-    cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(avail(rowLabelW) / Math.max(1, prep.cols))));
+    const fitsHeight = Math.floor(availH(colLabelH) / Math.max(1, prep.rows));
+    cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(avail(rowLabelW) / Math.max(1, prep.cols)), fitsHeight));
   }
   const px = labelPx(cell);
-  const titleH = 28 + prep.notes.length * 15;
   const top = titleH + colLabelH;
   const left = 8 + rowLabelW;
   const w = left + cell * prep.cols + BAR_W + 8;
@@ -90,13 +95,14 @@ export function* prepare(input, state) {
 }
 
 export function size(ctx, input, state, width) {
-  return matrixSize(ctx, matrixFor(input, state), width);
+  return matrixSize(ctx, matrixFor(input, state), width, fitHeight(state));
 }
 
-/** The size of matrix m ({ prep, mat, max, title, lo?, color? }) drawn `width` px wide. */
-export function matrixSize(ctx, m, width) {
+/** The size of matrix m ({ prep, mat, max, title, lo?, color? }) drawn `width` px wide, fitted
+ *  to `height`. */
+export function matrixSize(ctx, m, width, height) {
   if (!m) return { width, height: 80 };
-  const g = geometry(ctx, m, width);
+  const g = geometry(ctx, m, width, height);
   return { width: g.width, height: g.height };
 }
 
@@ -154,7 +160,7 @@ export function* drawMatrixView(ctx, m, state, theme, width) {
   const { prep, mat, max } = m;
   const lo = m.lo || 0;
   const colorOf = cellColor(m);
-  const g = geometry(ctx, m, width);
+  const g = geometry(ctx, m, width, fitHeight(state));
   const { cell, left, top } = g;
   const fc = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
   const focus = fc && fc.row < prep.rows && fc.col < prep.cols ? fc : null;

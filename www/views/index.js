@@ -23,7 +23,8 @@ const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.ind
  *   forceKind          — the kind it always shows (cross view)
  *   kindless           — it shows no attention, so no kind tabs (positions view)
  *   controls           — which shared controls are visible: layer, heads ('multi' | 'one'), agg,
- *                        query, step, threshold, measure (the raw / value-weighted switch applies)
+ *                        query, step, threshold, measure (the raw / value-weighted switch applies),
+ *                        stepPart (which part of the step view)
  *   needsStep          — it draws the step() internals of one head
  *   needsPositions     — it draws the model's position table (positions()) with the wasm charts
  *   needsHeads         — it draws the model's head scores (heads())
@@ -60,7 +61,7 @@ export const VIEWS = [
     module: grid,
     kinds: null,
     controls: { measure: true },
-    hover: () => ({}),
+    hover: (hit, s, input) => ({ text: hit ? grid.hoverText(input, s, hit) : null }),
     click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head' } : null),
   },
   {
@@ -89,7 +90,7 @@ export const VIEWS = [
     module: step,
     kinds: null,
     needsStep: true,
-    controls: { layer: true, heads: 'one', query: true },
+    controls: { layer: true, heads: 'one', query: true, stepPart: true },
     hover: (hit, s, input) => ({ focus: hit, text: hit ? step.hoverText(input, s, hit) : null }),
     click: (hit) => (hit && hit.queryRow !== null ? { query: hit.queryRow } : null),
   },

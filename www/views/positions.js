@@ -11,10 +11,11 @@
 // bands of 24 dims, ~10 ms each), so no task holds the page. Hover reads one value out: position,
 // dim, value.
 
-import { canvasScale, clear, drawTitle, font, gridStep, headColor, textLines, wrapWords } from './common.js';
+import { canvasScale, clear, drawTitle, fitHeight, font, gridStep, headColor, textLines, wrapWords } from './common.js';
 
 const CHART_H = 500; // the plotters chart: heatmap + line chart
-const HEAT_H = 290; // the heatmap's share of it
+const HEAT_SHARE = 0.58; // the heatmap's share of it
+const MIN_CHART_H = 320; // the least it gets to fit a box
 const LINE_COUNT = 4;
 
 const dimsMemo = new WeakMap(); // table → its line dims
@@ -93,17 +94,19 @@ function waveOf(t, d) {
   return t.kind === 'rotary' ? (first ? 'cos' : 'sin') : first ? 'sin' : 'cos';
 }
 
-function layout(ctx, input, width) {
+function layout(ctx, input, width, height = Infinity) {
   const t = input.positions;
   ctx.font = font(12);
   const note = t ? wrapWords(ctx, paperNote(t), Math.max(200, width - 16)) : [];
   const top = 30 + note.length * 16 + 28;
-  return { note, top, height: top + CHART_H + 40 };
+  // The chart as tall as the box lets it be (state.boxHeight), within MIN_CHART_H … CHART_H.
+  const chartH = Math.round(Math.max(MIN_CHART_H, Math.min(CHART_H, height - top - 40)));
+  return { note, top, chartH, height: top + chartH + 40 };
 }
 
 export function size(ctx, input, state, width) {
   if (!input.positions) return { width, height: 80 };
-  return { width, height: layout(ctx, input, width).height };
+  return { width, height: layout(ctx, input, width, fitHeight(state)).height };
 }
 
 const scaleMemo = new WeakMap(); // table → its colour scale's end
@@ -126,20 +129,20 @@ const BAND_DIMS = 24; // heatmap rows per plotters call: ~10 ms each for a 128-p
  * (axes, lines) first, then the heatmap's cells in bands of dims, each call its own unit of work.
  * Memoised: hovering only redraws the JS overlay.
  */
-function* chartSteps(mod, t, width, theme, dims) {
+function* chartSteps(mod, t, width, chartH, theme, dims) {
   const scale = canvasScale();
-  const key = JSON.stringify([width, scale, theme.bg, theme.fg, theme.muted, theme.faint, !!theme.dark]);
+  const key = JSON.stringify([width, chartH, scale, theme.bg, theme.fg, theme.muted, theme.faint, !!theme.dark]);
   let per = chartMemo.get(t);
   if (!per) chartMemo.set(t, (per = new Map()));
   if (!per.has(key)) {
     const canvas = document.createElement('canvas');
     canvas.width = Math.round(width * scale);
-    canvas.height = Math.round(CHART_H * scale);
+    canvas.height = Math.round(chartH * scale);
     const opts = {
       scale,
       line_dims: dims,
       line_colors: dims.map((_, i) => headColor(i)),
-      heat_height: HEAT_H,
+      heat_height: Math.round(chartH * HEAT_SHARE),
       color_max: colorMax(t),
       bg: theme.bg,
       fg: theme.fg,
@@ -162,14 +165,14 @@ export function* draw(ctx, input, state, theme, width, height) {
   const t = input.positions;
   const charts = input.charts && typeof document !== 'undefined' ? input.charts : null;
   // The chart first (in steps), so the canvas is cleared only once it is made.
-  const c = t && charts ? yield* chartSteps(charts, t, width, theme, lineDims(t)) : null;
+  const g = layout(ctx, input, width, fitHeight(state));
+  const c = t && charts ? yield* chartSteps(charts, t, width, g.chartH, theme, lineDims(t)) : null;
   clear(ctx, width, height, theme);
   if (!t) {
     drawTitle(ctx, 'Positions', theme);
     textLines(ctx, ['Loading the model’s position table…'], 8, 30, theme);
     return { width, height };
   }
-  const g = layout(ctx, input, width);
   const n = input.result ? input.result.tokens.source.length : 0;
   drawTitle(ctx, `Positions · ${kindTitle(t)} · ${t.positions} positions × ${t.dims} dims`, theme);
   textLines(ctx, g.note, 8, 30, theme, 12, width - 16);
@@ -178,7 +181,7 @@ export function* draw(ctx, input, state, theme, width, height) {
     textLines(ctx, ['Loading the charts…'], 8, g.top, theme);
     return { width, height, table: t };
   }
-  ctx.drawImage(c.canvas, 0, g.top, width, CHART_H);
+  ctx.drawImage(c.canvas, 0, g.top, width, g.chartH);
   const off = (r) => ({ x: r.x, y: r.y + g.top, w: r.w, h: r.h });
   const heat = off(c.geom.heat);
   const lines = off(c.geom.lines);
@@ -200,7 +203,7 @@ export function* draw(ctx, input, state, theme, width, height) {
   ctx.textBaseline = 'middle';
   ctx.textAlign = 'left';
   let x = 8;
-  const y = g.top + CHART_H + 14;
+  const y = g.top + g.chartH + 14;
   ctx.fillStyle = theme.muted;
   const m = c.geom.max_abs.toFixed(3);
   const scaleText = `heatmap: blue ≤ −${m} · white 0 · red ≥ +${m}   lines:`;

@@ -6,7 +6,7 @@
 // Hovering (or clicking, to pin) a point rings it and its partner (query i ↔ key i); from a
 // query, lines go to its top keys, as wide as the attention weight.
 
-import { clear, drawTitle, fitText, font, textLines, wrapWords } from './common.js';
+import { clear, drawTitle, fitHeight, fitText, font, textLines, wrapWords } from './common.js';
 import { tokenLabel } from '../core/tokens.js';
 import { KIND_NAMES } from './head.js';
 
@@ -33,17 +33,17 @@ export function qkPca(step) {
   return out;
 }
 
-function geometry(ctx, input, width) {
+function geometry(ctx, input, width, height = Infinity) {
   ctx.font = font(11);
   const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
   const top = 34 + subtitle.length * 15 + 6;
-  const plot = Math.max(200, Math.min(width - 16, 620));
+  const plot = Math.max(200, Math.min(width - 16, 620, height - top - 24)); // a square: the box's height fits it
   return { top, left: 8, plot, subtitle, width, height: top + plot + 24 };
 }
 
 export function size(ctx, input, state, width) {
   if (!input.step) return { width, height: 80 };
-  const g = geometry(ctx, input, width);
+  const g = geometry(ctx, input, width, fitHeight(state));
   return { width: g.width, height: g.height };
 }
 
@@ -61,7 +61,7 @@ export function* draw(ctx, input, state, theme, width, height) {
     textLines(ctx, ['Computing the head’s queries and keys…'], 8, 8, theme, 13);
     return {};
   }
-  const g = geometry(ctx, input, width);
+  const g = geometry(ctx, input, width, fitHeight(state));
   const pca = qkPca(s);
   const kindName = KIND_NAMES[s.kind] || s.kind;
   drawTitle(ctx, fitText(ctx, `Query/key space · layer ${s.layer + 1} · head ${s.head + 1} · ${kindName} · PC1 ${(100 * pca.explained[0]).toFixed(0)}%, PC2 ${(100 * pca.explained[1]).toFixed(0)}% of the variance`, width - 16), theme);

@@ -2,12 +2,14 @@
 // q = row of Q, each key's k_j, the score q·k_j, ÷√d_k, the mask, softmax, and the output
 // Σ_j p_j v_j. input.step is the answer of model.step(text, kind, layer, head).
 
-import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, viridis } from './common.js';
+import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitHeight, fitText, fmt, font, maxAbs, pooledFor, rgb, textLines, viridis } from './common.js';
 import { tokenLabel } from '../core/tokens.js';
 import { drain, NEW_TASK } from '../core/slices.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
+const MIN_ROW_H = 15; // the least a table row gets to fit the box
+const TABLE_FOOT = 70; // under the table: Σ p and the output strip
 // Keys listed at most: past this, the keys with the largest p (in text order) and one line for
 // the rest. 512 rows made a 11,000 px canvas that no one reads and that took 60 ms to allocate.
 export const MAX_KEY_ROWS = 64;
@@ -32,7 +34,14 @@ function listedKeys(s, qi) {
     .sort((a, b) => a - b);
 }
 
+/**
+ * The layout of the parts state.stepPart shows, fitted to the box's height (state.boxHeight):
+ * one query's table with rows from MIN_ROW_H to ROW_H px, then (part 'both') or alone
+ * ('matrices') the panels, each at most as large as still fits.
+ */
 function geometry(ctx, s, state, width) {
+  const part = state.stepPart || 'query';
+  const boxH = fitHeight(state);
   const dk = s.d_k;
   const cell = Math.max(1, Math.min(6, Math.floor(192 / dk)));
   const stripW = cell * dk;
@@ -59,10 +68,24 @@ function geometry(ctx, s, state, width) {
   }
   const top = 142;
   const rows = keys.length + (omitted ? 1 : 0);
-  const tableEnd = top + ROW_H * (rows + 1) + 70;
   const w = Math.max(width, x);
-  const { panels, height } = panelLayout(s, w, tableEnd + PANELS_HEAD);
-  return { cell, stripW, labelW, xs, top, keys, omitted, panels, panelsTop: tableEnd, width: w, height };
+  const table = part !== 'matrices';
+  const rowH = part === 'query' ? Math.max(MIN_ROW_H, Math.min(ROW_H, Math.floor((boxH - top - TABLE_FOOT) / (rows + 1)))) : ROW_H;
+  const tableEnd = table ? top + rowH * (rows + 1) + TABLE_FOOT : 0;
+  if (part === 'query') return { part, cell, stripW, labelW, xs, top, rowH, keys, omitted, panels: [], width: w, height: tableEnd };
+  const laid = fittedPanels(s, w, tableEnd, part === 'matrices' ? boxH : Infinity);
+  return { part, cell, stripW, labelW, xs, top, rowH, keys, omitted, panels: laid.panels, panelsTop: tableEnd, width: w, height: laid.height };
+}
+
+/** The panels under `top` (their section's title first), as large as fit `height` (down to MIN_PANEL). */
+function fittedPanels(s, width, top, height) {
+  let side = PANEL;
+  let laid = panelLayout(s, width, top + PANELS_HEAD, side);
+  while (laid.height > height && side > MIN_PANEL) {
+    side = Math.max(MIN_PANEL, Math.floor(side * 0.85));
+    laid = panelLayout(s, width, top + PANELS_HEAD, side);
+  }
+  return laid;
 }
 
 // ------------------------------------------------------------------ all queries at once
@@ -71,6 +94,7 @@ function geometry(ctx, s, state, width) {
 // follows that query.
 
 const PANEL = 168; // px: a panel's longer side at most (more cells than pixels are pooled)
+const MIN_PANEL = 72; // px: the least a panel's longer side gets to fit the box
 const PANEL_CELL = 14; // px: a cell at most
 const PANELS_HEAD = 40; // the section's title line
 const PANEL_TITLE = 30; // above each panel: its name and shape
@@ -90,7 +114,9 @@ export function* prepare(input, state, width) {
   // Not in the task that wrote the controls (a query picker of 256 tokens and its layout).
   yield NEW_TASK;
   if (!matricesMemo.has(s)) matricesMemo.set(s, yield* matricesSteps(s));
-  for (const p of panelLayout(s, width, 0).panels) {
+  const part = state.stepPart || 'query';
+  if (part === 'query') return;
+  for (const p of fittedPanels(s, width, 0, part === 'matrices' ? fitHeight(state) : Infinity).panels) {
     pooledFor(p.data, p.rows, p.cols, p.w, p.h, canvasScale());
     yield;
   }
@@ -138,15 +164,15 @@ function* matricesSteps(s) {
   return list;
 }
 
-function panelLayout(s, width, top) {
+function panelLayout(s, width, top, side = PANEL) {
   const panels = [];
   let x = 8;
   let y = top;
   let rowH = 0;
   for (const mat of matrices(s)) {
     // Square cells; a [tokens × d_model] matrix gets twice the width and cells as tall as fit.
-    const cw = mat.wide ? Math.min(PANEL_CELL, (2 * PANEL) / mat.cols) : Math.min(PANEL_CELL, PANEL / Math.max(mat.rows, mat.cols));
-    const ch = mat.wide ? Math.min(PANEL_CELL, PANEL / mat.rows) : cw;
+    const cw = mat.wide ? Math.min(PANEL_CELL, (2 * side) / mat.cols) : Math.min(PANEL_CELL, side / Math.max(mat.rows, mat.cols));
+    const ch = mat.wide ? Math.min(PANEL_CELL, side / mat.rows) : cw;
     const w = mat.cols * cw;
     const h = mat.rows * ch;
     const pw = Math.max(w, 120);
@@ -164,8 +190,8 @@ function panelLayout(s, width, top) {
 
 const colLabel = (s, side, j) => (side === 'dim' ? `dim ${j + 1}` : side === 'k' ? labels(s).k[j] : labels(s).q[j]);
 
-function* drawPanels(ctx, s, g, qi, focus, theme) {
-  drawTitle(ctx, 'All queries at once: every matrix of this head', theme, g.panelsTop + 6);
+function* drawPanels(ctx, s, g, qi, focus, theme, title) {
+  drawTitle(ctx, fitText(ctx, title, g.width - 16), theme, g.panelsTop + 6);
   textLines(ctx, ['Hover a cell for its number; click a query row to follow that query through all of them.'], 8, g.panelsTop + 24, theme, 11, g.width - 16);
   for (const p of g.panels) {
     ctx.font = font(11, 600);
@@ -283,10 +309,15 @@ export function* draw(ctx, input, state, theme, width) {
   }
   const g = geometry(ctx, s, state, width);
   clear(ctx, g.width, g.height, theme);
+  const qi = queryIndex(s, state);
+  const focus = state.focus && 'panel' in state.focus ? state.focus : null;
+  if (g.part === 'matrices') {
+    yield* drawPanels(ctx, s, g, qi, focus, theme, `Layer ${s.layer + 1} · head ${s.head + 1} · ${KIND_NAMES[s.kind] || s.kind}: every matrix, all queries at once`);
+    return g;
+  }
   const dk = s.d_k;
   const tq = s.query_tokens.length;
   const tk = s.key_tokens.length;
-  const qi = queryIndex(s, state);
   const row = (a, width2 = tk) => a.subarray(qi * width2, (qi + 1) * width2);
   const q = row(s.q, dk);
   const scores = row(s.scores);
@@ -348,16 +379,16 @@ export function* draw(ctx, input, state, theme, width) {
     return out;
   };
   // In steps: at 64 keys × d_k 64 (SmolLM2) the strips and the rows took 40–70 ms in one task.
-  drawStrips(ctx, listedRows(s.k), g.keys.length, dk, g.xs.k, g.top, ROW_H, 3, g.cell, signed(qkScale));
+  drawStrips(ctx, listedRows(s.k), g.keys.length, dk, g.xs.k, g.top, g.rowH, 3, g.cell, signed(qkScale));
   yield;
-  drawStrips(ctx, listedRows(s.v), g.keys.length, dk, g.xs.v, g.top, ROW_H, 3, g.cell, signed(vScale), (r) => 0.25 + 0.75 * Math.min(1, probs[g.keys[r]] * 2));
+  drawStrips(ctx, listedRows(s.v), g.keys.length, dk, g.xs.v, g.top, g.rowH, 3, g.cell, signed(vScale), (r) => 0.25 + 0.75 * Math.min(1, probs[g.keys[r]] * 2));
   yield;
   ctx.font = font(12);
   for (let r = 0; r < g.keys.length; r++) {
     if (r % 16 === 15) yield;
     const j = g.keys[r];
-    const y = g.top + r * ROW_H;
-    const cy = y + ROW_H / 2;
+    const y = g.top + r * g.rowH;
+    const cy = y + g.rowH / 2;
     const visible = mask[j] > 0.5;
     ctx.fillStyle = visible ? theme.fg : theme.muted;
     ctx.textAlign = 'left';
@@ -376,7 +407,7 @@ export function* draw(ctx, input, state, theme, width) {
     const p = probs[j];
     ctx.fillStyle = theme.accent;
     ctx.globalAlpha = 0.35;
-    ctx.fillRect(g.xs.p, y + 4, 70 * Math.min(1, p), ROW_H - 8);
+    ctx.fillRect(g.xs.p, y + 4, 70 * Math.min(1, p), g.rowH - 8);
     ctx.globalAlpha = 1;
     ctx.fillStyle = theme.fg;
     ctx.textAlign = 'right';
@@ -391,10 +422,10 @@ export function* draw(ctx, input, state, theme, width) {
     ctx.textAlign = 'left';
     ctx.fillStyle = theme.muted;
     const text = `… ${g.omitted} more keys hold p = ${Math.max(0, rest).toFixed(4)} in all (listed: the ${g.keys.length} with the largest p, in text order)`;
-    ctx.fillText(fitText(ctx, text, g.width - 16), g.xs.token, g.top + g.keys.length * ROW_H + ROW_H / 2);
+    ctx.fillText(fitText(ctx, text, g.width - 16), g.xs.token, g.top + g.keys.length * g.rowH + g.rowH / 2);
   }
   // Sum line and output
-  const sy = g.top + (g.keys.length + (g.omitted ? 1 : 0)) * ROW_H + 6;
+  const sy = g.top + (g.keys.length + (g.omitted ? 1 : 0)) * g.rowH + 6;
   ctx.strokeStyle = theme.faint;
   ctx.lineWidth = 1;
   ctx.beginPath();
@@ -404,12 +435,12 @@ export function* draw(ctx, input, state, theme, width) {
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'right';
   ctx.font = font(12, 400, true);
-  ctx.fillText(`Σ = ${psum.toFixed(4)}`, g.xs.p + 118, sy + ROW_H / 2);
+  ctx.fillText(`Σ = ${psum.toFixed(4)}`, g.xs.p + 118, sy + g.rowH / 2);
   ctx.textAlign = 'right';
   ctx.font = font(11);
-  ctx.fillText('output = Σ p_j v_j =', g.xs.v - 6, sy + ROW_H * 1.5 + 4);
-  strip(ctx, out, g.xs.v, sy + ROW_H + 8, g.cell, 16, vScale, theme.dark);
-  yield* drawPanels(ctx, s, g, qi, state.focus && 'panel' in state.focus ? state.focus : null, theme);
+  ctx.fillText('output = Σ p_j v_j =', g.xs.v - 6, sy + g.rowH * 1.5 + 4);
+  strip(ctx, out, g.xs.v, sy + g.rowH + 8, g.cell, 16, vScale, theme.dark);
+  if (g.part === 'both') yield* drawPanels(ctx, s, g, qi, focus, theme, 'All queries at once: every matrix of this head');
   return g;
 }
 

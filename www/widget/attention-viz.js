@@ -12,7 +12,10 @@
 // exact: the f32 file from the start),
 // kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
 // shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
-// editable (present: the reader can type), height (max height of the map in px); for a model that
+// step-part (step view: query | matrices | both), zoom (fit, the default: the whole view in the
+// map's box | 1.5 | 2 | 3: that many times the box, scrolled | width: the box's width, as tall as
+// it takes), editable (present: the reader can type), height (the map's box's height in px;
+// default 78% of the window's); for a model that
 // generates (smollm2-135m): generate (tokens to continue the text, 0–64), temperature (0 or absent:
 // greedy), top-k, seed, generate-step (the scrubbed step, from 1; absent: after the last token).
 // compare (a second sentence B: the head view and the heatmap draw it beside the text, with the
@@ -90,7 +93,7 @@ textarea { display: block; width: 100%; box-sizing: border-box; border: 0; borde
 .out { padding: 4px 8px; font-size: 14px; border-bottom: 1px solid var(--av-border); }
 .out b { font-weight: 600; color: var(--av-muted); margin-right: 6px; }
 .out .coverage, .coverage { display: block; font-size: 12px; color: var(--av-muted); }
-.wrap { overflow: auto; position: relative; }
+.wrap { overflow: auto; position: relative; max-height: 78vh; } /* the box views fit (zoom "fit"); the height attribute sets another */
 canvas { display: block; margin-inline: auto; }
 :focus-visible { outline: 3px solid var(--av-accent); outline-offset: -3px; }
 /* The map's ring goes on its scrolling box: on a canvas wider than the box it would be cut off. */
@@ -149,6 +152,10 @@ class AttentionViz extends HTMLElement {
     this.$.query = mk('select', {}, this.$.queryLabel);
     this.$.stepLabel = lab('Step ');
     this.$.step = mk('input', { type: 'range', min: '0', max: '0', value: '0' }, this.$.stepLabel);
+    this.$.partLabel = lab('Part ');
+    this.$.stepPart = mk('select', {}, this.$.partLabel);
+    this.$.zoomLabel = lab('Zoom ');
+    this.$.zoom = mk('select', {}, this.$.zoomLabel);
     this.$.text = mk('textarea', { rows: 2, spellcheck: false, dir: 'auto' });
     this.$.text.setAttribute('aria-label', 'Text to analyse');
     this.$.compare = null; // the "Compare with…" box, made for an editable widget that compares
@@ -210,12 +217,14 @@ class AttentionViz extends HTMLElement {
     });
     listen('widget', this.$.query, 'change', () => this.session.patch({ query: Number(this.$.query.value) }));
     listen('widget', this.$.step, 'input', () => this.session.patch({ step: Number(this.$.step.value) }));
+    listen('widget', this.$.stepPart, 'change', () => this.session.patch({ stepPart: this.$.stepPart.value }));
+    listen('widget', this.$.zoom, 'change', () => this.session.patch({ zoom: this.$.zoom.value }));
     bindTextBox(this.$.text, this.session);
     listen('widget', this.$.canvas, 'keydown', this.shell.key);
     for (const [kind, button] of [['png', this.$.png], ['svg', this.$.svg]]) {
       listen('widget', button, 'click', async () => {
         try {
-          this.$.readout.textContent = await saveView(kind, { canvas: this.$.canvas, session: this.session, theme: this.shell.theme(), width: this.drawWidth() });
+          this.$.readout.textContent = await saveView(kind, { canvas: this.$.canvas, session: this.session, theme: this.shell.theme(), box: this.shell.box() });
         } catch (e) {
           this.$.readout.textContent = `${kind.toUpperCase()} export failed: ${e.message}`;
         }
@@ -462,6 +471,11 @@ class AttentionViz extends HTMLElement {
       setOptions(this.$.query, c.queries);
       this.$.query.value = c.query;
     }
+    this.$.partLabel.hidden = !ctl.stepPart;
+    setOptions(this.$.stepPart, c.stepParts);
+    this.$.stepPart.value = c.stepPart;
+    setOptions(this.$.zoom, c.zooms);
+    this.$.zoom.value = c.zoom;
     this.$.stepLabel.hidden = !c.step;
     if (c.step) {
       this.$.step.max = String(c.step.max);

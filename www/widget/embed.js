@@ -4,6 +4,7 @@
 // reports its height to the parent page: postMessage({ type: 'attnviz:height', height, id }).
 import { AttentionViz } from '../attention-viz.js';
 
+const EMBED_BOX_HEIGHT = 560; // px: the page's box at 1280×720 (78vh)
 const params = new URLSearchParams(location.search);
 const el = document.createElement('attention-viz');
 // Every attribute the widget reads (generate, top-k, generate-step, … too), editable aside.
@@ -12,6 +13,9 @@ for (const name of AttentionViz.observedAttributes.filter((n) => n !== 'editable
   if (v !== null) el.setAttribute(name, v);
 }
 if (params.has('editable') && params.get('editable') !== '0') el.setAttribute('editable', '');
+// The map's box: the frame grows to what it holds, so a box in vh of the frame would shrink with
+// every report (78% of 78% of …); a fixed one unless ?height= says another.
+if (!el.hasAttribute('height')) el.setAttribute('height', String(EMBED_BOX_HEIGHT));
 document.body.appendChild(el);
 
 const id = params.get('id') || null;
