@@ -58,11 +58,15 @@ export function textLimitNotice(s, cut) {
   return `The text box holds at most ${thousands(TEXT_MAX)} characters; the rest of a longer paste was left out.`;
 }
 
-/** What the step view shows: one query's computation, every matrix of the head, or both (one under the other). */
-export const STEP_PARTS = ['query', 'matrices', 'both'];
+/** What the step view shows — one query's computation, every matrix of the head, or both (one
+ *  under the other) — as [value, the hosts' picker label]. */
+export const STEP_PART_CHOICES = [['query', 'one query, step by step'], ['matrices', 'all queries: every matrix'], ['both', 'both']];
+export const STEP_PARTS = STEP_PART_CHOICES.map(([v]) => v);
 
-/** How big a view is drawn: 'fit' its box, a multiple of the box, or 'width' (as tall as it takes). */
-export const ZOOMS = ['fit', '1.5', '2', '3', 'width'];
+/** How big a view is drawn — 'fit' its box, a multiple of the box, or 'width' (as tall as it
+ *  takes) — as [value, the hosts' picker label]. */
+export const ZOOM_CHOICES = [['fit', 'fit'], ['1.5', '1.5×'], ['2', '2×'], ['3', '3×'], ['width', 'fit width']];
+export const ZOOMS = ZOOM_CHOICES.map(([v]) => v);
 
 /** The size a view is asked to fit for `zoom` in a box of boxWidth × boxHeight CSS px. */
 export function zoomedBox(zoom, boxWidth, boxHeight) {

@@ -14,7 +14,7 @@ import { pressKey } from './keys.js';
 import { kindShown, viewFor } from '../views/index.js';
 import { stepLabels } from '../views/cross.js';
 import { onFrame, timed } from '../core/timing.js';
-import { zoomedBox } from '../core/state.js';
+import { STEP_PART_CHOICES, ZOOM_CHOICES, zoomedBox } from '../core/state.js';
 import { headNote } from './prose.js';
 
 /**
@@ -132,10 +132,6 @@ export function boxHeight(box) {
   const borders = cs.boxSizing === 'border-box' ? Number.parseFloat(cs.borderTopWidth) + Number.parseFloat(cs.borderBottomWidth) : 0;
   return Math.floor(h - borders);
 }
-
-// The step view's parts and the zoom levels as every host's pickers name them (state.js's values).
-const STEP_PART_CHOICES = [['query', 'one query, step by step'], ['matrices', 'all queries: every matrix'], ['both', 'both']];
-const ZOOM_CHOICES = [['fit', 'fit'], ['1.5', '1.5×'], ['2', '2×'], ['3', '3×'], ['width', 'fit width']];
 
 /** How a layer is named in every host's picker: "3 of 6". */
 export const layerLabel = (layer, layers) => `${layer + 1} of ${layers}`;

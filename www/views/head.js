@@ -107,6 +107,7 @@ function geometry(ctx, prep, state, width) {
   let rowH = prep.rows > 64 || prep.cols > 64 ? 15 : 20;
   let px;
   let labelW;
+  let gap;
   let total;
   let header;
   // Rows as tall as fit the box (state.boxHeight), down to MIN_ROW_H; the font follows the row,
@@ -116,7 +117,7 @@ function geometry(ctx, prep, state, width) {
     ctx.font = font(px);
     labelW = Math.min(170, Math.max(40, Math.ceil(maxTextWidth(ctx, prep.rowLabels.concat(prep.colLabels))) + 8));
     // A fixed point: draw() is handed the width size() returned (total + 16) and must lay out the same.
-    const gap = Math.max(120, Math.min(380, width - 2 * labelW - 16));
+    gap = Math.max(120, Math.min(380, width - 2 * labelW - 16));
     total = 2 * labelW + gap;
     header = headerLayout(ctx, prep, state, total + 16);
     rowH = Math.max(MIN_ROW_H, Math.min(rowH, Math.floor((fitHeight(state) - header.headerH - 16) / Math.max(1, n))));
@@ -125,7 +126,6 @@ function geometry(ctx, prep, state, width) {
   // tall, and every frame that changes it copies all of its pixels to the compositor (a
   // 1,280 px wide one took 44–53 ms per copy in software rendering, over the 50 ms long-task line).
   const x0 = 8;
-  const gap = total - 2 * labelW;
   return {
     rowH,
     px,
