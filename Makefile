@@ -33,8 +33,8 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models venv build build-simd build-threads serve precompress site dist notebook test lint test-rust cli test-wasm test-py test-e2e bench screenshots \
-	check-simd clean distclean fuzz fuzz-smoke fuzz-build
+.PHONY: help setup models venv build build-simd build-threads serve precompress site dist notebook test lint test-rust cli test-wasm test-py test-e2e test-e2e-page test-e2e-npm bench screenshots \
+	check-simd clean distclean fuzz fuzz-smoke fuzz-build fuzz-merge
 
 help:
 	@echo "attnviz make targets:"
@@ -50,8 +50,10 @@ help:
 	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
 	@echo "  make build       release wasm -> wasm-bindgen --target web -> wasm-opt: pkg/ (+simd128), pkg/relaxed/ (+relaxed-simd)"
 	@echo "  make test-rust   cargo test --release (native)"
-	@echo "  make fuzz-smoke  each fuzz target (fuzz/) for FUZZ_SMOKE_SECONDS (10); part of make test"
-	@echo "  make fuzz        each fuzz target for FUZZ_RUNS inputs (1000000) or FUZZ_SECONDS (0: no limit)"
+	@echo "  make fuzz        each fuzz target (fuzz/) for FUZZ_RUNS inputs (1000000) or FUZZ_SECONDS (0: no limit);"
+	@echo "                   run it before a parser change lands, then make fuzz-merge and commit fuzz/corpus/"
+	@echo "  make fuzz-merge  minimise fuzz/corpus/ + what make fuzz found (fuzz/work/) into fuzz/corpus/ (make test replays it)"
+	@echo "  make fuzz-smoke  each fuzz target for FUZZ_SMOKE_SECONDS (10)"
 	@echo "  make fuzz-build  the instrumented fuzz build alone (fuzz-smoke and fuzz build it when needed)"
 	@echo "  make test-wasm   the shipped wasm builds in headless Chromium against the native CLI (tests/wasm/)"
 	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
@@ -96,7 +98,13 @@ node_modules/.bin/wasm-opt node_modules/.bin/eslint:
 # the last one: pkg/ and pkg/relaxed/ share a target dir and would otherwise recompile this crate
 # each time one follows the other. wasm-bindgen and wasm-opt are skipped when cargo's .wasm is the
 # one they last turned into the out dir (a change to tests in src/ leaves it as it was).
-# $(call wasm_pkg,<out dir>,<target dir suffix>,<RUSTFLAGS or empty: .cargo/config.toml's>,<wasm-opt flags>,<env file or empty>,<this crate's own rustc flags or empty>)
+# Under make test (CLIPPY_IN_BUILD=1) the builds of pkg/ and pkg/relaxed/ are also the wasm lint:
+# this crate is compiled by clippy-driver (scripts/clippy-in-build.sh, rustup's, so path A only),
+# which is `cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings` done while
+# compiling, with no check-only pass over the wasm dependency graph beside it (about 85 CPU-s).
+# .build-linted records the inputs it passed for, so a build that make serve left up to date is
+# compiled once more under the lint (this crate only) and then skipped again.
+# $(call wasm_pkg,<out dir>,<target dir suffix>,<RUSTFLAGS or empty: .cargo/config.toml's>,<wasm-opt flags>,<env file or empty>,<this crate's own rustc flags or empty>,<lint: non-empty to lint under CLIPPY_IN_BUILD>)
 WASM_RELAXED_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd
 WASM_THREADS_RUSTFLAGS := -C target-feature=+simd128,+relaxed-simd,+atomics,+bulk-memory,+mutable-globals \
 	-C link-arg=--shared-memory -C link-arg=--max-memory=2147483648 -C link-arg=--import-memory \
@@ -107,17 +115,20 @@ set -a; . ./$(or $(5),.toolchain/env); set +a; \
 out=$(1); tdir="$$WASM_TARGET_DIR$(2)"; \
 inputs="$$( { find src -type f | LC_ALL=C sort | xargs $(SHA256); $(SHA256) Cargo.toml Cargo.lock .cargo/config.toml; \
   echo '$(3) | $(6) | $(4)' "$${RUSTFLAGS:-} $$WASM_CARGO_FLAGS"; $${RUSTC:-rustc} -vV; wasm-bindgen --version; } | $(SHA256) | cut -c1-64)"; \
-if [ -f $$out/attnviz.js ] && [ -f $$out/attnviz_bg.wasm ] && [ "$$(cat $$out/.build-inputs 2>/dev/null)" = "$$inputs" ]; then \
-  echo "[build] $$out/ is up to date (same sources, flags and compilers as its last build)"; exit 0; \
+lint=$(if $(and $(CLIPPY_IN_BUILD),$(7)),1); [ "$$ATTNVIZ_TOOLCHAIN" = A ] || lint=; \
+if [ -f $$out/attnviz.js ] && [ -f $$out/attnviz_bg.wasm ] && [ "$$(cat $$out/.build-inputs 2>/dev/null)" = "$$inputs" ] \
+  && { [ -z "$$lint" ] || [ "$$(cat $$out/.build-linted 2>/dev/null)" = "$$inputs" ]; }; then \
+  echo "[build] $$out/ is up to date (same sources, flags and compilers as its last build$${lint:+, which passed clippy})"; exit 0; \
 fi; \
 rm -f $$out/.build-inputs; \
 $(if $(6),cmd="rustc --release --lib --target $(WASM_TARGET) --target-dir $$tdir $$WASM_CARGO_FLAGS -- $(6)",cmd="build --release --lib --target $(WASM_TARGET) --target-dir $$tdir $$WASM_CARGO_FLAGS"); \
-echo "[build] $$out: cargo $$cmd $(if $(3),RUSTFLAGS='$(3)' )(toolchain path $$ATTNVIZ_TOOLCHAIN)"; \
-$(if $(3),RUSTFLAGS='$(3)') $$WASM_CARGO $$cmd; \
+echo "[build] $$out: cargo $$cmd $(if $(3),RUSTFLAGS='$(3)' )(toolchain path $$ATTNVIZ_TOOLCHAIN$${lint:+; clippy -D warnings on this crate})"; \
+env $${lint:+RUSTC_WORKSPACE_WRAPPER=$(CURDIR)/scripts/clippy-in-build.sh} $(if $(3),RUSTFLAGS='$(3)') $$WASM_CARGO $$cmd; \
 raw="$$tdir/$(WASM_TARGET)/release/attnviz.wasm"; \
 stamp="$$( { $(SHA256) < "$$raw"; wasm-bindgen --version; echo '$(4)'; } | $(SHA256) | cut -c1-64)"; \
 if [ -f $$out/attnviz.js ] && [ -f $$out/attnviz_bg.wasm ] && [ "$$(cat $$out/.build-stamp 2>/dev/null)" = "$$stamp" ]; then \
-  echo "$$inputs" > $$out/.build-inputs; echo "[build] $$out/ is up to date with $$raw"; exit 0; \
+  echo "$$inputs" > $$out/.build-inputs; [ -z "$$lint" ] || echo "$$inputs" > $$out/.build-linted; \
+  echo "[build] $$out/ is up to date with $$raw"; exit 0; \
 fi; \
 rm -f $$out/.build-stamp; \
 $(if $(filter pkg,$(1)),new=$$out,new=$$out.new; rm -rf $$new); \
@@ -128,6 +139,7 @@ echo "[build] wasm-opt -O3"; \
 node_modules/.bin/wasm-opt $(4) $$new/attnviz_bg.wasm -o $$new/attnviz_bg.wasm.opt; \
 mv $$new/attnviz_bg.wasm.opt $$new/attnviz_bg.wasm; \
 echo "$$stamp" > $$new/.build-stamp; echo "$$inputs" > $$new/.build-inputs; \
+if [ -n "$$lint" ]; then echo "$$inputs" > $$new/.build-linted; else rm -f $$new/.build-linted; fi; \
 if [ "$$new" != "$$out" ]; then rm -rf $$out; mv $$new $$out; fi; \
 echo "[build] wasm-opt: $$before -> $$(wc -c < $$out/attnviz_bg.wasm) bytes; $$out/ ready"
 endef
@@ -136,8 +148,8 @@ build: build-simd build-threads
 
 # pkg/ and pkg/relaxed/ (one target dir): what every page loads on fewer than 4 cores.
 build-simd: | .toolchain/env node_modules/.bin/wasm-opt
-	@$(call wasm_pkg,pkg,/wasm,,$(WASM_OPT_FLAGS))
-	@$(call wasm_pkg,pkg/relaxed,/wasm,,$(WASM_OPT_FLAGS) --enable-relaxed-simd,,$(WASM_RELAXED_RUSTFLAGS))
+	@$(call wasm_pkg,pkg,/wasm,,$(WASM_OPT_FLAGS),,,lint)
+	@$(call wasm_pkg,pkg/relaxed,/wasm,,$(WASM_OPT_FLAGS) --enable-relaxed-simd,,$(WASM_RELAXED_RUSTFLAGS),lint)
 
 build-threads: | .toolchain/env node_modules/.bin/wasm-opt
 	@if [ -f .toolchain/env-threads ]; then \
@@ -186,15 +198,17 @@ notebook: | node_modules/.bin/wasm-opt
 # closes. The browser suites depend on nothing that takes its time from another lane, and pass
 # with busy neighbours (their responsiveness checks time the app's own work).
 TEST_PREP := setup models
-# A suite that passed before with the very same inputs (scripts/test-inputs.sh: the tree's files,
-# the models' manifests, the tools' versions) is not run again: with nothing changed a warm
-# make test takes seconds. After a change every suite runs (each reads most of the tree). CI
+# A suite that passed before with the very same inputs (scripts/test-inputs.sh: the files it can
+# read, the models' manifests, the tools' versions) is not run again: with nothing changed a warm
+# make test takes seconds, and a change in www/ reruns the browser suites, not cargo test. CI
 # (CI=true) and FORCE=1 run them all regardless (and write the stamps, in .test-stamps/).
-TEST_CACHED := lint test-rust test-py test-wasm test-e2e fuzz-smoke
-# test-e2e also waits for build-threads (ending a few seconds after build-simd): the npm package
-# test (tests/e2e/npm.test.mjs) packs all three builds.
-TEST_LANES := "page: build-simd test-e2e@venv,build-threads" "wasm: build-threads fuzz-smoke" \
-	"native: venv lint test-rust test-py@build-simd test-wasm@build-simd,build-threads"
+# The page's e2e tests need pkg/, pkg/relaxed/ and the CLI; only the npm package test packs
+# pkg/threads/ too, so it is a stage of its own (test-e2e-npm) after build-threads, and the
+# threads build, wanted last, runs at nice 10: while the page's build and the CLI compile they
+# get the CPU, then the e2e suite does. A lane waiting for a niced lane's target lifts its nice.
+TEST_LANES := "page: build-simd test-e2e-page@venv,cli" \
+	"wasm+10: venv build-threads test-e2e-npm@build-simd,cli test-wasm@build-simd,cli" \
+	"native: cli lint test-rust test-py@build-simd,venv"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:
@@ -205,7 +219,7 @@ test:
 	if [ ! -f .toolchain/lint-env ] && [ "$$(clippy-driver --rustc -vV 2>/dev/null)" = "$$(rustc -vV)" ]; then \
 	  export CLIPPY_IN_BUILD=1; echo "[test] the native clippy runs inside the native test build (CLIPPY_IN_BUILD=1)"; \
 	fi; \
-	export LANES_CACHE_KEY="$$(bash scripts/test-inputs.sh)" LANES_CACHED="$(TEST_CACHED)"; \
+	export LANES_CACHE_KEYS="$$(bash scripts/test-inputs.sh)"; \
 	if [ -z "$${CI:-}" ] && [ -z "$(FORCE)" ]; then export LANES_SKIP_PASSED=1; fi; \
 	MAKE="$(MAKE)" bash scripts/lanes.sh $(TEST_LANES); \
 	echo "[time] make test: $$(( $$(date +%s) - start )) s"; \
@@ -222,8 +236,10 @@ lint: | node_modules/.bin/eslint
 	  echo "[lint] cargo clippy --all-targets -- -D warnings"; \
 	  PATH="$$cargo_path" cargo clippy --all-targets $${LINT_TARGET_DIR:+--target-dir "$$LINT_TARGET_DIR"} -- -D warnings; \
 	fi; \
-	echo "[lint] cargo clippy --target $(WASM_TARGET) --lib -- -D warnings (the wasm-only code: facade, charts)"; \
-	if rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET); then \
+	if [ -n "$(CLIPPY_IN_BUILD)" ] && grep -qx 'ATTNVIZ_TOOLCHAIN=A' .toolchain/env 2>/dev/null; then \
+	  echo "[lint] the wasm clippy (the wasm-only code: facade, charts) runs in build-simd's compilation of pkg/ and pkg/relaxed/ (CLIPPY_IN_BUILD=1)"; \
+	elif rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET); then \
+	  echo "[lint] cargo clippy --target $(WASM_TARGET) --lib -- -D warnings (the wasm-only code: facade, charts)"; \
 	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings; \
 	  echo "[lint] the same with pkg/relaxed/'s target features (its cfg'd code; flags after -- reach this crate only, so the dependencies' checks are shared)"; \
 	  cargo clippy --target $(WASM_TARGET) --lib -- -D warnings $(WASM_RELAXED_RUSTFLAGS); \
@@ -252,11 +268,14 @@ cli:
 
 # Coverage-guided fuzzing (libFuzzer, stable toolchain) of every parser a user's file reaches, through
 # the page's load path: scripts/fuzz.sh, fuzz/. Fails on a crash, whose input lands in fuzz/artifacts/.
+# make test does not fuzz: it replays the committed corpus (fuzz/corpus/) and the crashers
+# (fuzz/regressions/) in the native test build (tests/fuzz_regressions.rs), which costs seconds
+# where the instrumented build alone cost 200-440 CPU-s. Fuzz before a parser change lands:
+# make fuzz FUZZ_SECONDS=120, then make fuzz-merge, and commit fuzz/corpus/.
 FUZZ_RUNS ?= 1000000
 FUZZ_SECONDS ?= 0
-# 10 s per target: the corpus (about 700 inputs each) is replayed in the first second or two, then
-# 2,000–100,000 new inputs per target; 20 s cost make test 60 more CPU-s on its busiest stretch.
-# `make fuzz` is the long run.
+# 10 s per target: the corpus is replayed in the first second or two, then 2,000–100,000 new
+# inputs per target. `make fuzz` is the long run.
 FUZZ_SMOKE_SECONDS ?= 10
 
 fuzz:
@@ -266,6 +285,8 @@ fuzz-smoke:
 	bash scripts/fuzz.sh $(FUZZ_RUNS) $(FUZZ_SMOKE_SECONDS)
 fuzz-build:
 	bash scripts/fuzz.sh --build
+fuzz-merge:
+	bash scripts/fuzz.sh --merge
 
 # The shipped wasm builds (pkg/, pkg/relaxed/, pkg/threads/) in headless Chromium: each must give
 # the native CLI's numbers within 1e-5 on the real models (fetched over HTTP at run time) and turn
@@ -273,7 +294,7 @@ fuzz-build:
 # its browser and cores call for, or the one asked for, and each draws the same weights
 # (tests/wasm/page-builds.test.mjs).
 test-wasm: cli | node_modules/.bin/wasm-opt
-	node --test tests/wasm/
+	node tests/e2e/with-browser.mjs node --test tests/wasm/
 
 # .venv: numpy & co. for the reference parity tests and for scripts/tiny_models.py (the e2e tests
 # of opened models make their tiny models with it). Re-installed when the requirements change.
@@ -292,11 +313,20 @@ venv:
 test-py: venv cli notebook
 	.venv/bin/python -m pytest -q tests/reference tests/python
 
-# Test files run E2E_CONCURRENCY at a time (each with its own server and browser): a browser test
-# spends much of its time waiting for a frame, a forward or a timer, not on the CPU.
+# Test files run E2E_CONCURRENCY at a time (each with its own server and its own contexts in the
+# one Chromium that tests/e2e/with-browser.mjs starts for the suite): a browser test spends much
+# of its time waiting for a frame, a forward or a timer, not on the CPU.
 E2E_CONCURRENCY ?= 2
+E2E_FILES := $(wildcard tests/e2e/*.test.mjs)
+E2E_NPM := tests/e2e/npm.test.mjs
+E2E_RUN := node tests/e2e/with-browser.mjs node --test --test-concurrency=$(E2E_CONCURRENCY)
 test-e2e: cli venv precompress notebook | node_modules/.bin/wasm-opt
-	node --test --test-concurrency=$(E2E_CONCURRENCY) tests/e2e/*.test.mjs
+	$(E2E_RUN) $(E2E_FILES)
+# make test's two parts of it (TEST_LANES)
+test-e2e-page: cli venv precompress notebook | node_modules/.bin/wasm-opt
+	$(E2E_RUN) $(filter-out $(E2E_NPM),$(E2E_FILES))
+test-e2e-npm: cli venv | node_modules/.bin/wasm-opt
+	$(E2E_RUN) $(E2E_NPM)
 
 # Speed is measured here, never asserted in tests: medians and ratios, compared within one run.
 # The peer ratios need a built copy of ../shared/peers (its README: copy it out, ./build.sh); bench

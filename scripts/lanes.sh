@@ -5,10 +5,10 @@
 #   scripts/lanes.sh "wasm: build test-wasm test-e2e" "native+10: lint test-rust fuzz-smoke test-py"
 # A lane named NAME+N runs at nice N: the other lanes come first when the CPU is short.
 # A target written TARGET@A,B starts once targets A and B have finished (in whichever lane); a
-# lane that waits lifts the nice of the others (a niced lane is a filler whose result is due).
-# With LANES_CACHE_KEY set, a pass of a target named in LANES_CACHED writes its stamp (the key, in
-# .test-stamps/); with LANES_SKIP_PASSED=1 too, such a target that passed under that key is not
-# run again.
+# lane that waits for a niced lane's target lifts that lane's nice (its result is due now).
+# With LANES_CACHE_KEYS set (lines "TARGET KEY", scripts/test-inputs.sh), a pass of a target that
+# has a key writes its stamp (the key, in .test-stamps/); with LANES_SKIP_PASSED=1 too, such a
+# target that passed under that key is not run again.
 # Exits non-zero when any lane failed (the other lanes are stopped), after a summary of the times.
 set -uo pipefail
 set -m  # each lane its own process group, so that stopping one stops all it started (cargo's rustc too)
@@ -24,20 +24,25 @@ children_cpu() {  # children_cpu FILE: writes the number into FILE
 }
 
 run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first that fails
-  local name=$1 target t took cpu after dep waited stamp
+  local name=$1 target t took cpu after dep waited stamp key
   shift
   for target in "$@"; do
     after=""
     if [[ $target == *@* ]]; then after=${target#*@}; target=${target%%@*}; fi
     waited=$(date +%s)
     for dep in ${after//,/ }; do
-      # A lane that has to wait lifts every lane's nice: a filler lane's target is wanted now.
-      [ -f "$dir/done.$dep" ] || for g in "$dir"/pgid.*; do renice -n 0 -g "$(cat "$g")" >/dev/null 2>&1 || true; done
+      # A lane that has to wait lifts the nice of the lane that makes what it waits for.
+      if [ ! -f "$dir/done.$dep" ]; then
+        for owner in $(grep -lx -- "$dep" "$dir"/targets.* 2>/dev/null); do
+          renice -n 0 -g "$(cat "$dir/pgid.${owner##*/targets.}")" >/dev/null 2>&1 || true
+        done
+      fi
       until [ -f "$dir/done.$dep" ]; do sleep 1; done
     done
     [ -z "$after" ] || echo "[lanes] $target: waited $(( $(date +%s) - waited )) s for $after"
     stamp=.test-stamps/$target
-    if [ "${LANES_SKIP_PASSED:-}" = 1 ] && [ -n "${LANES_CACHE_KEY:-}" ] && [[ " ${LANES_CACHED:-} " == *" $target "* ]] && [ "$(head -1 "$stamp" 2>/dev/null)" = "$LANES_CACHE_KEY" ]; then
+    key=$(awk -v t="$target" '$1 == t { print $2 }' <<< "${LANES_CACHE_KEYS:-}")
+    if [ "${LANES_SKIP_PASSED:-}" = 1 ] && [ -n "$key" ] && [ "$(head -1 "$stamp" 2>/dev/null)" = "$key" ]; then
       echo "[lanes] $target: passed at $(sed -n 2p "$stamp") with these very inputs (scripts/test-inputs.sh): not run again"
       echo "$target passed before" >> "$dir/$name.times"
       touch "$dir/done.$target"
@@ -58,8 +63,8 @@ run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first
     echo "[time] $target: $took s (CPU $cpu s)"
     echo "$target ${took}s (CPU ${cpu}s)" >> "$dir/$name.times"
     touch "$dir/done.$target"
-    if [ -n "${LANES_CACHE_KEY:-}" ] && [[ " ${LANES_CACHED:-} " == *" $target "* ]]; then
-      mkdir -p .test-stamps && printf '%s\n%s\n' "$LANES_CACHE_KEY" "$(date -u +%FT%TZ)" > "$stamp"
+    if [ -n "$key" ]; then
+      mkdir -p .test-stamps && printf '%s\n%s\n' "$key" "$(date -u +%FT%TZ)" > "$stamp"
     fi
   done
 }
@@ -71,6 +76,7 @@ for lane in "$@"; do
   niceness=0
   if [[ $name == *+* ]]; then niceness=${name#*+}; name=${name%%+*}; fi
   read -r -a targets <<< "${lane#*:}"
+  printf '%s\n' "${targets[@]%%@*}" > "$dir/targets.$name"
   # Each line of the lane's output (stdout and stderr) goes out prefixed, as it comes.
   ( renice -n "$niceness" -p "$BASHPID" >/dev/null; run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
   pids+=($!) names+=("$name")

@@ -1,6 +1,8 @@
 //! Replays, through the page's load path (`Manifest`, `Model::load`, `attend`), the seeds of the
-//! coverage-guided fuzzers in fuzz/ and every input they found a panic with
-//! (fuzz/regressions/<target>/). A panic fails the test even where the library catches it
+//! coverage-guided fuzzers in fuzz/, their committed corpus (fuzz/corpus/<target>/: the inputs
+//! `make fuzz-merge` kept because each reached code no other did) and every input they found a
+//! panic with (fuzz/regressions/<target>/). This replay is what `make test` runs on every
+//! landing; the instrumented build and timed fuzzing are `make fuzz` / `make fuzz-smoke`. A panic fails the test even where the library catches it
 //! natively (around the `tokenizers` crate): in wasm a panic aborts the module. Needs no
 //! downloaded model: the folders are the tiny ones of tests/support/fuzz_models.rs.
 
@@ -40,6 +42,36 @@ fn the_fuzzers_seeds_load_and_attend() {
             let outcome = no_panic(&format!("{folder} {name}"), || run(target, &files[name]));
             assert_eq!(outcome, Outcome::Attended, "{folder} {name}");
         }
+    }
+}
+
+/// The fewest inputs fuzz/corpus/<target>/ holds for any target today (`make fuzz-merge` keeps
+/// them): fewer means the corpus was lost or moved, and the replay would pass on nothing.
+const KNOWN_CORPUS_PER_TARGET: usize = 100;
+
+#[test]
+fn the_fuzzers_corpus_replays_without_a_panic() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz").join("corpus");
+    let mut counts = Vec::new();
+    for target in Target::ALL {
+        let dir = root.join(target.name());
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e} (the committed corpus)", dir.display()));
+        let mut paths: Vec<_> =
+            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        paths.sort();
+        for path in &paths {
+            let data = std::fs::read(path).unwrap();
+            no_panic(&path.display().to_string(), || run(target, &data));
+        }
+        counts.push((target.name(), paths.len()));
+    }
+    eprintln!("replayed the fuzz corpus: {counts:?}");
+    for (name, n) in counts {
+        assert!(
+            n >= KNOWN_CORPUS_PER_TARGET,
+            "fuzz/corpus/{name} holds {n} inputs, fewer than the {KNOWN_CORPUS_PER_TARGET} it held"
+        );
     }
 }
 

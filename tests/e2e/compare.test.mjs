@@ -5,8 +5,7 @@
 // the user then sees is checked; typed text is drawn as text; PNG and SVG exports hold it all.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport, downloadBytes } from './harness.mjs';
 import { canvasDigest, cliAt, cliBlock, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 import { decodePng } from './views-helpers.mjs';
@@ -178,12 +177,12 @@ test('page, head view: hover and click on B focus and pin the token on both side
     // Exports of the head view's comparison: the lines of both sides and the difference map.
     const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
     assert.match(svg.suggestedFilename(), /-head-compare-/);
-    const text = readFileSync(await svg.path(), 'utf8');
+    const text = (await downloadBytes(svg)).toString('utf8');
     assert.ok(text.includes(`>A: ${A}<`) && text.includes(`>B: ${B}<`) && text.includes('>dog<'), 'both sentences and their tokens');
     assert.match(text, /Difference B − A · Layer 3 · head 4 · encoder self-attention · value-weighted ‖αf‖/);
     assert.ok((text.match(/<path/g) || []).length >= 20, 'the lines of both sides');
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
-    const img = await decodePng(page, readFileSync(await png.path()));
+    const img = await decodePng(page, (await downloadBytes(png)));
     assert.ok(img.width > 500 && img.height > 400 && img.inked > 10000, `the PNG decodes to the drawing: ${JSON.stringify(img)}`);
     assert.deepEqual(app.pageErrors, []);
   } finally {
@@ -242,13 +241,13 @@ test('page: B is text, never markup, on the canvas and in the SVG; PNG and SVG e
     await waitDrawn(page, () => window.attnvizDebug.compareTokens && window.attnvizDebug.compareTokens[2] === 'dog' && window.attnvizDebug.comparePanels().length === 3);
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
     assert.match(png.suggestedFilename(), /-heatmap-compare-/);
-    const bytes = readFileSync(await png.path());
+    const bytes = (await downloadBytes(png));
     const img = await decodePng(page, bytes);
     const canvas = await page.evaluate(() => ({ w: document.querySelector('canvas#view').width, h: document.querySelector('canvas#view').height }));
     assert.deepEqual([img.width, img.height], [canvas.w, canvas.h]);
     assert.ok(img.inked > img.width * img.height * 0.1, `the PNG is drawn on (${img.inked} pixels)`);
     const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-    const text = readFileSync(await svg.path(), 'utf8');
+    const text = (await downloadBytes(svg)).toString('utf8');
     assert.ok(text.includes(`>A: ${A}<`) && text.includes(`>B: ${B}<`), 'both sentences');
     assert.match(text, /Difference B − A · Layer 2 · head 3/);
     assert.ok(text.includes('>cat/dog<'), 'the differing position is labelled A/B');
@@ -260,7 +259,7 @@ test('page: B is text, never markup, on the canvas and in the SVG; PNG and SVG e
     await page.fill('#compare', evil);
     await waitDrawn(page, () => window.attnvizDebug.compareTokens && window.attnvizDebug.compareTokens.includes('<'));
     const [svg2] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-    const t2 = readFileSync(await svg2.path(), 'utf8');
+    const t2 = (await downloadBytes(svg2)).toString('utf8');
     assert.ok(t2.includes('B: &lt;img src=x onerror="window.__xss=1"&gt;cat &amp; dog'), 'escaped text');
     assert.ok(!/<img/.test(t2));
     assert.equal(await page.evaluate(() => window.__xss), undefined);

@@ -6,8 +6,7 @@
 // that decode step and the weights printed under them (the CLI's).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, downloadBytes } from './harness.mjs';
 import { cliJson, cliBlock, cliAt, waitDrawn } from './cli-helpers.mjs';
 import { drawnAfter } from './widget-helpers.mjs';
 
@@ -21,7 +20,7 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
 /** Click an export button; → { name, bytes } of the file the page saved. */
 async function save(page, button) {
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click(button)]);
-  return { name: dl.suggestedFilename(), bytes: readFileSync(await dl.path()) };
+  return { name: dl.suggestedFilename(), bytes: (await downloadBytes(dl)) };
 }
 
 /** The PNG against the canvas on screen: { width, height, canvas: [w, h], differing pixels, inked }. */

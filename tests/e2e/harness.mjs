@@ -7,7 +7,8 @@
 //   app.page, app.consoleErrors, app.pageErrors, app.failedRequests, app.outsideRequests
 //
 // Environment: CHROMIUM_PATH (default /usr/bin/chromium), ATTNVIZ_E2E_READY_TIMEOUT_MS (120000),
-// ATTNVIZ_E2E_VERBOSE=1 echoes the page's console to stderr.
+// ATTNVIZ_E2E_VERBOSE=1 echoes the page's console to stderr, ATTNVIZ_BROWSER_WS (set by
+// with-browser.mjs, which make test-e2e and test-wasm run under): the Chromium to connect to.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -93,10 +94,18 @@ export async function startServer({ prefix = '/', verbose = false, shell = null,
   return { url, port: Number(new URL(url).port), pid: child.pid, close, get stderr() { return stderr; } };
 }
 
-/** Launch Debian's Chromium headless (playwright manages a fresh user-data-dir). */
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+/**
+ * Debian's Chromium headless: the one with-browser.mjs started for the whole suite when there is
+ * one and no other flags are asked for (close() then disconnects, closing this file's contexts),
+ * else a new one (playwright manages a fresh user-data-dir).
+ */
 export async function launchBrowser(extraArgs = []) {
+  const shared = process.env.ATTNVIZ_BROWSER_WS;
+  if (shared && extraArgs.length === 0) return chromium.connect(shared, { timeout: 60_000 });
   return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    executablePath: CHROMIUM_PATH,
     headless: true,
     args: [...CHROMIUM_ARGS, ...extraArgs],
     timeout: 60_000,
@@ -230,6 +239,16 @@ export function useServerAndBrowser(serverOpts, onReady) {
     await browser?.close();
     await server?.close();
   });
+}
+
+/**
+ * The bytes of a finished download (a Buffer). Read through playwright's stream, which works in
+ * the suite's shared browser too, where download.path() does not (the file is the browser's).
+ */
+export async function downloadBytes(download) {
+  const chunks = [];
+  for await (const chunk of await download.createReadStream()) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }
 
 /** Replace the page's body with one <attention-viz id="w"> with these attributes. */

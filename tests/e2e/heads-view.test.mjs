@@ -4,8 +4,7 @@
 // keyboard), the sort in the permalink, the widget's view="heads", PNG and SVG export.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport, downloadBytes } from './harness.mjs';
 import { canvasDigest, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 import { decodePng } from './views-helpers.mjs';
@@ -169,13 +168,13 @@ test('page: switching to the head overview keeps the main thread within budget; 
     await watch.take('head overview');
     await watch.check();
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
-    const pngBytes = readFileSync(await png.path());
+    const pngBytes = (await downloadBytes(png));
     assert.equal(pngBytes.subarray(1, 4).toString(), 'PNG');
     const img = await decodePng(page, pngBytes);
     assert.ok(img.width > 100 && img.height > 100 && img.inked > 1000, `the PNG decodes to a drawing: ${JSON.stringify(img)}`);
     assert.match(png.suggestedFilename(), /-heads-/);
     const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-    const text = readFileSync(await svg.path(), 'utf8');
+    const text = (await downloadBytes(svg)).toString('utf8');
     assert.match(text, /Head overview/);
     assert.match(text, /previous: previous token/);
     // 72 head cells + 8 legend swatches at least

@@ -5,8 +5,7 @@
 // pixels) against the weights of the real model computed in a worker of the test's own.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { openApp, useServerAndBrowser, setViewport } from './harness.mjs';
+import { openApp, useServerAndBrowser, setViewport, downloadBytes } from './harness.mjs';
 import { installTextLog, realResult, realWeight, textFrame, waitQuiet } from './views-helpers.mjs';
 
 // 32 tokens with [CLS] and [SEP] for MiniLM (asserted below), all of them words.
@@ -150,7 +149,7 @@ test('page: the SVG export has the colours of the screen, cell by cell', async (
     const frame = await textFrame(page, VIEW);
     const { rows, cols } = labels(frame, tokens);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-    const svg = readFileSync(await download.path(), 'utf8');
+    const svg = (await downloadBytes(download)).toString('utf8');
     const rects = [...svg.matchAll(/<rect x="([\d.-]+)" y="([\d.-]+)" width="([\d.]+)" height="([\d.]+)" fill="rgb\((\d+),(\d+),(\d+)\)"/g)]
       .map((m) => m.slice(1).map(Number));
     assert.ok(rects.length >= tokens.length ** 2, `the SVG has ${rects.length} filled rects`);

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, launchBrowser, openApp, setViewport } from './harness.mjs';
+import { startServer, launchBrowser, openApp, setViewport, downloadBytes } from './harness.mjs';
 import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -234,8 +234,7 @@ test('PNG export is a non-blank image; SVG export has the token labels as text',
   await showState(page); // head view of SENTENCE, which has "green"
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
   assert.match(dl.suggestedFilename(), /\.png$/);
-  const file = await dl.path();
-  const bytes = readFileSync(file);
+  const bytes = await downloadBytes(dl);
   assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'not a PNG');
   const stats = await page.evaluate(async (b64) => {
     const blob = new Blob([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], { type: 'image/png' });
@@ -252,7 +251,7 @@ test('PNG export is a non-blank image; SVG export has the token labels as text',
 
   const [svgDl] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
   assert.match(svgDl.suggestedFilename(), /\.svg$/);
-  const svg = readFileSync(await svgDl.path(), 'utf8');
+  const svg = (await downloadBytes(svgDl)).toString('utf8');
   const head = svg.slice(0, 300);
   assert.ok(svg.startsWith('<?xml'), head);
   assert.ok(/<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/.test(svg), head);
@@ -468,7 +467,7 @@ test('no request leaves the page origin: a first visit that picks every model, s
       }
       for (const button of ['#export-png', '#export-svg']) {
         const [dl] = await Promise.all([page.waitForEvent('download'), page.click(button)]);
-        assert.ok(readFileSync(await dl.path()).length > 1000, `${id}: ${dl.suggestedFilename()}`);
+        assert.ok((await downloadBytes(dl)).length > 1000, `${id}: ${dl.suggestedFilename()}`);
       }
     }
     for (const v of ['head', 'model', 'heatmap', 'step', 'positions', 'heads', 'qk']) assert.ok(shown.includes(`minilm-l6/${v}`), `MiniLM's ${v} view was shown: ${shown.join(' ')}`);

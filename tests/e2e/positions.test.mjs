@@ -6,10 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountWidget, openApp, useServerAndBrowser, setViewport } from './harness.mjs';
+import { mountWidget, openApp, useServerAndBrowser, setViewport, downloadBytes } from './harness.mjs';
 import { cliBinary } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 
@@ -112,11 +111,11 @@ for (const [dir, id, kind, note, what] of [
 
       // PNG export: an image as large as the view; SVG export: the chart image and the notes.
       const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
-      const pngBytes = readFileSync(await png.path());
+      const pngBytes = (await downloadBytes(png));
       assert.equal(pngBytes.subarray(1, 4).toString(), 'PNG');
       assert.ok(pngBytes.length > 20_000, `the PNG is ${pngBytes.length} bytes`);
       const [svgDl] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-      const svg = readFileSync(await svgDl.path(), 'utf8');
+      const svg = (await downloadBytes(svgDl)).toString('utf8');
       assert.ok(/<image [^>]*href="data:image\/png;base64,[A-Za-z0-9+/]{1000,}/.test(svg), 'the SVG lacks the chart image');
       for (const s of ['Positions · ', 'PE(pos, 2i)', 'your text: positions 0–']) assert.ok(svg.includes(s), `the SVG lacks "${s}"`);
     } finally {

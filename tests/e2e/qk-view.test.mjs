@@ -4,8 +4,7 @@
 // CLI's probabilities); click pins; arrow keys change the head; permalink, widget and exports.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport, downloadBytes } from './harness.mjs';
 import { canvasDigest, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { watchMainThread } from './main-thread.mjs';
 import { decodePng, installTextLog, textFrame, waitQuiet } from './views-helpers.mjs';
@@ -149,11 +148,11 @@ test('page: the query/key space draws in slices, the main thread within budget; 
     await watch.take('query/key space');
     await watch.check();
     const [svg] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-    const text = readFileSync(await svg.path(), 'utf8');
+    const text = (await downloadBytes(svg)).toString('utf8');
     assert.match(text, /Query\/key space/);
     assert.ok(text.includes('>because<'), 'token labels in the SVG');
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
-    const pngBytes = readFileSync(await png.path());
+    const pngBytes = (await downloadBytes(png));
     assert.equal(pngBytes.subarray(1, 4).toString(), 'PNG');
     const img = await decodePng(page, pngBytes);
     assert.ok(img.width > 100 && img.height > 100 && img.inked > 1000, `the PNG decodes to a drawing: ${JSON.stringify(img)}`);

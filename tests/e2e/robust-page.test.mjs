@@ -5,8 +5,7 @@
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { openApp, useServerAndBrowser } from './harness.mjs';
+import { openApp, useServerAndBrowser, downloadBytes } from './harness.mjs';
 
 let server;
 let browser;
@@ -103,7 +102,7 @@ test('the page\'s Save SVG is well-formed XML for a text full of forbidden chara
       }, view);
       await page.waitForFunction((v) => window.attnvizDebug.view === v, view, { timeout: 30_000 });
       const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-      const svg = readFileSync(await dl.path(), 'utf8');
+      const svg = (await downloadBytes(dl)).toString('utf8');
       assert.ok(svg.startsWith('<?xml'), `${model} ${view}: an SVG file`);
       assert.deepEqual(forbiddenIn(svg), [], `${model} ${view}: no forbidden character`);
       assert.equal(expatError(svg), null, `${model} ${view}: expat parses it`);

@@ -5,10 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
+import { openApp, openWidget, useServerAndBrowser, setViewport, downloadBytes } from './harness.mjs';
 import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -102,7 +101,7 @@ test('step view: every matrix panel reads out the CLI numbers, and a click follo
     }
     // The SVG export holds the panels.
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg')]);
-    const svg = readFileSync(await download.path(), 'utf8');
+    const svg = (await downloadBytes(download)).toString('utf8');
     for (const title of ['All queries at once', 'QKᵀ', '÷√d_k', 'softmax · V', 'Concat(heads)', 'LayerNorm']) assert.ok(svg.includes(title), `the SVG lacks "${title}"`);
   } finally {
     await app.close();
