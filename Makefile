@@ -33,7 +33,7 @@ WASM_OPT_FLAGS := -O3 --enable-simd --enable-bulk-memory --enable-nontrapping-fl
 	--enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
 	--enable-bulk-memory-opt --enable-call-indirect-overlong
 
-.PHONY: help setup models venv build build-simd build-threads serve precompress site dist notebook test lint test-rust cli test-wasm test-py test-e2e test-e2e-page test-e2e-npm bench screenshots \
+.PHONY: help setup models venv build build-simd build-threads serve precompress site dist notebook test lint test-rust cli test-wasm test-py test-reference test-notebook test-e2e test-e2e-page test-e2e-npm bench screenshots \
 	check-simd clean distclean fuzz fuzz-smoke fuzz-build fuzz-merge
 
 help:
@@ -56,7 +56,7 @@ help:
 	@echo "  make fuzz-smoke  each fuzz target for FUZZ_SMOKE_SECONDS (10)"
 	@echo "  make fuzz-build  the instrumented fuzz build alone (fuzz-smoke and fuzz build it when needed)"
 	@echo "  make test-wasm   the shipped wasm builds in headless Chromium against the native CLI (tests/wasm/)"
-	@echo "  make test-py     numpy reference parity tests (tests/reference) in .venv"
+	@echo "  make test-py     test-reference (numpy reference parity, tests/reference) + test-notebook (tests/python), in .venv"
 	@echo "  make test-e2e    end-to-end page tests (node --test tests/e2e/) in headless Chromium"
 	@echo "  make bench       native + wasm forward medians, GEMM vs nalgebra, page keystroke latency"
 	@echo "  make screenshots re-shoot docs/screenshots/ from the real page"
@@ -206,9 +206,13 @@ TEST_PREP := setup models
 # pkg/threads/ too, so it is a stage of its own (test-e2e-npm) after build-threads, and the
 # threads build, wanted last, runs at nice 10: while the page's build and the CLI compile they
 # get the CPU, then the e2e suite does. A lane waiting for a niced lane's target lifts its nice.
+# The e2e suite spends most of its time waiting (frames, timers, typing at 80 ms a key, forwards):
+# in make test 4 test files run at a time (measured: 2 at a time kept it at 0.6 of a core for 680
+# s beside the threads build).
+TEST_E2E_CONCURRENCY := 4
 TEST_LANES := "page: build-simd test-e2e-page@venv,cli" \
-	"wasm+10: venv build-threads test-e2e-npm@build-simd,cli test-wasm@build-simd,cli" \
-	"native: cli lint test-rust test-py@build-simd,venv"
+	"wasm+10: venv build-threads test-e2e-npm@build-simd,cli" \
+	"native: cli lint test-rust test-reference@venv test-notebook@build-simd test-wasm@build-simd,build-threads"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:
@@ -221,6 +225,7 @@ test:
 	fi; \
 	export LANES_CACHE_KEYS="$$(bash scripts/test-inputs.sh)"; \
 	if [ -z "$${CI:-}" ] && [ -z "$(FORCE)" ]; then export LANES_SKIP_PASSED=1; fi; \
+	export E2E_CONCURRENCY=$${E2E_CONCURRENCY:-$(TEST_E2E_CONCURRENCY)}; \
 	MAKE="$(MAKE)" bash scripts/lanes.sh $(TEST_LANES); \
 	echo "[time] make test: $$(( $$(date +%s) - start )) s"; \
 	echo "[test] all suites passed"
@@ -309,9 +314,14 @@ venv:
 	fi; \
 	echo "[venv] .venv ready ($$(.venv/bin/python --version))"
 
-# Needs the native CLI (the parity tests run $$ATTNVIZ_BIN) and the models.
-test-py: venv cli notebook
-	.venv/bin/python -m pytest -q tests/reference tests/python
+# The numpy reference parity tests need the native CLI (they run $$ATTNVIZ_BIN) and the models;
+# the notebook package's tests need its bundle (make notebook, from www/ and pkg/). make test
+# runs them as two stages, so that a change in www/ reruns the notebook's and not the parity.
+test-py: test-reference test-notebook
+test-reference: venv cli
+	.venv/bin/python -m pytest -q tests/reference
+test-notebook: venv notebook
+	.venv/bin/python -m pytest -q tests/python
 
 # Test files run E2E_CONCURRENCY at a time (each with its own server and its own contexts in the
 # one Chromium that tests/e2e/with-browser.mjs starts for the suite): a browser test spends much

@@ -19,7 +19,8 @@ declare -A excluded=(
   [lint]=''
   [test-rust]="${not_rust[*]}"
   [test-wasm]="${not_rust_tests[*]} :!tests/python/ :!tests/reference/*.py :!python/"
-  [test-py]="${not_rust_tests[*]} :!tests/e2e/ :!tests/wasm/"
+  [test-reference]="${not_rust_tests[*]} :!tests/e2e/ :!tests/wasm/ :!tests/python/ :!python/ :!www/"
+  [test-notebook]="${not_rust_tests[*]} :!tests/e2e/ :!tests/wasm/ :!tests/reference/*.py"
   [test-e2e]="${not_rust_tests[*]} :!tests/python/ :!tests/reference/*.py :!tests/wasm/"
 )
 # make test runs the e2e suite in two parts (the Makefile's test-e2e-page and test-e2e-npm)
@@ -39,7 +40,7 @@ tools=$( {
   python3 --version 2>/dev/null || true  # (.venv is made by make test itself: tests/reference/requirements.txt is in the tree)
 } )
 
-for suite in lint test-rust test-wasm test-py test-e2e test-e2e-page test-e2e-npm; do
+for suite in lint test-rust test-wasm test-reference test-notebook test-e2e test-e2e-page test-e2e-npm; do
   read -r -a pathspecs <<< "${excluded[$suite]}"
   key=$( {
     if [ ${#pathspecs[@]} -eq 0 ]; then cat "$files"; else

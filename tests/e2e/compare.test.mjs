@@ -20,7 +20,7 @@ let browser;
 useServerAndBrowser({ prefix: '/' }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 async function openCompare(params) {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: A, c: B, l: '1', h: '2', hs: '2', ...params }).toString();

@@ -15,7 +15,7 @@ let browser;
 useServerAndBrowser({ prefix: '/' }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 const MODEL = 'smollm2-135m';
 const PROMPT = 'The capital of Italy is';

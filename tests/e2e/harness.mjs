@@ -98,12 +98,14 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
 /**
  * Debian's Chromium headless: the one with-browser.mjs started for the whole suite when there is
- * one and no other flags are asked for (close() then disconnects, closing this file's contexts),
- * else a new one (playwright manages a fresh user-data-dir).
+ * one and neither other flags nor a browser of its `own` are asked for (close() then disconnects,
+ * closing this file's contexts), else a new one (playwright manages a fresh user-data-dir). A file
+ * that traces the main thread (main-thread.mjs) needs its own: a trace is the whole browser's,
+ * one at a time.
  */
-export async function launchBrowser(extraArgs = []) {
+export async function launchBrowser(extraArgs = [], { own = false } = {}) {
   const shared = process.env.ATTNVIZ_BROWSER_WS;
-  if (shared && extraArgs.length === 0) return chromium.connect(shared, { timeout: 60_000 });
+  if (shared && !own && extraArgs.length === 0) return chromium.connect(shared, { timeout: 60_000 });
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
@@ -225,14 +227,14 @@ function describe(app) {
 
 /**
  * One server and one browser for a whole test file: started before its first test, closed after
- * its last. onReady(server, browser) hands them over.
+ * its last. onReady(server, browser) hands them over. `ownBrowser`: see launchBrowser's `own`.
  */
-export function useServerAndBrowser(serverOpts, onReady) {
+export function useServerAndBrowser(serverOpts, onReady, { ownBrowser = false } = {}) {
   let server;
   let browser;
   before(async () => {
     server = await startServer(serverOpts);
-    browser = await launchBrowser();
+    browser = await launchBrowser([], { own: ownBrowser });
     onReady(server, browser);
   });
   after(async () => {

@@ -17,7 +17,7 @@ let browser;
 useServerAndBrowser({ prefix: '/' }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 const cli = cliJson('heads', '--model', 'models/minilm', '--text', TEXT);
 const cliHead = (l, h) => cli.heads.find((x) => x.kind === 'encoder_self' && x.layer === l && x.head === h);

@@ -12,7 +12,7 @@ let browser;
 useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 const hash = (o) => `#${new URLSearchParams(o).toString()}`;
 // ~900 tokens in ~3,000 characters (under the permalink's 4,000): past MiniLM's 512 positions,

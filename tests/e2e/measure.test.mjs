@@ -19,7 +19,7 @@ let browser;
 useServerAndBrowser({ prefix: '/' }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 const cli = cliJson('attend', '--model', 'models/minilm', '--text', TEXT, '--measure', 'value-norm');
 const norms = cliBlock(cli.value_norms, 'encoder_self', LAYER);

@@ -24,7 +24,7 @@ let dir;
 useServerAndBrowser({}, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 before(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'attnviz-own-'));
   execFileSync(path.join(ROOT, '.venv/bin/python'), [path.join(ROOT, 'scripts/tiny_models.py'), '--out', dir]);

@@ -18,7 +18,7 @@ let browser;
 useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 const TEXT = 'The cat sat on the mat.';
 

@@ -19,7 +19,7 @@ let browser;
 useServerAndBrowser({ prefix: '/' }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 const cliStep = (head) => cliJson('step', '--model', 'models/minilm', '--text', TEXT, '--kind', 'encoder_self', '--layer', String(LAYER), '--head', String(head));
 const step = cliStep(HEAD);

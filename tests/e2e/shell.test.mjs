@@ -10,7 +10,7 @@ let browser;
 useServerAndBrowser({ prefix: '/', verbose: true }, (s, b) => {
   server = s;
   browser = b;
-});
+}, { ownBrowser: true });
 
 const hash = (o) => `#${new URLSearchParams(o).toString()}`;
 
