@@ -332,9 +332,17 @@ E2E_NPM := tests/e2e/npm.test.mjs
 E2E_RUN := node tests/e2e/with-browser.mjs node --test --test-concurrency=$(E2E_CONCURRENCY)
 test-e2e: cli venv precompress notebook | node_modules/.bin/wasm-opt
 	$(E2E_RUN) $(E2E_FILES)
-# make test's two parts of it (TEST_LANES)
+# make test's two parts of it (TEST_LANES). The page's part runs the files scripts/e2e-select.mjs
+# picks: outside CI and without FORCE, only those that can see what changed since they passed (a
+# change in www/ inside functions a file's pages never ran skips it); their pages' coverage
+# (tests/e2e/coverage.mjs) is recorded for the next selection.
 test-e2e-page: cli venv precompress notebook | node_modules/.bin/wasm-opt
-	$(E2E_RUN) $(filter-out $(E2E_NPM),$(E2E_FILES))
+	@files="$$(FORCE=$(FORCE) node scripts/e2e-select.mjs $(filter-out $(E2E_NPM),$(E2E_FILES)))"; \
+	if [ -z "$$files" ]; then echo "[e2e] no test file can see what changed since it passed"; exit 0; fi; \
+	if [ -n "$${CI:-}" ]; then $(E2E_RUN) $$files; exit; fi; \
+	coverage=$$(mktemp -d); trap 'rm -rf "$$coverage"' EXIT; \
+	ATTNVIZ_E2E_COVERAGE=$$coverage $(E2E_RUN) $$files; \
+	node scripts/e2e-select.mjs --record "$$coverage" $$files
 test-e2e-npm: cli venv | node_modules/.bin/wasm-opt
 	$(E2E_RUN) $(E2E_NPM)
 

@@ -40,14 +40,25 @@ tools=$( {
   python3 --version 2>/dev/null || true  # (.venv is made by make test itself: tests/reference/requirements.txt is in the tree)
 } )
 
+suite_files() {  # suite_files SUITE: the "sha256  path" lines of the files SUITE can read
+  read -r -a pathspecs <<< "${excluded[$1]}"
+  if [ ${#pathspecs[@]} -eq 0 ]; then cat "$files"; else
+    # the suite's files: git's own pathspec matching, then their lines of $files
+    git ls-files -z --cached --others --exclude-standard -- . "${pathspecs[@]}" | tr '\0' '\n' \
+      | awk 'NR == FNR { keep[$0] = 1; next } { name = substr($0, 67) } name in keep' - "$files"
+  fi
+}
+
+# --files SUITE: those lines, and one for the tools and models (scripts/e2e-select.mjs reads them)
+if [ "${1:-}" = --files ]; then
+  suite_files "$2"
+  printf '%s  (the tools and the models)\n' "$(echo "$tools" | sha256sum | cut -c1-64)"
+  exit 0
+fi
+
 for suite in lint test-rust test-wasm test-reference test-notebook test-e2e test-e2e-page test-e2e-npm; do
-  read -r -a pathspecs <<< "${excluded[$suite]}"
   key=$( {
-    if [ ${#pathspecs[@]} -eq 0 ]; then cat "$files"; else
-      # the suite's files: git's own pathspec matching, then their lines of $files
-      git ls-files -z --cached --others --exclude-standard -- . "${pathspecs[@]}" | tr '\0' '\n' \
-        | awk 'NR == FNR { keep[$0] = 1; next } { name = substr($0, 67) } name in keep' - "$files"
-    fi
+    suite_files "$suite"
     echo "$suite"
     echo "$tools"
   } | sha256sum | cut -c1-64)

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { before, after } from 'node:test';
 import { cliBinary } from './cli-helpers.mjs';
+import { recordCoverage } from './coverage.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const READY_TIMEOUT_MS = Number(process.env.ATTNVIZ_E2E_READY_TIMEOUT_MS || 120_000);
@@ -105,13 +106,13 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
  */
 export async function launchBrowser(extraArgs = [], { own = false } = {}) {
   const shared = process.env.ATTNVIZ_BROWSER_WS;
-  if (shared && !own && extraArgs.length === 0) return chromium.connect(shared, { timeout: 60_000 });
-  return chromium.launch({
+  if (shared && !own && extraArgs.length === 0) return recordCoverage(await chromium.connect(shared, { timeout: 60_000 }));
+  return recordCoverage(await chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
     args: [...CHROMIUM_ARGS, ...extraArgs],
     timeout: 60_000,
-  });
+  }));
 }
 
 // One context per browser that openApp/openWidget reuse: its HTTP cache, Cache API (the models)
