@@ -15,7 +15,6 @@
 // FORCE set: the file runs. The source each stamp's coverage was taken on is kept beside it
 // (.test-stamps/e2e-sources/<sha>), to diff against the file as it is now.
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +22,6 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const STAMPS = path.join(ROOT, '.test-stamps', 'e2e');
 const SOURCES = path.join(ROOT, '.test-stamps', 'e2e-sources');
-const sha = (data) => createHash('sha256').update(data).digest('hex');
 const stampOf = (file) => path.join(STAMPS, `${path.basename(file)}.json`);
 
 /** Every file the e2e suite can read, with its hash: scripts/test-inputs.sh's e2e list. */
