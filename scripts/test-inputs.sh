@@ -19,7 +19,7 @@ declare -A excluded=(
   [lint]=''
   [test-rust]="${not_rust[*]}"
   [test-wasm]="${not_rust_tests[*]} :!tests/python/ :!tests/reference/*.py :!python/"
-  [test-reference]="${not_rust_tests[*]} :!tests/e2e/ :!tests/wasm/ :!tests/python/ :!python/ :!www/"
+  [test-reference]="${not_rust_tests[*]} :!tests/e2e/ :!tests/wasm/ :!tests/python/ :!www/"
   [test-notebook]="${not_rust_tests[*]} :!tests/e2e/ :!tests/wasm/ :!tests/reference/*.py"
   [test-e2e]="${not_rust_tests[*]} :!tests/python/ :!tests/reference/*.py :!tests/wasm/"
 )
