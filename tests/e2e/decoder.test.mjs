@@ -334,16 +334,14 @@ test('the widget: model="smollm2-135m" generate="4" draws, and generate-step scr
     const P = a.rows - 4;
     // generate-step (from 1, as the page shows steps): the map is cut and the top-5 changes.
     await page.evaluate(() => document.getElementById('w').setAttribute('generate-step', '2'));
-    await page.waitForFunction((n) => Number(document.getElementById('w').dataset.drawCount) > n && document.getElementById('w').viewState.gstep === 1, a.draws, { timeout: LONG });
-    await page.waitForTimeout(200);
+    await page.waitForFunction((n) => { const w = document.getElementById('w'); return Number(w.dataset.drawCount) > n && w.viewState.gstep === 1 && !w.shell.busy; }, a.draws, { timeout: LONG });
     const b = await get();
     assert.equal(b.rows, P + 1);
     assert.equal(b.pinned, P);
     assert.notEqual(b.top, a.top);
     // Its own scrubber: a click on the third token.
     await page.locator('#w >> .gen-tok[data-step="2"]').click();
-    await page.waitForFunction(() => document.getElementById('w').viewState.gstep === 2, null, { timeout: LONG });
-    await page.waitForTimeout(200);
+    await page.waitForFunction((n) => { const w = document.getElementById('w'); return w.viewState.gstep === 2 && Number(w.dataset.drawCount) > n && !w.shell.busy; }, b.draws, { timeout: LONG });
     assert.equal((await get()).rows, P + 2);
     // A new generate attribute regenerates.
     await page.evaluate(() => document.getElementById('w').setAttribute('generate', '2'));

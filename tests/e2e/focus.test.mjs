@@ -81,8 +81,7 @@ test('tabbing to the map shows a visible focus ring around it', async () => {
   const app = await openApp(browser, server.url);
   try {
     const { page } = app;
-    await setViewport(page, { width: 1280, height: 900 });
-    await page.waitForTimeout(300);
+    await setViewport(page, { width: 1280, height: 900 }); // (it waits for the redraw)
     // The visible part of the map: its scrolling wrapper's box (the canvas may be larger).
     const box = await page.evaluate(() => {
       const r = document.getElementById('canvas-wrap').getBoundingClientRect();

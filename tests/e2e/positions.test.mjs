@@ -141,8 +141,10 @@ test('the view tab switches to the positions view, the main thread within budget
     // A new width: the 128 × 384 learned table's chart is made again.
     const wide = await page.evaluate(() => window.attnvizDebug.positionsChart().heat.w);
     await setViewport(page, { width: 1100, height: 1100 });
-    await page.waitForFunction((w) => window.attnvizDebug.positionsChart() && window.attnvizDebug.positionsChart().heat.w < w, wide);
-    await page.waitForTimeout(300);
+    await page.waitForFunction((w) => {
+      const d = window.attnvizDebug;
+      return d.positionsChart() && d.positionsChart().heat.w < w && !d.computing && !d.drawing;
+    }, wide);
     await watch.take('positions view');
     await watch.check();
   } finally {
