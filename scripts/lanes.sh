@@ -69,6 +69,11 @@ run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first
   done
 }
 
+# The machine's busy CPU time (user, nice, system, irq, softirq, steal: /proc/stat's first line),
+# in centiseconds. Stage CPU times come from the processes each stage reaped: a browser whose
+# processes are reparented (the e2e suite's shared Chromium) escapes them, the machine does not.
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat 2>/dev/null || echo 0; }
+busy0=$(machine_busy)
 start=$(date +%s)
 pids=() names=()
 for lane in "$@"; do
@@ -112,5 +117,7 @@ for lane in "$@"; do
   done_list=$(paste -sd, "$dir/$name.times" 2>/dev/null | sed 's/,/, /g')
   echo "[time] lane $name: ${done_list:-nothing finished}$( [ -f "$dir/$name.failed" ] && echo " (failed at $(cat "$dir/$name.failed"))")"
 done
-echo "[time] lanes: $(( $(date +%s) - start )) s"
+wall=$(( $(date +%s) - start ))
+busy=$(( ($(machine_busy) - busy0) / $(getconf CLK_TCK 2>/dev/null || echo 100) ))
+echo "[time] lanes: $wall s; the machine's CPU busy $busy s of $(( wall * $(nproc 2>/dev/null || echo 1) )) s ($(nproc 2>/dev/null || echo 1) cores)"
 exit "$status"

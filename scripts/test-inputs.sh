@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 # tests/reference/bert_sentences.json, so only the reference's Python is the numpy suite's own).
 not_rust=(':!www/' ':!tests/e2e/' ':!tests/wasm/' ':!tests/python/' ':!tests/reference/*.py'
   ':!python/' ':!docs/' ':!*.md' ':!eslint.config.js' ':!scripts/*.mjs' ':!scripts/npm/' ':!benches/*.mjs')
-not_rust_tests=(':!tests/*.rs' ':!tests/support/' ':!fuzz/' ':!benches/' ':!docs/')
+not_rust_tests=(':!tests/*.rs' ':!tests/support/' ':!fuzz/' ':!benches/' ':!docs/' ':!README.md')
 declare -A excluded=(
   [lint]=''
   [test-rust]="${not_rust[*]}"
