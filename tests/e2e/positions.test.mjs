@@ -86,8 +86,13 @@ for (const [dir, id, kind, note, what] of [
       }, g.heat);
       assert.ok(colours > 50, `the heatmap has ${colours} colours`);
 
-      // Hover heatmap cells: the read-out is the CLI's number for that position and dim.
-      const box = await page.locator('canvas#view').boundingBox();
+      // Hover heatmap cells: the read-out is the CLI's number for that position and dim. (Where
+      // the cells are is read from the last drawing once nothing is owed: a panel that loads
+      // after the first drawing may move the canvas and redraw it.)
+      const settled = async () => {
+        await page.waitForFunction(() => !window.attnvizDebug.computing && !window.attnvizDebug.drawing);
+        return { chart: await page.evaluate(() => window.attnvizDebug.positionsChart()), box: await page.locator('canvas#view').boundingBox() };
+      };
       let before = '';
       for (const [p, d] of [
         [5, 17],
@@ -95,8 +100,9 @@ for (const [dir, id, kind, note, what] of [
         [want.positions - 1, want.dims - 1],
         [40, Math.floor(want.dims / 2) + 3],
       ]) {
-        const x = g.heat.x + ((p + 0.5) / g.positions) * g.heat.w;
-        const y = g.heat.y + g.heat.h - ((d + 0.5) / g.dims) * g.heat.h;
+        const { chart: { heat }, box } = await settled();
+        const x = heat.x + ((p + 0.5) / g.positions) * heat.w;
+        const y = heat.y + heat.h - ((d + 0.5) / g.dims) * heat.h;
         before = await hoverReadout(page, box, x, y, before);
         assertMatches(before, want, [p, d]);
       }
@@ -104,8 +110,9 @@ for (const [dir, id, kind, note, what] of [
       const p = 10;
       const d = g.lineDims[0];
       const v = want.data[p * want.dims + d];
-      const x = g.lines.x + ((p + 0.5) / g.positions) * g.lines.w;
-      const y = g.lines.y + ((g.hi - v) / (g.hi - g.lo)) * g.lines.h;
+      const { chart: { lines, lo, hi }, box } = await settled();
+      const x = lines.x + ((p + 0.5) / g.positions) * lines.w;
+      const y = lines.y + ((hi - v) / (hi - lo)) * lines.h;
       const text = await hoverReadout(page, box, x, y, before);
       assertMatches(text, want, [p, d]);
 
