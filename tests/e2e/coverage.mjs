@@ -43,6 +43,9 @@ function servedFile(url, source) {
   for (let i = 0; i < parts.length; i++) {
     for (const rel of [path.posix.join('www', ...parts.slice(i)), path.posix.join(...parts.slice(i))]) {
       if (!rel.startsWith('www/') && !rel.startsWith('pkg/')) continue;
+      // A wasm build's glue: made from src/, whose changes rerun every file; a test may serve
+      // one it rebuilt or patched.
+      if (rel.startsWith('pkg/') && existsSync(path.join(ROOT, rel))) return rel;
       if (!fileSha.has(rel)) {
         const abs = path.join(ROOT, rel);
         fileSha.set(rel, existsSync(abs) ? sha(readFileSync(abs)) : null);
