@@ -280,6 +280,41 @@ test('one request lane for every kind: one in flight, the newest owed, every ans
   assert.deepEqual(kept, ['a'], 'a superseded answer is not kept');
 });
 
+test('entropy has one definition: SmolLM2’s model view shows each causal head’s H as the head overview’s “broad” (to 1e-6), the same function on the drawn maps agrees, and a filtered or prefix map gets its own', async () => {
+  const { entropy, headEntropies, headMatrix, prefixResult, prepareLayer } = await import('../../www/core/analysis.js');
+  const grid = await import('../../www/views/grid.js');
+  const model = path.join(ROOT, 'models/smollm2');
+  const text = 'The cat sat on the mat because it was tired.';
+  const result = cli('attend', '--model', model, '--text', text, '--format', 'json');
+  const overview = cli('heads', '--model', model, '--text', text, '--format', 'json');
+  const state = { kind: 'decoder_self', layer: 0, head: 0, agg: 'head', hideSpecial: false, merge: false };
+  const shown = grid.entropies({ result, specials: [] }, state);
+  const broad = new Map(overview.heads.filter((x) => x.kind === 'decoder_self').map((x) => [`${x.layer}/${x.head}`, x.broad]));
+  assert.equal(broad.size, 30 * 9);
+  let causalRowsMatter = 0;
+  for (const b of result.attentions) {
+    for (let h = 0; h < b.heads; h++) {
+      const want = broad.get(`${b.layer}/${h}`);
+      assert.ok(Math.abs(shown[b.layer][h] - want) <= 1e-6, `layer ${b.layer + 1} head ${h + 1}: the model view’s H ${shown[b.layer][h]}, the head overview’s ${want}`);
+      // The JS definition on the same map, each causal row over the keys it can see, is Rust's (f32 sums).
+      const visible = Int32Array.from({ length: b.query_len }, (_, i) => i + 1);
+      const js = entropy(headMatrix(b, h), b.query_len, b.key_len, visible);
+      assert.ok(Math.abs(js.normalised - want) < 1e-5, `layer ${b.layer + 1} head ${h + 1}: ${js.normalised} vs Rust ${want}`);
+      // The old definition (every row ÷ ln of all keys) is another number on a causal map.
+      if (Math.abs(entropy(headMatrix(b, h).slice(), b.query_len, b.key_len).normalised - want) > 0.05) causalRowsMatter++;
+    }
+  }
+  assert.ok(causalRowsMatter > 100, `the causal normalisation changes ${causalRowsMatter} of 270 heads by more than 0.05`);
+  // A scrubbed-back prefix is another map: its H is computed on it, not read from the full block.
+  const n = result.tokens.source.length - 3;
+  const prep = prepareLayer(prefixResult({ ...result, generation: result.generation || { prompt_len: n } }, n), state, []);
+  if (prep.rows === n) {
+    assert.equal(prep.scores, null);
+    const full = headEntropies(prepareLayer(result, state, []));
+    assert.notDeepEqual(headEntropies(prep).map((e) => e.normalised), full.map((e) => e.normalised));
+  }
+});
+
 test('the heads’ scores come from Rust with every block, and the views’ entropy of an unfiltered map is the same number', async () => {
   const { entropy, headMatrix } = await import('../../www/core/analysis.js');
   const r = cli('attend', '--model', path.join(ROOT, 'models/minilm'), '--text', 'The cat sat on the mat.');

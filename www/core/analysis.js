@@ -146,33 +146,59 @@ export function* rolloutSteps(blocks, upTo = blocks.length - 1) {
 
 export const rollout = (blocks, upTo) => drain(rolloutSteps(blocks, upTo));
 
-const entropyMemo = new WeakMap(); // matrix → { rows, cols, value }: views redraw the same maps often
+const entropyMemo = new WeakMap(); // matrix → { rows, cols, visible, value }: views redraw the same maps often
 
-/** Mean row entropy in nats, and normalised by ln(cols) (0 = every row one-hot, 1 = uniform). */
-export function entropy(mat, rows, cols) {
+/**
+ * The attention entropy of one head's [rows][cols] map: the one definition (docs/entropy.md),
+ * the same as Rust's `score_block` (src/heads.rs), whose numbers every block of a forward
+ * carries in `scores` (headEntropies reads those for a map drawn as it is):
+ * - nats: the mean over query rows of −Σ p·ln p (each row scaled to sum to 1);
+ * - normalised (H): the mean, over the rows that can see more than one key, of that row's
+ *   entropy ÷ ln(the keys it can see): 0 = every query looks at one key, 1 = uniform over what
+ *   it can see. `visible[i]` is how many of the columns row i can see (causal self-attention:
+ *   the keys up to the query, prepareLayer's maskedFrom); every column when null.
+ */
+export function entropy(mat, rows, cols, visible = null) {
   const m = entropyMemo.get(mat);
-  if (m && m.rows === rows && m.cols === cols) return m.value;
-  const value = rowEntropy(mat, rows, cols);
-  entropyMemo.set(mat, { rows, cols, value });
+  if (m && m.rows === rows && m.cols === cols && m.visible === visible) return m.value;
+  const value = rowEntropy(mat, rows, cols, visible);
+  entropyMemo.set(mat, { rows, cols, visible, value });
   return value;
 }
 
-function rowEntropy(mat, rows, cols) {
+function rowEntropy(mat, rows, cols, visible) {
   if (!rows || !cols) return { nats: 0, normalised: 0 };
   let total = 0;
+  let normalisedTotal = 0;
+  let normalisedRows = 0;
   for (let i = 0; i < rows; i++) {
     let h = 0;
     let s = 0;
     for (let j = 0; j < cols; j++) s += mat[i * cols + j];
-    if (s <= 0) continue;
-    for (let j = 0; j < cols; j++) {
-      const p = mat[i * cols + j] / s;
-      if (p > 0) h -= p * Math.log(p);
+    if (s > 0) {
+      for (let j = 0; j < cols; j++) {
+        const p = mat[i * cols + j] / s;
+        if (p > 0) h -= p * Math.log(p);
+      }
     }
     total += h;
+    const sees = visible ? visible[i] : cols;
+    if (sees > 1) {
+      normalisedTotal += h / Math.log(sees);
+      normalisedRows++;
+    }
   }
-  const nats = total / rows;
-  return { nats, normalised: cols > 1 ? nats / Math.log(cols) : 0 };
+  return { nats: total / rows, normalised: normalisedRows ? normalisedTotal / normalisedRows : 0 };
+}
+
+/**
+ * Every head's entropy ({ nats, normalised }) of a prepared layer: Rust's numbers (the block's
+ * `scores`) where the maps are drawn as the model made them, the same definition computed on the
+ * maps as shown where filters or the value-weighted measure changed them (prep.entropyOfShown).
+ */
+export function headEntropies(prep) {
+  if (prep.scores) return prep.scores.map((s) => ({ nats: s.entropy, normalised: s.broad }));
+  return prep.heads.map((m) => entropy(m, prep.rows, prep.cols, prep.maskedFrom));
 }
 
 const DEFAULT_SPECIALS = ['[CLS]', '[SEP]', '[PAD]', '[MASK]', '</s>', '<s>', '<pad>', '<|endoftext|>', '<|im_start|>', '<|im_end|>'];
@@ -334,6 +360,8 @@ export function* prepareLayerSteps(result, state, specials) {
     notes,
     nHeads: block.heads,
     maskedFrom: kind === 'decoder_self' ? maskedFrom(tr, tq, tk) : null,
+    // Rust's per-head scores (entropy …) when the maps are the block's own, unfiltered.
+    scores: tr.identity && block.scores && block.scores.length === block.heads ? block.scores : null,
   };
   per.set(key, prep);
   return prep;
@@ -380,7 +408,8 @@ function prefixBlock(block, n) {
     }
     return heads[h];
   };
-  const out = { ...block, query_len: n, key_len: n, shape: [block.heads, n, n], headData };
+  // The full block's scores are not the prefix's: its views compute them on the prefix.
+  const out = { ...block, query_len: n, key_len: n, shape: [block.heads, n, n], headData, scores: undefined };
   // Every head at once, for any reader of the whole block.
   Object.defineProperty(out, 'data', {
     enumerable: true,

@@ -7,7 +7,7 @@ import { runSliced } from '../core/slices.js';
 import { loadChartWasm } from '../views/chart-wasm.js';
 import { listen } from '../core/timing.js';
 
-const HINT = 'Mean entropy of each head’s rows (low = focused). Hover a bar for its value; click it to show that head.';
+const HINT = 'Normalised entropy H of each head’s rows (0 focused … 1 uniform). Hover a bar for its value; click it to show that head.';
 
 /** el: { chart (canvas), chartBox, chartReadout }; theme(): the page's colours (the shell's, read
  *  once per colour scheme). Returns { draw } for the page's draw(). */

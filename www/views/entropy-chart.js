@@ -7,11 +7,12 @@
 //   const hit = hitTest(geom, x, y);            // → { head } | null
 //   text = hit ? hoverText(input, state, hit) : describe(input, state);
 //
-// Entropy of a head = mean over its query rows of −Σ p·ln p (nats), after the view's filters
-// (hidden special tokens, merged sub-words). The dashed line is the same for a uniform row over
-// the keys each query can see (its largest possible value).
+// The bars are each head's normalised entropy H (core/analysis.js entropy: the model view's H,
+// the head overview's "broad"): 0 = every query looks at one key, 1 = uniform over the keys it
+// can see (the dashed line). Computed on the maps as shown when filters (hidden special tokens,
+// merged sub-words) or the value-weighted measure change them, and the chart's title says so.
 
-import { entropy, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
+import { headEntropies, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { font, headColor, prepareCanvas } from './common.js';
 import { KIND_NAMES } from './head.js';
 
@@ -22,11 +23,8 @@ export function* prepare(input, state) {
   if (!input || !input.result) return;
   const prep = yield* prepareLayerSteps(input.result, { ...state, agg: 'head' }, input.specials);
   if (!prep || !prep.rows || !prep.cols) return;
-  for (let h = 0; h < prep.nHeads; h++) {
-    entropy(prep.heads[h], prep.rows, prep.cols);
-    yield;
-  }
-  yield* prep.meanSteps();
+  headEntropies(prep);
+  yield;
   entropyData(input, state);
 }
 
@@ -42,18 +40,8 @@ function entropyData(input, state) {
 }
 
 function entropyDataOf(prep) {
-  const values = new Float32Array(prep.nHeads);
-  for (let h = 0; h < prep.nHeads; h++) values[h] = entropy(prep.heads[h], prep.rows, prep.cols).nats;
-  // Uniform over the keys a row can see (a causal row i sees i + 1 keys): the mean of ln(support).
-  let uniform = 0;
-  const mean = prep.mean;
-  for (let i = 0; i < prep.rows; i++) {
-    let support = 0;
-    for (let j = 0; j < prep.cols; j++) if (mean[i * prep.cols + j] > 0) support++;
-    uniform += Math.log(Math.max(1, support));
-  }
-  uniform /= prep.rows;
-  return { values, uniform, layer: prep.layer, kind: prep.kind, nHeads: prep.nHeads, rows: prep.rows, cols: prep.cols };
+  const values = Float32Array.from(headEntropies(prep), (e) => e.normalised);
+  return { values, shownAsMade: !!prep.scores, layer: prep.layer, kind: prep.kind, nHeads: prep.nHeads, rows: prep.rows, cols: prep.cols };
 }
 
 /** Heads the current state singles out (outlined in the chart). */
@@ -86,11 +74,11 @@ export function drawChart(canvas, mod, input, state, theme, width, height = CHAR
   ctx.setTransform(1, 0, 0, 1, 0, 0); // plotters draws in device pixels
   const labels = Array.from(d.values, (_, h) => String(h + 1));
   const geom = mod.drawBarChart(canvas, d.values, labels, {
-    title: `Entropy per head · layer ${d.layer + 1}`,
+    title: `Entropy H per head · layer ${d.layer + 1}${d.shownAsMade ? '' : ' · as shown'}`,
     scale,
-    reference: d.uniform,
+    reference: 1,
     reference_label: 'uniform',
-    y_label: 'nats',
+    y_label: 'H',
     x_label: 'head',
     colors: labels.map((_, h) => headColor(h)),
     selected: selectedHeads(state, d.nHeads),
@@ -116,13 +104,11 @@ export function hitTest(geom, x, y) {
   return null;
 }
 
-/** "head 3: 1.84 nats (72% of uniform 2.56)" */
+/** "head 3: H = 0.72 (0 focused … 1 uniform)" */
 export function hoverText(input, state, hit) {
   const d = entropyData(input, state);
   if (!d || !hit || !(hit.head >= 0 && hit.head < d.nHeads)) return '';
-  const v = d.values[hit.head];
-  const pct = d.uniform > 0 ? ` (${Math.round((100 * v) / d.uniform)}% of uniform ${d.uniform.toFixed(2)})` : '';
-  return `head ${hit.head + 1}: ${v.toFixed(2)} nats${pct}`;
+  return `head ${hit.head + 1}: H = ${d.values[hit.head].toFixed(2)} (0 focused … 1 uniform)`;
 }
 
 export function describe(input, state) {
@@ -134,5 +120,5 @@ export function describe(input, state) {
     if (v < d.values[lo]) lo = h;
     if (v > d.values[hi]) hi = h;
   });
-  return `Attention entropy per head, layer ${d.layer + 1}, ${KIND_NAMES[d.kind] || d.kind}: most focused head ${lo + 1} (${d.values[lo].toFixed(2)} nats), most diffuse head ${hi + 1} (${d.values[hi].toFixed(2)} nats); uniform would be ${d.uniform.toFixed(2)}`;
+  return `Attention entropy per head, layer ${d.layer + 1}, ${KIND_NAMES[d.kind] || d.kind}: most focused head ${lo + 1} (H ${d.values[lo].toFixed(2)}), most diffuse head ${hi + 1} (H ${d.values[hi].toFixed(2)}); uniform would be 1`;
 }

@@ -1,7 +1,8 @@
-// Model view: every layer × head of one attention kind as a small map, with each head's mean
-// row entropy (normalised: 0 = every query looks at one key, 1 = uniform). Click opens a head.
+// Model view: every layer × head of one attention kind as a small map, with each head's
+// normalised entropy H (0 = every query looks at one key, 1 = uniform over the keys it can see:
+// analysis.js entropy, the head overview's "broad"). Click opens a head.
 
-import { entropy, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
+import { headEntropies, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { canvasScale, clear, drawTitle, measureTag, drawMatrix, fitHeight, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 
@@ -12,7 +13,9 @@ const LABEL_H = 22; // under a map: its label ("H3 0.42") and the next row's hea
 const BARE_H = 8; // under a map fitted without its label: the next row's head colour
 const FIT_CELL = 8; // the smallest a map gets to fit the box
 const MAX_LAYER_COLUMNS = 4; // a fitted grid's layers stand in at most this many columns
-const SUBTITLE = 'Each map: queries down, keys across, scaled to its own maximum. H = normalised entropy (0 focused … 1 uniform).';
+const SUBTITLE = 'Each map: queries down, keys across, scaled to its own maximum. H = normalised entropy (0 focused … 1 uniform over the keys a query can see).';
+// When the maps drawn are not the model's own, their H is computed on what is drawn, and says so.
+const FILTERED_NOTE = ' H of the maps as shown (filtered).';
 
 /**
  * Layout: one row of H maps per layer when they fit at MIN_CELL or more; on narrow screens
@@ -60,7 +63,8 @@ function cells(input, state, width, top = 64) {
 
 function geometry(ctx, input, state, width) {
   ctx.font = font(11);
-  const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
+  const first = prepareLayer(input.result, { ...state, layer: 0, agg: 'head' }, input.specials);
+  const subtitle = wrapWords(ctx, SUBTITLE + (first && !first.scores ? FILTERED_NOTE : ''), width - 16);
   const top = 34 + subtitle.length * 15;
   const c = cells(input, state, width, top);
   const columns = Math.ceil(c.L / c.layersPerColumn);
@@ -104,7 +108,7 @@ export function entropies(input, state) {
   const out = [];
   for (let l = 0; l < L; l++) {
     const prep = prepareLayer(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
-    out.push(prep.heads.map((m) => entropy(m, prep.rows, prep.cols).normalised));
+    out.push(headEntropies(prep).map((e) => e.normalised));
   }
   return out;
 }
@@ -115,8 +119,8 @@ export function* prepare(input, state, width) {
   const scale = canvasScale();
   for (let l = 0; l < L; l++) {
     const prep = yield* prepareLayerSteps(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
+    headEntropies(prep);
     for (const m of prep.heads) {
-      entropy(m, prep.rows, prep.cols);
       maxOf(m);
       pooledFor(m, prep.rows, prep.cols, cell, cell, scale);
       yield;

@@ -24,7 +24,7 @@ const COLOR = Object.fromEntries(LABELS.map(([k, c]) => [k, c]));
 export const SCORES = [
   ['score', 'score', 'the score behind the label'],
   ['entropy', 'entropy', 'mean row entropy (nats)'],
-  ['broad', 'broad', 'entropy ÷ ln(keys seen): 1 = uniform'],
+  ['broad', 'broad', 'normalised entropy H (the model view’s and chart’s): entropy ÷ ln(keys seen), 1 = uniform'],
   ['first', 'first', 'weight on the first token'],
   ['special', 'special', 'weight on special tokens'],
   ['previous', 'prev', 'weight on the previous token'],
