@@ -191,7 +191,7 @@ test('the cross view’s decode step is clamped to the rows it shows, in the sta
   session.patch({ view: 'cross', step: 999 });
   assert.equal(session.state.step, pieces - 1);
   // Sub-words merged into words: fewer rows, and the step stays inside them.
-  const { stepLabels } = await import('../../www/views/cross.js');
+  const { stepLabels } = await import('../../www/core/analysis.js');
   session.patch({ merge: true, step: 999 });
   const words = stepLabels(session.input(), session.state).length;
   assert.ok(words < pieces, `${words} words, ${pieces} pieces`);

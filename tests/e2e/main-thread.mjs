@@ -1,5 +1,5 @@
 // Responsiveness, checked on what the product controls. The app times its own main-thread work
-// (www/core/timing.js: every slice of a sliced drawing, every handler of the page shell and of the
+// (www/base/timing.js: every slice of a sliced drawing, every handler of the page shell and of the
 // widget, every session update; the page's window.attnvizDebug.timings, a widget's `timings`).
 // Each of those entries is held to BUDGET_MS of the main thread's own time: Chromium's trace gives
 // the thread's CPU time over the entry (that of its innermost enclosing trace event, garbage

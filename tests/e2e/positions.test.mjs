@@ -139,7 +139,7 @@ test('the view tab switches to the positions view, the main thread within budget
     await setViewport(page, { width: 1280, height: 1100 });
     // The chart module loaded ahead (its compile is not the drawing's), then the main thread recorded.
     await page.evaluate(async () => {
-      await (await import('./views/chart-wasm.js')).loadChartWasm();
+      await (await import('./core/chart-wasm.js')).loadChartWasm();
     });
     const watch = await watchMainThread(page);
     await page.click('#tab-view-positions');

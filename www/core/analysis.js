@@ -367,6 +367,17 @@ export function* prepareLayerSteps(result, state, specials) {
   return prep;
 }
 
+/** The state the cross view draws in: cross-attention, rollout (self-attention only) as the mean. */
+export function crossState(state) {
+  return { ...state, kind: 'cross', agg: state.agg === 'rollout' ? 'mean' : state.agg };
+}
+
+/** The decode steps as the cross view shows them: target tokens, or words when sub-words are merged. */
+export function stepLabels(input, state) {
+  const prep = prepareLayer(input.result, crossState(state), input.specials);
+  return prep ? prep.rowLabels : [];
+}
+
 /**
  * Causal self-attention: for each shown row, the first shown column whose keys are all in that
  * row's future (masked to −∞ before the softmax: no weight, not a small one); `cols` when none.

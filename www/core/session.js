@@ -7,17 +7,15 @@
 // 'hover' (a read-out under the pointer changed), 'text' (the session replaced the text: a model's
 // example; the shell's text box must show it).
 
-import { measuredResult, prefixResult, resultShape } from './analysis.js';
+import { measuredResult, prefixResult, resultShape, stepLabels } from './analysis.js';
 import { Channel, init, isCached, loadModel, openHubModel, openModel, removeModel } from '../worker/worker-client.js';
 import { isHubId } from '../worker/hub.js';
 import { collectFiles, describeReport } from '../worker/own-model.js';
 import { hasInt8, modelFiles, modelKey, weightsName } from './weights.js';
 import { clampToResult, defaultState, GEN_MAX } from './state.js';
-import { kindShown, moduleFor, viewAvailable, viewFor, viewHover, VIEWS } from '../views/index.js';
-import { COMPARE_VIEWS } from '../views/compare.js';
-import { stepLabels } from '../views/cross.js';
-import { chartWasm, loadChartWasm } from '../views/chart-wasm.js';
-import { later, record } from './timing.js';
+import { COMPARE_VIEWS, kindShown, viewAvailable, viewSpec as viewFor, VIEW_SPECS } from './views.js';
+import { chartWasm, loadChartWasm } from './chart-wasm.js';
+import { later, record } from '../base/timing.js';
 import { cacheKey, LruCache } from './cache.js';
 import { Lane } from './lane.js';
 import { suppliedHeads, suppliedResult, suppliedSpecials } from './supplied.js';
@@ -975,7 +973,7 @@ export class Session {
   availableViews() {
     // Supplied attention has no model to ask: its head scores, if any, came with it.
     const modelFree = (v) => !v.needsStep && !v.needsPositions && (!v.needsHeads || !!this.supplied.heads);
-    return VIEWS.filter((v) => (!this.shape || viewAvailable(v, this.shape.kinds)) && (!this.supplied || modelFree(v)));
+    return VIEW_SPECS.filter((v) => (!this.shape || viewAvailable(v, this.shape.kinds)) && (!this.supplied || modelFree(v)));
   }
 
   // ---------------------------------------------------------------- pointer and keys
@@ -993,9 +991,12 @@ export class Session {
     this.emit('status');
   }
 
-  /** The pointer is over `hit` (the view's hitTest answer, or null). */
-  hover(hit) {
-    const r = viewHover(this.state, hit, this.input());
+  /**
+   * What the pointer (or the keyboard's cursor) is over, as the view read it out
+   * (shell/pointer.js): `focus` a transient highlight, `text` the side panel's read-out; each
+   * changes the session only when given.
+   */
+  showHover(r) {
     if ('focus' in r) {
       const f = r.focus || null;
       const same = (!f && !this.focus) || (f && this.focus && f.side === this.focus.side && f.index === this.focus.index && f.row === this.focus.row && f.col === this.focus.col && f.panel === this.focus.panel && f.layer === this.focus.layer && f.head === this.focus.head);
@@ -1009,24 +1010,4 @@ export class Session {
       this.emit('hover');
     }
   }
-
-  click(hit) {
-    const p = viewFor(this.state.view).click(hit, this.state, this.input());
-    if (p) this.patch(p);
-  }
-
-  /**
-   * The keyboard's way to every read-out the pointer gives: the view's next item (its moveHit)
-   * from the last one read out, hovered as the pointer would. False where the view has none.
-   */
-  moveCursor(key, geom) {
-    const mod = moduleFor(this.state.view, this.input());
-    const hit = mod.moveHit && geom ? mod.moveHit(geom, this.cursor, key) : null;
-    if (!hit) return false;
-    this.cursor = hit;
-    this.hover(hit);
-    return true;
-  }
-
-
 }

@@ -4,7 +4,7 @@
 // goes to the app's timing log (timing.js), with the longest step it ran: a slice lasts at most
 // SLICE_MS plus its last step (and the done() that ends the work).
 
-import { record } from './timing.js';
+import { record } from '../base/timing.js';
 
 export const SLICE_MS = 8;
 

@@ -2,8 +2,8 @@
 // arguments given.
 
 import { MEASURES } from './analysis.js';
-import { VIEW_IDS, viewAvailable, viewFor } from '../views/index.js';
-import { SCORES } from '../views/heads.js';
+import { VIEW_IDS, viewAvailable, viewSpec as viewFor } from './views.js';
+import { SCORES } from './head-scores.js';
 import { WEIGHTS } from './weights.js';
 
 const SCORE_KEYS = SCORES.map(([k]) => k);

@@ -19,6 +19,8 @@
 // kernel computes them with attnviz.heads): without them that view is not offered. Anything that does not fit throws an Error that names the argument
 // and what was expected.
 
+import { HEAD_LABEL_NAMES } from './head-scores.js';
+
 const ROW_SUM_TOLERANCE = 1e-2; // float16 maps sum to 1 within about 1e-3
 /** Set (true) on data whose numbers were checked where it was made (the notebook's kernel checks
  *  every weight before sending): the one pass over them is skipped, at 512 tokens × 144 maps a
@@ -135,7 +137,6 @@ export function suppliedResult(data) {
   };
 }
 
-const HEAD_LABELS = ['sink', 'previous', 'next', 'self', 'delimiter', 'induction', 'broad', 'mixed'];
 
 /**
  * The head scores given with supplied attention, checked against its result: one per head of
@@ -151,7 +152,7 @@ export function suppliedHeads(data, result) {
     const key = s && `${s.kind} ${s.layer} ${s.head}`;
     if (!wanted.has(key) || wanted.get(key)) throw new Error(`head_scores[${i}] is ${key ? `${s.kind}, layer ${s.layer}, head ${s.head}` : 'not an object'}: not a head of these maps, or given twice`);
     wanted.set(key, true);
-    if (!HEAD_LABELS.includes(s.label)) throw new Error(`head_scores[${i}].label is ${JSON.stringify(s.label)}; one of ${HEAD_LABELS.join(', ')}`);
+    if (!HEAD_LABEL_NAMES.includes(s.label)) throw new Error(`head_scores[${i}].label is ${JSON.stringify(s.label)}; one of ${HEAD_LABEL_NAMES.join(', ')}`);
     for (const [k, v] of Object.entries(s)) {
       if (typeof v === 'number' && !Number.isFinite(v)) throw new Error(`head_scores[${i}].${k} is ${v}; scores are finite`);
     }

@@ -16,7 +16,7 @@
 //   files: { path: bytes } — the model worker (worker.js), the SIMD wasm build (pkg/) and the
 //          model's files, sent by the kernel; nothing is fetched.
 import { AttentionViz } from '../widget/attention-viz.js';
-import { addModels, configure, openModel } from '../worker/worker-client.js';
+import { addModels, configure, openModel } from '../core/engine.js';
 import { NUMBERS_CHECKED } from '../core/supplied.js';
 
 // Where the worker believes the files are: a name only (every file it asks for is handed over).

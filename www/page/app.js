@@ -15,8 +15,8 @@ import { renderProgress, renderStatus } from './status.js';
 import { bindEntropyChart } from './entropy-panel.js';
 import { renderHeadsTable } from '../shell/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './open-model.js';
-import { configure } from '../worker/worker-client.js';
-import { later, listen, timings } from '../core/timing.js';
+import { configure } from '../core/engine.js';
+import { later, listen, timings } from '../base/timing.js';
 import { buildText, generationText, modelLabel } from '../shell/prose.js';
 
 const $ = (id) => document.getElementById(id);

@@ -8,7 +8,7 @@ import { controlChoices } from '../shell/host.js';
 import { compareChoices } from '../shell/prose.js';
 import { hasInt8 } from '../core/weights.js';
 import { setOptions } from '../shell/select-options.js';
-import { later, listen } from '../core/timing.js';
+import { later, listen } from '../base/timing.js';
 
 const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
 

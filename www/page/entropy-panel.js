@@ -4,8 +4,8 @@
 import * as entropyChart from '../views/entropy-chart.js';
 import { kindShown } from '../views/index.js';
 import { runSliced } from '../core/slices.js';
-import { loadChartWasm } from '../views/chart-wasm.js';
-import { listen } from '../core/timing.js';
+import { loadChartWasm } from '../core/chart-wasm.js';
+import { listen } from '../base/timing.js';
 
 const HINT = 'Normalised entropy H of each head’s rows (0 focused … 1 uniform). Hover a bar for its value; click it to show that head.';
 

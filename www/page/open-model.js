@@ -2,10 +2,8 @@
 // picker), drops of a folder or files anywhere on the page, and "Remove" for a model the user
 // opened. The work is the session's (openModel, removeModel), shared with the widget.
 
-import { collectDrop, SUPPORTED_TEXT } from '../worker/own-model.js';
-import { hubId, parseHubId } from '../worker/hub.js';
-import { workerHub } from '../worker/worker-client.js';
-import { listen } from '../core/timing.js';
+import { collectDrop, hubId, parseHubId, SUPPORTED_TEXT, workerHub } from '../core/engine.js';
+import { listen } from '../base/timing.js';
 
 export function bindOpenModel(el, session) {
   el.openHelp.textContent = `Opens ${SUPPORTED_TEXT}. The files are read here and never leave your browser.`;

@@ -6,7 +6,7 @@
 // session calls. Token strings go into the DOM as text only.
 
 import { GEN_MAX, TEMPERATURE_MAX } from '../core/state.js';
-import { listen } from '../core/timing.js';
+import { listen } from '../base/timing.js';
 import { generationText } from './prose.js';
 
 const CSS = `

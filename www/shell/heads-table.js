@@ -4,7 +4,7 @@
 // alike; token-free, all text set with textContent.
 
 import { ranked, SCORES } from '../views/heads.js';
-import { later, listen } from '../core/timing.js';
+import { later, listen } from '../base/timing.js';
 
 const FIRST_ROWS = 12;
 const CHUNK_ROWS = 12;

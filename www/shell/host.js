@@ -6,14 +6,13 @@
 // the session and to this shell, and writes what they hold; it never changes the session's
 // state itself.
 
-import { tokensFor } from '../core/analysis.js';
+import { stepLabels, tokensFor } from '../core/analysis.js';
 import { bindCanvas, slicedPainter } from './render.js';
 import { themeOf } from '../views/common.js';
 import { tokenLabel } from '../core/tokens.js';
 import { pressKey } from './keys.js';
 import { kindShown, viewFor } from '../views/index.js';
-import { stepLabels } from '../views/cross.js';
-import { onFrame, timed } from '../core/timing.js';
+import { onFrame, timed } from '../base/timing.js';
 import { STEP_PART_CHOICES, ZOOM_CHOICES, zoomedBox } from '../core/state.js';
 import { headNote } from './prose.js';
 

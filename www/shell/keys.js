@@ -5,6 +5,7 @@
 
 import { prepareLayer } from '../core/analysis.js';
 import { viewFor } from '../views/index.js';
+import { click, moveCursor } from './pointer.js';
 
 /**
  * A key pressed on the map (or anywhere on the page outside text fields). Returns true when
@@ -44,16 +45,16 @@ export function pressKey(session, key, geom = null) {
       // A click on the item under the keyboard cursor (the step view's query row, a head of
       // the overview, a point of the query/key space).
       if (!session.cursor || !viewFor(s.view).click(session.cursor, s, session.input())) return false;
-      session.click(session.cursor);
+      click(session, session.cursor);
       return true;
     }
     case '{':
     case '}':
-      return session.moveCursor(key, geom);
+      return moveCursor(session, key, geom);
     case '[':
     case ']': {
       // Head view: pin the previous / next query token (its top weights are read out).
-      if (s.view !== 'head') return session.moveCursor(key, geom);
+      if (s.view !== 'head') return moveCursor(session, key, geom);
       const prep = prepareLayer(session.shownResult(), s, session.input().specials);
       if (!prep || !prep.rows) return false;
       const i = s.pin && s.pin.side === 'q' ? s.pin.index : -1;

@@ -3,8 +3,7 @@
 // is registered once a host has drawn, and told which files this page and the worker loaded, so
 // it copies them from the HTTP cache instead of downloading them again.
 
-import { configuredBase } from '../worker/worker-client.js';
-import { buildFile } from '../worker/wasm-build.js';
+import { buildFile, configuredBase } from '../core/engine.js';
 
 const SW = new URL('../sw.js', import.meta.url);
 let asked = false;

@@ -4,10 +4,11 @@
 import { canvasScale, context2d, prepareCanvas } from '../views/common.js';
 import { moduleFor, viewFor } from '../views/index.js';
 import { SvgContext } from '../views/svg.js';
-import { COMPARE_VIEWS } from '../views/compare.js';
+import { COMPARE_VIEWS } from '../core/views.js';
 import { drain, isSteps, NEW_TASK, runSliced } from '../core/slices.js';
 import { capText, TEXT_MAX } from '../core/state.js';
-import { listen } from '../core/timing.js';
+import { listen } from '../base/timing.js';
+import { click, hover } from './pointer.js';
 import { exportLabel } from './prose.js';
 
 const LARGE_CANVAS_PX = 1_000_000;
@@ -137,7 +138,7 @@ export function toSvg(name, input, drawState, theme, box, description = '') {
 
 /**
  * Pointer input on a view's canvas, the same for the page and the widget: the view's hitTest
- * under the pointer goes to session.hover, a click to session.click. geomOf() → the last geometry.
+ * under the pointer goes to pointer.js's hover, a click to its click. geomOf() → the last geometry.
  * A finger or pen has no hover: touching an item reads it out, and the read-out stays when the
  * finger lifts (the browser then reports the pointer leaving) until another item is touched.
  */
@@ -151,15 +152,15 @@ export function bindCanvas(canvas, session, geomOf) {
   listen('canvas', canvas, 'pointermove', (e) => {
     const hit = hitAt(e);
     canvas.style.cursor = hit && viewFor(session.state.view).click(hit, session.state, session.input()) ? 'pointer' : 'default';
-    session.hover(hit);
+    hover(session, hit);
   });
   listen('canvas', canvas, 'pointerdown', (e) => {
-    if (e.pointerType !== 'mouse') session.hover(hitAt(e));
+    if (e.pointerType !== 'mouse') hover(session, hitAt(e));
   });
   listen('canvas', canvas, 'pointerleave', (e) => {
-    if (e.pointerType === 'mouse') session.hover(null);
+    if (e.pointerType === 'mouse') hover(session, null);
   });
-  listen('canvas', canvas, 'click', (e) => session.click(hitAt(e)));
+  listen('canvas', canvas, 'click', (e) => click(session, hitAt(e)));
 }
 
 /** A text box that types into the session, holding at most TEXT_MAX characters (a longer

@@ -1,7 +1,7 @@
 // Shared drawing helpers for the views. A "ctx" is a CanvasRenderingContext2D or the SVG
 // builder from ../svg.js (same subset of the API); views never touch the DOM otherwise.
 
-import { listen } from '../core/timing.js';
+import { listen } from '../base/timing.js';
 
 // One colour per head (Tableau-like, readable on light and dark backgrounds).
 const HEAD_COLORS = [

@@ -14,7 +14,6 @@ import { clear, diverging, fitHeight, fitText, fmt, font, maxAbs, maxOf, measure
 import * as head from './head.js';
 import * as heatmap from './heatmap.js';
 
-export const COMPARE_VIEWS = ['head', 'heatmap'];
 const BASES = { head, heatmap };
 const GAP = 16;
 const LABEL_H = 24; // the "A: …" / "B: …" line above each side

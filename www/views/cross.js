@@ -3,7 +3,7 @@
 // source tokens light up by how much that step attended to them; below, the whole
 // target × source matrix with row t outlined.
 
-import { prepareLayer, prepareLayerSteps } from '../core/analysis.js';
+import { crossState as cstate, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { MEASURE_TAG, measureTag, clear, drawTitle, colorBar, drawMatrix, fitHeight, fitText, fmt, font, maxOf, maxTextWidth, rgb, textLines, viridis, wrapWords } from './common.js';
 
 const CHIP_H = 26;
@@ -12,9 +12,6 @@ const STACK_PITCH = CHIP_H + 4; // chip pitch in the stacked (narrow) layout
 const NUM_W = 34; // room for a weight printed right of a source chip (stacked layout)
 const MIN_LINES_W = 56; // the least room left between the two columns for the lines
 
-function cstate(state) {
-  return { ...state, kind: 'cross', agg: state.agg === 'rollout' ? 'mean' : state.agg };
-}
 
 function chips(ctx, labels, maxW) {
   ctx.font = font(13);
@@ -275,8 +272,3 @@ export function describe(input, state) {
   return `Cross-attention${measureTag(state)}, layer ${prep.layer + 1}, decode step ${t + 1} of ${prep.rows} producing "${prep.rowLabels[t]}": most attended source tokens ${top.join(', ')}`;
 }
 
-/** The decode steps as the map shows them: target tokens, or words when sub-words are merged. */
-export function stepLabels(input, state) {
-  const prep = prepareLayer(input.result, cstate(state), input.specials);
-  return prep ? prep.rowLabels : [];
-}

@@ -6,33 +6,13 @@
 
 import { clear, drawTitle, fitHeight, fitText, font, gridStep, textLines, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
+import { HEAD_LABELS, SCORES } from '../core/head-scores.js';
 
-/** Labels in legend order, with their colours (Okabe–Ito, readable by colour-blind readers). */
-export const LABELS = [
-  ['sink', '#d55e00', 'sink (first / special token)'],
-  ['previous', '#0072b2', 'previous token'],
-  ['next', '#56b4e9', 'next token'],
-  ['self', '#009e73', 'self (diagonal)'],
-  ['delimiter', '#cc79a7', 'delimiter ([SEP], punctuation)'],
-  ['induction', '#e69f00', 'induction'],
-  ['broad', '#7f7f7f', 'broad (near uniform)'],
-  ['mixed', '#b8b8b8', 'mixed (no pattern)'],
-];
-const COLOR = Object.fromEntries(LABELS.map(([k, c]) => [k, c]));
+/** Labels in legend order (core/head-scores.js), with their colours (Okabe–Ito, readable by colour-blind readers). */
+const COLOR = { sink: '#d55e00', previous: '#0072b2', next: '#56b4e9', self: '#009e73', delimiter: '#cc79a7', induction: '#e69f00', broad: '#7f7f7f', mixed: '#b8b8b8' };
+export const LABELS = HEAD_LABELS.map(([k, text]) => [k, COLOR[k], text]);
 
-/** Score columns, in table order: [key, header, what it is]. */
-export const SCORES = [
-  ['score', 'score', 'the score behind the label'],
-  ['entropy', 'entropy', 'mean row entropy (nats)'],
-  ['broad', 'broad', 'normalised entropy H (the model view’s and chart’s): entropy ÷ ln(keys seen), 1 = uniform'],
-  ['first', 'first', 'weight on the first token'],
-  ['special', 'special', 'weight on special tokens'],
-  ['previous', 'prev', 'weight on the previous token'],
-  ['next', 'next', 'weight on the next token'],
-  ['self', 'self', 'weight on the token itself'],
-  ['delimiter', 'delim', 'weight on [SEP] and punctuation'],
-  ['induction', 'induct', 'induction score (causal models)'],
-];
+export { SCORES };
 
 const SUBTITLE = 'Colour: what the head mostly does on this text; shade: the share of weight behind it (pale = weak). Hover a cell for its scores, click to open the head.';
 const MIN_CELL = 16;

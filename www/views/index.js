@@ -3,6 +3,7 @@
 // state, and what the side panel says. The page's tabs, the widget and permalinks read this list;
 // nothing else names the views.
 
+import { VIEW_SPECS } from '../core/views.js';
 import * as compare from './compare.js';
 import * as cross from './cross.js';
 import * as grid from './grid.js';
@@ -16,29 +17,17 @@ import * as step from './step.js';
 const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.index;
 
 /**
- * Fields of an entry:
- *   id, label          — permalink value and tab text
+ * What each view adds to its entry of core/views.js (the fields there: id, label, kinds, controls,
+ * the data it needs):
  *   module             — the drawing module (size, draw, hitTest, describe)
- *   kinds              — attention kinds it can show (null = any the model has)
- *   forceKind          — the kind it always shows (cross view)
- *   kindless           — it shows no attention, so no kind tabs (positions view)
- *   controls           — which shared controls are visible: layer, heads ('multi' | 'one'), agg,
- *                        query, step, threshold, measure (the raw / value-weighted switch applies),
- *                        stepPart (which part of the step view)
- *   needsStep          — it draws the step() internals of one head
- *   needsPositions     — it draws the model's position table (positions()) with the wasm charts
- *   needsHeads         — it draws the model's head scores (heads())
  *   hover(hit, s)      → { focus } (a transient highlight) or { text } (a side-panel read-out)
  *   click(hit, s)      → a state patch, or null
  *   side(input, s, focus) → { title, hint, items: [{ label, weight }] }
  */
-export const VIEWS = [
+const BEHAVIOURS = [
   {
     id: 'head',
-    label: 'Head view',
     module: head,
-    kinds: null,
-    controls: { layer: true, heads: 'multi', agg: true, threshold: true, measure: true },
     hover: (hit) => ({ focus: hit }),
     click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
     side(input, s, focus) {
@@ -57,51 +46,31 @@ export const VIEWS = [
   },
   {
     id: 'model',
-    label: 'Model view',
     module: grid,
-    kinds: null,
-    controls: { measure: true },
     hover: (hit, s, input) => ({ text: hit ? grid.hoverText(input, s, hit) : null }),
     click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head' } : null),
   },
   {
     id: 'heatmap',
-    label: 'Heatmap',
     module: heatmap,
-    kinds: null,
-    controls: { layer: true, heads: 'one', agg: true, measure: true },
     hover: (hit, s, input) => ({ focus: hit, text: hit ? heatmap.hoverText(input, s, hit) : null }),
     click: () => null,
   },
   {
     id: 'cross',
-    label: 'Cross-attention',
     module: cross,
-    kinds: ['cross'],
-    forceKind: 'cross',
-    // threshold: its lines from the decoder step to the source tokens are left out under it too
-    controls: { layer: true, heads: 'one', agg: true, step: true, threshold: true, measure: true },
     hover: () => ({}),
     click: (hit) => (hit ? { step: hit.step } : null),
   },
   {
     id: 'step',
-    label: 'Step view',
     module: step,
-    kinds: null,
-    needsStep: true,
-    controls: { layer: true, heads: 'one', query: true, stepPart: true },
     hover: (hit, s, input) => ({ focus: hit, text: hit ? step.hoverText(input, s, hit) : null }),
     click: (hit) => (hit && hit.queryRow !== null ? { query: hit.queryRow } : null),
   },
   {
     id: 'positions',
-    label: 'Positions',
     module: positions,
-    kinds: null,
-    needsPositions: true,
-    kindless: true,
-    controls: {},
     hover: (hit, s, input) => ({ focus: hit, text: hit ? positions.hoverText(input, s, hit) : null }),
     click: () => null,
     side(input) {
@@ -115,42 +84,26 @@ export const VIEWS = [
   },
   {
     id: 'heads',
-    label: 'Head overview',
     module: heads,
-    kinds: null,
-    needsHeads: true,
-    controls: {},
     hover: (hit, s, input) => ({ focus: hit, text: hit ? heads.hoverText(input, s, hit) : null }),
     click: (hit) => (hit ? { view: 'head', layer: hit.layer, head: hit.head, heads: [hit.head], agg: 'head', pin: null } : null),
   },
   {
     id: 'qk',
-    label: 'Query/key space',
     module: qk,
-    kinds: null,
-    needsStep: true,
-    controls: { layer: true, heads: 'one' },
     hover: (hit, s, input) => ({ focus: hit, text: hit ? qk.hoverText(input, s, hit) : null }),
     click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
   },
 ];
 
-export const VIEW_IDS = VIEWS.map((v) => v.id);
+/** The one list of views: each entry of core/views.js with its drawing, hover and click. */
+export const VIEWS = VIEW_SPECS.map((spec) => ({ ...spec, ...BEHAVIOURS.find((b) => b.id === spec.id) }));
+
+export { kindShown, VIEW_IDS, viewAvailable } from '../core/views.js';
 
 /** The entry of a view id (the head view for an unknown id). */
 export function viewFor(id) {
   return VIEWS.find((v) => v.id === id) || VIEWS[0];
-}
-
-/** Can this view show anything for a result with these kinds? */
-export function viewAvailable(view, kinds) {
-  const v = typeof view === 'string' ? viewFor(view) : view;
-  return !v.kinds || v.kinds.some((k) => kinds.includes(k));
-}
-
-/** The attention kind a view draws in a state (the cross view always draws cross-attention). */
-export function kindShown(s) {
-  return viewFor(s.view).forceKind || s.kind;
 }
 
 /** The drawing module for a view and its input: the comparison of two sentences (compare.js)

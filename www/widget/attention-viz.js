@@ -41,7 +41,7 @@
 // The footer names the weights and the wasm build that drew the map.
 
 import { mountGenerationPanel } from '../shell/generation-panel.js';
-import { configure as configureWorker } from '../worker/worker-client.js';
+import { configure as configureWorker } from '../core/engine.js';
 import { bindCompareBox, bindTextBox, saveView } from '../shell/render.js';
 import { Session } from '../core/session.js';
 import { controlChoices, mountShell } from '../shell/host.js';
@@ -49,7 +49,7 @@ import { keepForOffline } from '../shell/offline.js';
 import { fromAttributes, STATE_ATTRIBUTES, textLimitNotice } from '../core/state.js';
 import { renderHeadsTable } from '../shell/heads-table.js';
 import { setOptions } from '../shell/select-options.js';
-import { later, listen, record, timings } from '../core/timing.js';
+import { later, listen, record, timings } from '../base/timing.js';
 import { buildText, details, loadingText, modelLabel, summary } from '../shell/prose.js';
 
 let offline = false; // configure({ offline }) or data-offline: a second visit works offline

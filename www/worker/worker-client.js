@@ -3,7 +3,7 @@
 // (the older promise resolves to { superseded: true } and its answer is never drawn).
 
 import { pickBuild, SITE_ROOT } from './wasm-build.js';
-import { timed } from '../core/timing.js';
+import { timed } from '../base/timing.js';
 import { DEFAULT_HUB } from './hub.js';
 
 let base = SITE_ROOT; // where worker/, pkg/ and models/ are

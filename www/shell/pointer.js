@@ -1,0 +1,29 @@
+// What the pointer and the keyboard's cursor do on a view's canvas: the view reads out what is
+// under them (views/index.js hover) and says what a click changes (its click → a state patch);
+// the session keeps the highlight and read-out and applies the patch.
+
+import { moduleFor, viewFor, viewHover } from '../views/index.js';
+
+/** The pointer is over `hit` (the view's hitTest answer, or null). */
+export function hover(session, hit) {
+  session.showHover(viewHover(session.state, hit, session.input()));
+}
+
+/** A click (or Enter) on `hit`. */
+export function click(session, hit) {
+  const p = viewFor(session.state.view).click(hit, session.state, session.input());
+  if (p) session.patch(p);
+}
+
+/**
+ * The keyboard's way to every read-out the pointer gives: the view's next item (its moveHit)
+ * from the last one read out, hovered as the pointer would. False where the view has none.
+ */
+export function moveCursor(session, key, geom) {
+  const mod = moduleFor(session.state.view, session.input());
+  const hit = mod.moveHit && geom ? mod.moveHit(geom, session.cursor, key) : null;
+  if (!hit) return false;
+  session.cursor = hit;
+  hover(session, hit);
+  return true;
+}
