@@ -1,0 +1,106 @@
+// What a view needs besides the maps (installed on Session by session.js): one head's step
+// internals (the step and query/key views), the model's position table (the positions view, with
+// the main-thread chart wasm) and the head scores (the head overview), each fetched by its own
+// lane once per key into an LRU cache.
+
+import { kindShown, viewSpec as viewFor } from './views.js';
+import { chartWasm, loadChartWasm } from './chart-wasm.js';
+import { cacheKey } from './cache.js';
+import { Lane } from './lane.js';
+
+// Positions the positions view plots (clamped by the model to its maximum): enough for the slow
+// dimensions of the sinusoid to turn, more than most typed texts use.
+const POSITIONS_SHOWN = 128;
+
+export const viewDataMethods = {
+  /**
+   * A lane for one kind of view data, fetched once per key into `cache` (an LRU): wanted() gives
+   * { key, ask } while the view needs data it lacks. A failure is said in the status line
+   * (`${what}: …`); an answer is kept, and 'state' emitted when the state still wants its key.
+   */
+  fetchLane(cache, wanted, what, field) {
+    return new Lane(
+      () => {
+        const request = this.result ? wanted() : null;
+        return request && !cache.get(request.key) ? request : null;
+      },
+      (request, ans, err) => {
+        if (err) {
+          this.error = `${what}: ${err.message}`;
+          this.emit('status');
+          return;
+        }
+        cache.set(request.key, ans[field]);
+        const now = wanted();
+        if (now && now.key === request.key) this.emit('state');
+      },
+    );
+  },
+
+  /** Fetch what the view shows beside the forward (each lane asks only when its view needs it). */
+  fetchViewData() {
+    if (viewFor(this.state.view).needsPositions) this.loadCharts();
+    return Promise.all([this.stepLane.run(), this.positionsLane.run(), this.headsLane.run()]);
+  },
+
+  /** The step cache key: everything the step internals depend on. */
+  stepKey(s = this.state) {
+    const r = this.resultFor;
+    return cacheKey(r && r.model, r && r.text, r && r.gen, kindShown(s), s.layer, s.head);
+  },
+
+  /** The step internals for the current state, if fetched. */
+  stepData() {
+    return this.steps.get(this.stepKey());
+  },
+
+  /** The step and qk views: one head's internals (step()) for the drawn model, text and generation. */
+  stepWanted() {
+    const s = this.state;
+    if (!viewFor(s.view).needsStep) return null;
+    const { model, text, gen } = this.resultFor;
+    return { key: this.stepKey(), ask: () => this.channel.step(model, text, kindShown(s), s.layer, s.head, gen) };
+  },
+
+  /** The positions view: the drawn model's position table, once per model. */
+  positionsWanted() {
+    if (!viewFor(this.state.view).needsPositions) return null;
+    const { model } = this.resultFor;
+    return { key: cacheKey(model), ask: () => this.channel.positions(model, POSITIONS_SHOWN) };
+  },
+
+  /** The main-thread wasm the positions view's charts are drawn with (plotters-canvas). */
+  loadCharts() {
+    if (chartWasm()) return;
+    loadChartWasm(this.catalog.build).then(
+      () => this.emit('state'),
+      (e) => {
+        this.error = `positions view: the chart module did not load (${e.message})`;
+        this.emit('status');
+      },
+    );
+  },
+
+  /** The head-scores cache key: what heads() depends on (not the measure: scores are of α). */
+  headsKey() {
+    const r = this.resultFor;
+    return cacheKey(r && r.model, r && r.text, r && r.gen);
+  },
+
+  /** The head overview: heads() of the drawn model, text and generation. */
+  headsWanted() {
+    if (!viewFor(this.state.view).needsHeads || !this.source.runsModels) return null; // supplied: given with the maps
+    const { model, text, gen } = this.resultFor;
+    return { key: this.headsKey(), ask: () => this.channel.heads(model, text, gen) };
+  },
+
+  /** The view draws one head's step internals (step, qk) and they are not fetched yet. */
+  needsStepData() {
+    return viewFor(this.state.view).needsStep && !!this.result && !this.stepData();
+  },
+
+  /** The value-weighted measure is chosen but the drawn result has no value norms yet. */
+  needsNorms() {
+    return this.state.measure === 'value-norm' && !!this.result && !this.result.value_norms;
+  },
+};
