@@ -137,7 +137,7 @@ export function openUserModel(list, name, inspected) {
     stamp: (files) => JSON.stringify(files.map((f) => [byName.get(f).size, byName.get(f).lastModified])),
     read: async (f) => new Uint8Array(await byName.get(f).arrayBuffer()),
     newId: () => userId(name),
-    inspected: (report) => inspected({ inspected: report }),
+    inspected,
   });
 }
 
