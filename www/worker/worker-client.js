@@ -1,7 +1,7 @@
 // One worker per page, shared by the page shell and every <attention-viz> widget.
 // Each user of the worker gets a Channel; on a channel a newer request supersedes an older one
-// (the older promise resolves to { superseded: true } and its answer is never drawn). The
-// messages and the request ids that pair them with their answers: protocol.js.
+// (the older promise resolves to { superseded: true } and its answer is never drawn). Each
+// request gets an id its answers carry back; the messages themselves are protocol.js's.
 
 import { pickBuild, SITE_ROOT } from './wasm-build.js';
 import { timed } from '../core/timing.js';
