@@ -8,10 +8,23 @@
 // loaded ({ type: 'keep', urls }) and they are copied from the browser's HTTP cache
 // (cache: 'force-cache'); later loads refresh the copies as they pass through fetch below.
 const SHELL = 'attnviz-shell-v3'; // v3: the files moved into core/, shell/, worker/, page/, widget/
-// What the page's Web Worker loads (the page cannot list those among its own resources;
-// model-store.js only the worker imports). The page adds the wasm build the worker loaded
-// (pkg/ or pkg/relaxed/, wasm-build.js) to its list.
-const WORKER_FILES = ['worker/worker.js', 'worker/worker-client.js', 'worker/wasm-build.js', 'worker/model-store.js', 'models/index.json'];
+// What the page's Web Worker loads (the page cannot list those among its own resources; the
+// worker's modules, www/worker/, are imported by the worker, some of them only by it). The page
+// adds the wasm build the worker loaded (pkg/ or pkg/relaxed/, wasm-build.js) to its list.
+const WORKER_FILES = [
+  'worker/worker.js',
+  'worker/protocol.js',
+  'worker/engine.js',
+  'worker/library.js',
+  'worker/model-files.js',
+  'worker/weights.js',
+  'worker/worker-client.js',
+  'worker/wasm-build.js',
+  'worker/model-store.js',
+  'worker/hub.js',
+  'worker/own-model.js',
+  'models/index.json',
+];
 
 self.addEventListener('install', (event) => event.waitUntil(self.skipWaiting()));
 

@@ -1,5 +1,5 @@
 // The core without a browser (issue 22): www/core/session.js against a worker that speaks the worker
-// protocol (www/worker/worker.js) in this process and answers with the native CLI's own results, the
+// protocol (www/worker/protocol.js) in this process and answers with the native CLI's own results, the
 // model's real numbers. Each host (page, widget, notebook) binds to these rules; here they are
 // checked once, in milliseconds: at most one forward in flight and the newest text owed, every
 // answer newer than the one drawn is drawn (marked as catching up), the pin rule, applyState

@@ -354,11 +354,20 @@ test('one .gguf file (SmolLM2, 98 MB) opens without freezing the page: the page 
   const gguf = path.join(ROOT, 'models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf');
   await onPage(async (page) => {
     await watchLongTasks(page);
+    // Every notice the page shows on the way, to read the one said while the weights load.
+    await page.evaluate(() => {
+      const el = document.getElementById('notice');
+      window.__notices = [];
+      new MutationObserver(() => window.__notices.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+    });
     await page.click('#open-model');
     await page.setInputFiles('#open-files', gguf);
     await waitModel(page, 'own-smollm2');
     const s = await seen(page);
     assert.match(s.notice, /Llama decoder, GGUF F32 \+ Q4_1 \+ Q8_0: 30 layers × 9 heads \(3 key\/value heads\), hidden size 576, 134\.5 M parameters/);
+    // What the headers said, before the weights were read (the worker's inspected report).
+    const found = (await page.evaluate(() => window.__notices)).find((t) => t.startsWith('Found in'));
+    assert.match(found || '', /^Found in “SmolLM2-135M-Instruct\.Q4_1”: Llama decoder, GGUF F32 \+ Q4_1 \+ Q8_0: 30 layers × 9 heads .* Loading…$/);
     assert.equal(s.tokens[0], 'The');
     const r = await page.evaluate(() => window.attnvizDebug.opened);
     const tasks = await page.evaluate(() => window.longTasks);

@@ -2,11 +2,11 @@
 // pkg/relaxed/ (+relaxed-simd) and pkg/threads/ (shared memory, when built) — imported in headless
 // Chromium from the test server (`attnviz serve`, whose COOP/COEP make the page cross-origin
 // isolated, as shared memory needs), initialised with its default init (it fetches its own
-// attnviz_bg.wasm), and handed the real models fetched over HTTP, as www/worker/worker.js does. Each build
+// attnviz_bg.wasm), and handed the real models fetched over HTTP, as www/worker/library.js does. Each build
 // must give the native CLI's numbers (run now: $ATTNVIZ_BIN, else target/release/attnviz) within
 // 1e-5, return objects that satisfy schema/attend.schema.json with every float array a
 // Float32Array, and answer bad input with an Error, never a panic: in wasm a panic aborts the
-// instance (www/worker/worker.js has to restart it), so after each error the module must still compute
+// instance (www/worker/engine.js has to restart it), so after each error the module must still compute
 // and its panic hook must not have fired (globalThis.attnvizPanic, src/wasm/mod.rs).
 //
 // One page per build; each runs on the page's own thread (the threads build then has no helper

@@ -8,7 +8,10 @@
 // model.safetensors.index.json names), or the one .gguf that `file=` names. Only their headers
 // are fetched first (HTTP Range requests), so the architecture and sizes are checked
 // (inspectModel, as for a dropped folder) before any weights are downloaded. Errors name the repo,
-// the revision and the file.
+// the revision and the file. A file is downloaded by the loop every model file is
+// (model-files.js receive(): progress and a size check).
+
+import { receive } from './model-files.js';
 
 export const DEFAULT_HUB = 'https://huggingface.co';
 const ID = /^hf:([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w./-]+?))?(?:\?file=([^?#/]+\.gguf))?$/;
@@ -143,23 +146,6 @@ export class RemoteFile {
   /** The whole file; onChunk(bytes) as it arrives. Checked against the size the probe gave. */
   async bytes(onChunk = () => {}) {
     const res = await this.repo.get(this.name);
-    const chunks = [];
-    let got = 0;
-    const reader = res.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      got += value.byteLength;
-      onChunk(value.byteLength);
-    }
-    if (got !== this.size) throw new Error(`${this.repo.where(this.name)}: got ${got} bytes, the server said ${this.size}`);
-    const out = new Uint8Array(got);
-    let o = 0;
-    for (const c of chunks) {
-      out.set(c, o);
-      o += c.byteLength;
-    }
-    return out;
+    return receive(res, { expected: this.size, onChunk, what: this.repo.where(this.name), said: 'the server said' });
   }
 }

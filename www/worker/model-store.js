@@ -1,5 +1,6 @@
 // Where a user's own models are kept between visits: one small interface over two backends, used
-// by worker.js (the page and the widget share the worker, so they share this too).
+// by the worker's model-files.js (the page and the widget share the worker, so they share this
+// too).
 //
 //   const store = await modelStore();   // null where the browser keeps nothing for us
 //   await store.keep(manifest, byName); // byName: Map file name → Blob; all or nothing

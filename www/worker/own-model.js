@@ -1,6 +1,6 @@
 // "Open your model…": the user's files, as the page's pickers and drops and the widget's
 // openModel() hand them over, become [{ name, file }] for the worker, which reads them (off the
-// main thread), inspects their headers, loads and keeps them (worker.js). Nothing is uploaded.
+// main thread), inspects their headers, loads and keeps them (library.js). Nothing is uploaded.
 // File names and config values are the user's: shells show them with textContent only.
 
 /** Files a folder holds that a model may use: those at its top level (an HF checkout's

@@ -1,10 +1,12 @@
 // One worker per page, shared by the page shell and every <attention-viz> widget.
 // Each user of the worker gets a Channel; on a channel a newer request supersedes an older one
-// (the older promise resolves to { superseded: true } and its answer is never drawn).
+// (the older promise resolves to { superseded: true } and its answer is never drawn). Each
+// request gets an id its answers carry back; the messages themselves are protocol.js's.
 
 import { pickBuild, SITE_ROOT } from './wasm-build.js';
 import { timed } from '../base/timing.js';
 import { DEFAULT_HUB } from './hub.js';
+import { ANSWER, lane, REQUEST } from './protocol.js';
 
 let base = SITE_ROOT; // where worker/, pkg/ and models/ are
 let baseGiven = false; // configure({ base }): files from there; else found from this module
@@ -16,7 +18,7 @@ let givenFiles = null; // configure({ files }): { path under base: Blob } the wo
 let worker = null;
 let nextId = 1;
 const waiting = new Map(); // id → { resolve, reject, onProgress, channel, type }
-const latest = new Map(); // `${channel}:${type}` → newest id
+const latest = new Map(); // lane (protocol.js) → newest id
 let initPromise = null;
 const loadPromises = new Map();
 let channelCount = 0;
@@ -72,16 +74,16 @@ function ensureWorker() {
     const m = ev.data;
     const w = waiting.get(m.id);
     if (!w) return;
-    if (m.type === 'progress') {
+    if (m.type === ANSWER.progress) {
       if (w.onProgress) w.onProgress(m);
       return;
     }
     waiting.delete(m.id);
-    if (m.type === 'error') {
+    if (m.type === ANSWER.error) {
       w.reject(new Error(m.message));
       return;
     }
-    if (m.type === 'superseded' || (w.channel && latest.get(`${w.channel}:${w.type}`) !== m.id)) {
+    if (m.type === ANSWER.superseded || (w.channel && latest.get(lane(w.channel, w.type)) !== m.id)) {
       w.resolve({ superseded: true });
       return;
     }
@@ -99,7 +101,7 @@ function request(msg, onProgress) {
   const w = ensureWorker();
   const id = nextId++;
   const full = { ...msg, id };
-  if (msg.channel) latest.set(`${msg.channel}:${msg.type}`, id);
+  if (msg.channel) latest.set(lane(msg.channel, msg.type), id);
   return new Promise((resolve, reject) => {
     waiting.set(id, { resolve, reject, onProgress, channel: msg.channel, type: msg.type });
     w.postMessage(full);
@@ -113,7 +115,7 @@ export function init() {
     // script configures it before the widgets already in the page start the worker.
     initPromise = Promise.resolve().then(() => {
       const pick = pickBuild(buildRequest);
-      return request({ type: 'init', base: baseGiven ? base : null, models: models || new URL('models/', base).href, build: pick.id, threads: pick.threads, hub, files: givenFiles });
+      return request({ type: REQUEST.init, base: baseGiven ? base : null, models: models || new URL('models/', base).href, build: pick.id, threads: pick.threads, hub, files: givenFiles });
     }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
     initPromise.catch(() => {
       initPromise = null;
@@ -133,7 +135,7 @@ export function loadModel(id, onProgress) {
   if (!loadPromises.has(id)) {
     const p = init()
       .then(() =>
-        request({ type: 'load', model: id }, (m) => {
+        request({ type: REQUEST.load, model: id }, (m) => {
           for (const fn of progressListeners.get(id) || []) fn(m);
         }),
       )
@@ -159,14 +161,14 @@ export function loadModel(id, onProgress) {
  */
 export async function addModels(files, manifests = []) {
   const catalog = await init();
-  await request({ type: 'add-files', files, models: manifests });
+  await request({ type: REQUEST.addFiles, files, models: manifests });
   for (const m of manifests) if (!catalog.models.some((x) => x.id === m.id)) catalog.models.push(m);
 }
 
 /** Would loading model `id` (a key: `id` or `id@exact`) download nothing (loaded, or every file in
  *  the browser's cache)? */
 export function isCached(id) {
-  return init().then(() => request({ type: 'cached', model: id })).then((m) => !!m.cached);
+  return init().then(() => request({ type: REQUEST.cached, model: id })).then((m) => !!m.cached);
 }
 
 /**
@@ -178,7 +180,7 @@ export function isCached(id) {
  * catalogue that init() gave every session on the page gains the model.
  */
 export function openModel(files, name, onInspected = () => {}) {
-  return opened({ type: 'open', files, name }, (p) => onInspected(p.inspected));
+  return opened({ type: REQUEST.open, files, name }, (p) => onInspected(p.inspected));
 }
 
 /**
@@ -188,7 +190,7 @@ export function openModel(files, name, onInspected = () => {}) {
  * that id. Rejects naming the repo and the file that failed.
  */
 export function openHubModel(id, onInspected = () => {}, onProgress = () => {}) {
-  return opened({ type: 'open-hub', model: id }, (p) => (p.inspected ? onInspected(p.inspected) : onProgress(p)));
+  return opened({ type: REQUEST.openHub, model: id }, (p) => (p.inspected ? onInspected(p.inspected) : onProgress(p)));
 }
 
 /** An open request (a user's files or a Hub id): the model it opens joins the catalogue, loaded. */
@@ -205,7 +207,7 @@ async function opened(msg, onProgress) {
 /** Forget a user's model: from the worker, the browser's storage and the catalogue. */
 export async function removeModel(id) {
   const catalog = await init();
-  await request({ type: 'remove', model: id });
+  await request({ type: REQUEST.remove, model: id });
   const i = catalog.models.findIndex((m) => m.id === id);
   if (i >= 0) catalog.models.splice(i, 1);
   loadPromises.delete(id);
@@ -217,25 +219,25 @@ export class Channel {
     this.name = `${name || 'c'}${++channelCount}`;
   }
 
-  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (worker.js);
+  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (protocol.js);
    *  valueNorms: also the value-weighted norms (result.value_norms). */
   attend(model, text, gen = null, valueNorms = false) {
-    return request({ type: 'attend', channel: this.name, model, text, gen, valueNorms: !!valueNorms });
+    return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms });
   }
 
   /** → { step } or { superseded: true } (gen as for attend) */
   step(model, text, kind, layer, head, gen = null) {
-    return request({ type: 'step', channel: this.name, model, text, kind, layer, head, gen });
+    return request({ type: REQUEST.step, channel: this.name, model, text, kind, layer, head, gen });
   }
 
   /** → { heads } (every head's scores and label, src/heads.rs) or { superseded: true } (gen as for attend) */
   heads(model, text, gen = null) {
-    return request({ type: 'heads', channel: this.name, model, text, gen });
+    return request({ type: REQUEST.heads, channel: this.name, model, text, gen });
   }
 
   /** → { positions } (the model's position table, positions 0..count) or { superseded: true } */
   positions(model, count) {
-    return request({ type: 'positions', channel: this.name, model, count });
+    return request({ type: REQUEST.positions, channel: this.name, model, count });
   }
 }
 
@@ -245,5 +247,5 @@ export class Channel {
  * on a fresh wasm instance with its models reloaded. The page never calls it.
  */
 export function __panicForTest(message) {
-  return request({ type: '__panicForTest', message: String(message) });
+  return request({ type: REQUEST.panicForTest, message: String(message) });
 }

@@ -1,0 +1,99 @@
+// The messages between a page (worker-client.js) and the model worker (worker.js): their names,
+// which requests a newer one supersedes, and how answers carry their arrays. Both ends import this
+// module, so a name is spelled once.
+//
+// Protocol (all messages carry `id`; requests also carry `channel`):
+//   → { id, channel, type: 'init', base, models, build, threads, hub }
+//                                                       ← { id, type: 'init', build, supported, models }
+//     (base: null unless configure({ base }) named one; models: the default models' folder)
+//     (build: 'threads', 'relaxed' or 'simd', the client's pick (wasm-build.js); the answer's
+//     build is buildInfo() with the build loaded: id, dir, label, and for 'threads' their count)
+//   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
+//                                                       ← { id, type: 'loaded', info }
+//     (model: a key, weights.js: `id` or `id@exact`)
+//   → { id, type: 'cached', model }                    ← { id, type: 'cached', cached }
+//     (would loading the key download nothing: loaded, or every file in the Cache API)
+//   → { id, channel, type: 'attend', model, text, gen, valueNorms } ← { id, type: 'result', result, ms }
+//     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions)
+//   → { id, channel, type: 'step', model, text, kind, layer, head, gen } ← { id, type: 'step', step }
+// gen: null (the text alone), or { n, temperature, top_k, seed } for a model whose info says
+// generates: true — continue the text n tokens (temperature 0: greedy; top_k 0: all tokens).
+// The maps and step internals then cover every position fed: the prompt and each token generated.
+//   → { id, channel, type: 'positions', model, count } ← { id, type: 'positions', positions }
+//   → { id, channel, type: 'heads', model, text, gen } ← { id, type: 'heads', heads } (per-head scores
+//     and labels, src/heads.rs)
+// `result` and `step` are exactly what the wasm facade returns: the types described once in
+// schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
+//   → { id, type: 'open', files: [{ name, file: File }], name }  ← { id, type: 'progress', inspected: report }
+//                                                       ← { id, type: 'opened', manifest, report, info, stored, storage }
+//     (a user's model: its headers inspected, then loaded, then kept; report: inspectModel()'s;
+//     storage: false where this browser keeps nothing for us, so stored is false too)
+//   → { id, type: 'open-hub', model }                  ← { id, type: 'progress', inspected: report }
+//                                                       ← { id, type: 'progress', loaded, total }*
+//                                                       ← { id, type: 'opened', … } (as for open)
+//     (model: a Hub id, hub.js: its headers inspected, then its files fetched, loaded and kept)
+//   → { id, type: 'remove', model }                    ← { id, type: 'removed' } (a user's model, from storage)
+//   → { id, type: 'add-files', files, models }         ← { id, type: 'added', models } (files: { path
+//     under base: Blob } read instead of fetched, as init's `files`; models: manifests joining the
+//     index, their files among them: the notebook's kernel sends a model this way)
+// A user's models kept in this browser (model-store.js: OPFS, else IndexedDB) join the index at
+// init with `user: true`; their files are read from there instead of fetched.
+//   → { id, type: '__panicForTest', message }          (TEST HOOK: makes the wasm panic on purpose)
+//   any failure                                        ← { id, type: 'error', message }
+//   a request superseded by a newer one on its channel ← { id, type: 'superseded' }
+// Typed arrays in answers are transferred, not copied. Requests on one channel are collapsed:
+// while the worker computes, newer requests replace older ones that have not started yet.
+
+/** The requests' types. */
+export const REQUEST = Object.freeze({
+  init: 'init',
+  load: 'load',
+  cached: 'cached',
+  attend: 'attend',
+  step: 'step',
+  heads: 'heads',
+  positions: 'positions',
+  open: 'open',
+  openHub: 'open-hub',
+  addFiles: 'add-files',
+  remove: 'remove',
+  panicForTest: '__panicForTest',
+});
+
+/** The answers' types. `progress` may come any number of times before the answer; `error` and
+ *  `superseded` answer any request. */
+export const ANSWER = Object.freeze({
+  init: 'init',
+  loaded: 'loaded',
+  cached: 'cached',
+  result: 'result',
+  step: 'step',
+  heads: 'heads',
+  positions: 'positions',
+  opened: 'opened',
+  added: 'added',
+  removed: 'removed',
+  progress: 'progress',
+  error: 'error',
+  superseded: 'superseded',
+});
+
+// Requests every sender waits for (several widgets may wait on one load): never superseded.
+const KEPT = new Set([REQUEST.init, REQUEST.load, REQUEST.cached, REQUEST.open, REQUEST.openHub, REQUEST.remove, REQUEST.addFiles]);
+
+/** Does a newer request of this type on the same channel supersede an older one not yet started? */
+export const collapses = (type) => !KEPT.has(type);
+
+/** The lane a request is collapsed in: its channel and type (the newest request per lane counts). */
+export const lane = (channel, type) => `${channel}:${type}`;
+
+/**
+ * The buffers of every Float32Array in an answer, to transfer instead of copy. The wasm facade
+ * builds each array as a copy with its own buffer (never a view into wasm memory).
+ */
+export function transferables(value, out = []) {
+  if (value instanceof Float32Array) out.push(value.buffer);
+  else if (Array.isArray(value)) for (const v of value) transferables(v, out);
+  else if (value && typeof value === 'object') for (const v of Object.values(value)) transferables(v, out);
+  return out;
+}
