@@ -6,6 +6,7 @@ import { measuredResult, prefixResult } from './analysis.js';
 import { GEN_MAX } from './state.js';
 import { viewSpec as viewFor } from './views.js';
 import { cacheKey } from './cache.js';
+import { generationOptions } from '../worker/protocol.js';
 
 export const generationMethods = {
   /** Does the loaded model generate (a decoder-only language model)? */
@@ -15,8 +16,7 @@ export const generationMethods = {
 
   /** The generation options the worker is asked for, or null (the text alone). */
   genParams(s = this.state) {
-    if (!this.generates() || !(s.gen > 0)) return null;
-    return { n: Math.min(GEN_MAX, s.gen | 0), temperature: s.temperature > 0 ? s.temperature : 0, top_k: s.temperature > 0 ? s.topK | 0 : 0, seed: s.temperature > 0 ? s.seed >>> 0 : 0 };
+    return this.generates() ? generationOptions(s, GEN_MAX) : null;
   },
 
   /** Change how many tokens are generated, or how: { gen, temperature, topK, seed }; recomputes. */

@@ -6,7 +6,7 @@
 import { init, isCached, loadModel, openHubModel, openModel, removeModel } from '../worker/worker-client.js';
 import { isHubId } from '../worker/hub.js';
 import { collectFiles, describeReport } from '../worker/own-model.js';
-import { hasInt8, modelFiles, modelKey, weightsName } from './weights.js';
+import { hasInt8, modelFiles, modelKey, parseModelKey, weightsName } from './weights.js';
 import { defaultState } from './state.js';
 
 /** State fields that a new model resets (its layers and heads differ). */
@@ -265,10 +265,10 @@ export const modelMethods = {
   /** A model key as a comparison's sides name it: the model's name, and its weights where it has a
    *  choice ('all-MiniLM-L6-v2, int8 weights'). */
   keyName(key) {
-    const [id, exact] = String(key).split('@');
+    const { id, weights } = parseModelKey(key);
     const m = this.findModel(id);
     if (!m) return id;
-    return [m.name || m.id, weightsName(m, exact ? 'exact' : 'int8')].filter(Boolean).join(', ');
+    return [m.name || m.id, weightsName(m, weights || 'int8')].filter(Boolean).join(', ');
   },
 
   /** The worker's key of the current model with the weights in use. */

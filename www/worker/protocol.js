@@ -16,8 +16,9 @@
 //   → { id, channel, type: 'attend', model, text, gen, valueNorms } ← { id, type: 'result', result, ms }
 //     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions)
 //   → { id, channel, type: 'step', model, text, kind, layer, head, gen } ← { id, type: 'step', step }
-// gen: null (the text alone), or { n, temperature, top_k, seed } for a model whose info says
-// generates: true — continue the text n tokens (temperature 0: greedy; top_k 0: all tokens).
+// gen: null (the text alone), or the wasm calls' own options { generate, temperature, topK, seed }
+// (generationOptions below) for a model whose info says generates: true — continue the text
+// `generate` tokens (no temperature: greedy; topK 0: all tokens).
 // The maps and step internals then cover every position fed: the prompt and each token generated.
 //   → { id, channel, type: 'positions', model, count } ← { id, type: 'positions', positions }
 //   → { id, channel, type: 'heads', model, text, gen } ← { id, type: 'heads', heads } (per-head scores
@@ -43,6 +44,19 @@
 //   a request superseded by a newer one on its channel ← { id, type: 'superseded' }
 // Typed arrays in answers are transferred, not copied. Requests on one channel are collapsed:
 // while the worker computes, newer requests replace older ones that have not started yet.
+
+/**
+ * A view state's generation ({ gen, temperature, topK, seed }) → the `gen` of attend, step and
+ * heads requests: exactly the wasm calls' options, sampled only at a temperature > 0, or null for
+ * the text alone. The one place they are normalised (the wasm checks what it is given).
+ */
+export function generationOptions({ gen, temperature, topK, seed }, maxTokens) {
+  const generate = Math.min(maxTokens, Math.max(0, Math.floor(Number(gen) || 0)));
+  if (!generate) return null;
+  const t = Number(temperature) || 0;
+  if (!(t > 0)) return { generate };
+  return { generate, temperature: t, topK: Math.max(0, Math.floor(Number(topK) || 0)), seed: Math.floor(Number(seed) || 0) >>> 0 };
+}
 
 /** The requests' types. */
 export const REQUEST = Object.freeze({

@@ -219,7 +219,7 @@ export class Channel {
     this.name = `${name || 'c'}${++channelCount}`;
   }
 
-  /** → { result, ms } or { superseded: true }. gen: null or { n, temperature, top_k, seed } (protocol.js);
+  /** → { result, ms } or { superseded: true }. gen: null or { generate, temperature, topK, seed } (protocol.js generationOptions);
    *  valueNorms: also the value-weighted norms (result.value_norms). */
   attend(model, text, gen = null, valueNorms = false) {
     return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms });

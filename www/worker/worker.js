@@ -138,16 +138,9 @@ async function handle(msg) {
   }
 }
 
-/** The wasm calls' generation options for `gen` ({ n, temperature, top_k, seed } or null):
- *  none for a model that does not generate. */
-function generateOptions(m, gen) {
-  if (!gen || !m.info.generates) return {};
-  const generate = Math.max(0, Math.floor(Number(gen.n) || 0));
-  if (!generate) return {};
-  const t = Number(gen.temperature) || 0;
-  if (!(t > 0)) return { generate };
-  return { generate, temperature: t, topK: Math.max(0, Math.floor(Number(gen.top_k) || 0)), seed: Math.max(0, Math.floor(Number(gen.seed) || 0)) >>> 0 };
-}
+/** The wasm calls' options for a request's `gen` (protocol.js generationOptions): none for a
+ *  model that does not generate. */
+const generateOptions = (m, gen) => (gen && m.info.generates ? gen : {});
 
 function errorText(e) {
   if (e instanceof Error) return e.message;
