@@ -281,7 +281,8 @@ test('one request lane for every kind: one in flight, the newest owed, every ans
 });
 
 test('entropy has one definition: SmolLM2’s model view shows each causal head’s H as the head overview’s “broad” (to 1e-6), the same function on the drawn maps agrees, and a filtered or prefix map gets its own', async () => {
-  const { entropy, headEntropies, headMatrix, prefixResult, prepareLayer } = await import('../../www/core/analysis.js');
+  const { entropy, headEntropies, headMatrix, prepareLayer } = await import('../../www/core/analysis.js');
+  const { prefixResult } = await import('../../www/core/prefix.js');
   const grid = await import('../../www/views/grid.js');
   const model = path.join(ROOT, 'models/smollm2');
   const text = 'The cat sat on the mat because it was tired.';

@@ -2,7 +2,8 @@
 // worker is asked for, and scrubbing back through the generated steps (the maps as they were when
 // each token was chosen, its query followed).
 
-import { measuredResult, prefixResult } from './analysis.js';
+import { measuredResult } from './measures.js';
+import { prefixResult } from './prefix.js';
 import { GEN_MAX } from './state.js';
 import { viewSpec as viewFor } from './views.js';
 import { cacheKey } from './cache.js';

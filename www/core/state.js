@@ -1,7 +1,7 @@
 // View state and its URL-hash encoding (permalinks). Pure: no DOM access except through the
 // arguments given.
 
-import { MEASURES } from './analysis.js';
+import { MEASURES } from './measures.js';
 import { VIEW_IDS, viewAvailable, viewSpec as viewFor } from './views.js';
 import { SCORES } from './head-scores.js';
 import { WEIGHTS } from './weights.js';

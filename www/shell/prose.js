@@ -3,7 +3,8 @@
 // facts (core/session.js); these functions turn them into English. Token strings and user text
 // in these sentences go into the DOM with textContent only.
 
-import { blockAt, VALUE_NORM_NOTE } from '../core/analysis.js';
+import { blockAt } from '../core/analysis.js';
+import { VALUE_NORM_NOTE } from '../core/measures.js';
 import { downloadBytes } from '../core/session.js';
 import { hasInt8, weightsName } from '../core/weights.js';
 import { tokenLabel } from '../core/tokens.js';

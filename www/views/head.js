@@ -6,7 +6,8 @@
 // blended into one grey-brown. Lines are batched by colour and opacity level so that 128 tokens
 // × 12 heads stay within one frame.
 
-import { prepareLayer, rawCell, rawText, prepareLayerSteps } from '../core/analysis.js';
+import { prepareLayer, prepareLayerSteps } from '../core/analysis.js';
+import { rawCell, rawText } from '../core/measures.js';
 import { clear, measureTag, fitHeight, fitText, fmt, font, headColor, maxTextWidth, textLines, wrapWords } from './common.js';
 
 const LEVELS = 24; // opacity buckets

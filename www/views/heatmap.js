@@ -9,7 +9,8 @@
 // taken too) is outlined and its labels stressed. A pinned query (state.pin = { side: 'q', index },
 // e.g. the query that chose a generated token) has its whole row outlined in the accent colour.
 
-import { prepareLayer, prepareLayerSteps, rawCell, rawText } from '../core/analysis.js';
+import { prepareLayer, prepareLayerSteps } from '../core/analysis.js';
+import { rawCell, rawText } from '../core/measures.js';
 import { clear, drawTitle, measureTag, colorBar, drawMatrix, fitHeight, fitText, fmt, font, gridStep, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
