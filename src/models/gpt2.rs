@@ -19,8 +19,9 @@ use crate::nn::probe::{Probe, Site};
 use crate::result::{AttentionKind, BlockNorm};
 use crate::tensor::{gelu, gelu_tanh, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
-use crate::weights::TensorStore;
+use crate::weights::{Scope, TensorStore};
 use serde::Deserialize;
+use std::cell::RefCell;
 
 /// The GPT-2 family to loading, inspection and messages.
 pub const ARCHITECTURE: Architecture = Architecture {
@@ -199,20 +200,17 @@ impl Gpt2Config {
     }
 }
 
-/// A Conv1D module (`<prefix>.weight` stored `[in, out]`, `<prefix>.bias` `[out]`) as a
-/// [`Linear`] `[out, in]`: transposed once here.
+/// A Conv1D module `w` (`weight` stored `[in, out]`, `bias` `[out]`) as a [`Linear`]
+/// `[out, in]`: transposed once here.
 /// The shape itself is checked, not only the element count: a weight saved in nn.Linear's
 /// `[out, in]` would otherwise load silently transposed.
-fn conv1d(w: &mut TensorStore, prefix: &str, inp: usize, out: usize) -> Result<Linear> {
-    let name = format!("{prefix}.weight");
-    if let Some(shape) = w.shape(&name).filter(|s| *s != [inp, out]) {
+fn conv1d(w: &Scope, inp: usize, out: usize) -> Result<Linear> {
+    if let Some(shape) = w.shape("weight").filter(|s| *s != [inp, out]) {
+        let name = w.name("weight");
         return Err(invalid_model(format!("tensor `{name}` has shape {shape:?}, expected [{inp}, {out}] (a GPT-2 Conv1D weight is stored [in, out])")));
     }
-    let weight = w.matrix(&name, inp, out)?.transpose(); // [out, in]
-    Ok(Linear {
-        weight: WeightMatrix::F32(weight),
-        bias: Some(w.vector(&format!("{prefix}.bias"), out)?),
-    })
+    let weight = w.matrix("weight", inp, out)?.transpose(); // [out, in]
+    Ok(Linear { weight: WeightMatrix::F32(weight), bias: Some(w.vector("bias", out)?) })
 }
 
 /// `h.N.attn.*`
@@ -265,13 +263,15 @@ struct Gpt2Block {
 }
 
 impl Gpt2Block {
-    fn load(w: &mut TensorStore, p: &str, c: &Gpt2Config, layer: usize) -> Result<Gpt2Block> {
+    /// `w`: the module `h.N`.
+    fn load(w: &Scope, c: &Gpt2Config, layer: usize) -> Result<Gpt2Block> {
         let (d, ffn, eps) = (c.n_embd, c.n_inner, c.layer_norm_epsilon);
+        let (attn, mlp) = (w.pp("attn"), w.pp("mlp"));
         Ok(Gpt2Block {
-            ln_1: LayerNorm::load(w, &format!("{p}.ln_1"), d, eps)?,
+            ln_1: LayerNorm::load(&w.pp("ln_1"), d, eps)?,
             attn: Gpt2Attention {
-                c_attn: conv1d(w, &format!("{p}.attn.c_attn"), d, 3 * d)?,
-                c_proj: conv1d(w, &format!("{p}.attn.c_proj"), d, d)?,
+                c_attn: conv1d(&attn.pp("c_attn"), d, 3 * d)?,
+                c_proj: conv1d(&attn.pp("c_proj"), d, d)?,
                 attn: MultiHead::new(
                     Site { kind: AttentionKind::DecoderSelf, layer },
                     c.n_head,
@@ -279,10 +279,10 @@ impl Gpt2Block {
                     c.head_dim(),
                 ),
             },
-            ln_2: LayerNorm::load(w, &format!("{p}.ln_2"), d, eps)?,
+            ln_2: LayerNorm::load(&w.pp("ln_2"), d, eps)?,
             mlp: Gpt2Mlp {
-                c_fc: conv1d(w, &format!("{p}.mlp.c_fc"), d, ffn)?,
-                c_proj: conv1d(w, &format!("{p}.mlp.c_proj"), ffn, d)?,
+                c_fc: conv1d(&mlp.pp("c_fc"), d, ffn)?,
+                c_proj: conv1d(&mlp.pp("c_proj"), ffn, d)?,
                 exact_gelu: c.exact_gelu,
             },
         })
@@ -317,19 +317,24 @@ impl Gpt2Model {
     /// From a Hugging Face folder's config.json, model.safetensors and tokenizer.json.
     pub fn load(
         config_json: &[u8],
-        mut weights: TensorStore,
+        weights: TensorStore,
         tokenizer_json: &[u8],
     ) -> Result<Gpt2Model> {
         let c = Gpt2Config::from_json(config_json)?;
-        let p = if weights.contains("transformer.wte.weight") { "transformer." } else { "" };
-        let w = &mut weights;
+        let weights = RefCell::new(weights);
+        let root = Scope::new(&weights);
+        // `GPT2LMHeadModel` checkpoints keep the model under `transformer`; `GPT2Model`'s do not.
+        let w = match root.pp("transformer").pp("wte").contains("weight") {
+            true => root.pp("transformer"),
+            false => root,
+        };
         let d = c.n_embd;
-        let wte = w.weight_matrix(&format!("{p}wte.weight"), c.vocab_size, d)?;
-        let wpe = w.weight_matrix(&format!("{p}wpe.weight"), c.n_positions, d)?;
+        let wte = w.pp("wte").weight_matrix("weight", c.vocab_size, d)?;
+        let wpe = w.pp("wpe").weight_matrix("weight", c.n_positions, d)?;
         let h = (0..c.n_layer)
-            .map(|i| Gpt2Block::load(w, &format!("{p}h.{i}"), &c, i))
+            .map(|i| Gpt2Block::load(&w.pp("h").pp(i), &c, i))
             .collect::<Result<Vec<_>>>()?;
-        let ln_f = LayerNorm::load(w, &format!("{p}ln_f"), d, c.layer_norm_epsilon)?;
+        let ln_f = LayerNorm::load(&w.pp("ln_f"), d, c.layer_norm_epsilon)?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_positions())?;
         Ok(Gpt2Model { config: c, wte, wpe, h, ln_f, tokenizer })
     }
