@@ -402,16 +402,11 @@ struct BertAttention {
 }
 
 impl BertAttention {
-    /// x `[T, d]` → LN(context · Wᵀ + b + x)                                      # [T, d]
+    /// x = LN(x + output.dense(self(x)))                                         # [T, d]
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
         let context = self.self_attention.forward(x, &self.output.dense, probe); // [T, d]
-        self.self_attention.attn.post_norm_output(
-            &context,
-            x,
-            &self.output.dense,
-            &self.output.layer_norm,
-            probe,
-        )
+        let BertSelfOutput { dense, layer_norm } = &self.output;
+        self.self_attention.attn.post_norm_output(&context, x, dense, layer_norm, probe)
     }
 }
 
@@ -436,10 +431,9 @@ struct BertOutput {
 }
 
 impl BertOutput {
-    /// LN(ff · Wᵀ + b + h)                                                      # [T, d]
+    /// LN(h + ff · Wᵀ + b)                                                      # [T, d]
     fn forward(&self, ff: &Mat, h: &Mat) -> Mat {
-        let mut out = self.dense.forward(ff);
-        out.add_assign(h);
+        let mut out = self.dense.forward(ff) + h;
         self.layer_norm.apply(&mut out);
         out
     }
@@ -479,11 +473,11 @@ impl BertLayer {
         })
     }
 
-    /// x `[T, d]` → `[T, d]`
+    /// x `[T, d]` → `[T, d]`: x = LN(x + attention(x)); x = LN(x + output(intermediate(x))).
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
-        let h = self.attention.forward(x, probe); // [T, d]
-        let ff = self.intermediate.forward(&h); // [T, ffn]
-        self.output.forward(&ff, &h)
+        let x = self.attention.forward(x, probe); // [T, d]
+        let ff = self.intermediate.forward(&x); // [T, ffn]
+        self.output.forward(&ff, &x)
     }
 }
 

@@ -221,21 +221,18 @@ struct Gpt2Attention {
 }
 
 impl Gpt2Attention {
-    /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
-    /// `[T, d]` (before c_proj); keys and values are written into `cache`.
-    fn forward(&self, h: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> Mat {
+    /// h `[T, d]` (normed), rows at positions `start..` → the attention's output `[T, d]`
+    /// (through c_proj), and the heads' outputs concatenated before it `[T, d]` (the step
+    /// view's); keys and values are written into `cache`.
+    fn forward(&self, h: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> (Mat, Mat) {
         let d = h.cols();
         let qkv = self.c_attn.forward(h); // [T, 3d]
         let (q, k, v) = (qkv.cols_range(0, d), qkv.cols_range(d, d), qkv.cols_range(2 * d, d)); // [T, d] each
         cache.append(&k, &v);
         // # [heads, T, start + T]
-        self.attn.attend(
-            &q,
-            cache,
-            Mask::Causal { first_query_position: start },
-            &self.c_proj.weight,
-            probe,
-        )
+        let mask = Mask::Causal { first_query_position: start };
+        let heads = self.attn.attend(&q, cache, mask, &self.c_proj.weight, probe); // [T, d]
+        (self.c_proj.forward(&heads), heads)
     }
 }
 
@@ -254,7 +251,7 @@ impl Gpt2Mlp {
     }
 }
 
-/// `h.N`: x + attn(ln_1(x)), then + mlp(ln_2(·)).
+/// `h.N`: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)).
 struct Gpt2Block {
     ln_1: LayerNorm,
     attn: Gpt2Attention,
@@ -290,17 +287,11 @@ impl Gpt2Block {
 
     /// x `[T, d]` at positions `start..` → `[T, d]`.
     fn forward(&self, x: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> Mat {
-        let context = self.attn.forward(&self.ln_1.forward(x), start, cache, probe); // [T, d]
-        let projected = self.attn.c_proj.forward(&context); // [T, d]
-        self.attn.attn.pre_norm_rest(
-            x,
-            &context,
-            projected,
-            BlockNorm::PreLayerNorm,
-            |r| self.ln_2.forward(r),
-            |h| self.mlp.forward(h),
-            probe,
-        )
+        // x = x + attn(ln_1(x)), and h = ln_2(x)
+        let (attn, heads) = self.attn.forward(&self.ln_1.forward(x), start, cache, probe);
+        let ln_2 = (BlockNorm::PreLayerNorm, |x: &Mat| self.ln_2.forward(x));
+        let (x, h) = self.attn.attn.pre_norm_residual(x, &heads, &attn, ln_2, probe);
+        x + &self.mlp.forward(&h) // x = x + mlp(ln_2(x))
     }
 }
 

@@ -386,8 +386,9 @@ struct LlamaAttention {
 }
 
 impl LlamaAttention {
-    /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
-    /// `[T, heads·d_k]` (before o_proj); keys and values are written into `cache`.
+    /// h `[T, d]` (normed), rows at positions `start..` → the attention's output `[T, d]`
+    /// (through o_proj), and the heads' outputs concatenated before it `[T, heads·d_k]` (the
+    /// step view's); keys and values are written into `cache`.
     fn forward(
         &self,
         h: &Mat,
@@ -395,7 +396,7 @@ impl LlamaAttention {
         rope: &RotaryTable,
         cache: &mut KvCache,
         probe: &mut Probe,
-    ) -> Mat {
+    ) -> (Mat, Mat) {
         let mut q = self.q_proj.linear(h, None); // [T, heads·d_k]
         let mut k = self.k_proj.linear(h, None); // [T, kv·d_k]
         let v = self.v_proj.linear(h, None); // [T, kv·d_k]
@@ -403,13 +404,9 @@ impl LlamaAttention {
         rope.apply(&mut k, start);
         cache.append(&k, &v);
         // # [heads, T, start + T]
-        self.attn.attend(
-            &q,
-            cache,
-            Mask::Causal { first_query_position: start },
-            &self.o_proj,
-            probe,
-        )
+        let mask = Mask::Causal { first_query_position: start };
+        let heads = self.attn.attend(&q, cache, mask, &self.o_proj, probe); // [T, heads·d_k]
+        (self.o_proj.linear(&heads, None), heads)
     }
 }
 
@@ -431,7 +428,7 @@ impl LlamaMlp {
     }
 }
 
-/// `model.layers.N`: x + attn(norm(x)), then + mlp(norm(·)).
+/// `model.layers.N`: x = x + self_attn(input_layernorm(x)); x = x + mlp(post_attention_layernorm(x)).
 struct LlamaDecoderLayer {
     input_layernorm: RmsNorm,
     self_attn: LlamaAttention,
@@ -477,18 +474,12 @@ impl LlamaDecoderLayer {
         cache: &mut KvCache,
         probe: &mut Probe,
     ) -> Mat {
-        let context =
-            self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
-        let projected = self.self_attn.o_proj.linear(&context, None); // [T, d]
-        self.self_attn.attn.pre_norm_rest(
-            x,
-            &context,
-            projected,
-            BlockNorm::PreRmsNorm,
-            |r| self.post_attention_layernorm.forward(r),
-            |h| self.mlp.forward(h),
-            probe,
-        )
+        // x = x + self_attn(input_layernorm(x)), and h = post_attention_layernorm(x)
+        let h = self.input_layernorm.forward(x);
+        let (attn, heads) = self.self_attn.forward(&h, start, rope, cache, probe);
+        let norm = (BlockNorm::PreRmsNorm, |x: &Mat| self.post_attention_layernorm.forward(x));
+        let (x, h) = self.self_attn.attn.pre_norm_residual(x, &heads, &attn, norm, probe);
+        x + &self.mlp.forward(&h) // x = x + mlp(post_attention_layernorm(x))
     }
 }
 

@@ -43,7 +43,7 @@ impl MarianAttention {
         KvCache::of(self.wk.forward(memory), &self.wv.forward(memory))
     }
 
-    /// x `[Tq, d]` attends to the keys/values of `kv` `[Tk, d]`: LN(x + Wo·attention + bo)
+    /// x `[Tq, d]` attends to the keys/values of `kv` `[Tk, d]`: x = LN(x + Wo·attention + bo)
     /// `[Tq, d]`. The probe gets `[heads, Tq, Tk]`.
     fn forward(&self, x: &Mat, kv: &KvCache, probe: &mut Probe) -> Mat {
         let q = self.wq.forward(x); // [Tq, d]
@@ -84,8 +84,7 @@ impl MarianFfn {
         let mut h = self.w1.forward(x); // [T, ffn]
         let act = self.activation;
         h.map_in_place(|v| act.apply(v));
-        let mut out = self.w2.forward(&h);
-        out.add_assign(x);
+        let mut out = self.w2.forward(&h) + x;
         self.ffn_ln.apply(&mut out);
         out
     }
@@ -131,11 +130,11 @@ pub(super) struct MarianEncoderLayer {
 }
 
 impl MarianEncoderLayer {
-    /// x `[Ts, d]` → `[Ts, d]`
+    /// x `[Ts, d]` → `[Ts, d]`: x = LN(x + self_attention(x)); x = LN(x + ffn(x)).
     pub(super) fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
         let kv = self.self_attention.keys_values(x); // [Ts, d] each
-        let h = self.self_attention.forward(x, &kv, probe);
-        self.ffn.forward(&h)
+        let x = self.self_attention.forward(x, &kv, probe);
+        self.ffn.forward(&x)
     }
 }
 
@@ -164,8 +163,9 @@ pub(super) struct MarianDecoderLayer {
 }
 
 impl MarianDecoderLayer {
-    /// One decode step: y `[1, d]` → `[1, d]`; `state` is this layer's SSRU cell or K/V cache,
-    /// `memory` the encoder-side keys and values of its `context` attention.
+    /// One decode step: y `[1, d]` → `[1, d]`: y = SSRU or LN(y + self_attention(y));
+    /// y = LN(y + context(y, memory)); y = LN(y + ffn(y)). `state` is this layer's SSRU cell or
+    /// K/V cache, `memory` the encoder-side keys and values of its `context` attention.
     pub(super) fn forward(
         &self,
         y: &Mat,
@@ -173,11 +173,11 @@ impl MarianDecoderLayer {
         memory: &KvCache,
         probe: &mut Probe,
     ) -> Mat {
-        let h = match &self.autoregressive {
+        let y = match &self.autoregressive {
             Autoregressive::Ssru(rnn) => rnn.forward(y, &mut state.cell),
             Autoregressive::SelfAttention(a) => a.forward_cached(y, &mut state.cache, probe),
         };
-        let o = self.context.forward(&h, memory, probe);
-        self.ffn.forward(&o)
+        let y = self.context.forward(&y, memory, probe);
+        self.ffn.forward(&y)
     }
 }
