@@ -156,7 +156,7 @@ build-threads: | .toolchain/env node_modules/.bin/wasm-opt
 	  $(call wasm_pkg,pkg/threads,/threads,$(WASM_THREADS_RUSTFLAGS),$(WASM_OPT_FLAGS) --enable-relaxed-simd --enable-threads,.toolchain/env-threads); \
 	else rm -rf pkg/threads; echo "[build] pkg/threads/ skipped: no Debian rustc-web toolchain (.toolchain/env-threads; see scripts/setup.sh)"; fi
 
-# `attnviz serve` (src/serve.rs, hyper + tower-http) from the native CLI's build.
+# `attnviz serve` (src/bin/attnviz/serve.rs, hyper + tower-http) from the native CLI's build.
 serve: setup models build cli precompress
 	@exec $(CLI) serve --port $(PORT)
 

@@ -1,7 +1,7 @@
 // Compresses, once at build time, what the page fetches: a `.br` and a `.gz` beside each
 // compressible file of www/, pkg/ and models/ (the int8 weights, the translator's int8 .bin and
 // its SentencePiece model among them; the exact f32 weights stay as they are). `attnviz serve` sends a variant to a browser that accepts it while
-// the variant is no older than its file (src/serve.rs); `make site` copies them, for static
+// the variant is no older than its file (src/bin/attnviz/serve.rs); `make site` copies them, for static
 // hosts that serve precompressed files. A variant that is already up to date is kept, one that
 // would not be smaller is not written (and a stale one removed).
 //
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-// The same list as src/serve.rs COMPRESSIBLE.
+// The same list as src/bin/attnviz/serve.rs COMPRESSIBLE.
 const COMPRESSIBLE = new Set(['wasm', 'js', 'mjs', 'json', 'map', 'html', 'htm', 'css', 'svg', 'txt', 'md', 'ts', 'safetensors', 'bin', 'spm']);
 // Brotli's quality by size (measured on this machine, another build beside it): 11 is worth it on
 // scripts, but took 84 s on a 2.8 MB wasm build (740 kB; quality 7: 858 kB in 3 s); on the int8

@@ -2,9 +2,9 @@
 //! browser visualiser (through the wasm facade) and a CLI.
 //!
 //! Layers, each using only the ones below it:
-//! 1. entry points: [`wasm`] (the `#[wasm_bindgen]` facade) and `src/bin/attnviz.rs` (CLI),
-//!    and [`output`], the one wire form of the results both serialise; `serve` (native), the
-//!    static server of `attnviz serve`
+//! 1. entry points: [`wasm`] (the `#[wasm_bindgen]` facade) and `src/bin/attnviz/` (the CLI,
+//!    with `serve.rs`, the static server of `attnviz serve`, which is the binary's alone), and
+//!    [`output`], the one wire form of the results both serialise
 //! 2. [`models`]: one file per family, chosen from a manifest
 //! 3. [`nn`]: the layers the families share (attention with its KV cache and probe, Linear,
 //!    LayerNorm, RMSNorm)
@@ -34,8 +34,5 @@ pub mod weights;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
-
-#[cfg(all(feature = "server", not(target_arch = "wasm32")))]
-pub mod serve;
 
 pub use error::{Error, Result};

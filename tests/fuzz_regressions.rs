@@ -31,7 +31,7 @@ fn the_fuzzers_seeds_load_and_attend() {
     });
     assert_eq!(unigram, Outcome::Attended);
     // The GPT-2 and opus-mt files go into their own folders, so their own loaders (dispatched on
-    // config.json's model_type) load them: refused, they would leave gpt2.rs and marian.rs unfuzzed.
+    // config.json's model_type) load them: refused, they would leave gpt2.rs and marian/ unfuzzed.
     let (gpt2, opus) = (fuzz_models::gpt2::files(), fuzz_models::opus_mt::files());
     for (folder, files) in [("gpt2", &gpt2), ("opus-mt", &opus)] {
         for (target, name) in [

@@ -17,8 +17,9 @@ use crate::nn::probe::{Probe, Site};
 use crate::result::{AttentionKind, ForwardOutput, GenerateOptions};
 use crate::tensor::{gelu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
-use crate::weights::TensorStore;
+use crate::weights::{Scope, TensorStore};
 use serde::Deserialize;
+use std::cell::RefCell;
 
 /// The `model_type`s of config.json this file runs (each is also the manifest's `architecture`).
 pub const MODEL_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "distilbert"];
@@ -227,9 +228,9 @@ impl BertConfig {
     }
 }
 
-/// Where a checkpoint keeps each module's weights: `{base}embeddings.*` and
-/// `{base}{layers}.N.{…}`, with `base` the model's own prefix (`bert.`, `roberta.`,
-/// `distilbert.`) or none. DistilBERT's modules are BERT's under other names.
+/// Where a checkpoint keeps each module's weights: `{base}.embeddings.*` and
+/// `{base}.{layers}.N.{…}`, with `base` the model's own module (`bert`, `roberta`,
+/// `distilbert`) or none. DistilBERT's modules are BERT's under other names.
 struct WeightNames {
     base: &'static str,
     layers: &'static str,
@@ -244,7 +245,7 @@ struct WeightNames {
 }
 
 const BERT_NAMES: WeightNames = WeightNames {
-    base: "bert.",
+    base: "bert",
     layers: "encoder.layer",
     query: "attention.self.query",
     key: "attention.self.key",
@@ -260,9 +261,9 @@ impl WeightNames {
     fn of(flavor: BertFlavor) -> WeightNames {
         match flavor {
             BertFlavor::Bert => BERT_NAMES,
-            BertFlavor::Roberta => WeightNames { base: "roberta.", ..BERT_NAMES },
+            BertFlavor::Roberta => WeightNames { base: "roberta", ..BERT_NAMES },
             BertFlavor::DistilBert => WeightNames {
-                base: "distilbert.",
+                base: "distilbert",
                 layers: "transformer.layer",
                 query: "attention.q_lin",
                 key: "attention.k_lin",
@@ -320,28 +321,18 @@ impl BertEmbeddings {
         }
     }
 
-    fn load(w: &mut TensorStore, p: &str, c: &BertConfig) -> Result<BertEmbeddings> {
+    /// `w`: the `embeddings` module.
+    fn load(w: &Scope, c: &BertConfig) -> Result<BertEmbeddings> {
         let d = c.hidden_size;
+        let table = |name: &str, rows| w.pp(name).weight_matrix("weight", rows, d);
         Ok(BertEmbeddings {
-            word_embeddings: w.weight_matrix(
-                &format!("{p}.word_embeddings.weight"),
-                c.vocab_size,
-                d,
-            )?,
-            position_embeddings: w.weight_matrix(
-                &format!("{p}.position_embeddings.weight"),
-                c.max_position_embeddings,
-                d,
-            )?,
+            word_embeddings: table("word_embeddings", c.vocab_size)?,
+            position_embeddings: table("position_embeddings", c.max_position_embeddings)?,
             token_type_embeddings: match c.flavor {
                 BertFlavor::DistilBert => None,
-                _ => Some(w.weight_matrix(
-                    &format!("{p}.token_type_embeddings.weight"),
-                    c.type_vocab_size,
-                    d,
-                )?),
+                _ => Some(table("token_type_embeddings", c.type_vocab_size)?),
             },
-            layer_norm: LayerNorm::load(w, &format!("{p}.LayerNorm"), d, c.layer_norm_eps as f32)?,
+            layer_norm: LayerNorm::load(&w.pp("LayerNorm"), d, c.layer_norm_eps as f32)?,
             padding_idx: c.padding_idx(),
         })
     }
@@ -411,16 +402,11 @@ struct BertAttention {
 }
 
 impl BertAttention {
-    /// x `[T, d]` → LN(context · Wᵀ + b + x)                                      # [T, d]
+    /// x = LN(x + output.dense(self(x)))                                         # [T, d]
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
         let context = self.self_attention.forward(x, &self.output.dense, probe); // [T, d]
-        self.self_attention.attn.post_norm_output(
-            &context,
-            x,
-            &self.output.dense,
-            &self.output.layer_norm,
-            probe,
-        )
+        let BertSelfOutput { dense, layer_norm } = &self.output;
+        self.self_attention.attn.post_norm_output(&context, x, dense, layer_norm, probe)
     }
 }
 
@@ -445,10 +431,9 @@ struct BertOutput {
 }
 
 impl BertOutput {
-    /// LN(ff · Wᵀ + b + h)                                                      # [T, d]
+    /// LN(h + ff · Wᵀ + b)                                                      # [T, d]
     fn forward(&self, ff: &Mat, h: &Mat) -> Mat {
-        let mut out = self.dense.forward(ff);
-        out.add_assign(h);
+        let mut out = self.dense.forward(ff) + h;
         self.layer_norm.apply(&mut out);
         out
     }
@@ -462,49 +447,37 @@ struct BertLayer {
 }
 
 impl BertLayer {
-    /// `p` = `{base}{layers}.N`; `n` names its modules (BERT's or DistilBERT's).
-    fn load(
-        w: &mut TensorStore,
-        p: &str,
-        n: &WeightNames,
-        c: &BertConfig,
-        layer: usize,
-    ) -> Result<BertLayer> {
-        let (d, eps, heads) = (c.hidden_size, c.layer_norm_eps as f32, c.num_attention_heads);
+    /// `w`: the module `{base}.{layers}.N`; `n` names its modules (BERT's or DistilBERT's).
+    fn load(w: &Scope, n: &WeightNames, c: &BertConfig, layer: usize) -> Result<BertLayer> {
+        let (d, ffn, heads) = (c.hidden_size, c.intermediate_size, c.num_attention_heads);
+        let eps = c.layer_norm_eps as f32;
         let site = Site { kind: AttentionKind::EncoderSelf, layer };
         Ok(BertLayer {
             attention: BertAttention {
                 self_attention: BertSelfAttention {
-                    query: Linear::load(w, &format!("{p}.{}", n.query), d, d)?,
-                    key: Linear::load(w, &format!("{p}.{}", n.key), d, d)?,
-                    value: Linear::load(w, &format!("{p}.{}", n.value), d, d)?,
+                    query: Linear::load(&w.pp(n.query), d, d)?,
+                    key: Linear::load(&w.pp(n.key), d, d)?,
+                    value: Linear::load(&w.pp(n.value), d, d)?,
                     attn: MultiHead::new(site, heads, heads, d / heads),
                 },
                 output: BertSelfOutput {
-                    dense: Linear::load(w, &format!("{p}.{}", n.attention_output), d, d)?,
-                    layer_norm: LayerNorm::load(
-                        w,
-                        &format!("{p}.{}", n.attention_layer_norm),
-                        d,
-                        eps,
-                    )?,
+                    dense: Linear::load(&w.pp(n.attention_output), d, d)?,
+                    layer_norm: LayerNorm::load(&w.pp(n.attention_layer_norm), d, eps)?,
                 },
             },
-            intermediate: BertIntermediate {
-                dense: Linear::load(w, &format!("{p}.{}", n.intermediate), c.intermediate_size, d)?,
-            },
+            intermediate: BertIntermediate { dense: Linear::load(&w.pp(n.intermediate), ffn, d)? },
             output: BertOutput {
-                dense: Linear::load(w, &format!("{p}.{}", n.output), d, c.intermediate_size)?,
-                layer_norm: LayerNorm::load(w, &format!("{p}.{}", n.output_layer_norm), d, eps)?,
+                dense: Linear::load(&w.pp(n.output), d, ffn)?,
+                layer_norm: LayerNorm::load(&w.pp(n.output_layer_norm), d, eps)?,
             },
         })
     }
 
-    /// x `[T, d]` → `[T, d]`
+    /// x `[T, d]` → `[T, d]`: x = LN(x + attention(x)); x = LN(x + output(intermediate(x))).
     fn forward(&self, x: &Mat, probe: &mut Probe) -> Mat {
-        let h = self.attention.forward(x, probe); // [T, d]
-        let ff = self.intermediate.forward(&h); // [T, ffn]
-        self.output.forward(&ff, &h)
+        let x = self.attention.forward(x, probe); // [T, d]
+        let ff = self.intermediate.forward(&x); // [T, ffn]
+        self.output.forward(&ff, &x)
     }
 }
 
@@ -532,25 +505,25 @@ pub struct BertModel {
 impl BertModel {
     pub fn load(
         config_json: &[u8],
-        mut weights: TensorStore,
+        weights: TensorStore,
         tokenizer_json: &[u8],
     ) -> Result<BertModel> {
         let c = BertConfig::from_json(config_json)?;
         c.check_attention_budget()?;
         let (layers, tokens) = (c.num_hidden_layers, c.max_tokens());
         let names = WeightNames::of(c.flavor);
-        // Task-head checkpoints (…ForMaskedLM) prefix the base model's names; the base model's
-        // own do not.
-        let prefix =
-            if weights.contains(&format!("{}embeddings.word_embeddings.weight", names.base)) {
-                names.base
-            } else {
-                ""
-            };
-        let w = &mut weights;
-        let embeddings = BertEmbeddings::load(w, &format!("{prefix}embeddings"), &c)?;
+        let weights = RefCell::new(weights);
+        let root = Scope::new(&weights);
+        // Task-head checkpoints (…ForMaskedLM) keep the base model under its own module (`bert`);
+        // the base model's own checkpoints do not.
+        let base = root.pp(names.base);
+        let w = match base.pp("embeddings").pp("word_embeddings").contains("weight") {
+            true => base,
+            false => root,
+        };
+        let embeddings = BertEmbeddings::load(&w.pp("embeddings"), &c)?;
         let layer = (0..layers)
-            .map(|i| BertLayer::load(w, &format!("{prefix}{}.{i}", names.layers), &names, &c, i))
+            .map(|i| BertLayer::load(&w.pp(names.layers).pp(i), &names, &c, i))
             .collect::<Result<_>>()?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, tokens)?;
         Ok(BertModel { config: c, embeddings, encoder: BertEncoder { layer }, tokenizer })

@@ -19,8 +19,9 @@ use crate::nn::probe::{Probe, Site};
 use crate::result::{AttentionKind, BlockNorm};
 use crate::tensor::{gelu, gelu_tanh, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
-use crate::weights::TensorStore;
+use crate::weights::{Scope, TensorStore};
 use serde::Deserialize;
+use std::cell::RefCell;
 
 /// The GPT-2 family to loading, inspection and messages.
 pub const ARCHITECTURE: Architecture = Architecture {
@@ -199,20 +200,17 @@ impl Gpt2Config {
     }
 }
 
-/// A Conv1D module (`<prefix>.weight` stored `[in, out]`, `<prefix>.bias` `[out]`) as a
-/// [`Linear`] `[out, in]`: transposed once here.
+/// A Conv1D module `w` (`weight` stored `[in, out]`, `bias` `[out]`) as a [`Linear`]
+/// `[out, in]`: transposed once here.
 /// The shape itself is checked, not only the element count: a weight saved in nn.Linear's
 /// `[out, in]` would otherwise load silently transposed.
-fn conv1d(w: &mut TensorStore, prefix: &str, inp: usize, out: usize) -> Result<Linear> {
-    let name = format!("{prefix}.weight");
-    if let Some(shape) = w.shape(&name).filter(|s| *s != [inp, out]) {
+fn conv1d(w: &Scope, inp: usize, out: usize) -> Result<Linear> {
+    if let Some(shape) = w.shape("weight").filter(|s| *s != [inp, out]) {
+        let name = w.name("weight");
         return Err(invalid_model(format!("tensor `{name}` has shape {shape:?}, expected [{inp}, {out}] (a GPT-2 Conv1D weight is stored [in, out])")));
     }
-    let weight = w.matrix(&name, inp, out)?.transpose(); // [out, in]
-    Ok(Linear {
-        weight: WeightMatrix::F32(weight),
-        bias: Some(w.vector(&format!("{prefix}.bias"), out)?),
-    })
+    let weight = w.matrix("weight", inp, out)?.transpose(); // [out, in]
+    Ok(Linear { weight: WeightMatrix::F32(weight), bias: Some(w.vector("bias", out)?) })
 }
 
 /// `h.N.attn.*`
@@ -223,21 +221,18 @@ struct Gpt2Attention {
 }
 
 impl Gpt2Attention {
-    /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
-    /// `[T, d]` (before c_proj); keys and values are written into `cache`.
-    fn forward(&self, h: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> Mat {
+    /// h `[T, d]` (normed), rows at positions `start..` → the attention's output `[T, d]`
+    /// (through c_proj), and the heads' outputs concatenated before it `[T, d]` (the step
+    /// view's); keys and values are written into `cache`.
+    fn forward(&self, h: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> (Mat, Mat) {
         let d = h.cols();
         let qkv = self.c_attn.forward(h); // [T, 3d]
         let (q, k, v) = (qkv.cols_range(0, d), qkv.cols_range(d, d), qkv.cols_range(2 * d, d)); // [T, d] each
         cache.append(&k, &v);
         // # [heads, T, start + T]
-        self.attn.attend(
-            &q,
-            cache,
-            Mask::Causal { first_query_position: start },
-            &self.c_proj.weight,
-            probe,
-        )
+        let mask = Mask::Causal { first_query_position: start };
+        let heads = self.attn.attend(&q, cache, mask, &self.c_proj.weight, probe); // [T, d]
+        (self.c_proj.forward(&heads), heads)
     }
 }
 
@@ -256,7 +251,7 @@ impl Gpt2Mlp {
     }
 }
 
-/// `h.N`: x + attn(ln_1(x)), then + mlp(ln_2(·)).
+/// `h.N`: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)).
 struct Gpt2Block {
     ln_1: LayerNorm,
     attn: Gpt2Attention,
@@ -265,13 +260,15 @@ struct Gpt2Block {
 }
 
 impl Gpt2Block {
-    fn load(w: &mut TensorStore, p: &str, c: &Gpt2Config, layer: usize) -> Result<Gpt2Block> {
+    /// `w`: the module `h.N`.
+    fn load(w: &Scope, c: &Gpt2Config, layer: usize) -> Result<Gpt2Block> {
         let (d, ffn, eps) = (c.n_embd, c.n_inner, c.layer_norm_epsilon);
+        let (attn, mlp) = (w.pp("attn"), w.pp("mlp"));
         Ok(Gpt2Block {
-            ln_1: LayerNorm::load(w, &format!("{p}.ln_1"), d, eps)?,
+            ln_1: LayerNorm::load(&w.pp("ln_1"), d, eps)?,
             attn: Gpt2Attention {
-                c_attn: conv1d(w, &format!("{p}.attn.c_attn"), d, 3 * d)?,
-                c_proj: conv1d(w, &format!("{p}.attn.c_proj"), d, d)?,
+                c_attn: conv1d(&attn.pp("c_attn"), d, 3 * d)?,
+                c_proj: conv1d(&attn.pp("c_proj"), d, d)?,
                 attn: MultiHead::new(
                     Site { kind: AttentionKind::DecoderSelf, layer },
                     c.n_head,
@@ -279,10 +276,10 @@ impl Gpt2Block {
                     c.head_dim(),
                 ),
             },
-            ln_2: LayerNorm::load(w, &format!("{p}.ln_2"), d, eps)?,
+            ln_2: LayerNorm::load(&w.pp("ln_2"), d, eps)?,
             mlp: Gpt2Mlp {
-                c_fc: conv1d(w, &format!("{p}.mlp.c_fc"), d, ffn)?,
-                c_proj: conv1d(w, &format!("{p}.mlp.c_proj"), ffn, d)?,
+                c_fc: conv1d(&mlp.pp("c_fc"), d, ffn)?,
+                c_proj: conv1d(&mlp.pp("c_proj"), ffn, d)?,
                 exact_gelu: c.exact_gelu,
             },
         })
@@ -290,17 +287,11 @@ impl Gpt2Block {
 
     /// x `[T, d]` at positions `start..` → `[T, d]`.
     fn forward(&self, x: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> Mat {
-        let context = self.attn.forward(&self.ln_1.forward(x), start, cache, probe); // [T, d]
-        let projected = self.attn.c_proj.forward(&context); // [T, d]
-        self.attn.attn.pre_norm_rest(
-            x,
-            &context,
-            projected,
-            BlockNorm::PreLayerNorm,
-            |r| self.ln_2.forward(r),
-            |h| self.mlp.forward(h),
-            probe,
-        )
+        // x = x + attn(ln_1(x)), and h = ln_2(x)
+        let (attn, heads) = self.attn.forward(&self.ln_1.forward(x), start, cache, probe);
+        let ln_2 = (BlockNorm::PreLayerNorm, |x: &Mat| self.ln_2.forward(x));
+        let (x, h) = self.attn.attn.pre_norm_residual(x, &heads, &attn, ln_2, probe);
+        x + &self.mlp.forward(&h) // x = x + mlp(ln_2(x))
     }
 }
 
@@ -317,19 +308,24 @@ impl Gpt2Model {
     /// From a Hugging Face folder's config.json, model.safetensors and tokenizer.json.
     pub fn load(
         config_json: &[u8],
-        mut weights: TensorStore,
+        weights: TensorStore,
         tokenizer_json: &[u8],
     ) -> Result<Gpt2Model> {
         let c = Gpt2Config::from_json(config_json)?;
-        let p = if weights.contains("transformer.wte.weight") { "transformer." } else { "" };
-        let w = &mut weights;
+        let weights = RefCell::new(weights);
+        let root = Scope::new(&weights);
+        // `GPT2LMHeadModel` checkpoints keep the model under `transformer`; `GPT2Model`'s do not.
+        let w = match root.pp("transformer").pp("wte").contains("weight") {
+            true => root.pp("transformer"),
+            false => root,
+        };
         let d = c.n_embd;
-        let wte = w.weight_matrix(&format!("{p}wte.weight"), c.vocab_size, d)?;
-        let wpe = w.weight_matrix(&format!("{p}wpe.weight"), c.n_positions, d)?;
+        let wte = w.pp("wte").weight_matrix("weight", c.vocab_size, d)?;
+        let wpe = w.pp("wpe").weight_matrix("weight", c.n_positions, d)?;
         let h = (0..c.n_layer)
-            .map(|i| Gpt2Block::load(w, &format!("{p}h.{i}"), &c, i))
+            .map(|i| Gpt2Block::load(&w.pp("h").pp(i), &c, i))
             .collect::<Result<Vec<_>>>()?;
-        let ln_f = LayerNorm::load(w, &format!("{p}ln_f"), d, c.layer_norm_epsilon)?;
+        let ln_f = LayerNorm::load(&w.pp("ln_f"), d, c.layer_norm_epsilon)?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_positions())?;
         Ok(Gpt2Model { config: c, wte, wpe, h, ln_f, tokenizer })
     }

@@ -17,8 +17,9 @@ use crate::result::{AttentionKind, BlockNorm};
 use crate::tensor::{silu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::gguf::Gguf;
-use crate::weights::TensorStore;
+use crate::weights::{Scope, TensorStore};
 use serde::Deserialize;
+use std::cell::RefCell;
 
 pub use super::decoder::MAX_POSITIONS;
 
@@ -296,38 +297,29 @@ impl LlamaConfig {
     }
 }
 
-/// Where the weights come from, named as the file names them.
-enum Source<'a> {
-    Gguf(&'a Gguf),
-    Hf(&'a mut TensorStore, bool),
+/// Where the weights come from: a GGUF, which names the modules as llama.cpp does
+/// (`blk.N.attn_q`), or a Hugging Face folder (`model.layers.N.self_attn.q_proj`), whose
+/// config.json says whether the output head is tied to the embedding.
+struct Source<'a> {
+    root: Scope<'a>,
+    gguf: bool,
+    tied: bool,
 }
 
-impl Source<'_> {
-    /// `(gguf name, hf name)` → the matrix `[rows, cols]`.
-    fn matrix(&mut self, names: (&str, &str), rows: usize, cols: usize) -> Result<WeightMatrix> {
-        match self {
-            Source::Gguf(g) => Ok(WeightMatrix::Blocks(g.matrix(names.0, rows, cols)?)),
-            Source::Hf(w, _) => w.weight_matrix(names.1, rows, cols),
-        }
+impl<'a> Source<'a> {
+    /// The module `names` = (GGUF name, Hugging Face name) below `w`, as this file names it.
+    fn module(&self, w: &Scope<'a>, names: (&str, &str)) -> Scope<'a> {
+        w.pp(if self.gguf { names.0 } else { names.1 })
     }
 
-    fn vector(&mut self, names: (&str, &str), len: usize) -> Result<Vec<f32>> {
-        match self {
-            Source::Gguf(g) => g.vector(names.0, len),
-            Source::Hf(w, _) => w.vector(names.1, len),
-        }
-    }
-
-    /// A separate output head, or `None` when the embedding is tied to it.
-    fn lm_head(&mut self, rows: usize, cols: usize) -> Result<Option<WeightMatrix>> {
-        match self {
-            Source::Gguf(g) if g.tensors.contains_key("output.weight") => {
-                Ok(Some(self.matrix(("output.weight", ""), rows, cols)?))
-            }
-            Source::Hf(w, tied) if !*tied || w.contains("lm_head.weight") => {
-                Ok(Some(self.matrix(("", "lm_head.weight"), rows, cols)?))
-            }
-            _ => Ok(None),
+    /// A separate output head `[rows, cols]`, or `None` when the embedding is tied to it.
+    fn lm_head(&self, rows: usize, cols: usize) -> Result<Option<WeightMatrix>> {
+        let head = self.module(&self.root, ("output", "lm_head"));
+        // A GGUF holds `output.weight` when the head is separate; a Hugging Face folder whose
+        // config.json says it is not tied must hold `lm_head.weight`.
+        match head.contains("weight") || !(self.gguf || self.tied) {
+            true => Ok(Some(head.weight_matrix("weight", rows, cols)?)),
+            false => Ok(None),
         }
     }
 }
@@ -394,8 +386,9 @@ struct LlamaAttention {
 }
 
 impl LlamaAttention {
-    /// h `[T, d]` (normed), rows at positions `start..` → the heads' outputs concatenated
-    /// `[T, heads·d_k]` (before o_proj); keys and values are written into `cache`.
+    /// h `[T, d]` (normed), rows at positions `start..` → the attention's output `[T, d]`
+    /// (through o_proj), and the heads' outputs concatenated before it `[T, heads·d_k]` (the
+    /// step view's); keys and values are written into `cache`.
     fn forward(
         &self,
         h: &Mat,
@@ -403,7 +396,7 @@ impl LlamaAttention {
         rope: &RotaryTable,
         cache: &mut KvCache,
         probe: &mut Probe,
-    ) -> Mat {
+    ) -> (Mat, Mat) {
         let mut q = self.q_proj.linear(h, None); // [T, heads·d_k]
         let mut k = self.k_proj.linear(h, None); // [T, kv·d_k]
         let v = self.v_proj.linear(h, None); // [T, kv·d_k]
@@ -411,13 +404,9 @@ impl LlamaAttention {
         rope.apply(&mut k, start);
         cache.append(&k, &v);
         // # [heads, T, start + T]
-        self.attn.attend(
-            &q,
-            cache,
-            Mask::Causal { first_query_position: start },
-            &self.o_proj,
-            probe,
-        )
+        let mask = Mask::Causal { first_query_position: start };
+        let heads = self.attn.attend(&q, cache, mask, &self.o_proj, probe); // [T, heads·d_k]
+        (self.o_proj.linear(&heads, None), heads)
     }
 }
 
@@ -439,7 +428,7 @@ impl LlamaMlp {
     }
 }
 
-/// `model.layers.N`: x + attn(norm(x)), then + mlp(norm(·)).
+/// `model.layers.N`: x = x + self_attn(input_layernorm(x)); x = x + mlp(post_attention_layernorm(x)).
 struct LlamaDecoderLayer {
     input_layernorm: RmsNorm,
     self_attn: LlamaAttention,
@@ -448,18 +437,17 @@ struct LlamaDecoderLayer {
 }
 
 impl LlamaDecoderLayer {
-    fn load(src: &mut Source, i: usize, c: &LlamaConfig) -> Result<LlamaDecoderLayer> {
+    fn load(src: &Source, i: usize, c: &LlamaConfig) -> Result<LlamaDecoderLayer> {
         let (d, ffn, dk) = (c.hidden_size, c.intermediate_size, c.head_dim());
         let kv = c.num_key_value_heads * dk;
-        let (g, h) = (format!("blk.{i}"), format!("model.layers.{i}"));
-        let n = |gg: &str, hh: &str| (format!("{g}.{gg}.weight"), format!("{h}.{hh}.weight"));
-        let mut m =
-            |names: (String, String), rows, cols| src.matrix((&names.0, &names.1), rows, cols);
+        let layer = src.module(&src.root, ("blk", "model.layers")).pp(i);
+        let m = |names, rows, cols| src.module(&layer, names).weight_matrix("weight", rows, cols);
+        let norm = |names| RmsNorm::load(&src.module(&layer, names), d, c.rms_norm_eps);
         let self_attn = LlamaAttention {
-            q_proj: m(n("attn_q", "self_attn.q_proj"), d, d)?,
-            k_proj: m(n("attn_k", "self_attn.k_proj"), kv, d)?,
-            v_proj: m(n("attn_v", "self_attn.v_proj"), kv, d)?,
-            o_proj: m(n("attn_output", "self_attn.o_proj"), d, d)?,
+            q_proj: m(("attn_q", "self_attn.q_proj"), d, d)?,
+            k_proj: m(("attn_k", "self_attn.k_proj"), kv, d)?,
+            v_proj: m(("attn_v", "self_attn.v_proj"), kv, d)?,
+            o_proj: m(("attn_output", "self_attn.o_proj"), d, d)?,
             attn: MultiHead::new(
                 Site { kind: AttentionKind::DecoderSelf, layer: i },
                 c.num_attention_heads,
@@ -468,15 +456,12 @@ impl LlamaDecoderLayer {
             ),
         };
         let mlp = LlamaMlp {
-            gate_proj: m(n("ffn_gate", "mlp.gate_proj"), ffn, d)?,
-            up_proj: m(n("ffn_up", "mlp.up_proj"), ffn, d)?,
-            down_proj: m(n("ffn_down", "mlp.down_proj"), d, ffn)?,
+            gate_proj: m(("ffn_gate", "mlp.gate_proj"), ffn, d)?,
+            up_proj: m(("ffn_up", "mlp.up_proj"), ffn, d)?,
+            down_proj: m(("ffn_down", "mlp.down_proj"), d, ffn)?,
         };
-        let (a, b) = n("attn_norm", "input_layernorm");
-        let input_layernorm = RmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
-        let (a, b) = n("ffn_norm", "post_attention_layernorm");
-        let post_attention_layernorm =
-            RmsNorm { weight: src.vector((&a, &b), d)?, eps: c.rms_norm_eps };
+        let input_layernorm = norm(("attn_norm", "input_layernorm"))?;
+        let post_attention_layernorm = norm(("ffn_norm", "post_attention_layernorm"))?;
         Ok(LlamaDecoderLayer { input_layernorm, self_attn, post_attention_layernorm, mlp })
     }
 
@@ -489,18 +474,12 @@ impl LlamaDecoderLayer {
         cache: &mut KvCache,
         probe: &mut Probe,
     ) -> Mat {
-        let context =
-            self.self_attn.forward(&self.input_layernorm.forward(x), start, rope, cache, probe); // [T, heads·d_k]
-        let projected = self.self_attn.o_proj.linear(&context, None); // [T, d]
-        self.self_attn.attn.pre_norm_rest(
-            x,
-            &context,
-            projected,
-            BlockNorm::PreRmsNorm,
-            |r| self.post_attention_layernorm.forward(r),
-            |h| self.mlp.forward(h),
-            probe,
-        )
+        // x = x + self_attn(input_layernorm(x)), and h = post_attention_layernorm(x)
+        let h = self.input_layernorm.forward(x);
+        let (attn, heads) = self.self_attn.forward(&h, start, rope, cache, probe);
+        let norm = (BlockNorm::PreRmsNorm, |x: &Mat| self.post_attention_layernorm.forward(x));
+        let (x, h) = self.self_attn.attn.pre_norm_residual(x, &heads, &attn, norm, probe);
+        x + &self.mlp.forward(&h) // x = x + mlp(post_attention_layernorm(x))
     }
 }
 
@@ -520,13 +499,17 @@ impl LlamaModel {
     pub fn load_gguf(g: &Gguf) -> Result<LlamaModel> {
         let config = LlamaConfig::from_gguf(g)?;
         let tokenizer = crate::tokenize::gguf_bpe::from_gguf(g, config.max_positions())?;
-        LlamaModel::load(config, Source::Gguf(g), tokenizer)
+        LlamaModel::load(
+            config,
+            Source { root: Scope::gguf(g), gguf: true, tied: false },
+            tokenizer,
+        )
     }
 
     /// From a Hugging Face folder's config.json, model.safetensors and tokenizer.json.
     pub fn load_hf(
         config_json: &[u8],
-        mut weights: TensorStore,
+        weights: TensorStore,
         tokenizer_json: &[u8],
     ) -> Result<LlamaModel> {
         let config = LlamaConfig::from_hf_json(config_json)?;
@@ -535,20 +518,27 @@ impl LlamaModel {
             .and_then(|v| v.get("tie_word_embeddings").and_then(|t| t.as_bool()))
             .unwrap_or(false);
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, config.max_positions())?;
-        LlamaModel::load(config, Source::Hf(&mut weights, tied), tokenizer)
+        let weights = RefCell::new(weights);
+        LlamaModel::load(
+            config,
+            Source { root: Scope::new(&weights), gguf: false, tied },
+            tokenizer,
+        )
     }
 
-    fn load(config: LlamaConfig, mut src: Source, tokenizer: TextTokenizer) -> Result<LlamaModel> {
+    fn load(config: LlamaConfig, src: Source, tokenizer: TextTokenizer) -> Result<LlamaModel> {
         let (vocab, d) = (config.vocab_size, config.hidden_size);
-        let embed_tokens =
-            src.matrix(("token_embd.weight", "model.embed_tokens.weight"), vocab, d)?;
+        let embed_tokens = src
+            .module(&src.root, ("token_embd", "model.embed_tokens"))
+            .weight_matrix("weight", vocab, d)?;
         let layers = (0..config.num_hidden_layers)
-            .map(|i| LlamaDecoderLayer::load(&mut src, i, &config))
+            .map(|i| LlamaDecoderLayer::load(&src, i, &config))
             .collect::<Result<Vec<_>>>()?;
-        let norm = RmsNorm {
-            weight: src.vector(("output_norm.weight", "model.norm.weight"), d)?,
-            eps: config.rms_norm_eps,
-        };
+        let norm = RmsNorm::load(
+            &src.module(&src.root, ("output_norm", "model.norm")),
+            d,
+            config.rms_norm_eps,
+        )?;
         let lm_head = src.lm_head(vocab, d)?;
         Ok(LlamaModel {
             rope: RotaryTable::new(&config),

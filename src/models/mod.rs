@@ -1,8 +1,10 @@
-//! Model families, one file each (`bert`, `marian`, `llama`, `gpt2`; `decoder` holds what the
-//! causal ones share), each implementing [`Family`] and declaring its
-//! [`family::Architecture`]; [`manifest`] lists the architectures, [`load`] loads one,
+//! Model families, one module each (`bert`, `marian`, `llama`, `gpt2`; `decoder` holds what the
+//! causal ones share; `marian`, the largest, is a folder split by job), each implementing
+//! [`Family`] and declaring its [`family::Architecture`]; [`manifest`] lists the
+//! architectures, [`load`] loads one,
 //! [`inspect`] reads a user's files before loading, and [`Model`] dispatches to its family.
-//! Their shared layers are in [`crate::nn`].
+//! Their shared layers are in [`crate::nn`]; each loads its tensors through a
+//! [`crate::weights::Scope`], by module path.
 //!
 //! A new family needs: `models/<family>.rs` with its model (`impl Family`, or for a causal
 //! decoder `impl decoder::CausalLm`, which gives it `Family` with generation) and its

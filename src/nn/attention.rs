@@ -3,8 +3,9 @@
 //! h ÷ (heads ÷ kv_heads)), the mask, the KV cache, and the probe. This is the only code that
 //! records attention maps, value norms and a head's internals; a family computes its
 //! projections (its own PyTorch-shaped structs, named like its weights) and calls
-//! [`MultiHead::attend`], then [`MultiHead::post_norm_output`] or [`MultiHead::pre_norm_rest`]
-//! for the end of the block.
+//! [`MultiHead::attend`], then [`MultiHead::post_norm_output`] (x = LN(x + attn)) or
+//! [`MultiHead::pre_norm_residual`] (x + attn and its norm, the feed-forward's input) for the
+//! residual around it.
 //!
 //! Keys and values always sit in a [`KvCache`]: `[capacity, kv_dim]` for K and the transpose
 //! `[kv_dim, capacity]` for V, preallocated and written a row (a column of Vᵀ) at a time in
@@ -296,9 +297,9 @@ impl MultiHead {
         norms
     }
 
-    /// The end of a post-norm attention block, LN(x + context · Wᴼᵀ + bᴼ)        # [Tq, d]
-    /// (BERT's `attention.output`, Marian's `Wo` + `Wo_ln`). When this site's head is traced,
-    /// the probe keeps every stage for the step view.
+    /// The end of a post-norm attention block, the paper's Add & Norm (BERT's
+    /// `attention.output`, Marian's `Wo` + `Wo_ln`): x = LN(x + attn), where attn = `context`
+    /// `# [Tq, heads·d_k]` · Wᴼᵀ + bᴼ.                                           # [Tq, d]
     pub fn post_norm_output(
         &self,
         context: &Mat,
@@ -307,57 +308,47 @@ impl MultiHead {
         ln: &LayerNorm,
         probe: &mut Probe,
     ) -> Mat {
-        let traced = probe.traced_head(self.site).is_some();
-        let mut h = wo.forward(context); // [Tq, d]
-        let projected = traced.then(|| h.clone());
-        h.add_assign(x);
-        let residual = traced.then(|| h.clone());
-        ln.apply(&mut h);
-        if let (Some(projected), Some(residual)) = (projected, residual) {
-            probe.record_block(self.site, || BlockTrace {
-                d_model: x.cols(),
-                query_len: x.rows(),
-                norm: BlockNorm::PostLayerNorm,
-                concat: context.as_slice().to_vec(),
-                projected: projected.into_vec(),
-                input: x.as_slice().to_vec(),
-                residual: residual.into_vec(),
-                normed: h.as_slice().to_vec(),
-            });
-        }
-        h
+        let attn = wo.forward(context); // [Tq, d]
+        let residual = x + &attn;
+        let out = ln.forward(&residual);
+        self.record_block(BlockNorm::PostLayerNorm, [x, context, &attn, &residual, &out], probe);
+        out
     }
 
-    /// The rest of a pre-norm decoder block once its heads have run (Llama, GPT-2): residual =
-    /// x + projected (`projected` = context · Wᴼᵀ (+ bᴼ)), normed = `norm`(residual), the
-    /// feed-forward's input, kept for the step view as `kind` says, then residual + `ffn`(normed).
-    #[allow(clippy::too_many_arguments)] // the block's pieces, each named at the two call sites
-    pub fn pre_norm_rest(
+    /// The residual stream after a pre-norm block's attention (Llama, GPT-2): `x + attn`, and
+    /// `norm` of it, the feed-forward's input, in that order; `heads` (the heads' outputs before
+    /// Wᴼ, `# [Tq, heads·d_k]`) and `attn` (after it) are kept with them for the step view,
+    /// `kind` saying which norm `norm` is.                                  # [Tq, d] each
+    pub fn pre_norm_residual(
         &self,
         x: &Mat,
-        context: &Mat,
-        projected: Mat,
-        kind: BlockNorm,
-        norm: impl Fn(&Mat) -> Mat,
-        ffn: impl Fn(&Mat) -> Mat,
+        heads: &Mat,
+        attn: &Mat,
+        (kind, norm): (BlockNorm, impl FnOnce(&Mat) -> Mat),
         probe: &mut Probe,
-    ) -> Mat {
-        let mut residual = projected.clone();
-        residual.add_assign(x);
-        let normed = norm(&residual); // [T, d]
+    ) -> (Mat, Mat) {
+        let residual = x + attn;
+        let normed = norm(&residual);
+        self.record_block(kind, [x, heads, attn, &residual, &normed], probe);
+        (residual, normed)
+    }
+
+    /// Keeps the stages of this attention's block for the step view, when its head is traced
+    /// (they are copied only then): its input x, the heads' outputs side by side
+    /// `# [Tq, heads·d_k]`, their projection by Wᴼ (what the attention adds to x), x + that, and
+    /// the norm of it, each `# [Tq, d]`.
+    fn record_block(&self, norm: BlockNorm, stages: [&Mat; 5], probe: &mut Probe) {
+        let [input, concat, projected, residual, normed] = stages;
         probe.record_block(self.site, || BlockTrace {
-            d_model: x.cols(),
-            query_len: x.rows(),
-            norm: kind,
-            concat: context.as_slice().to_vec(),
-            projected: projected.into_vec(),
-            input: x.as_slice().to_vec(),
+            d_model: input.cols(),
+            query_len: input.rows(),
+            norm,
+            concat: concat.as_slice().to_vec(),
+            projected: projected.as_slice().to_vec(),
+            input: input.as_slice().to_vec(),
             residual: residual.as_slice().to_vec(),
             normed: normed.as_slice().to_vec(),
         });
-        let mut out = ffn(&normed);
-        out.add_assign(&residual);
-        out
     }
 }
 

@@ -1,9 +1,10 @@
 //! The layers every family builds from besides attention: `Linear`, `LayerNorm`, `RmsNorm`,
-//! each loaded by its Hugging Face names (or given by the family) and with its own `forward`.
+//! each loaded from its module's [`Scope`] (by the Hugging Face names, or the family's own)
+//! and with its own `forward`.
 
 use crate::error::Result;
 use crate::tensor::{layer_norm, rms_norm, Mat, WeightMatrix};
-use crate::weights::TensorStore;
+use crate::weights::Scope;
 
 /// `y = x · Wᵀ + b` with a PyTorch-layout weight `# [out, in]`, f32, int8 or GGML blocks as the
 /// file has it.
@@ -13,13 +14,14 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// `<prefix>.weight` `[out, in]` and `<prefix>.bias` `[out]` (Hugging Face naming).
-    pub fn load(w: &mut TensorStore, prefix: &str, out: usize, inp: usize) -> Result<Linear> {
-        Linear::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), out, inp)
+    /// `weight` `[out, in]` and `bias` `[out]` in module `w` (Hugging Face naming).
+    pub fn load(w: &Scope, out: usize, inp: usize) -> Result<Linear> {
+        Linear::load_named(w, "weight", "bias", out, inp)
     }
 
+    /// The weight and bias under other names in module `w` (Marian's `Wq`, `bq`).
     pub fn load_named(
-        w: &mut TensorStore,
+        w: &Scope,
         weight: &str,
         bias: &str,
         out: usize,
@@ -47,13 +49,14 @@ pub struct LayerNorm {
 }
 
 impl LayerNorm {
-    /// `<prefix>.weight` and `<prefix>.bias` (Hugging Face naming).
-    pub fn load(w: &mut TensorStore, prefix: &str, d: usize, eps: f32) -> Result<LayerNorm> {
-        LayerNorm::load_named(w, &format!("{prefix}.weight"), &format!("{prefix}.bias"), d, eps)
+    /// `weight` and `bias` `[d]` in module `w` (Hugging Face naming).
+    pub fn load(w: &Scope, d: usize, eps: f32) -> Result<LayerNorm> {
+        LayerNorm::load_named(w, "weight", "bias", d, eps)
     }
 
+    /// The gain and bias under other names in module `w` (Marian's `scale`, `bias`).
     pub fn load_named(
-        w: &mut TensorStore,
+        w: &Scope,
         weight: &str,
         bias: &str,
         d: usize,
@@ -82,6 +85,11 @@ pub struct RmsNorm {
 }
 
 impl RmsNorm {
+    /// `weight` `[d]` in module `w`.
+    pub fn load(w: &Scope, d: usize, eps: f32) -> Result<RmsNorm> {
+        Ok(RmsNorm { weight: w.vector("weight", d)?, eps })
+    }
+
     /// RMSNorm(x) as a new matrix                                                # [T, d]
     pub fn forward(&self, x: &Mat) -> Mat {
         let mut y = x.clone();

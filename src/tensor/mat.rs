@@ -99,6 +99,25 @@ impl Mat {
     }
 }
 
+/// `a + b`, element-wise, into a new matrix (a residual connection: `x + &attn`).
+impl std::ops::Add<&Mat> for &Mat {
+    type Output = Mat;
+
+    fn add(self, other: &Mat) -> Mat {
+        self.clone() + other
+    }
+}
+
+/// `a + b`, element-wise, in `a`'s storage (`h + &mlp`).
+impl std::ops::Add<&Mat> for Mat {
+    type Output = Mat;
+
+    fn add(mut self, other: &Mat) -> Mat {
+        self.add_assign(other);
+        self
+    }
+}
+
 /// A strided row-major view: row `r` starts at `offset + r * stride` and holds `cols` values.
 #[derive(Clone, Copy)]
 pub struct View<'a, T = f32> {

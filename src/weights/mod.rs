@@ -2,11 +2,15 @@
 //! named tensors (f32, or int8 with scales, kept int8 for the GEMM); a GGUF's tensors stay in
 //! the file's bytes in their GGML block formats ([`ggml`]). Nothing quantised is dequantised at
 //! load, except where a model asks for an f32 matrix; activations are never quantised.
+//! Models look their tensors up through a [`Scope`], by module path, whatever the file.
 
 pub mod ggml;
 pub mod gguf;
 pub mod marian_bin;
 pub mod safetensors_file;
+mod scope;
+
+pub use scope::Scope;
 
 use crate::error::{invalid_model, Result};
 use crate::tensor::{all_finite, Mat, QuantizedMat, WeightMatrix};

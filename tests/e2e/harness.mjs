@@ -1,4 +1,4 @@
-// End-to-end test harness: serves the repo with `attnviz serve` (src/serve.rs) and drives the page in headless
+// End-to-end test harness: serves the repo with `attnviz serve` (src/bin/attnviz/serve.rs) and drives the page in headless
 // Debian Chromium through playwright-core (no downloaded browsers).
 //
 //   const server = await startServer({ prefix: '/course/week3/' });   // { url, close }

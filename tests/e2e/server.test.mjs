@@ -1,4 +1,4 @@
-// `attnviz serve` (src/serve.rs) under what a course's students and a hostile client do (issues
+// `attnviz serve` (src/bin/attnviz/serve.rs) under what a course's students and a hostile client do (issues
 // 13 and 27): idle and half-open connections hold no thread; slow readers get the whole model and
 // lock nobody out; trickled bodies and heads cost their own connection only; compression was done
 // at build time, so no request waits on another's; out of file descriptors it waits instead of

@@ -329,7 +329,7 @@ class Bert:
 class Marian:
     EOS = 0
     EPS = 1e-9
-    # Not properties of the model: choices shared with the Rust side (src/models/marian.rs) so that
+    # Not properties of the model: choices shared with the Rust side (src/models/marian/) so that
     # truncation and max_length stops agree. Source: at most 255 pieces + </s>; target: at most
     # max(ceil(2.5 * T_src), 4) tokens (Bergamot's max-length-factor 2.5), T_src counting </s>.
     MAX_SOURCE_TOKENS = 256  # including the appended </s>

@@ -32,7 +32,7 @@ sys.path.insert(0, HERE)
 from reference import attention_block, cli_parser, gelu_erf, layer_norm, read_safetensors, relu, run_cli, sigmoid, softmax, value_norms, value_vectors  # noqa: E402
 
 EPS = 1e-5
-# Choices shared with the Rust side (src/models/marian.rs), not properties of the model: the
+# Choices shared with the Rust side (src/models/marian/), not properties of the model: the
 # source is cut to min(256, max_position_embeddings) tokens with `</s>`; the target has at most
 # max(⌈2.5 · T_src⌉, 4) tokens, and no more than the positions, the config's max_length and
 # ⌈2.5 · that source cap⌉.

@@ -9,6 +9,9 @@
 //! to its token embeddings (JSON, positions 0..N, 128 by default). Both JSON documents are the types of
 //! `attnviz::output`, described by `schema/attend.schema.json`. Bad input (including arguments
 //! that are not UTF-8) → one line on stderr and exit status 2; `--help` → usage on stdout, 0.
+//! `serve` is this binary's own module: the wasm library has no server in it.
+
+mod serve;
 
 use attnviz::heads::HeadScores;
 use attnviz::models::{Model, DEFAULT_POSITIONS, INDUCTION_TOKENS};
@@ -322,9 +325,9 @@ fn run(args: Args) -> Result<(), String> {
     written.and_then(|_| out.flush()).map_err(|e| format!("cannot write output: {e}"))
 }
 
-/// `attnviz serve …`: the page, pkg/ and models/ over HTTP (src/serve.rs).
+/// `attnviz serve …`: the page, pkg/ and models/ over HTTP ([`serve`], serve.rs beside this file).
 fn serve(args: &[String]) -> Result<(), String> {
-    let mut options = attnviz::serve::Options {
+    let mut options = serve::Options {
         root: PathBuf::from("."),
         host: "127.0.0.1".into(),
         port: 8080,
@@ -353,7 +356,7 @@ fn serve(args: &[String]) -> Result<(), String> {
         options.port =
             p.parse().map_err(|_| format!("--port needs a number from 0 to 65535, not `{p}`"))?;
     }
-    attnviz::serve::run(options)
+    serve::run(options)
 }
 
 fn main() -> ExitCode {
