@@ -4,12 +4,17 @@
 //!
 //! The canvas' pixel size is the caller's choice (it scales for devicePixelRatio); `scale`
 //! (device pixels per CSS pixel) scales fonts, margins and line widths to match.
+//!
+//! Every chart draws with the views' palette: its options' `theme` is what views/common.js
+//! `chartTheme(theme)` makes of the theme the views draw with, read here once into a
+//! `ChartTheme`, whose fallbacks (`LIGHT`, `DARK`, `SERIES`) are that same palette.
 
 use js_sys::Float32Array;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters_canvas::CanvasBackend;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
@@ -31,18 +36,12 @@ struct BarOptions {
     y_label: String,
     /// Name of the category axis, written under the bar labels' left end.
     x_label: String,
-    /// One CSS colour (`#rgb`, `#rrggbb` or `rgb(r, g, b)`) per bar; the text colour when absent.
-    colors: Vec<String>,
     /// Bars outlined as selected.
     selected: Vec<usize>,
     /// The bar under the pointer (outlined more lightly); none when absent.
     hovered: Option<usize>,
-    /// Theme colours: background, text, secondary text, grid lines.
-    bg: String,
-    fg: String,
-    muted: String,
-    faint: String,
-    dark: bool,
+    /// Colours: bar i is drawn in the theme's series colour i.
+    theme: ChartTheme,
 }
 
 #[derive(Serialize)]
@@ -94,14 +93,156 @@ fn parse_color(s: &str) -> Option<RGBColor> {
     Some(RGBColor(parts.next()??, parts.next()??, parts.next()??))
 }
 
+/// The views' palette for one colour scheme (www/theme.css's --av-* pairs, views/common.js
+/// LIGHT or DARK, and its DIVERGING stops): what a chart draws with where its theme leaves a
+/// colour out. tests/e2e/core-session.test.mjs checks these against theme.css and common.js.
+struct Palette {
+    bg: &'static str,
+    fg: &'static str,
+    muted: &'static str,
+    faint: &'static str,
+    negative: &'static str,
+    zero: &'static str,
+    positive: &'static str,
+}
+
+const LIGHT: Palette = Palette {
+    bg: "#ffffff",
+    fg: "#1d2330",
+    muted: "#5f6b7a",
+    faint: "#d8dde4",
+    negative: "#2166ac",
+    zero: "#f7f7f7",
+    positive: "#b2182b",
+};
+
+const DARK: Palette = Palette {
+    bg: "#14171c",
+    fg: "#e6e9ee",
+    muted: "#9aa5b4",
+    faint: "#2f3540",
+    negative: "#2166ac",
+    zero: "#282c34",
+    positive: "#b2182b",
+};
+
+/// The head colours (views/common.js HEAD_COLORS) that series cycle through.
+const SERIES: [&str; 16] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
+    "#9c755f", "#7f7fff", "#2ca58d", "#d4a017", "#8c564b", "#17becf", "#bcbd22", "#e377c2",
+];
+
+/// A chart's `theme` option as views/common.js chartTheme writes it: CSS colours (`#rgb`,
+/// `#rrggbb` or `rgb(r, g, b)`), each may be absent.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ThemeOptions {
+    /// Which half of the palette stands in for a colour left out.
+    dark: bool,
+    /// Background, text, secondary text (axes, labels), grid lines.
+    bg: String,
+    fg: String,
+    muted: String,
+    faint: String,
+    /// The diverging scale: its colour at −1, 0 and +1.
+    negative: String,
+    zero: String,
+    positive: String,
+    /// Series colours (bars, lines), cycled through.
+    series: Vec<String>,
+}
+
+/// The colours every chart draws with, read once from its options' `theme`.
+#[derive(Deserialize)]
+#[serde(from = "ThemeOptions")]
+struct ChartTheme {
+    bg: RGBColor,
+    fg: RGBColor,
+    muted: RGBColor,
+    faint: RGBColor,
+    negative: RGBColor,
+    zero: RGBColor,
+    positive: RGBColor,
+    /// Never empty.
+    series: Vec<RGBColor>,
+}
+
+impl From<ThemeOptions> for ChartTheme {
+    fn from(o: ThemeOptions) -> Self {
+        let p = if o.dark { &DARK } else { &LIGHT };
+        let pick = |given: &str, fallback: &str| {
+            parse_color(given).or_else(|| parse_color(fallback)).unwrap_or(BLACK)
+        };
+        let series = if o.series.is_empty() {
+            SERIES.iter().map(|c| pick("", c)).collect()
+        } else {
+            o.series.iter().enumerate().map(|(i, c)| pick(c, SERIES[i % SERIES.len()])).collect()
+        };
+        ChartTheme {
+            bg: pick(&o.bg, p.bg),
+            fg: pick(&o.fg, p.fg),
+            muted: pick(&o.muted, p.muted),
+            faint: pick(&o.faint, p.faint),
+            negative: pick(&o.negative, p.negative),
+            zero: pick(&o.zero, p.zero),
+            positive: pick(&o.positive, p.positive),
+            series,
+        }
+    }
+}
+
+impl Default for ChartTheme {
+    fn default() -> Self {
+        ThemeOptions::default().into()
+    }
+}
+
+impl ChartTheme {
+    /// Series colour i (cycling).
+    fn series(&self, i: usize) -> RGBColor {
+        self.series[i % self.series.len()]
+    }
+
+    /// The diverging scale at t in [−1, 1]: `negative` … `zero` … `positive` (the views'
+    /// views/common.js diverging).
+    fn diverging(&self, t: f32) -> RGBColor {
+        let t = if t.is_finite() { t.clamp(-1.0, 1.0) } else { 0.0 };
+        let (end, a) = if t < 0.0 { (self.negative, -t) } else { (self.positive, t) };
+        let mix = |m: u8, e: u8| (m as f32 + (e as f32 - m as f32) * a).round() as u8;
+        let mid = self.zero;
+        RGBColor(mix(mid.0, end.0), mix(mid.1, end.1), mix(mid.2, end.2))
+    }
+}
+
+/// A chart's options (absent or null: every default), read once.
+fn read_options<T: DeserializeOwned + Default>(
+    options: JsValue,
+    chart: &str,
+) -> Result<T, JsError> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(T::default());
+    }
+    serde_wasm_bindgen::from_value(options)
+        .map_err(|e| JsError::new(&format!("{chart} options: {e}")))
+}
+
+/// Device pixels per CSS pixel: `scale`, or 1 when it is not positive.
+fn device_scale(scale: f64) -> f64 {
+    if scale > 0.0 {
+        scale
+    } else {
+        1.0
+    }
+}
+
 fn draw_error<E: std::fmt::Debug>(e: E) -> JsError {
     JsError::new(&format!("chart drawing failed: {e:?}"))
 }
 
 /// `drawBarChart(canvas, values, labels, options) → { width, height, plot, bars: [{ index,
 /// value, x, y, w, h, slot_x, slot_w }] }` (CSS px). One bar per value, labelled below with
-/// `labels[i]`. Options: `{ title, scale, max, reference, reference_label, y_label, x_label,
-/// colors, selected: [i], hovered: i, bg, fg, muted, faint, dark }`.
+/// `labels[i]`, bar i in the theme's series colour i. Options: `{ title, scale, max, reference,
+/// reference_label, y_label, x_label, selected: [i], hovered: i, theme }`.
 #[wasm_bindgen(js_name = drawBarChart)]
 pub fn draw_bar_chart(
     canvas: HtmlCanvasElement,
@@ -117,31 +258,11 @@ pub fn draw_bar_chart(
     if labels.len() != n {
         return Err(JsError::new(&format!("bar chart: {n} values but {} labels", labels.len())));
     }
-    let opts: BarOptions = if options.is_undefined() || options.is_null() {
-        BarOptions::default()
-    } else {
-        serde_wasm_bindgen::from_value(options)
-            .map_err(|e| JsError::new(&format!("bar chart options: {e}")))?
-    };
-    let scale = if opts.scale > 0.0 { opts.scale } else { 1.0 };
+    let opts: BarOptions = read_options(options, "bar chart")?;
+    let scale = device_scale(opts.scale);
     let px = |v: f64| (v * scale).round() as u32;
-    let (bg0, fg0, muted0, faint0) = if opts.dark {
-        (
-            RGBColor(20, 23, 28),
-            RGBColor(230, 233, 238),
-            RGBColor(154, 165, 180),
-            RGBColor(47, 53, 64),
-        )
-    } else {
-        (WHITE, RGBColor(29, 35, 48), RGBColor(95, 107, 122), RGBColor(216, 221, 228))
-    };
-    let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
-    let (bg, fg, muted, faint) = (
-        pick(&opts.bg, bg0),
-        pick(&opts.fg, fg0),
-        pick(&opts.muted, muted0),
-        pick(&opts.faint, faint0),
-    );
+    let theme = &opts.theme;
+    let (bg, fg, muted, faint) = (theme.bg, theme.fg, theme.muted, theme.faint);
     let largest = values.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, f32::max) as f64;
     let top = if opts.max > 0.0 { opts.max } else { (largest.max(opts.reference) * 1.1).max(1e-6) };
 
@@ -189,7 +310,7 @@ pub fn draw_bar_chart(
     for (i, &v) in values.iter().enumerate() {
         let x = i as f64;
         let v64 = if v.is_finite() { (v as f64).clamp(0.0, top) } else { 0.0 };
-        let color = opts.colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
+        let color = theme.series(i);
         let (a, b) = ((x - half, v64), (x + half, 0.0));
         chart
             .draw_series(std::iter::once(Rectangle::new([a, b], color.filled())))
@@ -288,9 +409,9 @@ pub fn draw_bar_chart(
 struct PositionsOptions {
     /// Device pixels per CSS pixel.
     scale: f64,
-    /// Dimensions drawn as lines over position in the lower chart, with one colour each.
+    /// Dimensions drawn as lines over position in the lower chart, line i in the theme's series
+    /// colour i.
     line_dims: Vec<usize>,
-    line_colors: Vec<String>,
     /// Height of the heatmap's part of the canvas, in CSS px (the lines get the rest).
     heat_height: f64,
     /// The colour scale's end (values beyond it are drawn at full colour); 0 or absent: the
@@ -304,11 +425,8 @@ struct PositionsOptions {
     /// same canvas, table and options: a 128 × 384 table is ~150 ms of canvas calls, so the page
     /// draws it in bands, each in a task of its own.
     heat_dims: Option<[usize; 2]>,
-    bg: String,
-    fg: String,
-    muted: String,
-    faint: String,
-    dark: bool,
+    /// Colours: the heatmap in the theme's diverging scale, the lines in its series colours.
+    theme: ChartTheme,
 }
 
 #[derive(Serialize)]
@@ -321,30 +439,16 @@ struct PositionsGeometry {
     lines: Rect,
     lo: f64,
     hi: f64,
-    /// The colour scale's end: values are drawn from −max_abs (blue) to +max_abs (red), beyond
-    /// it at full colour.
+    /// The colour scale's end: values are drawn from −max_abs (the theme's `negative`) to
+    /// +max_abs (its `positive`), beyond it at full colour.
     max_abs: f32,
-}
-
-/// Blue → white → red for t in [−1, 1] (the views' diverging scale, light or dark).
-fn diverging(t: f32, dark: bool) -> RGBColor {
-    let t = if t.is_finite() { t.clamp(-1.0, 1.0) } else { 0.0 };
-    let (mid, lo, hi) = if dark {
-        ((24.0, 27.0, 33.0), (90.0, 160.0, 255.0), (255.0, 110.0, 90.0))
-    } else {
-        ((255.0, 255.0, 255.0), (33.0, 102.0, 172.0), (178.0, 24.0, 43.0))
-    };
-    let (end, a) = if t < 0.0 { (lo, -t) } else { (hi, t) };
-    let mix = |m: f32, e: f32| (m + (e - m) * a).round() as u8;
-    RGBColor(mix(mid.0, end.0), mix(mid.1, end.1), mix(mid.2, end.2))
 }
 
 /// `drawPositionsChart(canvas, data, positions, dims, options) → { width, height, heat, lines,
 /// lo, hi, max_abs }` (CSS px): the position table `data` `[positions, dims]` as a heatmap
 /// (position × dimension, at most one cell per device pixel: larger tables keep each pixel's
 /// value of largest magnitude) above a line chart of `options.line_dims` over position.
-/// Options: `{ scale, line_dims, line_colors, heat_height, color_max, hovered, no_heat, heat_dims,
-/// bg, fg, muted, faint, dark }`.
+/// Options: `{ scale, line_dims, heat_height, color_max, hovered, no_heat, heat_dims, theme }`.
 #[wasm_bindgen(js_name = drawPositionsChart)]
 pub fn draw_positions_chart(
     canvas: HtmlCanvasElement,
@@ -360,31 +464,11 @@ pub fn draw_positions_chart(
             data.len()
         )));
     }
-    let opts: PositionsOptions = if options.is_undefined() || options.is_null() {
-        PositionsOptions::default()
-    } else {
-        serde_wasm_bindgen::from_value(options)
-            .map_err(|e| JsError::new(&format!("positions chart options: {e}")))?
-    };
-    let scale = if opts.scale > 0.0 { opts.scale } else { 1.0 };
+    let opts: PositionsOptions = read_options(options, "positions chart")?;
+    let scale = device_scale(opts.scale);
     let px = |v: f64| (v * scale).round() as u32;
-    let (bg0, fg0, muted0, faint0) = if opts.dark {
-        (
-            RGBColor(20, 23, 28),
-            RGBColor(230, 233, 238),
-            RGBColor(154, 165, 180),
-            RGBColor(47, 53, 64),
-        )
-    } else {
-        (WHITE, RGBColor(29, 35, 48), RGBColor(95, 107, 122), RGBColor(216, 221, 228))
-    };
-    let pick = |s: &str, d: RGBColor| parse_color(s).unwrap_or(d);
-    let (bg, fg, muted, faint) = (
-        pick(&opts.bg, bg0),
-        pick(&opts.fg, fg0),
-        pick(&opts.muted, muted0),
-        pick(&opts.faint, faint0),
-    );
+    let theme = &opts.theme;
+    let (bg, fg, muted, faint) = (theme.bg, theme.fg, theme.muted, theme.faint);
     let largest =
         data.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, |m, v| m.max(v.abs()));
     let max_abs =
@@ -466,8 +550,7 @@ pub fn draw_positions_chart(
                     }
                 }
             }
-            let (x0, x1, color) =
-                (p0 as f64 - 0.5, p1 as f64 - 0.5, diverging(v / max_abs, opts.dark));
+            let (x0, x1, color) = (p0 as f64 - 0.5, p1 as f64 - 0.5, theme.diverging(v / max_abs));
             run = match run {
                 Some((start, _, c)) if c == color => Some((start, x1, c)),
                 Some((start, stop, c)) => {
@@ -529,7 +612,7 @@ pub fn draw_positions_chart(
             .draw()
             .map_err(draw_error)?;
         for (i, &d) in chosen.iter().enumerate() {
-            let color = opts.line_colors.get(i).and_then(|c| parse_color(c)).unwrap_or(fg);
+            let color = theme.series(i);
             let style =
                 ShapeStyle { color: color.to_rgba(), filled: false, stroke_width: px(1.5).max(1) };
             lines

@@ -236,6 +236,22 @@ test('one palette: theme.css is what the page and the widget import, and the vie
     assert.ok(m, `theme.css has --av-${key}`);
     assert.deepEqual([LIGHT[key], DARK[key]], [m[1], m[2]], key);
   }
+  // The wasm charts' fallbacks (src/wasm/charts.rs) are the same palette: the theme's colours,
+  // the diverging scale's stops and the head colours their series cycle through.
+  const rs = readFileSync(path.join(ROOT, 'src/wasm/charts.rs'), 'utf8');
+  const { DIVERGING, HEAD_COLORS, chartTheme } = await import('../../www/views/common.js');
+  for (const [name, theme] of [['LIGHT', LIGHT], ['DARK', DARK]]) {
+    const body = new RegExp(`const ${name}: Palette = Palette \\{([^}]*)\\};`).exec(rs);
+    assert.ok(body, `charts.rs has const ${name}: Palette`);
+    const fallback = Object.fromEntries([...body[1].matchAll(/(\w+): "(#[0-9a-f]{6})"/g)].map((m) => [m[1], m[2]]));
+    const { series, dark, ...given } = chartTheme(theme);
+    assert.equal(dark, theme.dark);
+    assert.deepEqual(given, fallback, `charts.rs ${name} is views/common.js's ${name} and DIVERGING.${dark ? 'dark' : 'light'}`);
+    assert.deepEqual(series, HEAD_COLORS);
+  }
+  const series = /const SERIES: \[&str; \d+\] = \[([^\]]*)\];/.exec(rs);
+  assert.ok(series, 'charts.rs has const SERIES');
+  assert.deepEqual([...series[1].matchAll(/"(#[0-9a-f]{6})"/g)].map((m) => m[1]), HEAD_COLORS, 'charts.rs SERIES is views/common.js HEAD_COLORS');
   // Nothing else holds a palette: no colour custom property is declared outside theme.css.
   for (const f of ['www/styles.css', 'www/attention-viz.js', 'www/examples.html', 'www/index.html']) {
     assert.doesNotMatch(readFileSync(path.join(ROOT, f), 'utf8'), /--av-(bg|fg|muted|faint|accent|hover|panel|border|error)\s*:/, f);

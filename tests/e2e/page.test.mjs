@@ -443,6 +443,36 @@ test('a second visit works offline (service worker + model files in the Cache AP
   }
 });
 
+test('a reader’s page loads no test hooks: debug.js only under automation (navigator.webdriver) or with ?debug', async () => {
+  const loaded = (page) => page.evaluate(() => ({
+    hooks: 'attnvizDebug' in window,
+    debugJs: performance.getEntriesByType('resource').some((e) => new URL(e.name).pathname.endsWith('/page/debug.js')),
+  }));
+  // A reader's browser, as far as the page can tell: navigator.webdriver is false.
+  const reader = await openApp(browser, server.url, {
+    onContext: (c) => c.addInitScript(() => Object.defineProperty(Navigator.prototype, 'webdriver', { get: () => false })),
+  });
+  try {
+    assert.equal(await reader.page.evaluate(() => navigator.webdriver), false);
+    assert.deepEqual(await loaded(reader.page), { hooks: false, debugJs: false }, 'a reader’s page fetched or ran the test hooks');
+    // The same reader asking for them.
+    const asked = await reader.context.newPage();
+    try {
+      await asked.goto(`${server.url}?debug`);
+      await asked.waitForFunction(() => document.body.dataset.state === 'ready' && window.attnvizDebug.drawCount > 0, null, { timeout: 120_000 });
+      assert.deepEqual(await loaded(asked), { hooks: true, debugJs: true });
+      assert.equal(await asked.evaluate(() => window.attnvizDebug.modelId), 'minilm-l6');
+    } finally {
+      await asked.close();
+    }
+    assert.deepEqual(reader.pageErrors, []);
+  } finally {
+    await reader.close();
+  }
+  // A test's page (under Playwright) has them without asking.
+  assert.deepEqual(await loaded(app.page), { hooks: true, debugJs: true });
+});
+
 test('no request leaves the page origin: a first visit that picks every model, shows every view, types, exports and opens its permalink', async () => {
   // A page of its own (the shared one's requests depend on which tests ran before), on a first
   // visit: the service worker installs and fetches what it caches in this test too.

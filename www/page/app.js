@@ -1,6 +1,7 @@
 // The page: binds the DOM of index.html to one Session (www/core/session.js) and draws its state with
 // the shared views. All logic a widget also needs lives in the session, the views registry and
 // render.js; this file only finds elements, forwards events and writes what the session holds.
+// The tests' hooks (window.attnvizDebug) are debug.js's, loaded only for them or with ?debug.
 // Token strings and user text go into the DOM with textContent only.
 
 import { Session } from '../core/session.js';
@@ -16,8 +17,8 @@ import { bindEntropyChart } from './entropy-panel.js';
 import { renderHeadsTable } from '../shell/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './open-model.js';
 import { configure } from '../core/engine.js';
-import { later, listen, timings } from '../base/timing.js';
-import { buildText, generationText, modelLabel } from '../shell/prose.js';
+import { later, listen } from '../base/timing.js';
+import { buildText, modelLabel } from '../shell/prose.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -66,82 +67,23 @@ function fillCatalog(el, catalog, session) {
   if (session.manifest) el.model.value = session.manifest.id;
 }
 
-function main() {
+async function main() {
   // ?build=simd, ?build=relaxed or ?build=threads (a permalink flag, README): load that build where
   // it can run; ?hub=URL: fetch hf: model ids from that Hub-layout server (a mirror) instead.
   const query = new URLSearchParams(location.search);
   configure({ build: query.get('build'), hub: query.get('hub') });
+  // The test hooks (window.attnvizDebug, debug.js) only for a page under automation (every test,
+  // bench and script drives it with Playwright: navigator.webdriver) or asked for with ?debug: a
+  // reader's page never loads them. Awaited, so they exist before the page says it is ready.
+  const debugModule = navigator.webdriver === true || query.has('debug') ? await import('./debug.js') : null;
   const el = elements();
   let lastHash = '';
-
-  // Read by the end-to-end tests (never by the page itself). geomOf(view): the last drawing's
-  // geometry while that view is shown (any view: null).
-  const geomOf = (view = null) => (!view || session.state.view === view ? shell.geom() : null);
-  const debug = { build: null, modelId: null, tokens: [], targetTokens: [], outputText: null, lastForwardMs: null, drawCount: 0, lastDrawMs: null, lastLatencyMs: null, view: null, step: null, state: null };
-  // Where (CSS px, relative to the canvas) a token of the head view is drawn.
-  debug.tokenPoint = (side, index) => {
-    const geom = geomOf('head');
-    if (!geom || !geom.rowH) return null;
-    return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
-  };
-  // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
-  debug.stepPanels = () => {
-    const geom = geomOf('step');
-    return geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null;
-  };
-  // Model view: where its maps are drawn (CSS px relative to the canvas; layers in columns of layersPerColumn).
-  debug.modelGrid = () => {
-    const g = geomOf('model');
-    return g && g.cols ? { left: g.left, top: g.top, cell: g.cell, pitchX: g.pitchX, pitchY: g.pitchY, layerPitch: g.layerPitch, columnPitch: g.columnPitch, layersPerColumn: g.layersPerColumn, cols: g.cols, layers: g.L, heads: g.H } : null;
-  };
-  // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
-  debug.heatmapGrid = () => {
-    const geom = geomOf('heatmap');
-    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null;
-  };
-  // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
-  debug.positionsChart = () => {
-    const geom = geomOf('positions');
-    return geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null;
-  };
-  // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
-  debug.headsGrid = () => {
-    const geom = geomOf('heads');
-    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null;
-  };
-  // Comparison (head view or heatmap with a "Compare with…" text): where each panel is drawn (CSS
-  // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry.
-  debug.comparePanels = () => {
-    const geom = geomOf();
-    return geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null;
-  };
-  // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
-  // the lines from the focused query, and the PCA behind them.
-  debug.qkPoints = () => {
-    const geom = geomOf('qk');
-    return geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null;
-  };
-  // how long the app's own slices and handlers held the main thread (timing.js; take() empties it)
-  debug.timings = timings;
-  // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
-  Object.defineProperty(debug, 'computing', { get: () => shell.busy || session.pending });
-  // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
-  Object.defineProperty(debug, 'focus', { get: () => session.focus });
-  // what inspectModel() found on the last model opened, with the worker's timings and memory
-  Object.defineProperty(debug, 'opened', { get: () => session.opened });
-  // the attention weights of the result drawn last, as plain arrays (the two wasm builds' are compared)
-  debug.attentions = () => (session.result ? session.result.attentions.map(({ kind, data }) => ({ kind, data: Array.from(data) })) : null);
-  // true while a drawing is still being made (at 512 tokens it takes several tasks)
-  Object.defineProperty(debug, 'drawing', { get: () => shell.drawing });
-  window.attnvizDebug = debug;
 
   const session = new Session({
     name: 'page',
     onUpdate(reason) {
-      if (reason === 'catalog') {
-        fillCatalog(el, session.catalog, session);
-        debug.build = session.catalog.build;
-      } else if (reason === 'progress') renderProgress(el, session);
+      if (reason === 'catalog') fillCatalog(el, session.catalog, session);
+      else if (reason === 'progress') renderProgress(el, session);
       else if (reason === 'hover') renderSide(el, session);
       else if (reason === 'text') el.text.value = session.state.text; // the session replaced the text (a model's example)
       else if (reason === 'result') shell.draw();
@@ -189,33 +131,13 @@ function main() {
     // The head overview's ranking in a task of its own, like the chart: not in the drawing's.
     later('page:heads-table', () => renderHeadsTable(el.headsRank, session));
     renderStatus(el, session);
-    const sd = input.step;
-    const seen = {
-      lastDrawMs: geom.drawMs,
-      linesFrom: geom.linesFrom || 0, // head view: weights under this are not drawn (line budget)
-      modelId: session.resultFor.model.split('@')[0], // the model's id (the worker's key without its weights)
-      weights: session.drawnWeights(), // which of its weights drew the map ('int8' | 'exact')
-      tokens: r.tokens.source.slice(),
-      targetTokens: (r.tokens.target || []).slice(),
-      text: session.resultFor.text, // the text of the drawn result (the text box may be newer)
-      catchingUp: session.catchingUp, // that text is older than the box's, a newer one is computed
-      status: el.status.textContent, // the status line this drawing was shown with
-      compareTokens: input.compare && input.compare.result ? input.compare.result.tokens.source.slice() : null, // sentence B as drawn
-      outputText: r.output_text ?? null,
-      lastForwardMs: session.forwardMs,
-      view: s.view,
-      state: { ...s },
-      generation: generationSeen(),
-      step: sd ? { kind: sd.kind, layer: sd.layer, head: sd.head, d_k: sd.d_k, queryTokens: sd.query_tokens, keyTokens: sd.key_tokens, probs: Array.from(sd.probs) } : null,
-    };
-    const l = session.latency;
-    if (l) Object.assign(seen, { lastLatencyMs: l.total, lastTimings: { toPost: l.toPost, roundTrip: l.roundTrip, forward: l.forward, toDrawn: l.total - l.toPost - l.roundTrip } });
+    const publish = hooks ? hooks.drawn(geom, r, s, input) : null;
     if (document.body.dataset.state !== 'ready') document.body.dataset.state = 'ready';
     // The permalink in a task of its own (replaceState of a long one took 10–20 ms), and the
     // test hooks with it, so a test that sees this drawing also sees its permalink.
     later('page:permalink', () => {
       writeHash();
-      Object.assign(debug, seen, { drawCount: debug.drawCount + 1 });
+      if (publish) publish();
     });
   }
 
@@ -235,19 +157,13 @@ function main() {
   bindTextBox(el.text, session);
   bindCompareBox(el.compare, session);
   const generation = mountGenerationPanel(el.generation, session);
-  // What the generation panel shows (read by the tests with the drawing it belongs to).
-  function generationSeen() {
-    const g = generationText(session);
-    const r = session.result;
-    if (!g || !r || !r.generation) return g ? { tokens: [], step: 0, steps: 0, top: [], promptLen: null } : null;
-    return { tokens: g.tokens, rawTokens: (r.tokens.target || []).slice(), step: g.step, steps: g.steps, gstep: session.state.gstep, promptLen: r.generation.prompt_len, top: g.top, chosen: g.chosen, shownLen: session.input().result.tokens.source.length + (session.input().result.tokens.target || []).length, stopReason: r.stop_reason ?? null, sampling: r.generation.sampling || null };
-  }
   listen('page', el.model, 'change', () => session.pickModel(el.model.value));
   bindControls(el, session);
   bindOpenModel(el, session);
   const chart = bindEntropyChart(el, session, shell.theme);
-  // bars of the entropy chart as drawn (0 until its wasm has loaded)
-  Object.defineProperty(debug, 'chartBars', { get: () => (chart.geometry() ? chart.geometry().bars.length : 0) });
+  // The test hooks (debug.js), when it was loaded: before session.start(), so a test finds them
+  // with the first drawing.
+  const hooks = debugModule ? debugModule.installDebug({ session, shell, el, chart }) : null;
 
   // Keyboard: layer, head and view from anywhere but text fields.
   listen('page', document, 'keydown', shell.key);

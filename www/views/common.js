@@ -3,8 +3,9 @@
 
 import { listen } from '../base/timing.js';
 
-// One colour per head (Tableau-like, readable on light and dark backgrounds).
-const HEAD_COLORS = [
+// One colour per head (Tableau-like, readable on light and dark backgrounds); the wasm charts'
+// series (bars, lines) cycle through them too (chartTheme).
+export const HEAD_COLORS = [
   '#4e79a7', '#f28e2b', '#e15759', '#59a14f', '#b07aa1', '#76b7b2',
   '#edc948', '#ff9da7', '#9c755f', '#7f7fff', '#2ca58d', '#d4a017',
   '#8c564b', '#17becf', '#bcbd22', '#e377c2',
@@ -18,6 +19,25 @@ const MONO_STACK = 'ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu San
 // checks they agree).
 export const LIGHT = { dark: false, bg: '#ffffff', fg: '#1d2330', muted: '#5f6b7a', faint: '#d8dde4', accent: '#0b6bcb', hover: '#fff3bf' };
 export const DARK = { dark: true, bg: '#14171c', fg: '#e6e9ee', muted: '#9aa5b4', faint: '#2f3540', accent: '#5aa9ff', hover: '#4a4220' };
+
+// The diverging scale of signed values (diverging(): the views' signed maps; chartTheme: the
+// positions chart's heatmap): blue at −1, the scheme's neutral at 0, red at +1.
+export const DIVERGING = {
+  light: { negative: '#2166ac', zero: '#f7f7f7', positive: '#b2182b' },
+  dark: { negative: '#2166ac', zero: '#282c34', positive: '#b2182b' },
+};
+const rgbStops = (stops) => Object.fromEntries(Object.entries(stops).map(([k, hex]) => [k, [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16))]));
+const DIVERGING_RGB = { light: rgbStops(DIVERGING.light), dark: rgbStops(DIVERGING.dark) };
+
+/**
+ * The theme as the wasm charts take it (src/wasm/charts.rs ChartTheme): every chart call passes
+ * `theme: chartTheme(theme)`, so plotters draws with the views' colours, their diverging scale
+ * and their head colours for its series. A colour the wasm cannot read falls back to the same
+ * palette there (charts.rs LIGHT, DARK, SERIES).
+ */
+export function chartTheme(theme) {
+  return { dark: !!theme.dark, bg: theme.bg, fg: theme.fg, muted: theme.muted, faint: theme.faint, ...DIVERGING[theme.dark ? 'dark' : 'light'], series: HEAD_COLORS };
+}
 
 /**
  * Colours resolved against the used colour scheme of `el` (a widget: its shadow root's), so that
@@ -159,11 +179,12 @@ export function viridis(t) {
   return [Math.round(a[0] + (b[0] - a[0]) * f), Math.round(a[1] + (b[1] - a[1]) * f), Math.round(a[2] + (b[2] - a[2]) * f)];
 }
 
-/** Diverging blue–neutral–red for signed values in [-1, 1]. */
+/** Diverging blue–neutral–red for signed values in [-1, 1] (DIVERGING). */
 export function diverging(t, dark) {
   const x = Math.min(1, Math.max(-1, Number.isFinite(t) ? t : 0));
-  const mid = dark ? [40, 44, 52] : [247, 247, 247];
-  const end = x < 0 ? [33, 102, 172] : [178, 24, 43];
+  const stops = dark ? DIVERGING_RGB.dark : DIVERGING_RGB.light;
+  const mid = stops.zero;
+  const end = x < 0 ? stops.negative : stops.positive;
   const f = Math.abs(x);
   return [0, 1, 2].map((i) => Math.round(mid[i] + (end[i] - mid[i]) * f));
 }

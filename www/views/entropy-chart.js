@@ -13,7 +13,7 @@
 // merged sub-words) or the value-weighted measure change them, and the chart's title says so.
 
 import { headEntropies, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
-import { font, headColor, prepareCanvas } from './common.js';
+import { chartTheme, font, prepareCanvas } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const CHART_HEIGHT = 180;
@@ -80,14 +80,9 @@ export function drawChart(canvas, mod, input, state, theme, width, height = CHAR
     reference_label: 'uniform',
     y_label: 'H',
     x_label: 'head',
-    colors: labels.map((_, h) => headColor(h)),
     selected: selectedHeads(state, d.nHeads),
     hovered: Number.isInteger(state.focusHead) ? state.focusHead : undefined,
-    bg: theme.bg,
-    fg: theme.fg,
-    muted: theme.muted,
-    faint: theme.faint,
-    dark: !!theme.dark,
+    theme: chartTheme(theme), // bar h in series colour h: headColor(h)
   });
   ctx.setTransform(scale, 0, 0, scale, 0, 0);
   canvas.setAttribute('aria-label', describe(input, state));

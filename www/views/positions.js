@@ -11,7 +11,7 @@
 // bands of 24 dims, ~10 ms each), so no task holds the page. Hover reads one value out: position,
 // dim, value.
 
-import { canvasScale, clear, drawTitle, fitHeight, font, gridStep, headColor, textLines, wrapWords } from './common.js';
+import { canvasScale, chartTheme, clear, drawTitle, fitHeight, font, gridStep, headColor, textLines, wrapWords } from './common.js';
 
 const CHART_H = 500; // the plotters chart: heatmap + line chart
 const HEAT_SHARE = 0.58; // the heatmap's share of it
@@ -131,25 +131,15 @@ const BAND_DIMS = 24; // heatmap rows per plotters call: ~10 ms each for a 128-p
  */
 function* chartSteps(mod, t, width, chartH, theme, dims) {
   const scale = canvasScale();
-  const key = JSON.stringify([width, chartH, scale, theme.bg, theme.fg, theme.muted, theme.faint, !!theme.dark]);
+  const colours = chartTheme(theme); // line i in series colour i: headColor(i), as the legend says
+  const key = JSON.stringify([width, chartH, scale, colours]);
   let per = chartMemo.get(t);
   if (!per) chartMemo.set(t, (per = new Map()));
   if (!per.has(key)) {
     const canvas = document.createElement('canvas');
     canvas.width = Math.round(width * scale);
     canvas.height = Math.round(chartH * scale);
-    const opts = {
-      scale,
-      line_dims: dims,
-      line_colors: dims.map((_, i) => headColor(i)),
-      heat_height: Math.round(chartH * HEAT_SHARE),
-      color_max: colorMax(t),
-      bg: theme.bg,
-      fg: theme.fg,
-      muted: theme.muted,
-      faint: theme.faint,
-      dark: !!theme.dark,
-    };
+    const opts = { scale, line_dims: dims, heat_height: Math.round(chartH * HEAT_SHARE), color_max: colorMax(t), theme: colours };
     const geom = mod.drawPositionsChart(canvas, t.data, t.positions, t.dims, { ...opts, no_heat: true });
     for (let d = 0; d < t.dims; d += BAND_DIMS) {
       yield;

@@ -1,0 +1,119 @@
+// The page's test hooks: window.attnvizDebug, read by the end-to-end tests, the benches and the
+// scripts that drive the page (never by the page itself). app.js loads this module only when the
+// page runs under automation (navigator.webdriver: Playwright, which every test, bench and script
+// of this repository drives it with) or with ?debug in its address (a person at the console), so
+// a reader's page neither downloads nor runs it.
+//
+// What it holds: the last drawing as the page showed it (tokens, state, status, timings…), set
+// with that drawing's permalink; where each view drew what (CSS px relative to the canvas, from
+// the shell's geometry of the drawing shown); and live getters (computing, drawing, focus…).
+
+import { timings } from '../base/timing.js';
+import { generationText } from '../shell/prose.js';
+
+/**
+ * Define window.attnvizDebug for the page's session, shell (mountShell), elements and entropy
+ * chart (bindEntropyChart). Returns { drawn(geom, r, s, input) }: called once a drawing has
+ * finished (after its status line is written), it returns the function that publishes what that
+ * drawing showed (the page calls it with the drawing's permalink).
+ */
+export function installDebug({ session, shell, el, chart }) {
+  // geomOf(view): the last drawing's geometry while that view is shown (any view: null).
+  const geomOf = (view = null) => (!view || session.state.view === view ? shell.geom() : null);
+  const debug = { modelId: null, tokens: [], targetTokens: [], outputText: null, lastForwardMs: null, drawCount: 0, lastDrawMs: null, lastLatencyMs: null, view: null, step: null, state: null };
+  // the build the worker loaded (catalog.build: { version, dir, simd, relaxed, threads… }), null until known
+  Object.defineProperty(debug, 'build', { enumerable: true, get: () => (session.catalog ? session.catalog.build : null) });
+  // Where (CSS px, relative to the canvas) a token of the head view is drawn.
+  debug.tokenPoint = (side, index) => {
+    const geom = geomOf('head');
+    if (!geom || !geom.rowH) return null;
+    return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
+  };
+  // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
+  debug.stepPanels = () => {
+    const geom = geomOf('step');
+    return geom && geom.panels ? geom.panels.map(({ id, x, y, w, h, rows, cols, cw, ch }) => ({ id, x, y, w, h, rows, cols, cw, ch })) : null;
+  };
+  // Model view: where its maps are drawn (CSS px relative to the canvas; layers in columns of layersPerColumn).
+  debug.modelGrid = () => {
+    const g = geomOf('model');
+    return g && g.cols ? { left: g.left, top: g.top, cell: g.cell, pitchX: g.pitchX, pitchY: g.pitchY, layerPitch: g.layerPitch, columnPitch: g.columnPitch, layersPerColumn: g.layersPerColumn, cols: g.cols, layers: g.L, heads: g.H } : null;
+  };
+  // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
+  debug.heatmapGrid = () => {
+    const geom = geomOf('heatmap');
+    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null;
+  };
+  // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
+  debug.positionsChart = () => {
+    const geom = geomOf('positions');
+    return geom && geom.heat ? { heat: geom.heat, lines: geom.lines, positions: geom.positions, dims: geom.dims, lineDims: geom.lineDims, lo: geom.lo, hi: geom.hi } : null;
+  };
+  // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
+  debug.headsGrid = () => {
+    const geom = geomOf('heads');
+    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null;
+  };
+  // Comparison (head view or heatmap with a "Compare with…" text): where each panel is drawn (CSS
+  // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry.
+  debug.comparePanels = () => {
+    const geom = geomOf();
+    return geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null;
+  };
+  // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
+  // the lines from the focused query, and the PCA behind them.
+  debug.qkPoints = () => {
+    const geom = geomOf('qk');
+    return geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null;
+  };
+  // how long the app's own slices and handlers held the main thread (timing.js; take() empties it)
+  debug.timings = timings;
+  // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued
+  Object.defineProperty(debug, 'computing', { get: () => shell.busy || session.pending });
+  // the transient focus (the token or cell under the pointer), shared by both sides of a comparison
+  Object.defineProperty(debug, 'focus', { get: () => session.focus });
+  // what inspectModel() found on the last model opened, with the worker's timings and memory
+  Object.defineProperty(debug, 'opened', { get: () => session.opened });
+  // the attention weights of the result drawn last, as plain arrays (the two wasm builds' are compared)
+  debug.attentions = () => (session.result ? session.result.attentions.map(({ kind, data }) => ({ kind, data: Array.from(data) })) : null);
+  // true while a drawing is still being made (at 512 tokens it takes several tasks)
+  Object.defineProperty(debug, 'drawing', { get: () => shell.drawing });
+  // bars of the entropy chart as drawn (0 until its wasm has loaded)
+  Object.defineProperty(debug, 'chartBars', { get: () => (chart.geometry() ? chart.geometry().bars.length : 0) });
+  window.attnvizDebug = debug;
+
+  // What the generation panel shows (read by the tests with the drawing it belongs to).
+  function generationSeen() {
+    const g = generationText(session);
+    const r = session.result;
+    if (!g || !r || !r.generation) return g ? { tokens: [], step: 0, steps: 0, top: [], promptLen: null } : null;
+    return { tokens: g.tokens, rawTokens: (r.tokens.target || []).slice(), step: g.step, steps: g.steps, gstep: session.state.gstep, promptLen: r.generation.prompt_len, top: g.top, chosen: g.chosen, shownLen: session.input().result.tokens.source.length + (session.input().result.tokens.target || []).length, stopReason: r.stop_reason ?? null, sampling: r.generation.sampling || null };
+  }
+
+  function drawn(geom, r, s, input) {
+    const sd = input.step;
+    const seen = {
+      lastDrawMs: geom.drawMs,
+      linesFrom: geom.linesFrom || 0, // head view: weights under this are not drawn (line budget)
+      modelId: session.resultFor.model.split('@')[0], // the model's id (the worker's key without its weights)
+      weights: session.drawnWeights(), // which of its weights drew the map ('int8' | 'exact')
+      tokens: r.tokens.source.slice(),
+      targetTokens: (r.tokens.target || []).slice(),
+      text: session.resultFor.text, // the text of the drawn result (the text box may be newer)
+      catchingUp: session.catchingUp, // that text is older than the box's, a newer one is computed
+      status: el.status.textContent, // the status line this drawing was shown with
+      compareTokens: input.compare && input.compare.result ? input.compare.result.tokens.source.slice() : null, // sentence B as drawn
+      outputText: r.output_text ?? null,
+      lastForwardMs: session.forwardMs,
+      view: s.view,
+      state: { ...s },
+      generation: generationSeen(),
+      step: sd ? { kind: sd.kind, layer: sd.layer, head: sd.head, d_k: sd.d_k, queryTokens: sd.query_tokens, keyTokens: sd.key_tokens, probs: Array.from(sd.probs) } : null,
+    };
+    const l = session.latency;
+    if (l) Object.assign(seen, { lastLatencyMs: l.total, lastTimings: { toPost: l.toPost, roundTrip: l.roundTrip, forward: l.forward, toDrawn: l.total - l.toPost - l.roundTrip } });
+    return () => Object.assign(debug, seen, { drawCount: debug.drawCount + 1 });
+  }
+
+  return { drawn };
+}
