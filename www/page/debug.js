@@ -9,6 +9,7 @@
 // the shell's geometry of the drawing shown); and live getters (computing, drawing, focus…).
 
 import { timings } from '../base/timing.js';
+import { parseModelKey } from '../core/weights.js';
 import { generationText } from '../shell/prose.js';
 
 /**
@@ -95,7 +96,7 @@ export function installDebug({ session, shell, el, chart }) {
     const seen = {
       lastDrawMs: geom.drawMs,
       linesFrom: geom.linesFrom || 0, // head view: weights under this are not drawn (line budget)
-      modelId: session.resultFor.model.split('@')[0], // the model's id (the worker's key without its weights)
+      modelId: parseModelKey(session.resultFor.model).id, // the model's id (the worker's key without its weights)
       weights: session.drawnWeights(), // which of its weights drew the map ('int8' | 'exact')
       tokens: r.tokens.source.slice(),
       targetTokens: (r.tokens.target || []).slice(),
