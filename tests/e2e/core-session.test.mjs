@@ -239,7 +239,13 @@ test('one palette: theme.css is what the page and the widget import, and the vie
   // The wasm charts' fallbacks (src/wasm/charts.rs) are the same palette: the theme's colours,
   // the diverging scale's stops and the head colours their series cycle through.
   const rs = readFileSync(path.join(ROOT, 'src/wasm/charts.rs'), 'utf8');
-  const { DIVERGING, HEAD_COLORS, chartTheme } = await import('../../www/views/common.js');
+  const { DIVERGING, HEAD_COLORS, chartTheme, diverging } = await import('../../www/views/common.js');
+  // The views' own diverging scale ends and centres on the same stops.
+  const hex = (rgb) => '#' + rgb.map((c) => c.toString(16).padStart(2, '0')).join('');
+  for (const dark of [false, true]) {
+    const stops = DIVERGING[dark ? 'dark' : 'light'];
+    assert.deepEqual([-1, 0, 1].map((t) => hex(diverging(t, dark))), [stops.negative, stops.zero, stops.positive]);
+  }
   for (const [name, theme] of [['LIGHT', LIGHT], ['DARK', DARK]]) {
     const body = new RegExp(`const ${name}: Palette = Palette \\{([^}]*)\\};`).exec(rs);
     assert.ok(body, `charts.rs has const ${name}: Palette`);
