@@ -2,16 +2,26 @@
 // asserted). A keystroke counts as drawn when the first drawing of a text that holds it (the text
 // typed up to that key, or later) is on the canvas: while a forward takes longer than the gap
 // between keys, the maps catch up at the model's pace instead of waiting for typing to stop.
-// usage: node benches/typing.mjs   (needs pkg/ and models/, as make serve does)
+// One row per model × view (head view, step view, head overview; SmolLM2 also with Generate 8):
+// the step view and head overview draw from the same forward as the maps, and SmolLM2 reuses
+// the previous text's KV cache and rows, so these rows should be close to the head view's.
+// usage: node benches/typing.mjs [model…]   (needs pkg/ and models/, as make serve does)
 import { openApp, launchBrowser, startServer } from '../tests/e2e/harness.mjs';
 
 const KEY_MS = 80;
 const TYPED = ' and then the little fox ran back into the woods';
-const MODELS = [
-  ['minilm-l6', 'The animal didn’t cross the street'],
-  ['en-pt-tiny', 'The cat sat on the mat.'],
-  ['smollm2-135m', 'Once upon a time'],
-];
+const START = {
+  'minilm-l6': 'The animal didn’t cross the street',
+  'en-pt-tiny': 'The cat sat on the mat.',
+  'smollm2-135m': 'Once upon a time',
+};
+const VIEWS = [['head view', { v: 'head' }], ['step view', { v: 'step' }], ['head overview', { v: 'heads' }]];
+const ROWS = Object.keys(START)
+  .filter((m) => process.argv.length <= 2 || process.argv.includes(m))
+  .flatMap((m) => [
+    ...VIEWS.map(([label, params]) => [m, label, params]),
+    ...(m === 'smollm2-135m' ? [[m, 'head view, Generate 8', { v: 'head', g: '8' }]] : []),
+  ]);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const quantile = (xs, p) => {
   const a = xs.slice().sort((x, y) => x - y);
@@ -21,8 +31,9 @@ const quantile = (xs, p) => {
 const server = await startServer({ prefix: '/' });
 const browser = await launchBrowser();
 try {
-  for (const [model, start] of MODELS) {
-    const app = await openApp(browser, `${server.url}#${new URLSearchParams({ m: model, t: start })}`);
+  for (const [model, label, params] of ROWS) {
+    const start = START[model];
+    const app = await openApp(browser, `${server.url}#${new URLSearchParams({ m: model, t: start, ...params })}`);
     try {
       const { page } = app;
       await page.waitForFunction((t) => window.attnvizDebug.text === t, start, { timeout: 180_000 });
@@ -56,7 +67,7 @@ try {
       }).filter(Number.isFinite);
       const drawnWhileTyping = draws.filter((d) => d.at <= keys.at(-1).at).length;
       const fwd = await page.evaluate(() => window.attnvizDebug.lastForwardMs);
-      console.log(`[bench] typing ${model}: ${keys.length} keys at ${KEY_MS} ms, ${drawnWhileTyping} drawings while typing; keystroke → drawn p50 ${quantile(lat, 0.5).toFixed(0)} ms, p90 ${quantile(lat, 0.9).toFixed(0)} ms (last forward ${fwd.toFixed(0)} ms)`);
+      console.log(`[bench] typing ${model}, ${label}: ${keys.length} keys at ${KEY_MS} ms, ${drawnWhileTyping} drawings while typing; keystroke → drawn p50 ${quantile(lat, 0.5).toFixed(0)} ms, p90 ${quantile(lat, 0.9).toFixed(0)} ms (last forward ${fwd.toFixed(0)} ms)`);
     } finally {
       await app.close();
     }

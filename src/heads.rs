@@ -95,14 +95,18 @@ pub fn score_block(
     (0..block.heads)
         .map(|h| {
             let rows = || (0..tq).map(move |i| (i, block.row(h, i)));
-            let entropy_of =
-                |row: &[f32]| row.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum::<f32>();
+            // One logarithm per weight: each row's entropy serves both the mean and `broad`.
+            let entropies: Vec<f32> = rows()
+                .map(|(_, r)| r.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum::<f32>())
+                .collect();
             let visible = |i: usize| if causal && same_sequence { i + 1 } else { tk };
-            let entropy = mean(rows().map(|(_, r)| entropy_of(r))).unwrap_or(0.0);
+            let entropy = mean(entropies.iter().copied()).unwrap_or(0.0);
             let broad = mean(
-                rows()
+                entropies
+                    .iter()
+                    .enumerate()
                     .filter(|&(i, _)| visible(i) > 1)
-                    .map(|(i, r)| entropy_of(r) / (visible(i) as f32).ln()),
+                    .map(|(i, e)| e / (visible(i) as f32).ln()),
             )
             .unwrap_or(0.0);
             let share = |mask: &[bool]| {

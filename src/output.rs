@@ -3,7 +3,7 @@
 //! by the tests. `F` is how an array of floats goes out: a slice (a JSON array) from the CLI,
 //! a `Float32Array` from the wasm facade; everything else is the same.
 
-use crate::heads::{score_block, HeadScores};
+use crate::heads::HeadScores;
 use crate::models::{PositionKind, PositionTable};
 use crate::pca::QkProjection;
 use crate::result::{
@@ -36,9 +36,9 @@ pub struct AttentionResult<F> {
     pub shape: [usize; 3],
     /// `# [heads, query_len, key_len]` row-major, each row sums to 1.
     pub data: F,
-    /// Every head's scores on this map (entropy, attention-sink and pattern shares, label:
-    /// [`crate::heads::score_block`], without the induction score, which needs its own input):
-    /// what the views read instead of deriving them again. Absent from value-norm blocks.
+    /// Every head's scores on this map (entropy, attention-sink and pattern shares, induction
+    /// for causal models, label: [`crate::heads::score_block`]): what the views read instead of
+    /// deriving them again. Absent from value-norm blocks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scores: Option<Vec<HeadScores>>,
 }
@@ -66,16 +66,20 @@ pub struct AttendResult<'a, F> {
     pub generation: Option<&'a Generation>,
     /// Time of the forward alone (tokenisation included), in milliseconds.
     pub forward_ms: f64,
+    /// Length of the random sequence repeated for the heads' induction scores (causal models),
+    /// else null.
+    pub induction_tokens: Option<usize>,
+    /// When asked for: one head's intermediates (the step view) from the same forward.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepResult<'a, F>>,
 }
 
 impl<'a, F> AttendResult<'a, F> {
-    /// `floats` turns each array of floats into its wire form; `special` lists the model's
-    /// special-token strings (its info's `special_tokens`), for the heads' scores.
+    /// `floats` turns each array of floats into its wire form.
     pub fn new(
         model: &'a str,
         text: &'a str,
         a: &'a Attended,
-        special: &[String],
         forward_ms: f64,
         floats: impl Fn(&'a [f32]) -> F,
     ) -> AttendResult<'a, F> {
@@ -88,28 +92,31 @@ impl<'a, F> AttendResult<'a, F> {
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
             stop_reason: out.stop_reason,
-            attentions: blocks(out, &a.attentions, Some(special), &floats),
+            attentions: blocks(out, &a.attentions, Some(&a.scores), &floats),
             value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, None, &floats)),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
             forward_ms,
+            induction_tokens: a.induction_tokens,
+            step: None,
         }
     }
 }
 
-/// The blocks in their wire form; with `special` (attention maps, not value norms), each with its
+/// The blocks in their wire form; with `scores` (attention maps, not value norms), each with its
 /// heads' scores.
 fn blocks<'a, F>(
     out: &ForwardOutput,
     list: &'a [AttentionBlock],
-    special: Option<&[String]>,
+    scores: Option<&[HeadScores]>,
     floats: &impl Fn(&'a [f32]) -> F,
 ) -> Vec<AttentionResult<F>> {
     list.iter()
         .map(|b| {
             let (query_side, key_side) = out.sides_of(b.kind);
-            let scores =
-                special.map(|special| score_block(b, &out.tokens_of(b.kind).1, special, None));
+            let scores = scores.map(|all| {
+                all.iter().filter(|s| s.kind == b.kind && s.layer == b.layer).cloned().collect()
+            });
             AttentionResult {
                 kind: b.kind,
                 layer: b.layer,

@@ -264,6 +264,10 @@ pub struct Attended {
     /// When asked for: per block, α_ij·‖f_h(x_j)‖ (see [`crate::nn::probe::Probe::attention_maps_and_value_norms`]), laid out
     /// like `attentions` (rows do not sum to 1).
     pub value_norms: Option<Vec<AttentionBlock>>,
+    /// Every head's scores on `attentions`, block by block ([`crate::heads::score_block`]).
+    pub scores: Vec<crate::heads::HeadScores>,
+    /// Length of the random sequence repeated for the heads' induction scores (causal models).
+    pub induction_tokens: Option<usize>,
 }
 
 /// Which head's intermediates to keep during a forward.
@@ -320,6 +324,22 @@ pub struct BlockTrace {
 }
 
 impl BlockTrace {
+    /// Keeps the rows of queries `0..n`.
+    pub(crate) fn keep_first_queries(&mut self, n: usize) {
+        let n = n.min(self.query_len);
+        let len = n * self.d_model;
+        for rows in [
+            &mut self.concat,
+            &mut self.projected,
+            &mut self.input,
+            &mut self.residual,
+            &mut self.normed,
+        ] {
+            rows.truncate(len);
+        }
+        self.query_len = n;
+    }
+
     pub(crate) fn append_queries(&mut self, later: BlockTrace) {
         self.query_len += later.query_len;
         self.concat.extend(later.concat);
@@ -355,6 +375,25 @@ pub struct HeadTrace {
 }
 
 impl HeadTrace {
+    /// Keeps queries `0..n` over keys `0..n` of a causal call: what the first `n` positions of
+    /// the same tokens give (their later keys were masked).
+    pub(crate) fn keep_first_positions(&mut self, n: usize) {
+        let (q, tk) = (n.min(self.query_len), n.min(self.key_len));
+        for rows in [&mut self.scores, &mut self.scaled, &mut self.mask, &mut self.probs] {
+            let kept: Vec<f32> = rows
+                .chunks_exact(self.key_len.max(1))
+                .take(q)
+                .flat_map(|row| row[..tk].iter().copied())
+                .collect();
+            *rows = kept;
+        }
+        self.q.truncate(q * self.d_k);
+        self.output.truncate(q * self.d_k);
+        self.k.truncate(tk * self.d_k);
+        self.v.truncate(tk * self.d_k);
+        (self.query_len, self.key_len) = (q, tk);
+    }
+
     /// Appends the query rows of a later call (incremental decoding) over the same keys, or over
     /// more of them (a KV cache that grew, its first keys the earlier ones): the earlier rows
     /// then get the new keys as masked, with score 0 and probability 0, as a causal mask shows.

@@ -7,7 +7,9 @@
 use attnviz::models::inspect::{inspect, FileHead};
 use attnviz::models::{Manifest, Model};
 use attnviz::nn::attention::kv_caches_allocated;
-use attnviz::result::{AttentionKind, GenerateOptions, HeadRequest, Sampling, StopReason};
+use attnviz::result::{
+    AttentionBlock, AttentionKind, GenerateOptions, HeadRequest, Sampling, StopReason,
+};
 use attnviz::weights::gguf;
 use std::collections::HashMap;
 use std::path::Path;
@@ -119,6 +121,7 @@ fn generation_allocates_its_kv_cache_once_whatever_the_number_of_tokens() {
     let m = smollm2();
     let layers = m.info().layers[&AttentionKind::DecoderSelf];
     let allocated = |n: usize| {
+        m.forget_previous_forward(); // or the second forward would reuse the first's cache
         let before = kv_caches_allocated();
         let a = m
             .attend_generating(
@@ -130,6 +133,87 @@ fn generation_allocates_its_kv_cache_once_whatever_the_number_of_tokens() {
         kv_caches_allocated() - before
     };
     assert_eq!((allocated(1), allocated(24)), (layers, layers));
+}
+
+/// The largest difference between two lists of blocks laid out alike.
+fn worst_difference(a: &[AttentionBlock], b: &[AttentionBlock]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    let mut worst = 0.0f32;
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(
+            (x.kind, x.layer, x.query_len, x.key_len),
+            (y.kind, y.layer, y.query_len, y.key_len)
+        );
+        worst = x.probs.iter().zip(&y.probs).map(|(p, q)| (p - q).abs()).fold(worst, f32::max);
+    }
+    worst
+}
+
+#[test]
+fn a_text_sharing_its_first_tokens_with_the_last_computes_only_the_rest_and_equals_a_fresh_forward()
+{
+    // Typing, deleting and editing in the middle, as the page asks while the user types: each
+    // forward starts from the previous one's KV cache and rows where their tokens agree, and
+    // must give what a forward from position 0 gives.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/smollm2");
+    let (live, fresh) = (Model::load_dir(&path).unwrap(), smollm2());
+    let layers = live.info().layers[&AttentionKind::DecoderSelf];
+    let request = HeadRequest { kind: AttentionKind::DecoderSelf, layer: 2, head: 4 };
+    let steps: [(&str, usize, bool); 9] = [
+        ("The cat sat", 0, true),
+        ("The cat sat on the", 0, true), // typed at the end
+        ("The cat sat on the mat", 0, true),
+        ("The cat sat on", 0, true),      // deleted at the end
+        ("The dog sat on", 0, true),      // edited in the middle
+        ("The dog sat on", 0, true),      // unchanged
+        ("The dog sat on the", 4, false), // with Generate: the continuation is cached too
+        ("The dog sat on the", 6, false), // a longer continuation of the same prompt
+        ("The dog sat on the rug", 3, false),
+    ];
+    for (i, (text, generate, trace)) in steps.into_iter().enumerate() {
+        let options = greedy(generate);
+        let head = trace.then_some(request);
+        let before = kv_caches_allocated();
+        let (a, inside) = live.attend_tracing(text, &options, true, head).unwrap();
+        let allocated = kv_caches_allocated() - before;
+        // A text after one recorded alike starts where they differ: no new cache (the first
+        // allocates the forward's, and the induction probe's on a model's first forward; one
+        // that records another head starts from position 0).
+        if i > 0 && steps[i - 1].2 == trace {
+            assert_eq!(allocated, 0, "{text}: caches allocated");
+        } else {
+            assert!(allocated >= layers);
+        }
+        fresh.forget_previous_forward();
+        let (b, whole) = fresh.attend_tracing(text, &options, true, head).unwrap();
+        assert_eq!(a.output.source_tokens, b.output.source_tokens, "{text}");
+        let (ga, gb) = (a.output.generation.unwrap(), b.output.generation.unwrap());
+        assert_eq!(ga.token_ids, gb.token_ids, "{text}: the same continuation");
+        let next = ga.next.iter().zip(&gb.next).map(|(x, y)| (x.p - y.p).abs()).fold(0.0, f32::max);
+        assert!(next <= 1e-5, "{text}: next-token probabilities differ by {next}");
+        for s in ga.steps.iter().zip(&gb.steps) {
+            let worst =
+                s.0.top.iter().zip(&s.1.top).map(|(x, y)| (x.p - y.p).abs()).fold(0.0, f32::max);
+            assert!(worst <= 1e-5, "{text}: a step's candidates differ by {worst}");
+        }
+        let maps = worst_difference(&a.attentions, &b.attentions);
+        assert!(maps <= 1e-5, "{text}: maps differ from a fresh forward by {maps}");
+        let norms = worst_difference(&a.value_norms.unwrap(), &b.value_norms.unwrap());
+        assert!(norms <= 1e-4, "{text}: value norms differ by {norms}");
+        if let (Some(x), Some(y)) = (inside, whole) {
+            assert_eq!((x.trace.query_len, x.trace.key_len), (y.trace.query_len, y.trace.key_len));
+            for (u, v) in [
+                (&x.trace.q, &y.trace.q),
+                (&x.trace.k, &y.trace.k),
+                (&x.trace.probs, &y.trace.probs),
+                (&x.block.normed, &y.block.normed),
+            ] {
+                assert_eq!(u.len(), v.len(), "{text}");
+                let worst = u.iter().zip(v).map(|(p, q)| (p - q).abs()).fold(0.0, f32::max);
+                assert!(worst <= 1e-4, "{text}: the step view's head differs by {worst}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -189,6 +273,37 @@ fn step_view_masks_the_future_and_matches_the_maps() {
     assert_eq!(other.trace.v, t.v);
     assert_ne!(other.trace.q, t.q);
     assert_eq!(hi.block.norm, attnviz::result::BlockNorm::PreRmsNorm);
+}
+
+#[test]
+fn one_forward_gives_the_maps_the_induction_scores_and_a_heads_step() {
+    let m = smollm2();
+    let text = "The capital of France is";
+    let request = HeadRequest { kind: AttentionKind::DecoderSelf, layer: 3, head: 7 };
+    for generate in [GenerateOptions::default(), greedy(3)] {
+        let (a, inside) = m.attend_tracing(text, &generate, false, Some(request)).unwrap();
+        let inside = inside.unwrap();
+        let alone = m.attend_generating(text, &generate).unwrap();
+        assert_eq!(
+            a.output.generation.as_ref().map(|g| &g.token_ids),
+            alone.output.generation.as_ref().map(|g| &g.token_ids)
+        );
+        for (x, y) in a.attentions.iter().zip(&alone.attentions) {
+            assert_eq!((x.query_len, x.key_len), (y.query_len, y.key_len));
+            let worst =
+                x.probs.iter().zip(&y.probs).map(|(p, q)| (p - q).abs()).fold(0.0, f32::max);
+            assert!(worst <= 1e-5, "layer {}: {worst}", x.layer);
+        }
+        let step = m.head_internals_generating(text, &generate, request).unwrap();
+        assert_eq!(
+            (&inside.trace.q, &inside.trace.k, &inside.trace.probs),
+            (&step.trace.q, &step.trace.k, &step.trace.probs)
+        );
+        // Every forward's scores carry the induction score, probed once per model.
+        assert_eq!(a.induction_tokens, Some(attnviz::models::INDUCTION_TOKENS));
+        assert!(a.scores.iter().all(|s| s.induction.is_some()));
+        assert_eq!(a.scores.len(), 30 * 9);
+    }
 }
 
 #[test]

@@ -156,6 +156,52 @@ fn step_internals_match_the_attention_blocks() {
     }
 }
 
+/// What the step view of one head shows, field by field.
+fn same_trace(a: &attnviz::result::HeadInternals, b: &attnviz::result::HeadInternals) -> bool {
+    let (x, y) = (&a.trace, &b.trace);
+    [(&x.q, &y.q), (&x.k, &y.k), (&x.v, &y.v), (&x.scores, &y.scores), (&x.probs, &y.probs)]
+        .iter()
+        .chain([(&x.output, &y.output)].iter())
+        .all(|(p, q)| p == q)
+        && a.query_tokens == b.query_tokens
+        && a.key_tokens == b.key_tokens
+}
+
+#[test]
+fn one_forward_gives_the_maps_the_head_scores_and_a_heads_step() {
+    for (dir, kind, layer, head) in [
+        ("minilm", AttentionKind::EncoderSelf, 2, 5),
+        ("en-pt", AttentionKind::Cross, 1, 3),
+        ("en-pt", AttentionKind::EncoderSelf, 0, 7),
+    ] {
+        let m = model(dir);
+        let text = "The cat sat on the mat.";
+        let request = HeadRequest { kind, layer, head };
+        let generate = Default::default();
+        let (a, inside) = m.attend_tracing(text, &generate, false, Some(request)).unwrap();
+        let alone = m.attend(text).unwrap();
+        assert_eq!(a.attentions.len(), alone.attentions.len());
+        for (x, y) in a.attentions.iter().zip(&alone.attentions) {
+            assert_eq!((x.kind, x.layer, &x.probs), (y.kind, y.layer, &y.probs), "{dir}");
+        }
+        assert_eq!(a.scores, alone.scores);
+        let heads = m.heads(text, &generate).unwrap().1;
+        assert_eq!(a.scores, heads, "{dir}: attend's scores are heads()'s");
+        let step = m.head_internals(text, request).unwrap();
+        assert!(
+            same_trace(&inside.unwrap(), &step),
+            "{dir} {kind:?}: the step from attend is step()'s"
+        );
+        // A head that does not exist is the same error either way.
+        let bad = HeadRequest { layer: 99, ..request };
+        let (e1, e2) = (
+            m.attend_tracing(text, &generate, false, Some(bad)).err().unwrap().to_string(),
+            m.head_internals(text, bad).err().unwrap().to_string(),
+        );
+        assert_eq!(e1, e2);
+    }
+}
+
 #[test]
 fn bad_requests_are_errors() {
     let m = model("minilm");

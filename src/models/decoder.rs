@@ -15,6 +15,7 @@ use crate::result::{
     StopReason, TopToken,
 };
 use crate::tokenize::TextTokenizer;
+use std::sync::Mutex;
 
 /// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
 /// 256 × 256 maps is 70 MB, what a tab can hold beside the model.
@@ -62,6 +63,69 @@ pub trait CausalLm {
 
     /// The position vectors (or rotations) of positions `0..n`.
     fn positions(&self, n: usize) -> PositionTable;
+
+    /// Where the last forward's state is kept for the next one to start from.
+    fn previous_forward(&self) -> &PreviousForward;
+}
+
+/// What the last forward fed and computed: the ids (prompt and generated), each layer's KV
+/// cache over them, the probe's recording, and the logits after the last id.
+struct Fed {
+    ids: Vec<u32>,
+    cache: Vec<KvCache>,
+    probe: Probe,
+    logits: Vec<f32>,
+}
+
+/// The last forward's state, one per model. A causal decoder's keys, values and attention rows
+/// at a position depend only on the tokens up to it, so a text that shares its first tokens
+/// with the last one (a character typed at the end, a word deleted) computes only the rows
+/// after them: exactly the rows a fresh forward would give, at the cost of the new tokens.
+#[derive(Default)]
+pub struct PreviousForward(Mutex<Option<Fed>>);
+
+impl PreviousForward {
+    /// Takes the state (a concurrent forward then starts afresh rather than waiting).
+    fn take(&self) -> Option<Fed> {
+        self.0.lock().map(|mut f| f.take()).unwrap_or(None)
+    }
+
+    fn keep(&self, fed: Fed) {
+        if let Ok(mut f) = self.0.lock() {
+            *f = Some(fed);
+        }
+    }
+}
+
+/// Feeds the prompt `ids` from position 0, or from where the previous forward's ids stop
+/// agreeing with them when it recorded the same things; `probe` then holds the previous
+/// recording of the shared positions followed by this call's. Returns the caches and the
+/// logits after the last id.
+fn feed_prompt(
+    m: &impl CausalLm,
+    ids: &[u32],
+    probe: &mut Probe,
+) -> Result<(Vec<KvCache>, Vec<f32>)> {
+    let previous = m.previous_forward().take().filter(|f| f.probe.records_like(probe));
+    if let Some(Fed { ids: fed, mut cache, probe: recorded, logits }) = previous {
+        let shared = fed.iter().zip(ids).take_while(|(a, b)| a == b).count();
+        if shared == ids.len() && fed.len() == ids.len() {
+            *probe = recorded;
+            return Ok((cache, logits));
+        }
+        // The last prompt position is always fed again: its logits are what generation needs.
+        let keep = shared.min(ids.len() - 1);
+        if keep > 0 {
+            cache.iter_mut().for_each(|c| c.keep_first(keep));
+            *probe = recorded;
+            probe.keep_first_positions(keep);
+            let logits = m.step(&ids[keep..], keep, &mut cache, probe)?;
+            return Ok((cache, logits));
+        }
+    }
+    let mut cache = m.new_cache();
+    let logits = m.step(ids, 0, &mut cache, probe)?;
+    Ok((cache, logits))
 }
 
 /// Every causal language model is a family: its `decoder_self` attention, generation, and
@@ -104,6 +168,10 @@ impl<T: CausalLm + Send + Sync> Family for T {
 
     fn repeated_random_maps(&self, n: usize) -> Option<Result<Vec<AttentionBlock>>> {
         Some(repeated_random_maps(self, n))
+    }
+
+    fn forget_previous(&self) {
+        self.previous_forward().take();
     }
 }
 
@@ -227,11 +295,13 @@ pub(crate) fn generate(
         ));
     }
     let prompt_len = ids.len();
-    let tracing = probe.is_tracing();
+    // A head's trace covers the prompt and its continuation in one call: a generation runs
+    // unrecorded and the whole sequence is fed again once for the probe (its maps equal the
+    // cached steps'); without generation the prompt's one pass is recorded as it runs.
+    let trace_after = probe.is_tracing() && options.max_new_tokens > 0;
     let mut quiet = Probe::default();
-    let live: &mut Probe = if tracing { &mut quiet } else { probe };
-    let mut cache = m.new_cache();
-    let mut logits = m.step(&ids, 0, &mut cache, live)?;
+    let live: &mut Probe = if trace_after { &mut quiet } else { probe };
+    let (mut cache, mut logits) = feed_prompt(m, &ids, live)?;
     let mut rng = SplitMix(u64::from(options.sampling.seed));
     let mut steps = Vec::new();
     let mut stop_reason = None;
@@ -257,8 +327,11 @@ pub(crate) fn generate(
     if options.max_new_tokens > 0 && stop_reason.is_none() {
         stop_reason = Some(StopReason::MaxLength);
     }
-    if tracing {
+    if trace_after {
         m.step(&ids, 0, &mut m.new_cache(), probe)?;
+    } else {
+        let fed = Fed { ids: ids.clone(), cache, probe: probe.clone(), logits: logits.clone() };
+        m.previous_forward().keep(fed);
     }
     let generated: Vec<u32> = ids[prompt_len..].to_vec();
     let target_tokens: Vec<String> =

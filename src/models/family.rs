@@ -42,6 +42,9 @@ pub trait Family: Send + Sync {
     fn repeated_random_maps(&self, _n: usize) -> Option<Result<Vec<AttentionBlock>>> {
         None
     }
+    /// Drops what a model kept of its last forward for the next one to start from (a causal
+    /// decoder's KV cache and rows); the next forward starts from position 0.
+    fn forget_previous(&self) {}
 }
 
 /// What [`super::ModelInfo`] takes from the family.

@@ -8,7 +8,7 @@
 //! [`super::decoder`]. Each struct mirrors one PyTorch module (named like its weights) and has
 //! its own `forward`.
 
-use super::decoder::{CausalLm, DecoderSpec, MAX_POSITIONS};
+use super::decoder::{CausalLm, DecoderSpec, PreviousForward, MAX_POSITIONS};
 use super::family::{
     no_own_files, Architecture, Family, ModelFiles, PositionKind, PositionTable, Sizes,
 };
@@ -302,6 +302,8 @@ pub struct Gpt2Model {
     h: Vec<Gpt2Block>,
     ln_f: LayerNorm,
     tokenizer: TextTokenizer,
+    /// The last forward, which the next text starts from.
+    previous: PreviousForward,
 }
 
 impl Gpt2Model {
@@ -327,7 +329,15 @@ impl Gpt2Model {
             .collect::<Result<Vec<_>>>()?;
         let ln_f = LayerNorm::load(&w.pp("ln_f"), d, c.layer_norm_epsilon)?;
         let tokenizer = TextTokenizer::from_bytes(tokenizer_json, c.max_positions())?;
-        Ok(Gpt2Model { config: c, wte, wpe, h, ln_f, tokenizer })
+        Ok(Gpt2Model {
+            config: c,
+            wte,
+            wpe,
+            h,
+            ln_f,
+            tokenizer,
+            previous: PreviousForward::default(),
+        })
     }
 
     /// The learned position embeddings of positions `0..n` (at most the viewer's positions):
@@ -379,6 +389,10 @@ impl CausalLm for Gpt2Model {
             data,
             wave: None,
         }
+    }
+
+    fn previous_forward(&self) -> &PreviousForward {
+        &self.previous
     }
 
     fn spec(&self) -> DecoderSpec<'_> {

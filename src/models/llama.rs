@@ -7,7 +7,7 @@
 //! one module of Hugging Face's `LlamaForCausalLM` (named like its weights) and has its own
 //! `forward`.
 
-use super::decoder::{CausalLm, DecoderSpec};
+use super::decoder::{CausalLm, DecoderSpec, PreviousForward};
 use super::family::{Architecture, Family, ModelFiles, PositionKind, PositionTable, Sizes, Wave};
 use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
@@ -492,6 +492,8 @@ pub struct LlamaModel {
     lm_head: Option<WeightMatrix>, // [vocab, d]
     rope: RotaryTable,
     tokenizer: TextTokenizer,
+    /// The last forward, which the next text starts from.
+    previous: PreviousForward,
 }
 
 impl LlamaModel {
@@ -548,6 +550,7 @@ impl LlamaModel {
             norm,
             lm_head,
             tokenizer,
+            previous: PreviousForward::default(),
         })
     }
 
@@ -592,6 +595,10 @@ impl CausalLm for LlamaModel {
             data: self.rotary_table(n),
             wave: Some(self.config.rotary_wave()),
         }
+    }
+
+    fn previous_forward(&self) -> &PreviousForward {
+        &self.previous
     }
 
     fn spec(&self) -> DecoderSpec<'_> {

@@ -60,7 +60,7 @@ impl Model {
             )));
         };
         let family = (arch.load)(&mut ModelFiles::new(&manifest.files, files))?;
-        Ok(Model { manifest, family })
+        Ok(Model::new(manifest, family))
     }
 
     /// Reads `manifest.json` (or infers one) and the listed files from a folder (native; in

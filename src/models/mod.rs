@@ -26,7 +26,7 @@ pub use manifest::Manifest;
 
 use crate::error::{Error, Result};
 use crate::heads::{induction_scores, score_block, HeadScores};
-use crate::nn::probe::Probe;
+use crate::nn::probe::{Probe, Recordings};
 use crate::result::{
     Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals,
     HeadRequest,
@@ -34,14 +34,21 @@ use crate::result::{
 use crate::tokenize::TextTokenizer;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Length of the random sequence that is repeated to find induction heads.
 pub const INDUCTION_TOKENS: usize = 20;
+
+/// Each head's induction score per causal self-attention site (kind, layer).
+type InductionScores = Vec<(AttentionKind, usize, Vec<f32>)>;
 
 /// A loaded model: its manifest and its family's model.
 pub struct Model {
     pub manifest: Manifest,
     pub family: Box<dyn Family>,
+    /// Its heads' induction scores (causal models; `None` for the others): they do not depend
+    /// on the text, so the probe runs on the first forward and every later one reads them.
+    induction: OnceLock<Option<InductionScores>>,
 }
 
 /// Positions a table holds when none are asked for: enough to see the slow dimensions turn.
@@ -69,6 +76,10 @@ pub struct ModelInfo {
 }
 
 impl Model {
+    pub fn new(manifest: Manifest, family: Box<dyn Family>) -> Model {
+        Model { manifest, family, induction: OnceLock::new() }
+    }
+
     /// One forward; `probe` says what to record besides the outputs, and holds it afterwards.
     /// `generate` says what a decoder-only model generates after the text (others ignore it).
     /// A forward whose attention or outputs came out NaN or infinite is an error naming the layer.
@@ -84,6 +95,12 @@ impl Model {
         Ok(output)
     }
 
+    /// The next forward starts from position 0, whatever the last one computed (a causal
+    /// decoder otherwise reuses the positions the last text shares with the next).
+    pub fn forget_previous_forward(&self) {
+        self.family.forget_previous();
+    }
+
     /// One forward with every attention map.
     pub fn attend(&self, text: &str) -> Result<Attended> {
         self.attend_generating(text, &GenerateOptions::default())
@@ -95,43 +112,90 @@ impl Model {
         self.attend_with(text, generate, false)
     }
 
-    /// One forward with every attention map, generating after the text as `generate` says
-    /// (decoder-only models), and, when `value_norms`, the value-weighted norms of every map.
+    /// One forward with every attention map and every head's scores, generating after the text
+    /// as `generate` says (decoder-only models), and, when `value_norms`, the value-weighted
+    /// norms of every map.
     pub fn attend_with(
         &self,
         text: &str,
         generate: &GenerateOptions,
         value_norms: bool,
     ) -> Result<Attended> {
-        let mut probe = if value_norms {
-            Probe::attention_maps_and_value_norms()
-        } else {
-            Probe::attention_maps()
-        };
-        let output = self.forward(text, generate, &mut probe)?;
-        let (attentions, value_norms) = probe.into_maps_and_norms();
-        Ok(Attended { output, attentions, value_norms })
+        Ok(self.attend_tracing(text, generate, value_norms, None)?.0)
     }
 
-    /// Every head's scores and label on `text` (see [`crate::heads`]); causal models also get
-    /// their induction score from a repeated random sequence of [`INDUCTION_TOKENS`] tokens.
+    /// As [`Model::attend_with`], and when `head` is given that head's intermediates (the step
+    /// view) from the same forward: one forward feeds every view of a text.
+    pub fn attend_tracing(
+        &self,
+        text: &str,
+        generate: &GenerateOptions,
+        value_norms: bool,
+        head: Option<HeadRequest>,
+    ) -> Result<(Attended, Option<HeadInternals>)> {
+        if let Some(request) = head {
+            self.check_head(request)?;
+        }
+        let mut probe = Probe::maps_and_head(value_norms, head);
+        let output = self.forward(text, generate, &mut probe)?;
+        let Recordings { maps: attentions, value_norms, trace } = probe.into_parts();
+        let internals = match head {
+            Some(request) => Some(self.internals(&output, request, trace)?),
+            None => None,
+        };
+        let (scores, induction_tokens) = self.score_heads(&output, &attentions)?;
+        let a = Attended { output, attentions, value_norms, scores, induction_tokens };
+        Ok((a, internals))
+    }
+
+    /// Every head's scores on the maps of `output` (see [`crate::heads`]); causal models' include
+    /// their induction score from a repeated random sequence of [`INDUCTION_TOKENS`] tokens,
+    /// whose length is returned beside them.
+    fn score_heads(
+        &self,
+        output: &ForwardOutput,
+        attentions: &[AttentionBlock],
+    ) -> Result<(Vec<HeadScores>, Option<usize>)> {
+        let special = self.family.shape().special_tokens;
+        let induction = self.induction()?;
+        let mut scores = Vec::new();
+        for b in attentions {
+            let (_, keys) = output.tokens_of(b.kind);
+            let ind = induction.and_then(|sites| {
+                sites.iter().find(|(kind, layer, _)| *kind == b.kind && *layer == b.layer)
+            });
+            scores.extend(score_block(b, &keys, &special, ind.map(|(_, _, s)| s.as_slice())));
+        }
+        Ok((scores, induction.map(|_| INDUCTION_TOKENS)))
+    }
+
+    /// The heads' induction scores, probed on the first call and kept (they do not depend on
+    /// the text); `None` for models that are not causal.
+    fn induction(&self) -> Result<Option<&InductionScores>> {
+        if let Some(kept) = self.induction.get() {
+            return Ok(kept.as_ref());
+        }
+        let maps = self.family.repeated_random_maps(INDUCTION_TOKENS).transpose()?;
+        let scores = maps.map(|maps| {
+            maps.iter()
+                .map(|m| {
+                    let n = INDUCTION_TOKENS.min(m.query_len / 2);
+                    (m.kind, m.layer, induction_scores(m, n))
+                })
+                .collect()
+        });
+        Ok(self.induction.get_or_init(|| scores).as_ref())
+    }
+
+    /// Every head's scores and label on `text` (see [`crate::heads`]): the scores every
+    /// forward's [`Attended`] carries.
     pub fn heads(
         &self,
         text: &str,
         generate: &GenerateOptions,
     ) -> Result<(Attended, Vec<HeadScores>)> {
         let a = self.attend_generating(text, generate)?;
-        let special = self.info().special_tokens;
-        let induction = self.family.repeated_random_maps(INDUCTION_TOKENS).transpose()?;
-        let mut scores = Vec::new();
-        for b in &a.attentions {
-            let (_, keys) = a.output.tokens_of(b.kind);
-            let ind = induction
-                .as_ref()
-                .and_then(|maps| maps.iter().find(|m| m.kind == b.kind && m.layer == b.layer))
-                .map(|m| induction_scores(m, INDUCTION_TOKENS.min(m.query_len / 2)));
-            scores.extend(score_block(b, &keys, &special, ind.as_deref()));
-        }
+        let scores = a.scores.clone();
         Ok((a, scores))
     }
 
@@ -203,26 +267,46 @@ impl Model {
         generate: &GenerateOptions,
         request: HeadRequest,
     ) -> Result<HeadInternals> {
+        self.check_head(request)?;
+        let mut probe = Probe::head(request);
+        let out = self.forward(text, generate, &mut probe)?;
+        self.internals(&out, request, probe.into_trace())
+    }
+
+    /// An error naming what exists when the model has no such kind, layer or head.
+    fn check_head(&self, request: HeadRequest) -> Result<()> {
         let info = self.info();
         let layers = info.layers.get(&request.kind).copied().unwrap_or(0);
         let heads = info.heads.get(&request.kind).copied().unwrap_or(0);
-        let bad = || {
-            let kinds: Vec<&str> = info.kinds.iter().map(|k| k.as_str()).collect();
-            Error::InvalidInput(format!(
-                "no {} attention at layer {} head {} (this model has kinds [{}], {layers} layers, {heads} heads)",
-                request.kind.as_str(),
-                request.layer,
-                request.head,
-                kinds.join(", ")
-            ))
-        };
-        if request.layer >= layers || request.head >= heads {
-            return Err(bad());
+        if request.layer < layers && request.head < heads {
+            return Ok(());
         }
-        let mut probe = Probe::head(request);
-        let out = self.forward(text, generate, &mut probe)?;
-        let (trace, block) = probe.into_trace().ok_or_else(bad)?;
-        let (query_tokens, key_tokens) = out.tokens_of(request.kind);
+        let kinds: Vec<&str> = info.kinds.iter().map(|k| k.as_str()).collect();
+        Err(Error::InvalidInput(format!(
+            "no {} attention at layer {} head {} (this model has kinds [{}], {layers} layers, {heads} heads)",
+            request.kind.as_str(),
+            request.layer,
+            request.head,
+            kinds.join(", ")
+        )))
+    }
+
+    /// The step view's data of `request` from what its forward traced.
+    fn internals(
+        &self,
+        output: &ForwardOutput,
+        request: HeadRequest,
+        traced: Option<(crate::result::HeadTrace, crate::result::BlockTrace)>,
+    ) -> Result<HeadInternals> {
+        let Some((trace, block)) = traced else {
+            self.check_head(request)?;
+            return Err(Error::InvalidInput(format!(
+                "the forward ran no {} attention at layer {}",
+                request.kind.as_str(),
+                request.layer
+            )));
+        };
+        let (query_tokens, key_tokens) = output.tokens_of(request.kind);
         let qk = crate::pca::qk_projection(&trace.q, &trace.k, trace.d_k);
         Ok(HeadInternals { request, query_tokens, key_tokens, trace, block, qk })
     }

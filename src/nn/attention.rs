@@ -112,6 +112,11 @@ impl KvCache {
         self.len += t;
     }
 
+    /// Forgets every position from `n` on (a causal prefix stays exactly what it was).
+    pub fn keep_first(&mut self, n: usize) {
+        self.len = self.len.min(n);
+    }
+
     /// The buffers' addresses (they never move: the tests check it).
     pub fn buffers(&self) -> (*const f32, *const f32) {
         (self.k.as_ptr(), self.v_t.as_ptr())

@@ -27,6 +27,7 @@ pub(super) struct Recorded {
 }
 
 /// One attention call's maps `# [heads, query_len, key_len]`.
+#[derive(Clone)]
 struct Chunk {
     query_len: usize,
     key_len: usize,
@@ -34,6 +35,7 @@ struct Chunk {
 }
 
 /// Every call at one site, in call order; keys grow from call to call with a KV cache.
+#[derive(Clone)]
 struct SiteRecord {
     site: Site,
     heads: usize,
@@ -44,10 +46,17 @@ fn non_finite(kind: AttentionKind, layer: usize) -> Error {
     invalid_model(format!("the {} attention of layer {} is NaN or infinite: the model's weights make its activations overflow", kind.as_str(), layer + 1))
 }
 
+/// What [`Probe::into_parts`] gives back.
+pub struct Recordings {
+    pub maps: Vec<AttentionBlock>,
+    pub value_norms: Option<Vec<AttentionBlock>>,
+    pub trace: Option<(HeadTrace, BlockTrace)>,
+}
+
 /// What a forward records. Each attention call asks [`Probe::traced_head`] which of its heads
 /// to trace, runs the one attention kernel, and hands the result to the probe; several calls at
 /// one site (one per decode step) add query rows to the same block.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Probe {
     maps: bool,
     /// Also record value-weighted norms (Kobayashi et al. 2020) beside every map.
@@ -80,6 +89,12 @@ impl Probe {
         Probe { head: Some(request), ..Probe::default() }
     }
 
+    /// Records every attention map, the value-weighted norms when `value_norms`, and every
+    /// intermediate of `head` when given: all that the views of one text need, from one forward.
+    pub fn maps_and_head(value_norms: bool, head: Option<HeadRequest>) -> Probe {
+        Probe { maps: true, value_norms, head, ..Probe::default() }
+    }
+
     /// Whether the attention calls should compute ‖f_h(x_j)‖ for [`Recorded::value_norms`].
     pub(super) fn wants_value_norms(&self) -> bool {
         self.maps && self.value_norms
@@ -93,6 +108,27 @@ impl Probe {
     /// The head whose intermediates the attention call at `site` should keep, if any.
     pub fn traced_head(&self, site: Site) -> Option<usize> {
         self.head.filter(|r| r.kind == site.kind && r.layer == site.layer).map(|r| r.head)
+    }
+
+    /// Whether `other` records the same things (maps, value norms, the same traced head), so
+    /// that its recording of some positions can stand for this probe's.
+    pub(crate) fn records_like(&self, other: &Probe) -> bool {
+        (self.maps, self.value_norms, self.head) == (other.maps, other.value_norms, other.head)
+    }
+
+    /// Keeps what was recorded for the first `n` positions of a causal forward: query rows
+    /// `0..n` and keys `0..n` (the later keys were masked for those rows). A forward over a text
+    /// whose first `n` tokens are the same records exactly this before its own rows.
+    pub(crate) fn keep_first_positions(&mut self, n: usize) {
+        for r in self.recorded.iter_mut().chain(&mut self.recorded_norms) {
+            keep_first_rows(&mut r.chunks, r.heads, n);
+        }
+        if let Some(t) = &mut self.trace {
+            t.keep_first_positions(n);
+        }
+        if let Some(b) = &mut self.block {
+            b.keep_first_queries(n);
+        }
     }
 
     /// Takes what one attention call at `site` computed.
@@ -183,6 +219,14 @@ impl Probe {
     pub fn into_trace(self) -> Option<(HeadTrace, BlockTrace)> {
         Some((self.trace?, self.block.unwrap_or_default()))
     }
+
+    /// Everything recorded: the maps, the value-weighted norms when asked for, and the traced
+    /// head's intermediates with its block's end when one was traced.
+    pub fn into_parts(self) -> Recordings {
+        let norms = self.value_norms.then(|| assemble(self.recorded_norms));
+        let trace = self.trace.map(|t| (t, self.block.unwrap_or_default()));
+        Recordings { maps: assemble(self.recorded), value_norms: norms, trace }
+    }
 }
 
 fn push_chunk(list: &mut Vec<SiteRecord>, site: Site, heads: usize, chunk: Chunk) {
@@ -190,6 +234,30 @@ fn push_chunk(list: &mut Vec<SiteRecord>, site: Site, heads: usize, chunk: Chunk
         Some(r) => r.chunks.push(chunk),
         None => list.push(SiteRecord { site, heads, chunks: vec![chunk] }),
     }
+}
+
+/// The chunks of one site cut to query rows `0..n` and keys `0..n`.
+fn keep_first_rows(chunks: &mut Vec<Chunk>, heads: usize, n: usize) {
+    let mut start = 0;
+    chunks.retain_mut(|c| {
+        let first = start;
+        start += c.query_len;
+        if first >= n {
+            return false;
+        }
+        let (q, tk) = ((n - first).min(c.query_len), c.key_len.min(n));
+        if (q, tk) != (c.query_len, c.key_len) {
+            // [heads, query_len, key_len] → [heads, q, tk]
+            let mut kept = Vec::with_capacity(heads * q * tk);
+            for head in c.values.chunks_exact((c.query_len * c.key_len).max(1)).take(heads) {
+                for row in head.chunks_exact(c.key_len.max(1)).take(q) {
+                    kept.extend_from_slice(&row[..tk]);
+                }
+            }
+            *c = Chunk { query_len: q, key_len: tk, values: kept };
+        }
+        true
+    });
 }
 
 /// One block per site from its calls' chunks: `[call][heads, q_i, Tk_i]` → `[heads, Σq_i, Tk]`,

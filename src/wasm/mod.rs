@@ -196,11 +196,34 @@ struct CallOptions {
     seed: Option<u32>,
     /// `attend` only: also return the value-weighted norms.
     value_norms: Option<bool>,
+    /// `attend` only: also return this head's intermediates (`step`), from the same forward.
+    step: Option<StepOption>,
+}
+
+/// The head whose intermediates `attend` returns beside the maps (the step view's).
+#[derive(Deserialize)]
+struct StepOption {
+    kind: String,
+    layer: usize,
+    head: usize,
+}
+
+impl StepOption {
+    fn request(&self) -> Result<HeadRequest, JsError> {
+        let kind = AttentionKind::parse(&self.kind).ok_or_else(|| {
+            JsError::new(&format!(
+                "unknown attention kind `{}` (encoder_self, decoder_self or cross)",
+                self.kind
+            ))
+        })?;
+        Ok(HeadRequest { kind, layer: self.layer, head: self.head })
+    }
 }
 
 impl CallOptions {
     /// The fields, as JS spells them.
-    const FIELDS: [&'static str; 5] = ["generate", "temperature", "topK", "seed", "valueNorms"];
+    const FIELDS: [&'static str; 6] =
+        ["generate", "temperature", "topK", "seed", "valueNorms", "step"];
 
     fn read(options: JsValue, call: &str) -> Result<CallOptions, JsError> {
         if options.is_undefined() || options.is_null() {
@@ -231,10 +254,16 @@ impl CallOptions {
                 "{call} options: temperature must be a number ≥ 0, not {t}"
             )));
         }
-        if o.value_norms == Some(true) && call != "attend" {
-            return Err(JsError::new(&format!(
-                "{call} options: valueNorms is an option of attend only"
-            )));
+        if call != "attend" {
+            for (given, name) in
+                [(o.value_norms == Some(true), "valueNorms"), (o.step.is_some(), "step")]
+            {
+                if given {
+                    return Err(JsError::new(&format!(
+                        "{call} options: {name} is an option of attend only"
+                    )));
+                }
+            }
         }
         Ok(o)
     }
@@ -292,23 +321,22 @@ impl AttnModel {
     /// topK, seed }`: a decoder-only model (`info().generates`) then generates `generate` tokens
     /// (greedy, or sampled at `temperature` > 0 from the `topK` most probable with `seed`; other
     /// models ignore them); `valueNorms: true`: also `value_norms`, ‖α_ij f_h(x_j)‖ per block
-    /// (the "value-weighted" measure), laid out like `attentions`.
+    /// (the "value-weighted" measure), laid out like `attentions`; `step: { kind, layer, head }`:
+    /// also `step`, that head's intermediates ([`AttnModel::step`]'s answer) from the same
+    /// forward, so the step and query/key views cost no second forward of a text.
     pub fn attend(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "attend")?;
+        let head = o.step.as_ref().map(StepOption::request).transpose()?;
         let start = now_ms();
-        let a = self
+        let (a, internals) = self
             .model
-            .attend_with(text, &o.generate(), o.value_norms.unwrap_or(false))
+            .attend_tracing(text, &o.generate(), o.value_norms.unwrap_or(false), head)
             .map_err(err)?;
         let ms = now_ms() - start;
-        to_js(&AttendResult::new(
-            &self.model.manifest.id,
-            text,
-            &a,
-            &self.model.info().special_tokens,
-            ms,
-            f32s,
-        ))
+        let id = &self.model.manifest.id;
+        let mut result = AttendResult::new(id, text, &a, ms, f32s);
+        result.step = internals.as_ref().map(|hi| StepResult::new(id, text, hi, f32s));
+        to_js(&result)
     }
 
     /// Every intermediate of one head: [`StepResult`] (`schema/attend.schema.json`), arrays as
@@ -340,9 +368,7 @@ impl AttnModel {
     pub fn heads(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "heads")?;
         let (a, scores) = self.model.heads(text, &o.generate()).map_err(err)?;
-        let induction =
-            scores.iter().any(|s| s.induction.is_some()).then_some(crate::models::INDUCTION_TOKENS);
-        to_js(&HeadsResult::new(&self.model.manifest.id, text, &a, &scores, induction))
+        to_js(&HeadsResult::new(&self.model.manifest.id, text, &a, &scores, a.induction_tokens))
     }
 
     /// The position vectors the model adds to its token embeddings, positions `0..count`

@@ -71,11 +71,31 @@ test('SmolLM2 in wasm (Chromium) equals the native build: tokens, continuation, 
     t.diagnostic(`${c.text}: max |wasm − native| = ${worst.toExponential(2)}`);
     assert.ok(worst <= TOL, `${c.text}: wasm and native maps differ by ${worst}`);
   }
+  // One forward for every view: attend asked for a head's internals gives step()'s, and every
+  // block's scores carry the heads' induction score (text-independent, probed once).
+  const one = await page.evaluate(() => {
+    const head = { kind: 'decoder_self', layer: 3, head: 7 };
+    const r = window.smollm2.attend('The capital of France is', { generate: 3, step: head });
+    const s = window.smollm2.step('The capital of France is', head.kind, head.layer, head.head, { generate: 3 });
+    const diff = (a, b) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
+    return {
+      fields: ['q', 'k', 'v', 'scores', 'probs', 'output'].map((f) => [f, r.step[f].length === s[f].length, diff(r.step[f], s[f])]),
+      tokens: [r.step.query_tokens, s.query_tokens],
+      induction: r.induction_tokens,
+      scored: r.attentions.every((b) => b.scores.length === b.heads && b.scores.every((h) => typeof h.induction === 'number')),
+      plain: 'step' in window.smollm2.attend('hi'),
+    };
+  });
+  for (const [f, sameLength, worst] of one.fields) assert.ok(sameLength && worst === 0, `attend's step.${f} is step()'s (${worst})`);
+  assert.deepEqual(one.tokens[0], one.tokens[1]);
+  assert.equal(one.induction, 20);
+  assert.ok(one.scored, 'every head of every block has its scores, induction included');
+  assert.equal(one.plain, false, 'no step unless asked for');
   // A bad request is an Error, and the instance keeps working after it.
   const errors = await page.evaluate(() => {
     const out = [];
     // (an option misspelt is an error too, not ignored: topk for topK)
-    for (const f of [() => window.smollm2.attend(''), () => window.smollm2.attend('hi', { generate: 2, temperature: -1 }), () => window.smollm2.step('hi', 'cross', 0, 0), () => window.smollm2.attend('hi', { generate: 2, temperature: 1, topk: 5 }), () => window.smollm2.heads('hi', { valueNorms: true })]) {
+    for (const f of [() => window.smollm2.attend(''), () => window.smollm2.attend('hi', { generate: 2, temperature: -1 }), () => window.smollm2.step('hi', 'cross', 0, 0), () => window.smollm2.attend('hi', { generate: 2, temperature: 1, topk: 5 }), () => window.smollm2.heads('hi', { valueNorms: true }), () => window.smollm2.attend('hi', { step: { kind: 'cross', layer: 0, head: 0 } }), () => window.smollm2.step('hi', 'decoder_self', 0, 0, { step: { kind: 'decoder_self', layer: 0, head: 0 } })]) {
       try { f(); out.push('no error'); } catch (e) { out.push(e instanceof Error ? e.message : `not an Error: ${e}`); }
     }
     out.push(window.smollm2.attend('hi', { generate: 1 }).tokens.target.length);
@@ -86,5 +106,7 @@ test('SmolLM2 in wasm (Chromium) equals the native build: tokens, continuation, 
   assert.match(errors[2], /no cross attention/);
   assert.match(errors[3], /attend options: unknown field `topk`/);
   assert.match(errors[4], /heads options: valueNorms is an option of attend only/);
-  assert.equal(errors[5], 1);
+  assert.match(errors[5], /no cross attention at layer 0 head 0/);
+  assert.match(errors[6], /step options: step is an option of attend only/);
+  assert.equal(errors[7], 1);
 });

@@ -214,14 +214,7 @@ pub fn run_page(manifest_json: &str, files: &HashMap<String, Vec<u8>>) -> Outcom
     for options in runs {
         match model.attend_generating(TEXT, &options) {
             Ok(a) => {
-                let result = AttendResult::new(
-                    &model.manifest.id,
-                    TEXT,
-                    &a,
-                    &model.info().special_tokens,
-                    0.0,
-                    |v| v,
-                );
+                let result = AttendResult::new(&model.manifest.id, TEXT, &a, 0.0, |v| v);
                 serde_json::to_writer(std::io::sink(), &result)
                     .expect("an attend result serialises");
             }

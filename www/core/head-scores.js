@@ -1,6 +1,6 @@
 // What the head overview's scores are called, one list for every layer: the labels a head can
 // get (src/heads.rs HeadLabel, in legend order) and the score columns of its table. The numbers
-// come from Rust (every forward's blocks carry them; heads() adds induction) or, for maps a
+// come from Rust (every forward's blocks carry them, induction included: headsOf) or, for maps a
 // notebook supplies, from python/attnviz/heads.py.
 
 /** [label, what it means], in legend order. */
@@ -31,3 +31,20 @@ export const SCORES = [
   ['delimiter', 'delim', 'weight on [SEP] and punctuation'],
   ['induction', 'induct', 'induction score (causal models)'],
 ];
+
+const headsByResult = new WeakMap(); // a forward's result → headsOf it
+
+/**
+ * The head overview's data from a forward's result (the shape of the wasm facade's heads(),
+ * src/output.rs HeadsResult): every block's scores, which the forward computed with its maps.
+ */
+export function headsOf(result) {
+  if (!result) return null;
+  let heads = headsByResult.get(result);
+  if (!heads) {
+    const { model, text, tokens } = result;
+    heads = { model, text, tokens, induction_tokens: result.induction_tokens ?? null, heads: result.attentions.flatMap((b) => b.scores || []) };
+    headsByResult.set(result, heads);
+  }
+  return heads;
+}

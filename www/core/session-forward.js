@@ -53,7 +53,9 @@ export const forwardMethods = {
     const { text } = this.state;
     const gen = this.genParams();
     const valueNorms = this.state.measure === 'value-norm';
-    const request = { key: cacheKey(model, text, gen, valueNorms, infoSeq), model, text, gen, valueNorms, infoSeq, tPost: 0 };
+    // The step and query/key views' head comes with the maps, from the same forward.
+    const step = this.stepAsked();
+    const request = { key: cacheKey(model, text, gen, valueNorms, infoSeq), model, text, gen, valueNorms, step, infoSeq, tPost: 0 };
     request.ask = async () => {
       const busyTimer = later('session:busy', () => {
         this.busy = true;
@@ -61,7 +63,7 @@ export const forwardMethods = {
       }, BUSY_AFTER_MS);
       request.tPost = performance.now();
       try {
-        return await this.channel.attend(model, text, gen, valueNorms);
+        return await this.channel.attend(model, text, gen, valueNorms, step);
       } finally {
         clearTimeout(busyTimer);
       }
@@ -85,7 +87,9 @@ export const forwardMethods = {
     const tAnswer = performance.now();
     this.error = null;
     this.phase = 'ready';
-    this.result = ans.result;
+    const { step, ...result } = ans.result;
+    if (step) this.steps.set(this.stepKeyOf(request, request.step), step);
+    this.result = result;
     this.resultFor = { model, text, gen: request.gen, valueNorms: request.valueNorms, infoSeq: request.infoSeq };
     this.catchingUp = !current;
     this.shape = resultShape(this.result);

@@ -1,7 +1,9 @@
 // What a view needs besides the maps (installed on Session by session.js): one head's step
-// internals (the step and query/key views), the model's position table (the positions view, with
-// the main-thread chart wasm) and the head scores (the head overview), each fetched by its own
-// lane once per key into an LRU cache.
+// internals (the step and query/key views) and the model's position table (the positions view,
+// with the main-thread chart wasm), each fetched by its own lane once per key into an LRU cache.
+// The step internals of the head shown come with the text's forward (forwardWanted asks attend
+// for them): the step lane asks only when the head changes on a text already computed. The
+// head overview's scores are every forward's (result blocks' scores, core/head-scores.js).
 
 import { kindShown, viewSpec as viewFor } from './views.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
@@ -40,13 +42,23 @@ export const viewDataMethods = {
   /** Fetch what the view shows beside the forward (each lane asks only when its view needs it). */
   fetchViewData() {
     if (viewFor(this.state.view).needsPositions) this.loadCharts();
-    return Promise.all([this.stepLane.run(), this.positionsLane.run(), this.headsLane.run()]);
+    return Promise.all([this.stepLane.run(), this.positionsLane.run()]);
+  },
+
+  /** The head whose internals the view shows ({ kind, layer, head }: attend's and step()'s
+   *  question), or null when the view shows none. */
+  stepAsked(s = this.state) {
+    return viewFor(s.view).needsStep ? { kind: kindShown(s), layer: s.layer, head: s.head } : null;
+  },
+
+  /** The step cache key of head `step` on the forward `r` ({ model, text, gen }). */
+  stepKeyOf(r, step) {
+    return cacheKey(r && r.model, r && r.text, r && r.gen, step.kind, step.layer, step.head);
   },
 
   /** The step cache key: everything the step internals depend on. */
   stepKey(s = this.state) {
-    const r = this.resultFor;
-    return cacheKey(r && r.model, r && r.text, r && r.gen, kindShown(s), s.layer, s.head);
+    return this.stepKeyOf(this.resultFor, { kind: kindShown(s), layer: s.layer, head: s.head });
   },
 
   /** The step internals for the current state, if fetched. */
@@ -54,12 +66,13 @@ export const viewDataMethods = {
     return this.steps.get(this.stepKey());
   },
 
-  /** The step and qk views: one head's internals (step()) for the drawn model, text and generation. */
+  /** The step and qk views: one head's internals (step()) for the drawn model, text and generation,
+   *  when the forward did not bring them (the head changed since). */
   stepWanted() {
-    const s = this.state;
-    if (!viewFor(s.view).needsStep) return null;
+    const step = this.stepAsked();
+    if (!step) return null;
     const { model, text, gen } = this.resultFor;
-    return { key: this.stepKey(), ask: () => this.channel.step(model, text, kindShown(s), s.layer, s.head, gen) };
+    return { key: this.stepKey(), ask: () => this.channel.step(model, text, step.kind, step.layer, step.head, gen) };
   },
 
   /** The positions view: the drawn model's position table, once per model. */
@@ -79,19 +92,6 @@ export const viewDataMethods = {
         this.emit('status');
       },
     );
-  },
-
-  /** The head-scores cache key: what heads() depends on (not the measure: scores are of α). */
-  headsKey() {
-    const r = this.resultFor;
-    return cacheKey(r && r.model, r && r.text, r && r.gen);
-  },
-
-  /** The head overview: heads() of the drawn model, text and generation. */
-  headsWanted() {
-    if (!viewFor(this.state.view).needsHeads || !this.source.runsModels) return null; // supplied: given with the maps
-    const { model, text, gen } = this.resultFor;
-    return { key: this.headsKey(), ask: () => this.channel.heads(model, text, gen) };
   },
 
   /** The view draws one head's step internals (step, qk) and they are not fetched yet. */

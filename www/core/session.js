@@ -14,6 +14,7 @@
 // This file holds the state itself: patching it, fitting it to a result, what the views draw from.
 
 import { stepLabels } from './analysis.js';
+import { headsOf } from './head-scores.js';
 import { Channel } from '../worker/worker-client.js';
 import { clampToResult, defaultState } from './state.js';
 import { kindShown, viewAvailable, viewSpec as viewFor, VIEW_SPECS } from './views.js';
@@ -30,7 +31,7 @@ import { viewDataMethods } from './session-view-data.js';
 
 export { downloadBytes, meteredReason };
 
-// Answers kept per session: step internals and head scores of the last texts and heads looked at,
+// Answers kept per session: step internals of the last texts and heads looked at,
 // and the position tables of the last models.
 const ANSWERS_KEPT = 32;
 const MODELS_KEPT = 8;
@@ -42,7 +43,7 @@ const MODELS_KEPT = 8;
 const MODEL_SOURCE = {
   runsModels: true,
   specialTokens: (session) => (session.info && session.info.special_tokens) || [],
-  headScores: (session) => session.headScores.get(session.headsKey()),
+  headScores: (session) => headsOf(session.result),
   offers: () => true,
   constrain: (state) => state,
   ...modelComparison,
@@ -90,7 +91,6 @@ export class Session {
     this.cursor = null; // transient: the item the keys [ ] { } read out last, where they go on from
     this.steps = new LruCache(ANSWERS_KEPT); // stepKey → step() internals (the step and qk views)
     this.positionTables = new LruCache(MODELS_KEPT); // model id → its positions() table (the positions view)
-    this.headScores = new LruCache(ANSWERS_KEPT); // headsKey → heads() answer (the head overview)
     this.loadSeq = 0;
     this.infoSeq = 0; // the loadSeq `info` was loaded at: an answer from before it is of another load
     // Every request to the worker goes through a lane (lane.js): one in flight, the newest owed.
@@ -98,7 +98,6 @@ export class Session {
     this.compareForwards = new Lane(() => this.compareWanted(), (req, ans, err) => this.compareDone(req, ans, err));
     this.stepLane = this.fetchLane(this.steps, () => this.stepWanted(), 'step view', 'step');
     this.positionsLane = this.fetchLane(this.positionTables, () => this.positionsWanted(), 'positions view', 'positions');
-    this.headsLane = this.fetchLane(this.headScores, () => this.headsWanted(), 'head overview', 'heads');
     this.inputTimes = new Map(); // text → when the input event that produced it happened
     this.pendingLatency = null; // the same, for a result not yet drawn
     this.latency = null; // { total, toPost, roundTrip, forward } of the last typed text drawn

@@ -13,16 +13,17 @@
 //     (model: a key, weights.js: `id` or `id@exact`)
 //   → { id, type: 'cached', model }                    ← { id, type: 'cached', cached }
 //     (would loading the key download nothing: loaded, or every file in the Cache API)
-//   → { id, channel, type: 'attend', model, text, gen, valueNorms } ← { id, type: 'result', result, ms }
-//     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions)
+//   → { id, channel, type: 'attend', model, text, gen, valueNorms, step } ← { id, type: 'result', result, ms }
+//     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions; step:
+//     { kind, layer, head } adds result.step, that head's internals from the same forward; every
+//     block's scores carry its heads' statistics and labels, src/heads.rs: one forward per text
+//     feeds every view)
 //   → { id, channel, type: 'step', model, text, kind, layer, head, gen } ← { id, type: 'step', step }
 // gen: null (the text alone), or the wasm calls' own options { generate, temperature, topK, seed }
 // (generationOptions below) for a model whose info says generates: true — continue the text
 // `generate` tokens (no temperature: greedy; topK 0: all tokens).
 // The maps and step internals then cover every position fed: the prompt and each token generated.
 //   → { id, channel, type: 'positions', model, count } ← { id, type: 'positions', positions }
-//   → { id, channel, type: 'heads', model, text, gen } ← { id, type: 'heads', heads } (per-head scores
-//     and labels, src/heads.rs)
 // `result` and `step` are exactly what the wasm facade returns: the types described once in
 // schema/attend.schema.json (the CLI prints the same as JSON), arrays of floats as Float32Arrays.
 //   → { id, type: 'open', files: [{ name, file: File }], name }  ← { id, type: 'progress', inspected: report }
@@ -46,8 +47,8 @@
 // while the worker computes, newer requests replace older ones that have not started yet.
 
 /**
- * A view state's generation ({ gen, temperature, topK, seed }) → the `gen` of attend, step and
- * heads requests: exactly the wasm calls' options, sampled only at a temperature > 0, or null for
+ * A view state's generation ({ gen, temperature, topK, seed }) → the `gen` of attend and step
+ * requests: exactly the wasm calls' options, sampled only at a temperature > 0, or null for
  * the text alone. The one place they are normalised (the wasm checks what it is given).
  */
 export function generationOptions({ gen, temperature, topK, seed }, maxTokens) {
@@ -65,7 +66,6 @@ export const REQUEST = Object.freeze({
   cached: 'cached',
   attend: 'attend',
   step: 'step',
-  heads: 'heads',
   positions: 'positions',
   open: 'open',
   openHub: 'open-hub',
@@ -82,7 +82,6 @@ export const ANSWER = Object.freeze({
   cached: 'cached',
   result: 'result',
   step: 'step',
-  heads: 'heads',
   positions: 'positions',
   opened: 'opened',
   added: 'added',

@@ -220,9 +220,10 @@ export class Channel {
   }
 
   /** → { result, ms } or { superseded: true }. gen: null or { generate, temperature, topK, seed } (protocol.js generationOptions);
-   *  valueNorms: also the value-weighted norms (result.value_norms). */
-  attend(model, text, gen = null, valueNorms = false) {
-    return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms });
+   *  valueNorms: also the value-weighted norms (result.value_norms); step: null or { kind, layer,
+   *  head }, also that head's internals from the same forward (result.step). */
+  attend(model, text, gen = null, valueNorms = false, step = null) {
+    return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms, step });
   }
 
   /** → { step } or { superseded: true } (gen as for attend) */
@@ -230,10 +231,6 @@ export class Channel {
     return request({ type: REQUEST.step, channel: this.name, model, text, kind, layer, head, gen });
   }
 
-  /** → { heads } (every head's scores and label, src/heads.rs) or { superseded: true } (gen as for attend) */
-  heads(model, text, gen = null) {
-    return request({ type: REQUEST.heads, channel: this.name, model, text, gen });
-  }
 
   /** → { positions } (the model's position table, positions 0..count) or { superseded: true } */
   positions(model, count) {

@@ -78,7 +78,8 @@ async function handle(msg) {
       case REQUEST.attend: {
         const m = await ensureModel(msg.model, progress);
         const t0 = performance.now();
-        const result = guarded(() => m.model.attend(String(msg.text ?? ''), { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms }));
+        const step = msg.step ? { step: { kind: String(msg.step.kind), layer: msg.step.layer | 0, head: msg.step.head | 0 } } : {};
+        const result = guarded(() => m.model.attend(String(msg.text ?? ''), { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms, ...step }));
         const ms = performance.now() - t0;
         answer({ type: ANSWER.result, result, ms }, transferables(result));
         break;
@@ -87,12 +88,6 @@ async function handle(msg) {
         const m = await ensureModel(msg.model, progress);
         const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0, generateOptions(m, msg.gen)));
         answer({ type: ANSWER.step, step }, transferables(step));
-        break;
-      }
-      case REQUEST.heads: {
-        const m = await ensureModel(msg.model, progress);
-        const heads = guarded(() => m.model.heads(String(msg.text ?? ''), generateOptions(m, msg.gen)));
-        answer({ type: ANSWER.heads, heads });
         break;
       }
       case REQUEST.positions: {

@@ -14,7 +14,7 @@
 mod serve;
 
 use attnviz::heads::HeadScores;
-use attnviz::models::{Model, DEFAULT_POSITIONS, INDUCTION_TOKENS};
+use attnviz::models::{Model, DEFAULT_POSITIONS};
 use attnviz::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use attnviz::result::{
     row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest,
@@ -290,14 +290,7 @@ fn run(args: Args) -> Result<(), String> {
             } else {
                 json_line(
                     &mut out,
-                    &AttendResult::new(
-                        id,
-                        &args.text,
-                        &a,
-                        &model.info().special_tokens,
-                        ms,
-                        std::convert::identity,
-                    ),
+                    &AttendResult::new(id, &args.text, &a, ms, std::convert::identity),
                 )
             }
         }
@@ -309,12 +302,13 @@ fn run(args: Args) -> Result<(), String> {
         }
         Command::Heads { table } => {
             let (a, scores) = model.heads(&args.text, &args.generate).map_err(|e| e.to_string())?;
-            let induction =
-                scores.iter().any(|s| s.induction.is_some()).then_some(INDUCTION_TOKENS);
             if table {
                 print_heads(&mut out, id, &scores)
             } else {
-                json_line(&mut out, &HeadsResult::new(id, &args.text, &a, &scores, induction))
+                json_line(
+                    &mut out,
+                    &HeadsResult::new(id, &args.text, &a, &scores, a.induction_tokens),
+                )
             }
         }
         Command::Positions { count, .. } => {
