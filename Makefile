@@ -367,6 +367,10 @@ bench: setup models build cli venv
 	  echo "[bench] peer ratios against candle's BERT ($(PEERS_DIR))"; \
 	  PEERS_DIR="$(PEERS_DIR)" MINILM_DIR="$(CURDIR)/models/minilm" node "$(PEERS_DIR)/run.mjs" --adapter benches/peer-adapters.mjs; \
 	else echo "[bench] no peer build at PEERS_DIR=$(PEERS_DIR) (copy ../shared/peers there and run its build.sh): peer ratios skipped"; fi
+	@if [ -d "$(PEERS_DIR)/wllama/node_modules/@wllama/wllama" ]; then \
+	  echo "[bench] SmolLM2 against llama.cpp in wasm (wllama, same page, same GGUF, 1 thread each; docs/performance.md)"; \
+	  node "$(PEERS_DIR)/wllama/run.mjs" "$(CURDIR)" --reps 7 --build pkg/relaxed; \
+	else echo "[bench] no wllama at PEERS_DIR=$(PEERS_DIR)/wllama (copy ../shared/peers there and npm install in wllama/): decoder peer skipped"; fi
 
 # Re-shoots the README's pictures from the real page.
 screenshots: setup models build

@@ -3,7 +3,7 @@
 //! in [`crate::weights::ggml`]), and their products through the one kernel: int8 and blocks
 //! are widened or decoded next to it, never dequantised at load.
 
-use super::gemm::{linear, linear_by_panels, matmul_bt, PANEL_FROM_ROWS};
+use super::gemm::{linear, linear_by_panels, matmul_bt, OutPtr, PANEL_FROM_ROWS};
 use super::lanes::F4;
 use super::mat::{Mat, View};
 use crate::weights::ggml::{f16_to_f32, BlockFormat, BlockMat};
@@ -86,33 +86,65 @@ pub fn linear_blocks(x: &Mat, w: &BlockMat) -> Mat {
     linear_by_panels(x, w.rows, w.cols, |r, out| w.dequantize_row(r, out))
 }
 
-/// `out = x · Wᵀ` for a weight in 32-value blocks (Q4_0, Q4_1, Q8_0), rows of `x` four at a
-/// time against one weight row, each block decoded once for the four.
+/// Weight rows a thread takes at a time in [`quantized_gemm`] (enough to amortise waking a helper).
+const QUANTIZED_ROWS_PER_CHUNK: usize = 256;
+
+/// `out = x · Wᵀ` for a weight in 32-value blocks (Q4_0, Q4_1, Q8_0): each weight row's blocks
+/// are decoded once for up to four rows of `x` (a group of 4, then the last 1–3 together: typing
+/// feeds 1–3 new tokens, which then cost about one). Weight rows go to the pool's threads in
+/// chunks; every value is computed as on one thread.
 fn quantized_gemm(x: &Mat, w: &BlockMat, out: &mut [f32]) {
     let (m, n, blocks) = (x.rows(), w.rows, w.cols / 32);
+    assert!(out.len() >= m * n, "quantized_gemm: output too small");
     // Σ of each 32-value block of each row of x: the offset term (m·Σx) of every block.
     let sums: Vec<f32> = x.as_slice().chunks_exact(32).map(|c| c.iter().sum()).collect();
-    let m4 = m - m % 4;
-    for j in 0..n {
-        let row = w.row_bytes_of(j);
-        let mut i = 0;
-        while i < m4 {
-            let r = block_dots(
-                w.format,
-                row,
-                [x.row(i), x.row(i + 1), x.row(i + 2), x.row(i + 3)],
-                std::array::from_fn(|d| &sums[(i + d) * blocks..(i + d + 1) * blocks]),
-            );
-            for (d, v) in r.into_iter().enumerate() {
-                out[(i + d) * n + j] = v;
+    let sums_of = |i: usize| &sums[i * blocks..(i + 1) * blocks];
+    let out = OutPtr(out.as_mut_ptr());
+    let threads = crate::pool::threads();
+    let chunks = if threads > 1 { n.div_ceil(QUANTIZED_ROWS_PER_CHUNK) } else { 1 };
+    let per_chunk = n.div_ceil(chunks);
+    crate::pool::for_each_chunk(chunks, &|c| {
+        for j in c * per_chunk..((c + 1) * per_chunk).min(n) {
+            let row = w.row_bytes_of(j);
+            let put = |i: usize, values: &[f32]| {
+                for (d, &v) in values.iter().enumerate() {
+                    // SAFETY: (i + d, j) < (m, n) and chunks own disjoint columns j.
+                    unsafe { *out.at((i + d) * n + j) = v };
+                }
+            };
+            let mut i = 0;
+            while i + 4 <= m {
+                let rows = std::array::from_fn(|d| x.row(i + d));
+                put(
+                    i,
+                    &block_dots::<4>(w.format, row, rows, std::array::from_fn(|d| sums_of(i + d))),
+                );
+                i += 4;
             }
-            i += 4;
+            match m - i {
+                3 => put(
+                    i,
+                    &block_dots::<3>(
+                        w.format,
+                        row,
+                        [x.row(i), x.row(i + 1), x.row(i + 2)],
+                        [sums_of(i), sums_of(i + 1), sums_of(i + 2)],
+                    ),
+                ),
+                2 => put(
+                    i,
+                    &block_dots::<2>(
+                        w.format,
+                        row,
+                        [x.row(i), x.row(i + 1)],
+                        [sums_of(i), sums_of(i + 1)],
+                    ),
+                ),
+                1 => put(i, &block_dots::<1>(w.format, row, [x.row(i)], [sums_of(i)])),
+                _ => {}
+            }
         }
-        for i in m4..m {
-            out[i * n + j] =
-                block_dots(w.format, row, [x.row(i)], [&sums[i * blocks..(i + 1) * blocks]])[0];
-        }
-    }
+    });
 }
 
 /// `R` dot products of activation rows with one weight row of 32-value blocks. Per block:
@@ -289,8 +321,8 @@ mod tests {
             w.dequantize_row(r, row);
         }
         let dense = Mat::from_vec(rows, cols, dense);
-        for m in [5, 9] {
-            // 5 rows: decoded in registers; 9: panel path.
+        for m in [2, 3, 5, 7, 9] {
+            // 2–7 rows: decoded in registers (groups of 4, then the last 1–3 together); 9: panels.
             let x = pseudo_random(m, cols, 21);
             let (fast, exact) = (linear_blocks(&x, &w), linear(&x, &dense, None));
             for (u, v) in fast.as_slice().iter().zip(exact.as_slice()) {
@@ -300,6 +332,10 @@ mod tests {
             let one = linear_blocks(&Mat::from_vec(1, cols, x.row(m - 1).to_vec()), &w);
             if m < PANEL_FROM_ROWS {
                 assert_eq!(one.row(0), fast.row(m - 1));
+                assert_eq!(
+                    linear_blocks(&Mat::from_vec(1, cols, x.row(0).to_vec()), &w).row(0),
+                    fast.row(0)
+                );
             }
         }
         for format in [BlockFormat::Q4_0, BlockFormat::Q8_0] {
