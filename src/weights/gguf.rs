@@ -101,7 +101,7 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).unwrap_or(usize::MAX);
+        let end = self.pos.saturating_add(n);
         if end > self.bytes.len() {
             return Err(self.past_the_bytes(end).unwrap_or_else(|| {
                 invalid_model(format!(
