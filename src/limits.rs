@@ -34,10 +34,30 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Refuses a `tokenizer.json` of `size` bytes over [`MAX_TOKENIZER_JSON_BYTES`]: the one
+/// message for it, whether the size or the bytes are at hand.
+pub fn check_tokenizer_json_size(size: u64) -> crate::Result<()> {
+    if size > MAX_TOKENIZER_JSON_BYTES as u64 {
+        return Err(crate::error::invalid_model(format!(
+            "tokenizer.json is {}, more than the {} accepted",
+            human_bytes(size),
+            human_bytes(MAX_TOKENIZER_JSON_BYTES as u64)
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses model files whose sizes together exceed the memory budget, from their sizes alone:
 /// call it before reading or copying them (the CLI before `fs::read`, the wasm facade before
-/// copying each `Uint8Array` into the module's memory).
+/// copying each `Uint8Array`, the page's inspection before estimating memory). A file over its
+/// own limit is named for that first: it is the cause, whatever the total.
 pub fn check_file_sizes<'a>(files: impl IntoIterator<Item = (&'a str, u64)>) -> crate::Result<()> {
+    let files: Vec<(&str, u64)> = files.into_iter().collect();
+    for &(name, size) in &files {
+        if name == "tokenizer.json" {
+            check_tokenizer_json_size(size)?;
+        }
+    }
     let mut total: u64 = 0;
     for (name, size) in files {
         total = total.saturating_add(size);

@@ -41,6 +41,10 @@ pub struct AttentionResult<F> {
     /// deriving them again. Absent from value-norm blocks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scores: Option<Vec<HeadScores>>,
+    /// When only some heads are kept (the CLI's `--heads`): which, in the order of `data`'s
+    /// first axis. Absent: heads 0 to `heads` − 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_ids: Option<Vec<usize>>,
 }
 
 /// What `attend` returns.
@@ -128,6 +132,7 @@ fn blocks<'a, F>(
                 shape: [b.heads, b.query_len, b.key_len],
                 data: floats(&b.probs),
                 scores,
+                head_ids: None,
             }
         })
         .collect()

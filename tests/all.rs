@@ -11,6 +11,8 @@ mod schema_check;
 
 #[path = "bert_family.rs"]
 mod bert_family;
+#[path = "cli.rs"]
+mod cli;
 #[path = "fuzz_parsers.rs"]
 mod fuzz_parsers;
 #[path = "fuzz_regressions.rs"]

@@ -70,13 +70,9 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let (c, format, parameters, weight_bytes, working) = if let Some(g) =
         used.iter().find(|f| f.name.ends_with(".gguf"))
     {
-        let gguf = crate::weights::gguf::read_header(g.head.to_vec(), g.size, g.name).map_err(|e| match e {
-            // Cut by us, not in the file: say so, not that the file is corrupt.
-            Error::InvalidModel(m) if (g.head.len() as u64) < g.size => {
-                invalid_model(format!("{}'s header (metadata and tensor table) is longer than the first {} read for inspection ({m})", g.name, human_bytes(g.head.len() as u64)))
-            }
-            e => e,
-        })?;
+        // A header longer than the bytes read is an error of its own, told apart from a fault
+        // in what was read (which the CLI, reading the whole file, names in the same words).
+        let gguf = crate::weights::gguf::read_header(g.head.to_vec(), g.size, g.name)?;
         let sizes =
             gguf_sizes().ok_or_else(|| Error::UnsupportedArchitecture("GGUF files".into()))?;
         let c = sizes(&gguf)?;
@@ -145,7 +141,7 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     let memory_bytes = weight_bytes.saturating_add(working.max(maps));
     if memory_bytes > MEMORY_BUDGET_BYTES {
         return Err(invalid_model(format!(
-            "this model needs about {} of memory in the page ({} of weights, then {} of files while loading or {} of attention maps for {t} tokens), more than {}",
+            "this model needs about {} of memory in the page ({} of weights and tokenizer, then {} of files while loading or {} of attention maps for {t} tokens), more than {}",
             human_bytes(memory_bytes),
             human_bytes(weight_bytes),
             human_bytes(working),

@@ -1,8 +1,9 @@
 //! Checks a `tokenizer.json` before the `tokenizers` crate sees it, for the inputs on which that
 //! crate panics, allocates without bound or runs for minutes (issue 13):
-//! - a file over [`MAX_TOKENIZER_JSON_BYTES`], nesting deeper than [`MAX_TOKENIZER_JSON_DEPTH`],
-//!   more than [`MAX_ADDED_TOKENS`] added tokens, or bulk outside the vocabulary (the crate
-//!   buffers every section in memory several times over);
+//! - a file over [`MAX_TOKENIZER_JSON_BYTES`](crate::limits::MAX_TOKENIZER_JSON_BYTES),
+//!   nesting deeper than [`MAX_TOKENIZER_JSON_DEPTH`], more than [`MAX_ADDED_TOKENS`] added
+//!   tokens, or bulk outside the vocabulary (the crate buffers every section in memory several
+//!   times over);
 //! - a `Precompiled` normaliser whose `precompiled_charsmap` is not base64, does not parse (the
 //!   crate `expect`s it to), or whose trie points outside itself or into the middle of a UTF-8
 //!   character (the crate indexes it unchecked while normalising text);
@@ -16,9 +17,7 @@
 //! Everything here is one pass over the bytes plus a parse of the `normalizer` section alone.
 
 use crate::error::{invalid_model, Result};
-use crate::limits::{
-    human_bytes, MAX_ADDED_TOKENS, MAX_TOKENIZER_JSON_BYTES, MAX_TOKENIZER_JSON_DEPTH,
-};
+use crate::limits::{MAX_ADDED_TOKENS, MAX_TOKENIZER_JSON_DEPTH};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
@@ -30,13 +29,7 @@ use tokenizers::normalizers::Precompiled;
 const MAX_SECTION_ITEMS: usize = 100_000;
 
 pub fn check(json: &[u8]) -> Result<()> {
-    if json.len() > MAX_TOKENIZER_JSON_BYTES {
-        return Err(invalid_model(format!(
-            "tokenizer.json is {}, more than the {} accepted",
-            human_bytes(json.len() as u64),
-            human_bytes(MAX_TOKENIZER_JSON_BYTES as u64)
-        )));
-    }
+    crate::limits::check_tokenizer_json_size(json.len() as u64)?;
     scan(json)?;
     // Skipped sections are not checked for UTF-8 by serde; the crate reads all of them as text.
     std::str::from_utf8(json)

@@ -89,7 +89,11 @@ pub struct Gguf {
 }
 
 struct Reader<'a> {
+    /// The file, or its first bytes (what the page reads for inspection).
     bytes: &'a [u8],
+    /// The whole file's length: more than `bytes` when only its start was read.
+    file_size: usize,
+    file: &'a str,
     pos: usize,
     /// Metadata values still accepted (see [`MAX_METADATA_VALUES`]).
     values_left: usize,
@@ -97,17 +101,32 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| {
-            invalid_model(format!(
-                "the GGUF file ends inside {what} (at byte {} of {})",
-                self.pos,
-                self.bytes.len()
-            ))
-        })?;
+        let end = self.pos.saturating_add(n);
+        if end > self.bytes.len() {
+            return Err(self.past_the_bytes(end).unwrap_or_else(|| {
+                invalid_model(format!(
+                    "the GGUF file ends inside {what} (at byte {} of {})",
+                    self.pos,
+                    self.file_size.max(self.bytes.len())
+                ))
+            }));
+        }
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
+    }
+
+    /// Reading up to `end` runs past the bytes given but not past the file: the start read
+    /// for inspection was too short, which says nothing against the file (and must not be
+    /// mistaken for its fault, nor hide a fault it has).
+    fn past_the_bytes(&self, end: usize) -> Option<crate::Error> {
+        (end > self.bytes.len() && end <= self.file_size).then(|| {
+            invalid_model(format!(
+                "{}'s header (metadata and tensor table) is longer than the first {} read for inspection",
+                self.file,
+                crate::limits::human_bytes(self.bytes.len() as u64)
+            ))
+        })
     }
 
     fn remaining(&self) -> usize {
@@ -129,17 +148,21 @@ impl<'a> Reader<'a> {
     }
 
     /// A count that must fit in what is left, each item taking at least `min_item` bytes.
+    /// Bounded by the bytes given, so what is allocated for it is too.
     fn count(&mut self, min_item: usize, what: &str) -> Result<usize> {
         let n = self.u64(what)?;
-        let fits = usize::try_from(n)
-            .ok()
-            .filter(|&n| n.checked_mul(min_item).is_some_and(|b| b <= self.remaining()));
-        fits.ok_or_else(|| {
-            invalid_model(format!(
-                "the GGUF file declares {n} {what}, more than its {} remaining bytes can hold",
-                self.remaining()
-            ))
-        })
+        let needs = usize::try_from(n).ok().and_then(|n| n.checked_mul(min_item));
+        match needs {
+            Some(b) if b <= self.remaining() => Ok(n as usize),
+            _ => Err(needs
+                .and_then(|b| self.past_the_bytes(self.pos.saturating_add(b)))
+                .unwrap_or_else(|| {
+                    invalid_model(format!(
+                    "the GGUF file declares {n} {what}, more than its {} remaining bytes can hold",
+                    self.file_size.max(self.bytes.len()) - self.pos
+                ))
+                })),
+        }
     }
 
     fn string(&mut self, what: &str) -> Result<String> {
@@ -236,7 +259,7 @@ pub fn read(bytes: Vec<u8>, file: &str) -> Result<Gguf> {
 /// against `file_size`; reading one past `bytes` is an error, never an out-of-bounds index.
 pub fn read_header(bytes: Vec<u8>, file_size: u64, file: &str) -> Result<Gguf> {
     let file_size = usize::try_from(file_size).unwrap_or(usize::MAX);
-    let mut r = Reader { bytes: &bytes, pos: 0, values_left: MAX_METADATA_VALUES };
+    let mut r = Reader { bytes: &bytes, file_size, file, pos: 0, values_left: MAX_METADATA_VALUES };
     if r.take(4, "the header").ok() != Some(b"GGUF".as_slice()) {
         return Err(invalid_model(format!("{file} is not a GGUF file (no `GGUF` magic)")));
     }

@@ -9,12 +9,14 @@ import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync, mkdtempSync, mkdirSync, writeFileSync, rmSync, utimesSync } from 'node:fs';
 import http from 'node:http';
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './harness.mjs';
+import { cliBinary } from './cli-helpers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PREFIX = '/course/week3/';
@@ -344,6 +346,48 @@ test('a folder redirect stays on this server, whatever slashes the path decodes 
     assert.equal((await fetch(`${s.url}%2Fviews`)).url, `${s.url}views/`);
   } finally {
     await s.close();
+  }
+});
+
+// Issue 44, 10: a valid multi-range request got 416; `serve --prefix ../../` printed a URL that
+// answered 404; heads of up to 114,685 bytes were taken where the README says 64 KiB.
+test('several ranges get the whole file, a prefix no request can reach is refused, heads stop at 64 KiB', async () => {
+  const whole = readFileSync(path.join(ROOT, 'www', 'core', 'state.js'));
+  for (const range of ['bytes=0-1,5-6', 'bytes=0-9, 20-29', 'bytes=-5,0-0']) {
+    const res = await fetch(`${base}core/state.js`, { headers: { Range: range } });
+    const body = Buffer.from(await res.arrayBuffer());
+    assert.equal(res.status, 200, `Range: ${range}`);
+    assert.deepEqual(body, whole, `Range: ${range}`);
+  }
+  // One range still gets its bytes.
+  assert.equal((await fetch(`${base}core/state.js`, { headers: { Range: 'bytes=0-1' } })).status, 206);
+
+  for (const prefix of ['../../', '/course/../week3/', '/./', '/week?3/', '/week%203/']) {
+    const run = spawnSync(cliBinary(), ['serve', '--port', '0', '--prefix', prefix, '--root', ROOT], { timeout: 5_000, encoding: 'utf8' });
+    assert.equal(run.status, 2, `--prefix ${prefix}: ${run.stdout}${run.stderr}`);
+    assert.match(run.stderr, /^attnviz: --prefix /, `--prefix ${prefix}`);
+    assert.equal(run.stdout, '', `--prefix ${prefix}`);
+  }
+  // A prefix that needs encoding is printed encoded, and its URL serves the page.
+  const odd = await startServer({ prefix: 'cours//été 3' });
+  try {
+    assert.match(odd.url, /\/cours\/%C3%A9t%C3%A9%203\/$/);
+    assert.equal((await fetch(odd.url)).status, 200);
+    const redirect = await fetch(odd.url.replace(/\/$/, ''), { redirect: 'manual' });
+    assert.equal(redirect.headers.get('location'), '/cours/%C3%A9t%C3%A9%203/');
+  } finally {
+    await odd.close();
+  }
+
+  // Heads of exactly 64 KiB are answered, one byte more is 431, however the bytes arrive.
+  const head = (bytes) => {
+    const start = `GET ${PREFIX} HTTP/1.1\r\nHost: x\r\nX-Pad: `;
+    return `${start}${'p'.repeat(bytes - start.length - 4)}\r\n\r\n`;
+  };
+  assert.equal(head(65_536).length, 65_536);
+  for (const [bytes, status] of [[65_536, 200], [65_537, 431], [114_685, 431]]) {
+    const answer = await rawExchange(head(bytes), 1_000);
+    assert.deepEqual(statusLines(answer), [`HTTP/1.1 ${status}`], `a ${bytes}-byte head`);
   }
 });
 

@@ -1,7 +1,8 @@
-//! `attnviz attend --model <dir or .gguf> --text <TEXT> [--format json|table] [--generate N [--temperature T] [--top-k K] [--seed S]]`
+//! `attnviz attend --model <dir or .gguf> --text <TEXT> [--format json|table] [--layers L] [--heads H] [--generate N [--temperature T] [--top-k K] [--seed S]]`
 //! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
 //! `attnviz positions --model <dir> [--count N]`
-//! `attnviz heads --model <dir> --text <TEXT> [--format json|table]`
+//! `attnviz heads --model <dir> --text <TEXT> [--format json|table] [--layers L] [--heads H]`
+//! (`--text-file PATH`, `-` for stdin, in place of `--text`)
 //! `attnviz serve [--port N] [--host IP] [--prefix /course/week3/] [--root DIR] [--verbose]`
 //!
 //! Runs one forward natively and prints the attention (JSON for machines, a per-head summary
@@ -9,30 +10,47 @@
 //! to its token embeddings (JSON, positions 0..N, 128 by default). Both JSON documents are the types of
 //! `attnviz::output`, described by `schema/attend.schema.json`. Bad input (including arguments
 //! that are not UTF-8) → one line on stderr and exit status 2; `--help` → usage on stdout, 0.
+//! What goes to stderr has its control characters escaped: it may quote the user's text, and a
+//! terminal would act on an escape sequence in it. JSON over [`LARGE_OUTPUT_BYTES`] is announced
+//! with its size on stderr before it is written.
 //! `serve` is this binary's own module: the wasm library has no server in it.
 
+mod cut;
 mod serve;
 
 use attnviz::heads::HeadScores;
+use attnviz::limits::human_bytes;
 use attnviz::models::{Model, DEFAULT_POSITIONS};
 use attnviz::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use attnviz::result::{
     row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest,
 };
+use cut::Cut;
 use serde::Serialize;
-use std::io::Write;
+use std::borrow::Cow;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: attnviz attend --model <dir or .gguf> --text <TEXT> [--format json|table] [--measure raw|value-norm] [GENERATE]
-       attnviz step --model <dir> --text <TEXT> --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
+const USAGE: &str = "usage: attnviz attend --model <dir or .gguf> TEXT [--format json|table] [--measure raw|value-norm] [CUT] [GENERATE]
+       attnviz step --model <dir> TEXT --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
        attnviz positions --model <dir> [--count N]
-       attnviz heads --model <dir> --text <TEXT> [--format json|table] [GENERATE]
+       attnviz heads --model <dir> TEXT [--format json|table] [CUT] [GENERATE]
        attnviz serve [--port N (default $PORT or 8080; 0: any free port)] [--host IP (default 127.0.0.1)]
                      [--prefix /course/week3/] [--root DIR (holding www/, pkg/, models/; default .)] [--verbose]
+TEXT: --text <TEXT>, or --text-file PATH (UTF-8; `-`: standard input; one final line break is dropped)
+CUT: --layers L, --heads H (e.g. 0,2,5-7): print only these layers and heads (default: all)
 GENERATE (decoder-only models): --generate N [--temperature T (0: greedy)] [--top-k K] [--seed S]
 Every command: --weights f32|int8 (default f32, the exact weights; int8: the manifest's int8 file set)";
+
+/// JSON at least this long is announced on stderr before it is written (a 512-token `attend`
+/// runs to hundreds of MB).
+const LARGE_OUTPUT_BYTES: u64 = 16 << 20;
+
+/// Largest `--text-file` read: texts are cut at 64 KiB before tokenisation, and the JSON
+/// repeats the text whole.
+const MAX_TEXT_FILE_BYTES: u64 = 16 << 20;
 
 enum Command {
     Attend {
@@ -56,7 +74,46 @@ struct Args {
     weights: Option<String>,
     text: String,
     generate: GenerateOptions,
+    cut: Cut,
     command: Command,
+}
+
+/// The text of `--text-file PATH` (`-`: standard input), without one final line break (as a
+/// shell's `$(cat PATH)` drops it: a file's last line ends with one, the text does not).
+fn read_text_file(path: &str) -> Result<String, String> {
+    let shown = if path == "-" { "standard input" } else { path };
+    let source: Box<dyn Read> = if path == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(
+            std::fs::File::open(path)
+                .map_err(|e| format!("--text-file: cannot read {path}: {e}"))?,
+        )
+    };
+    let mut bytes = Vec::new();
+    source
+        .take(MAX_TEXT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("--text-file: cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_TEXT_FILE_BYTES {
+        return Err(format!(
+            "--text-file: {shown} holds more than the {} read",
+            human_bytes(MAX_TEXT_FILE_BYTES)
+        ));
+    }
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "--text-file: {shown} is not UTF-8 text (byte {} is not)",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    for ending in ["\r\n", "\n"] {
+        if text.ends_with(ending) {
+            text.truncate(text.len() - ending.len());
+            break;
+        }
+    }
+    Ok(text)
 }
 
 /// `Ok(None)`: help was asked for.
@@ -76,6 +133,8 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         (None, None, false, None, None, None, None);
     let mut value_norms = false;
     let mut weights = None;
+    let mut text_file = None;
+    let mut cut = Cut::default();
     let mut generate = GenerateOptions::default();
     let number = |flag: &str, v: String| {
         v.parse::<usize>().map_err(|_| format!("{flag} needs a number, not `{v}`"))
@@ -86,6 +145,11 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         match flag.as_str() {
             "--model" => model = Some(PathBuf::from(value()?)),
             "--text" if !positions => text = Some(value()?),
+            "--text-file" if !positions => text_file = Some(value()?),
+            "--layers" if !step && !positions => {
+                cut.layers = Some(cut::parse_list(flag, &value()?)?)
+            }
+            "--heads" if !step && !positions => cut.heads = Some(cut::parse_list(flag, &value()?)?),
             "--count" if positions => count = Some(number(flag, value()?)?),
             "--format" if !step && !positions => match value()?.as_str() {
                 "json" => table = false,
@@ -143,21 +207,23 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
     } else {
         Command::Attend { table, value_norms }
     };
-    let text = match text {
-        Some(t) => t,
-        None if positions => String::new(),
-        None => return Err(required("--text")),
+    let model = model.ok_or_else(|| required("--model"))?;
+    let text = match (text, text_file) {
+        (Some(_), Some(_)) => return Err("give --text or --text-file, not both".into()),
+        (Some(t), None) => t,
+        (None, Some(path)) => read_text_file(&path)?,
+        (None, None) if positions => String::new(),
+        (None, None) => return Err(required("--text (or --text-file)")),
     };
-    Ok(Some(Args {
-        model: model.ok_or_else(|| required("--model"))?,
-        weights,
-        text,
-        generate,
-        command,
-    }))
+    Ok(Some(Args { model, weights, text, generate, cut, command }))
 }
 
-fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::Result<()> {
+fn print_table(
+    out: &mut impl Write,
+    model_id: &str,
+    a: &Attended,
+    cut: &Cut,
+) -> std::io::Result<()> {
     let f = &a.output;
     writeln!(
         out,
@@ -170,7 +236,7 @@ fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::R
         let reason = f.stop_reason.map(|r| r.as_str()).unwrap_or("");
         writeln!(out, "output: {t}  [stopped: {reason}]")?;
     }
-    for b in &a.attentions {
+    for b in a.attentions.iter().filter(|b| cut.keeps_layer(b.layer)) {
         let (queries, keys) = f.tokens_of(b.kind);
         writeln!(
             out,
@@ -181,7 +247,7 @@ fn print_table(out: &mut impl Write, model_id: &str, a: &Attended) -> std::io::R
             b.query_len,
             b.key_len
         )?;
-        for h in 0..b.heads {
+        for h in (0..b.heads).filter(|&h| cut.keeps_head(h)) {
             let ent = row_entropies(b, h);
             let mean_ent = ent.iter().sum::<f32>() / ent.len().max(1) as f32;
             writeln!(out, "  head {h}  mean entropy {mean_ent:.2} nats")?;
@@ -245,7 +311,29 @@ fn print_heads(out: &mut impl Write, model_id: &str, scores: &[HeadScores]) -> s
     Ok(())
 }
 
-fn json_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+/// Counts what is written to it.
+#[derive(Default)]
+struct ByteCount(u64);
+
+impl Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `value` as one line of JSON; when it is large, its size is said on stderr first (measured
+/// by writing it once to nowhere: no copy of hundreds of MB is kept to measure it).
+fn json_line(out: &mut impl Write, value: &impl Serialize, cut_hint: bool) -> std::io::Result<()> {
+    let mut size = ByteCount::default();
+    serde_json::to_writer(&mut size, value).map_err(std::io::Error::from)?;
+    if size.0 >= LARGE_OUTPUT_BYTES {
+        let hint = if cut_hint { " (--layers and --heads print fewer)" } else { "" };
+        eprintln!("attnviz: writing {} of JSON{hint}", human_bytes(size.0 + 1));
+    }
     serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)?;
     writeln!(out)
 }
@@ -275,6 +363,8 @@ fn run(args: Args) -> Result<(), String> {
     let model =
         Model::load_dir_variant(&args.model, args.weights.as_deref()).map_err(|e| e.to_string())?;
     check_range(&model, &args)?;
+    args.cut.check(&model.manifest.id, &model.info())?;
+    let cut = &args.cut;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let id = model.manifest.id.as_str();
@@ -286,34 +376,38 @@ fn run(args: Args) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             if table {
-                print_table(&mut out, id, &a)
+                print_table(&mut out, id, &a, cut)
             } else {
-                json_line(
-                    &mut out,
-                    &AttendResult::new(id, &args.text, &a, ms, std::convert::identity),
-                )
+                let mut result = AttendResult::new(id, &args.text, &a, ms, Cow::Borrowed);
+                result.attentions = cut.blocks(result.attentions);
+                result.value_norms = result.value_norms.map(|n| cut.blocks(n));
+                json_line(&mut out, &result, true)
             }
         }
         Command::Step(request) => {
             let hi = model
                 .head_internals_generating(&args.text, &args.generate, request)
                 .map_err(|e| e.to_string())?;
-            json_line(&mut out, &StepResult::new(id, &args.text, &hi, std::convert::identity))
+            json_line(
+                &mut out,
+                &StepResult::new(id, &args.text, &hi, std::convert::identity),
+                false,
+            )
         }
         Command::Heads { table } => {
-            let (a, scores) = model.heads(&args.text, &args.generate).map_err(|e| e.to_string())?;
+            let (a, mut scores) =
+                model.heads(&args.text, &args.generate).map_err(|e| e.to_string())?;
+            scores.retain(|s| cut.keeps(s));
             if table {
                 print_heads(&mut out, id, &scores)
             } else {
-                json_line(
-                    &mut out,
-                    &HeadsResult::new(id, &args.text, &a, &scores, a.induction_tokens),
-                )
+                let result = HeadsResult::new(id, &args.text, &a, &scores, a.induction_tokens);
+                json_line(&mut out, &result, true)
             }
         }
         Command::Positions { count, .. } => {
             let table = model.positions(count);
-            json_line(&mut out, &PositionsResult::new(id, &table, std::convert::identity))
+            json_line(&mut out, &PositionsResult::new(id, &table, std::convert::identity), false)
         }
     };
     written.and_then(|_| out.flush()).map_err(|e| format!("cannot write output: {e}"))
@@ -377,11 +471,19 @@ fn main() -> ExitCode {
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            eprintln!("attnviz: {}", msg.lines().next().unwrap_or("error"));
+            eprintln!("attnviz: {}", printable(msg.lines().next().unwrap_or("error")));
             for extra in msg.lines().skip(1) {
-                eprintln!("{extra}");
+                eprintln!("{}", printable(extra));
             }
             ExitCode::from(2)
         }
     }
+}
+
+/// `line` with its control characters escaped (`\u{1b}`): a message may quote an argument or a
+/// file's name, and an escape sequence in one would reach the terminal and act there.
+fn printable(line: &str) -> String {
+    line.chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect()
 }

@@ -20,6 +20,8 @@
 //!   [`MAX_HEAD_BYTES`]; at most `max_connections` are open at once (the rest wait in the
 //!   kernel's backlog of [`LISTEN_BACKLOG`]), derived from the file-descriptor limit so that a
 //!   file can always be opened for a connection that was accepted.
+//! - A request for several ranges gets the whole file (200): tower-http answers it 416, and a
+//!   server may ignore Range (RFC 9110 §14.2), which every client handles.
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
@@ -39,7 +41,9 @@ use tower_http::services::ServeFile;
 /// Time a request head has to arrive in full, counted from when the server starts waiting for
 /// it (so it is also how long an idle keep-alive connection is kept).
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(20);
-/// The largest request head accepted (hyper answers 431 beyond it).
+/// The largest request head (request line and headers) answered; 431 beyond it. hyper's read
+/// buffer is bounded by it too, but a read may overshoot that bound (heads of 112 KiB got
+/// through), so [`head_bytes`] holds each request to it exactly.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Connections the kernel queues before they are accepted.
 pub const LISTEN_BACKLOG: u32 = 1024;
@@ -129,14 +133,29 @@ pub struct Options {
     pub verbose: bool,
 }
 
-/// "/course/week3" → "/course/week3/"; "" → "/".
-pub fn normalise_prefix(p: &str) -> String {
-    let inner = p.trim_matches('/');
-    if inner.is_empty() {
-        "/".into()
-    } else {
-        format!("/{inner}/")
+/// "/course/week3" → "/course/week3/"; "" → "/"; "a//b" → "/a/b/". A prefix no request can
+/// reach is refused: `.` and `..` segments (a client resolves them away, so `--prefix ../../`
+/// printed a URL that answered 404), and what a URL path cannot hold as it is (`?`, `#`, `%`,
+/// `\`, control characters).
+pub fn normalise_prefix(p: &str) -> Result<String, String> {
+    let segments: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
+    if segments.iter().any(|s| *s == "." || *s == "..") {
+        return Err(format!(
+            "--prefix {p}: a prefix is a path on this server (such as /course/week3/), without . or .. segments"
+        ));
     }
+    if let Some(c) = p.chars().find(|&c| c.is_control() || matches!(c, '?' | '#' | '%' | '\\')) {
+        return Err(format!("--prefix {p}: {c:?} cannot be part of a path prefix"));
+    }
+    Ok(if segments.is_empty() { "/".into() } else { format!("/{}/", segments.join("/")) })
+}
+
+/// A decoded path (the prefix, or a folder below it) as it goes in a URL: each segment
+/// percent-encoded.
+fn url_path<'a>(segments: impl IntoIterator<Item = &'a str>) -> String {
+    let encoded: Vec<String> =
+        segments.into_iter().map(|s| utf8_percent_encode(s, SEGMENT).to_string()).collect();
+    encoded.join("/")
 }
 
 /// What a request path maps to.
@@ -177,7 +196,7 @@ pub fn resolve(root: &Path, prefix: &str, raw_path: &str) -> Target {
     }
     let Some(rest) = path.strip_prefix(prefix) else {
         return if format!("{path}/") == prefix {
-            Target::Redirect(prefix.to_string())
+            Target::Redirect(url_path(prefix.split('/')))
         } else {
             Target::Status(StatusCode::NOT_FOUND)
         };
@@ -206,12 +225,10 @@ pub fn resolve(root: &Path, prefix: &str, raw_path: &str) -> Target {
     }
     if real.is_dir() {
         if !path.ends_with('/') {
-            let mut location = prefix.to_string();
-            for s in &segments {
-                location.extend(utf8_percent_encode(s, SEGMENT));
-                location.push('/');
-            }
-            return Target::Redirect(location);
+            let below = segments.iter().copied().chain([""]);
+            return Target::Redirect(url_path(
+                prefix.trim_end_matches('/').split('/').chain(below),
+            ));
         }
         let index = real.join("index.html");
         return if index.is_file() {
@@ -260,7 +277,19 @@ fn status_text(status: StatusCode) -> &'static str {
     status.canonical_reason().unwrap_or("error")
 }
 
+/// The length of `req`'s head as sent without optional whitespace: request line, header lines,
+/// blank line.
+fn head_bytes<B>(req: &Request<B>) -> usize {
+    let request_line = req.method().as_str().len() + req.uri().to_string().len() + 12;
+    let headers: usize = req.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum();
+    request_line + headers + 2
+}
+
 async fn answer(root: &Path, prefix: &str, req: Request<Incoming>) -> Response<Body> {
+    if head_bytes(&req) > MAX_HEAD_BYTES {
+        let s = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+        return plain(s, status_text(s));
+    }
     match *req.method() {
         Method::GET | Method::HEAD => {}
         Method::OPTIONS => {
@@ -305,11 +334,17 @@ async fn answer(root: &Path, prefix: &str, req: Request<Incoming>) -> Response<B
         }
         Target::Status(s) => return plain(s, status_text(s)),
     };
+    let (mut parts, _body) = req.into_parts();
+    let several_ranges =
+        parts.headers.get(header::RANGE).is_some_and(|r| r.as_bytes().contains(&b','));
+    if several_ranges {
+        parts.headers.remove(header::RANGE);
+    }
     let mime = content_type(&file);
     let mut service = ServeFile::new_with_mime(&file, &mime.parse().expect("a valid MIME type"));
     let vary = compressible(&file);
     // A Range asks for bytes of the file itself: the variants are for whole-file answers.
-    if vary && !req.headers().contains_key(header::RANGE) {
+    if vary && !parts.headers.contains_key(header::RANGE) {
         if let Ok(modified) = std::fs::metadata(&file).and_then(|m| m.modified()) {
             if fresh_variant(&file, modified, ".br") {
                 service = service.precompressed_br();
@@ -319,7 +354,6 @@ async fn answer(root: &Path, prefix: &str, req: Request<Incoming>) -> Response<B
             }
         }
     }
-    let (parts, _body) = req.into_parts();
     let req = Request::from_parts(parts, http_body_util::Empty::<Bytes>::new());
     match service.try_call(req).await {
         Ok(res) => {
@@ -394,7 +428,7 @@ fn listener(addr: SocketAddr) -> io::Result<TcpListener> {
 /// Serves until SIGINT or SIGTERM. Prints exactly one line once listening:
 /// "attnviz is being served at http://HOST:PORT/PREFIX".
 pub fn run(options: Options) -> Result<(), String> {
-    let prefix = normalise_prefix(&options.prefix);
+    let prefix = normalise_prefix(&options.prefix)?;
     let root = std::fs::canonicalize(&options.root)
         .map_err(|e| format!("cannot read the folder {}: {e}", options.root.display()))?;
     if !root.join("www").join("index.html").is_file() {
@@ -418,7 +452,8 @@ pub fn run(options: Options) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {}:{}: {e}", options.host, options.port))?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         let host = if ip.is_ipv6() { format!("[{ip}]") } else { ip.to_string() };
-        println!("attnviz is being served at http://{host}:{port}{prefix}");
+        let url_prefix = url_path(prefix.split('/'));
+        println!("attnviz is being served at http://{host}:{port}{url_prefix}");
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let shared = Arc::new((root, prefix));
@@ -486,10 +521,19 @@ mod tests {
 
     #[test]
     fn prefixes_are_normalised() {
-        assert_eq!(normalise_prefix("/"), "/");
-        assert_eq!(normalise_prefix(""), "/");
-        assert_eq!(normalise_prefix("course/week3"), "/course/week3/");
-        assert_eq!(normalise_prefix("/course/week3/"), "/course/week3/");
+        for (given, prefix) in [
+            ("/", "/"),
+            ("", "/"),
+            ("course/week3", "/course/week3/"),
+            ("/course/week3/", "/course/week3/"),
+            ("//course//week3", "/course/week3/"),
+        ] {
+            assert_eq!(normalise_prefix(given).as_deref(), Ok(prefix), "{given}");
+        }
+        for refused in ["../../", "/a/./b", "/a?b", "/a#b", "/a%20b", "/a\\b", "/a\u{1b}b"] {
+            assert!(normalise_prefix(refused).is_err(), "{refused}");
+        }
+        assert_eq!(url_path("/cours/été 3/".split('/')), "/cours/%C3%A9t%C3%A9%203/");
     }
 
     /// root/{www/{index.html, views/a.js, .hidden}, pkg/attnviz.js, models/}, and a link out.
