@@ -156,6 +156,33 @@ test('page: the ranking sorts by any column (click and keyboard), the sort is in
   }
 });
 
+test('page: typing in the head overview refills the ranking in place with the new text’s scores, in order', async () => {
+  const app = await openHeads();
+  const { page } = app;
+  try {
+    await page.waitForFunction(() => document.querySelectorAll('#heads-rank tbody tr').length === 72);
+    // Mark the rows on screen: after typing, the same elements hold the new text's ranking.
+    await page.evaluate(() => {
+      window.rankRows = new Set(document.querySelectorAll('#heads-rank tbody tr'));
+    });
+    await page.focus('#text');
+    await page.keyboard.press('End');
+    await page.keyboard.type(' It ran.', { delay: 80 });
+    const typed = await page.inputValue('#text');
+    await waitDrawn(page, (t) => window.attnvizDebug.text === t && window.attnvizDebug.headsGrid()?.scores?.text === t, typed);
+    await page.waitForFunction(() => {
+      const want = window.attnvizDebug.headsGrid().scores.heads.filter((h) => h.kind === 'encoder_self').sort((a, b) => b.score - a.score || a.layer - b.layer || a.head - b.head);
+      const rows = [...document.querySelectorAll('#heads-rank tbody tr')];
+      return rows.length === want.length && rows.every((tr, i) => tr.querySelector('button').textContent === `L${want[i].layer + 1} H${want[i].head + 1}` && tr.querySelector('td[data-score="score"]').textContent === want[i].score.toFixed(3));
+    });
+    const kept = await page.evaluate(() => [...document.querySelectorAll('#heads-rank tbody tr')].filter((tr) => window.rankRows.has(tr)).length);
+    assert.equal(kept, 72, 'every row was refilled, none rebuilt');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
 test('page: switching to the head overview keeps the main thread within budget; PNG and SVG exports hold the grid and legend', async () => {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);
