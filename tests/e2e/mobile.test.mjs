@@ -185,7 +185,7 @@ test('on a touch phone (390 × 844) the page fits the width in every view, a tap
   }
 });
 
-test('on a touch phone the widget fits the width, a tap on a head of its model view opens that head, a tap on a token pins it and reads out the CLI\'s top weights', async () => {
+test('on a touch phone the widget fits the width, a tap on a head of its model view reads it out and a second opens that head, a tap on a token pins it and reads out the CLI\'s top weights', async () => {
   const context = await browser.newContext(TOUCH_PHONE);
   try {
     const page = await context.newPage();
@@ -204,7 +204,8 @@ test('on a touch phone the widget fits the width, a tap on a head of its model v
     assert.equal(s.state, 'ready');
     assertNoSideScroll(await pageWidth(page), 'the widget\'s model view');
     assert.ok(s.host <= 390 && s.canvas <= s.wrap + 0.5, `the model view is ${s.canvas} px wide in a ${s.wrap} px box: ${JSON.stringify(s)}`);
-    // Tap head HEAD + 1 of layer LAYER + 1 in the grid of every head: the head view of that head.
+    // Tap head HEAD + 1 of layer LAYER + 1 in the grid of every head: its read-out; tap it again:
+    // the head view of that head.
     const cell = await page.evaluate(([l, h]) => {
       const g = document.getElementById('w').shell.geom();
       const r = Math.floor(h / g.cols);
@@ -212,6 +213,12 @@ test('on a touch phone the widget fits the width, a tap on a head of its model v
       return { x: g.left + c * g.pitchX + g.cell / 2, y: g.top + l * g.layerPitch + r * g.pitchY + g.cell / 2 };
     }, [LAYER, HEAD]);
     let at = await onScreen(page, '#w >> canvas', cell.x, cell.y);
+    await page.touchscreen.tap(at.x, at.y);
+    const readout = `Layer ${LAYER + 1}, head ${HEAD + 1}: H = `;
+    await page.waitForFunction((want) => document.getElementById('w').shadowRoot.querySelector('.readout').textContent.startsWith(want), readout, { timeout: 10_000 })
+      .catch(async (e) => { throw new Error(`a first tap on layer ${LAYER + 1}, head ${HEAD + 1} did not read it out: ${JSON.stringify(await w())}`, { cause: e }); });
+    assert.equal((await w()).view, 'model', 'the first tap reads the map out and stays on the model view');
+    at = await onScreen(page, '#w >> canvas', cell.x, cell.y);
     await page.touchscreen.tap(at.x, at.y);
     await page.waitForFunction((n) => Number(document.getElementById('w').dataset.drawCount) > n && document.getElementById('w').shadowRoot.querySelector('canvas').dataset.view === 'head', s.draws, { timeout: 10_000 })
       .catch(async (e) => { throw new Error(`a tap on layer ${LAYER + 1}, head ${HEAD + 1} did not open it: ${JSON.stringify(await w())}`, { cause: e }); });

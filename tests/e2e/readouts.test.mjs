@@ -153,6 +153,44 @@ test('phone: a tap on a heatmap cell reads it out, and the read-out stays when t
   }
 });
 
+for (const [view, geomOf, name] of [
+  ['model', () => window.attnvizDebug.modelGrid(), 'model-view map'],
+  ['heads', () => window.attnvizDebug.headsGrid(), 'head-overview cell'],
+]) {
+  test(`phone: a first tap on a ${name} reads it out and stays; a second tap on it opens the head`, async () => {
+    const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, v: view }).toString();
+    const app = await openApp(browser, `${server.url}#${hash}`, { contextOptions: TOUCH_PHONE, fresh: true });
+    const { page } = app;
+    try {
+      await waitDrawn(page, (f) => !!new Function(`return (${f})()`)(), geomOf.toString());
+      const g = await page.evaluate((f) => new Function(`return (${f})()`)(), geomOf.toString());
+      // Layer 2, head 2: the model view's map at its corner (a map is g.cell px wide), the
+      // overview's cell at its centre.
+      const [layer, head] = [1, 1];
+      const spot = view === 'model'
+        ? { x: g.left + (head % g.cols) * g.pitchX + g.cell / 2, y: g.top + (layer % g.layersPerColumn) * g.layerPitch + Math.floor(head / g.cols) * g.pitchY + g.cell / 2 }
+        : { x: g.left + (head + 0.5) * g.cell, y: g.top + (layer + 0.5) * g.cell };
+      let at = await onScreen(page, spot.x, spot.y);
+      await page.touchscreen.tap(at.x, at.y);
+      const want = `Layer ${layer + 1}, head ${head + 1}: ${view === 'model' ? 'H = ' : ''}`;
+      await page.waitForFunction((w) => document.getElementById('side-hint').textContent.includes(w), want, { timeout: 5_000 })
+        .catch(async () => assert.fail(`a tap reads "${await hint(page)}", not "${want}…"`));
+      await page.waitForTimeout(400);
+      let s = await page.evaluate(() => window.attnvizDebug.state);
+      assert.equal(s.view, view, 'the first tap stays on the view, its read-out shown');
+      assert.ok((await hint(page)).includes(want), `the read-out went away after the tap: "${await hint(page)}"`);
+      at = await onScreen(page, spot.x, spot.y);
+      await page.touchscreen.tap(at.x, at.y);
+      await waitDrawn(page, () => window.attnvizDebug.view === 'head');
+      s = await page.evaluate(() => window.attnvizDebug.state);
+      assert.deepEqual([s.view, s.layer, s.head], ['head', layer, head]);
+      assert.deepEqual(app.pageErrors, []);
+    } finally {
+      await app.close();
+    }
+  });
+}
+
 test('widget: the keyboard reads out the heatmap\'s cells ([ ] then }) in its read-out line', async () => {
   const context = await browser.newContext();
   try {

@@ -15,6 +15,13 @@ export function click(session, hit) {
   if (p) session.patch(p);
 }
 
+/** Would a click on `hit` leave the view (a model-view map or a head-overview cell opens the
+ *  head view)? On a touch screen the first tap on such an item reads it out instead. */
+export function clickLeavesView(session, hit) {
+  const p = viewFor(session.state.view).click(hit, session.state, session.input());
+  return !!(p && p.view && p.view !== session.state.view);
+}
+
 /**
  * The keyboard's way to every read-out the pointer gives: the view's next item (its moveHit)
  * from the last one read out, hovered as the pointer would. False where the view has none.

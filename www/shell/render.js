@@ -8,7 +8,7 @@ import { COMPARE_VIEWS } from '../core/views.js';
 import { drain, isSteps, NEW_TASK, runSliced } from '../core/slices.js';
 import { capText, TEXT_MAX } from '../core/state.js';
 import { listen } from '../base/timing.js';
-import { click, hover } from './pointer.js';
+import { click, clickLeavesView, hover } from './pointer.js';
 import { exportLabel } from './prose.js';
 
 const LARGE_CANVAS_PX = 1_000_000;
@@ -141,6 +141,8 @@ export function toSvg(name, input, drawState, theme, box, description = '') {
  * under the pointer goes to pointer.js's hover, a click to its click. geomOf() → the last geometry.
  * A finger or pen has no hover: touching an item reads it out, and the read-out stays when the
  * finger lifts (the browser then reports the pointer leaving) until another item is touched.
+ * Where a click would leave the view (a model-view map, a head-overview cell), the first tap on an
+ * item only reads it out, and a second tap on the same item opens it, so its read-out is reachable.
  */
 export function bindCanvas(canvas, session, geomOf) {
   const hitAt = (e) => {
@@ -154,13 +156,29 @@ export function bindCanvas(canvas, session, geomOf) {
     canvas.style.cursor = hit && viewFor(session.state.view).click(hit, session.state, session.input()) ? 'pointer' : 'default';
     hover(session, hit);
   });
+  let touched = null; // the item the last tap read out (JSON of its hit), on a touch screen
+  let secondTap = false; // this touch is on that item again
   listen('canvas', canvas, 'pointerdown', (e) => {
-    if (e.pointerType !== 'mouse') hover(session, hitAt(e));
+    if (e.pointerType === 'mouse') {
+      touched = null;
+      secondTap = false;
+      return;
+    }
+    const hit = hitAt(e);
+    const key = JSON.stringify(hit);
+    secondTap = !!hit && key === touched;
+    touched = key;
+    hover(session, hit);
   });
   listen('canvas', canvas, 'pointerleave', (e) => {
     if (e.pointerType === 'mouse') hover(session, null);
   });
-  listen('canvas', canvas, 'click', (e) => click(session, hitAt(e)));
+  listen('canvas', canvas, 'click', (e) => {
+    const hit = hitAt(e);
+    if (touched !== null && !secondTap && clickLeavesView(session, hit)) return; // first tap: read-out
+    touched = null;
+    click(session, hit);
+  });
 }
 
 /** A text box that types into the session, holding at most TEXT_MAX characters (a longer

@@ -288,6 +288,21 @@ export function drawMatrix(ctx, data, rows, cols, x, y, w, h, colorOf) {
   ctx.imageSmoothingEnabled = smooth;
 }
 
+/**
+ * Blanks a causal map's masked cells (row i's keys from maskedFrom[i] on: later positions, taken
+ * out of the softmax) in the background colour, over a rows×cols matrix drawn at (x, y, w, h):
+ * they are not weights of 0, and must not look like them. One path, one fill.
+ */
+export function blankMasked(ctx, maskedFrom, rows, cols, x, y, w, h, theme) {
+  if (!maskedFrom || !rows || !cols) return;
+  const cw = w / cols;
+  const ch = h / rows;
+  ctx.fillStyle = theme.bg;
+  ctx.beginPath();
+  for (let i = 0; i < rows; i++) if (maskedFrom[i] < cols) ctx.rect(x + maskedFrom[i] * cw, y + i * ch, (cols - maskedFrom[i]) * cw, ch);
+  ctx.fill();
+}
+
 const maxMemo = new WeakMap(); // large matrices are re-scanned on every redraw otherwise
 
 /**

@@ -3,7 +3,7 @@
 // analysis.js entropy, the head overview's "broad"). Click opens a head.
 
 import { headEntropies, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
-import { canvasScale, clear, drawTitle, measureTag, drawMatrix, fitHeight, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
+import { blankMasked, canvasScale, clear, drawTitle, measureTag, drawMatrix, fitHeight, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const MIN_CELL = 28;
@@ -13,7 +13,7 @@ const LABEL_H = 22; // under a map: its label ("H3 0.42") and the next row's hea
 const BARE_H = 8; // under a map fitted without its label: the next row's head colour
 const FIT_CELL = 8; // the smallest a map gets to fit the box
 const MAX_LAYER_COLUMNS = 4; // a fitted grid's layers stand in at most this many columns
-const SUBTITLE = 'Each map: queries down, keys across, scaled to its own maximum. H = normalised entropy (0 focused … 1 uniform over the keys a query can see).';
+const SUBTITLE = 'Each map: queries down, keys across, scaled to its own maximum (blank: masked). H = normalised entropy (0 focused … 1 uniform over the keys a query can see).';
 // When the maps drawn are not the model's own, their H is computed on what is drawn, and says so.
 const FILTERED_NOTE = ' H of the maps as shown (filtered).';
 
@@ -159,6 +159,7 @@ export function* draw(ctx, input, state, theme, width) {
       const m = prep.heads[h];
       const mx = maxOf(m) || 1;
       drawMatrix(ctx, m, prep.rows, prep.cols, x, y, g.cell, g.cell, (v) => viridis(v / mx));
+      blankMasked(ctx, prep.maskedFrom, prep.rows, prep.cols, x, y, g.cell, g.cell, theme);
       const selected = l === state.layer && h === state.head;
       ctx.strokeStyle = selected ? theme.accent : theme.faint;
       ctx.lineWidth = selected ? 3 : 1;

@@ -11,7 +11,7 @@
 
 import { prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { rawCell, rawText } from '../core/measures.js';
-import { clear, drawTitle, measureTag, colorBar, drawMatrix, fitHeight, fitText, fmt, font, gridStep, maxOf, maxTextWidth, textLines, viridis } from './common.js';
+import { blankMasked, clear, drawTitle, measureTag, colorBar, drawMatrix, fitHeight, fitText, fmt, font, gridStep, maxOf, maxTextWidth, textLines, viridis } from './common.js';
 import { KIND_NAMES } from './head.js';
 
 const BAR_W = 64; // colour bar + its tick labels
@@ -175,10 +175,7 @@ export function* drawMatrixView(ctx, m, state, theme, width) {
   drawMatrix(ctx, mat, prep.rows, prep.cols, left, top, cell * prep.cols, cell * prep.rows, colorOf);
   // Masked cells (a causal model's future keys) are blank: the mask took them out of the softmax.
   const masked = prep.maskedFrom;
-  if (masked) {
-    ctx.fillStyle = theme.bg;
-    for (let i = 0; i < prep.rows; i++) if (masked[i] < prep.cols) ctx.fillRect(left + masked[i] * cell, top + i * cell, (prep.cols - masked[i]) * cell, cell);
-  }
+  blankMasked(ctx, masked, prep.rows, prep.cols, left, top, cell * prep.cols, cell * prep.rows, theme);
   yield;
 
   // The weights, in the cells, when they fit.
