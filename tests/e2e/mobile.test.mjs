@@ -137,6 +137,46 @@ function onScreen(page, canvasSel, x, y) {
   }, [canvasSel, x, y]);
 }
 
+/** The canvas box's size and what it holds: nothing to scroll when scroll ≤ client. */
+const canvasBox = (page) => page.evaluate(() => {
+  const w = document.getElementById('canvas-wrap');
+  return { scrollW: w.scrollWidth, boxW: w.clientWidth, scrollH: w.scrollHeight, boxH: w.clientHeight };
+});
+
+test('on a touch phone (390 × 844) every view of every default model fits its box, and a comparison stands its two sides one above the other', async () => {
+  const READY = { step: () => !!window.attnvizDebug.step, positions: () => !!window.attnvizDebug.positionsChart(), heads: () => !!window.attnvizDebug.headsGrid(), qk: () => !!window.attnvizDebug.qkPoints() };
+  for (const model of ['minilm-l6', 'en-pt-tiny', 'smollm2-135m']) {
+    const app = await openApp(browser, `${server.url}#m=${model}&w=int8`, { contextOptions: TOUCH_PHONE, fresh: true });
+    const { page } = app;
+    try {
+      const views = await page.$$eval('#views [role=tab]:not([hidden])', (ts) => ts.map((t) => t.dataset.view));
+      for (const view of views) {
+        await page.locator(`#views [role=tab][data-view=${view}]`).tap();
+        if (READY[view]) await page.waitForFunction(READY[view], null, { timeout: 60_000 });
+        await waitDrawn(page, (v) => window.attnvizDebug.view === v && document.getElementById('view').dataset.view === v, view);
+        const b = await canvasBox(page);
+        assert.ok(b.scrollW <= b.boxW + 1 && b.scrollH <= b.boxH + 1, `${model} ${view}: ${JSON.stringify(b)}`);
+      }
+      assert.deepEqual(app.pageErrors, []);
+    } finally {
+      await app.close();
+    }
+  }
+  // A comparison on a phone: A above B, both as wide as the box (side by side they were 496 px).
+  const app = await openApp(browser, `${server.url}#${new URLSearchParams({ m: 'minilm-l6', t: TEXT, c: 'The dog slept on the rug.' })}`, { contextOptions: TOUCH_PHONE, fresh: true });
+  try {
+    await waitDrawn(app.page, () => { const p = window.attnvizDebug.comparePanels(); return p && p.some((x) => x.panel === 'b'); });
+    const b = await canvasBox(app.page);
+    assert.ok(b.scrollW <= b.boxW + 1, `the comparison is ${b.scrollW} px wide in a ${b.boxW} px box`);
+    const panels = await app.page.evaluate(() => window.attnvizDebug.comparePanels());
+    const [a, bSide] = ['a', 'b'].map((k) => panels.find((p) => p.panel === k));
+    assert.ok(bSide.y >= a.y + a.h && bSide.x === a.x, `B under A: ${JSON.stringify([a, bSide])}`);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
 test('on a touch phone (390 × 844) the page fits the width in every view, a tap on a tab switches views, a tap on a token pins it and lists its top weights as the CLI computes them', async () => {
   const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT, l: String(LAYER), h: String(HEAD), hs: String(HEAD) }).toString();
   // A context of its own (fresh): a phone's viewport, touch and device pixels are the context's.

@@ -18,6 +18,7 @@ const BASES = { head, heatmap };
 const GAP = 16;
 const LABEL_H = 24; // the "A: …" / "B: …" line above each side
 const MSG_H = 44; // the line that says why there is no difference map
+const MIN_SIDE = 240; // px: the least width a side gets beside the other (else they stack)
 
 /** The input of side B: A's, with B's result. */
 export const inputB = (input) => ({ ...input, result: input.compare.result });
@@ -94,18 +95,26 @@ export function difference(input, state) {
   return { ...d, m: { ...d.m, title: `Difference B − A · ${mA.title}` } };
 }
 
-/** Where the two sides and the difference map go. */
+/** Where the two sides and the difference map go: side by side, or on a narrow screen (a phone,
+ *  less than MIN_SIDE for each) A above B, each as wide as the box. */
 function layout(ctx, input, state, width) {
   const base = BASES[state.view];
-  const half = Math.max(240, Math.floor((width - GAP) / 2));
-  // A fitted drawing (state.boxHeight) gives the sides and the difference map half each.
-  const part = { ...state, boxHeight: Math.max(160, Math.floor((fitHeight(state) - LABEL_H - GAP) / 2)) };
+  const stacked = Math.floor((width - GAP) / 2) < MIN_SIDE;
+  const half = stacked ? width : Math.floor((width - GAP) / 2);
+  // A fitted drawing (state.boxHeight) gives the sides and the difference map an equal share
+  // (the line saying why there is no map takes its own height only).
+  const d = difference(input, state);
+  const rows = stacked ? 2 : 1; // rows of sides
+  const shares = d && d.m ? rows + 1 : rows;
+  const free = fitHeight(state) - rows * (LABEL_H + GAP) - (d && d.m ? 0 : MSG_H);
+  const part = { ...state, boxHeight: Math.max(160, Math.floor(free / shares)) };
   const sA = base.size(ctx, input, part, half);
   const sB = input.compare.result ? base.size(ctx, inputB(input), part, half) : { width: half, height: 80 };
-  const d = difference(input, state);
-  const dY = LABEL_H + Math.max(sA.height, sB.height) + GAP;
+  const [bX, bY] = stacked ? [0, LABEL_H + sA.height + GAP + LABEL_H] : [sA.width + GAP, LABEL_H];
+  const dY = (stacked ? bY + sB.height : LABEL_H + Math.max(sA.height, sB.height)) + GAP;
   const sD = d && d.m ? heatmap.matrixSize(ctx, d.m, width, part.boxHeight) : { width, height: MSG_H };
-  return { base, half, part, sA, sB, bX: sA.width + GAP, d, dY, sD, width: Math.max(width, sA.width + GAP + sB.width, sD.width), height: dY + sD.height };
+  const sidesWidth = stacked ? Math.max(sA.width, sB.width) : sA.width + GAP + sB.width;
+  return { base, half, part, stacked, sA, sB, bX, bY, d, dY, sD, width: Math.max(width, sidesWidth, sD.width), height: dY + sD.height };
 }
 
 /** Both sides' matrices and their difference made ahead, each in steps of its own (slices.js):
@@ -127,13 +136,13 @@ export function size(ctx, input, state, width) {
 }
 
 /** The side's name and its sentence, above it (typed text: drawn as text, never markup). */
-function sideLabel(ctx, name, text, x, w, theme) {
+function sideLabel(ctx, name, text, x, y, w, theme) {
   ctx.font = font(13, 600);
   ctx.fillStyle = theme.fg;
   ctx.textAlign = 'left';
   ctx.textBaseline = 'top';
   const t = text.length > 300 ? Array.from(text).slice(0, 300).join('') : text; // more never fits
-  ctx.fillText(fitText(ctx, `${name}: ${t}`, w - 16), x + 8, 4);
+  ctx.fillText(fitText(ctx, `${name}: ${t}`, w - 16), x + 8, y + 4);
 }
 
 export function* draw(ctx, input, state, theme, width) {
@@ -141,30 +150,35 @@ export function* draw(ctx, input, state, theme, width) {
   const L = layout(ctx, input, state, width);
   clear(ctx, L.width, L.height, theme);
   const geom = { width: L.width, height: L.height, view: state.view, panels: [] };
-  const side = function* (name, inp, x, w) {
+  const side = function* (name, inp, x, y, w) {
     ctx.save();
-    ctx.translate(x, LABEL_H);
+    ctx.translate(x, y);
     const g = yield* steps(L.base.draw(ctx, inp, L.part, theme, L.half));
     ctx.restore();
-    geom.panels.push({ panel: name, x, y: LABEL_H, w, h: g.height, g, module: L.base });
+    geom.panels.push({ panel: name, x, y, w, h: g.height, g, module: L.base });
   };
-  sideLabel(ctx, c.nameA ? `A (${c.nameA})` : 'A', c.textA, 0, L.sA.width, theme);
-  yield* side('a', input, 0, L.sA.width);
+  sideLabel(ctx, c.nameA ? `A (${c.nameA})` : 'A', c.textA, 0, 0, L.sA.width, theme);
+  yield* side('a', input, 0, LABEL_H, L.sA.width);
   // B as drawn: a newer text or measure is being computed meanwhile (its drawing stays till then).
-  sideLabel(ctx, c.nameB ? `B (${c.nameB})` : 'B', `${c.drawnText ?? c.text}${c.stale ? ' · updating…' : ''}`, L.bX, L.sB.width, theme);
-  if (c.result) yield* side('b', inputB(input), L.bX, L.sB.width);
+  sideLabel(ctx, c.nameB ? `B (${c.nameB})` : 'B', `${c.drawnText ?? c.text}${c.stale ? ' · updating…' : ''}`, L.bX, L.bY - LABEL_H, L.sB.width, theme);
+  if (c.result) yield* side('b', inputB(input), L.bX, L.bY, L.sB.width);
   else {
     ctx.font = font(12);
     ctx.fillStyle = theme.muted;
     const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
     const waiting = c.progress ? `Loading B’s weights: ${mib(c.progress.loaded)} / ${mib(c.progress.total)}…` : 'Computing B…';
-    ctx.fillText(fitText(ctx, c.error ? `B could not be computed: ${c.error}` : waiting, L.sB.width - 16), L.bX + 8, LABEL_H + 8);
+    ctx.fillText(fitText(ctx, c.error ? `B could not be computed: ${c.error}` : waiting, L.sB.width - 16), L.bX + 8, L.bY + 8);
   }
   ctx.strokeStyle = theme.faint;
   ctx.lineWidth = 1;
   ctx.beginPath();
-  ctx.moveTo(L.bX - GAP / 2, 0);
-  ctx.lineTo(L.bX - GAP / 2, L.dY - GAP / 2);
+  if (L.stacked) {
+    ctx.moveTo(0, L.bY - LABEL_H - GAP / 2);
+    ctx.lineTo(L.width, L.bY - LABEL_H - GAP / 2);
+  } else {
+    ctx.moveTo(L.bX - GAP / 2, 0);
+    ctx.lineTo(L.bX - GAP / 2, L.dY - GAP / 2);
+  }
   ctx.moveTo(0, L.dY - GAP / 2);
   ctx.lineTo(L.width, L.dY - GAP / 2);
   ctx.stroke();

@@ -8,7 +8,8 @@ import { MEASURE_TAG, measureTag, clear, drawTitle, colorBar, drawMatrix, fitHei
 
 const CHIP_H = 26;
 const GAP = 8;
-const STACK_PITCH = CHIP_H + 4; // chip pitch in the stacked (narrow) layout
+const STACK_PITCH = CHIP_H + 4; // chip pitch in the stacked (narrow) layout, at most
+const MIN_STACK_PITCH = 18; // … and at least, when the chips shrink to fit the box's height
 const NUM_W = 34; // room for a weight printed right of a source chip (stacked layout)
 const MIN_LINES_W = 56; // the least room left between the two columns for the lines
 
@@ -62,6 +63,10 @@ function geometry(ctx, prep, width, title, height = Infinity) {
   let rowBottom;
   let blockBottom;
   let colX = 0;
+  let pitch = STACK_PITCH;
+  ctx.font = font(11);
+  const colTextW = maxTextWidth(ctx, prep.colLabels);
+  const colLabelH = Math.min(90, Math.ceil(colTextW * 0.72) + 14);
   if (mode === 'rows') {
     rowTop = headerH;
     rowBottom = headerH + CHIP_H + 84;
@@ -74,13 +79,15 @@ function geometry(ctx, prep, width, title, height = Infinity) {
     rowTop = headerH;
     colX = w0 - 8 - NUM_W - bottom.maxW;
     rowBottom = rowTop; // both columns start at the same height
-    blockBottom = rowTop + Math.max(prep.rows, prep.cols) * STACK_PITCH + 24;
+    // The chips as tall as leave room for the matrix at its smallest (8 px cells) in the box.
+    const n = Math.max(prep.rows, prep.cols, 1);
+    const room = height - rowTop - 24 - colLabelH - 8 * prep.rows - 16;
+    pitch = Math.max(MIN_STACK_PITCH, Math.min(STACK_PITCH, Math.floor(room / n)));
+    blockBottom = rowTop + n * pitch + 24;
   }
   ctx.font = font(11);
   const labelW = Math.min(120, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
   // Matrix: 8 px left margin, labels, cells, then the colour bar (14 + 12) and its labels (~38).
-  const colTextW = maxTextWidth(ctx, prep.colLabels);
-  const colLabelH = Math.min(90, Math.ceil(colTextW * 0.72) + 14);
   const matTop = blockBottom + colLabelH;
   // The matrix's cells as large as the width and the box's height (state.boxHeight) allow.
   const cell = Math.max(8, Math.min(30, Math.floor((w0 - labelW - 8 - 64) / Math.max(1, prep.cols)), Math.floor((height - matTop - 16) / Math.max(1, prep.rows))));
@@ -89,6 +96,7 @@ function geometry(ctx, prep, width, title, height = Infinity) {
   const w = Math.max(w0, mode === 'rows' ? Math.max(top.width, bottom.width) + 32 : 0, Math.ceil(8 + labelW + cell * prep.cols + right));
   return {
     mode, titles, noteLines, top, bottom, headerH, rowTop, rowBottom, colX, labelW, cell, colLabelH, matTop,
+    pitch, chipH: mode === 'rows' ? CHIP_H : pitch - 4,
     width: w,
     height: matTop + cell * prep.rows + 16,
     offTop: Math.max(16, (w - top.width) / 2),
@@ -104,14 +112,14 @@ function titleParts(prep, state) {
   return [`Cross-attention`, `layer ${prep.layer + 1}`, what, `decode step ${t + 1} of ${prep.rows}`, ...(state.measure === 'value-norm' ? [MEASURE_TAG] : [])];
 }
 
-/** The box of target chip i / source chip j: { x, y, w } (height CHIP_H). */
+/** The box of target chip i / source chip j: { x, y, w } (height g.chipH). */
 function targetBox(g, i) {
   const c = g.top.chips[i];
-  return g.mode === 'rows' ? { x: g.offTop + c.x, y: g.rowTop, w: c.w } : { x: 8, y: g.rowTop + i * STACK_PITCH, w: g.top.maxW };
+  return g.mode === 'rows' ? { x: g.offTop + c.x, y: g.rowTop, w: c.w } : { x: 8, y: g.rowTop + i * g.pitch, w: g.top.maxW };
 }
 function sourceBox(g, j) {
   const c = g.bottom.chips[j];
-  return g.mode === 'rows' ? { x: g.offBottom + c.x, y: g.rowBottom, w: c.w } : { x: g.colX, y: g.rowBottom + j * STACK_PITCH, w: g.bottom.maxW };
+  return g.mode === 'rows' ? { x: g.offBottom + c.x, y: g.rowBottom, w: c.w } : { x: g.colX, y: g.rowBottom + j * g.pitch, w: g.bottom.maxW };
 }
 
 /** The layer's matrices made ahead, in steps (slices.js). */
@@ -131,7 +139,7 @@ export function hitTest(geom, x, y) {
   if (!geom || !geom.top) return null;
   for (let i = 0; i < geom.top.chips.length; i++) {
     const b = targetBox(geom, i);
-    if (x >= b.x && x <= b.x + b.w && y >= b.y && y <= b.y + CHIP_H) return { step: i };
+    if (x >= b.x && x <= b.x + b.w && y >= b.y && y <= b.y + geom.chipH) return { step: i };
   }
   const mx = 8 + geom.labelW;
   if (y >= geom.matTop && y < geom.matTop + geom.cell * geom.rows && x >= mx - geom.labelW && x < mx + geom.cell * geom.cols) {
@@ -174,7 +182,7 @@ export function draw(ctx, input, state, theme, width) {
   // Lines from the current target token to the source tokens
   const tb = targetBox(g, t);
   const sx = stacked ? tb.x + tb.w : tb.x + tb.w / 2;
-  const sy = stacked ? tb.y + CHIP_H / 2 : g.rowTop + CHIP_H;
+  const sy = stacked ? tb.y + g.chipH / 2 : g.rowTop + g.chipH;
   ctx.strokeStyle = theme.accent;
   for (let j = 0; j < C; j++) {
     const w = row[j];
@@ -184,7 +192,7 @@ export function draw(ctx, input, state, theme, width) {
     ctx.lineWidth = 1 + 7 * w;
     ctx.beginPath();
     ctx.moveTo(sx, sy);
-    if (stacked) ctx.lineTo(bb.x, bb.y + CHIP_H / 2);
+    if (stacked) ctx.lineTo(bb.x, bb.y + g.chipH / 2);
     else ctx.lineTo(bb.x + bb.w / 2, g.rowBottom);
     ctx.stroke();
   }
@@ -204,30 +212,30 @@ export function draw(ctx, input, state, theme, width) {
     ctx.fillStyle = i === t ? theme.accent : theme.bg;
     ctx.strokeStyle = i === t ? theme.accent : theme.faint;
     ctx.lineWidth = 1;
-    ctx.fillRect(b.x, b.y, b.w, CHIP_H);
-    ctx.strokeRect(b.x + 0.5, b.y + 0.5, b.w - 1, CHIP_H - 1);
-    ctx.font = font(13, i === t ? 600 : 400);
+    ctx.fillRect(b.x, b.y, b.w, g.chipH);
+    ctx.strokeRect(b.x + 0.5, b.y + 0.5, b.w - 1, g.chipH - 1);
+    ctx.font = font(Math.min(13, g.chipH - 3), i === t ? 600 : 400);
     ctx.fillStyle = i === t ? theme.bg : i > t ? theme.muted : theme.fg;
-    ctx.fillText(c.text, b.x + b.w / 2, b.y + CHIP_H / 2);
+    ctx.fillText(c.text, b.x + b.w / 2, b.y + g.chipH / 2);
   });
   // Source chips, background by weight, the weight below (rows) or beside (stacked)
   g.bottom.chips.forEach((c, j) => {
     const b = sourceBox(g, j);
     const v = row[j] / rowMax;
     ctx.fillStyle = rgb(viridis(v));
-    ctx.fillRect(b.x, b.y, b.w, CHIP_H);
+    ctx.fillRect(b.x, b.y, b.w, g.chipH);
     ctx.strokeStyle = theme.faint;
-    ctx.strokeRect(b.x + 0.5, b.y + 0.5, b.w - 1, CHIP_H - 1);
-    ctx.font = font(13);
+    ctx.strokeRect(b.x + 0.5, b.y + 0.5, b.w - 1, g.chipH - 1);
+    ctx.font = font(Math.min(13, g.chipH - 3));
     ctx.textAlign = 'center';
     ctx.fillStyle = v > 0.6 ? '#111' : '#f4f4f4';
-    ctx.fillText(c.text, b.x + b.w / 2, b.y + CHIP_H / 2);
+    ctx.fillText(c.text, b.x + b.w / 2, b.y + g.chipH / 2);
     ctx.font = font(10);
     ctx.fillStyle = theme.muted;
     if (stacked) {
       ctx.textAlign = 'left';
-      ctx.fillText(row[j].toFixed(2), b.x + b.w + 4, b.y + CHIP_H / 2);
-    } else ctx.fillText(row[j].toFixed(2), b.x + b.w / 2, b.y + CHIP_H + 9);
+      ctx.fillText(row[j].toFixed(2), b.x + b.w + 4, b.y + g.chipH / 2);
+    } else ctx.fillText(row[j].toFixed(2), b.x + b.w / 2, b.y + g.chipH + 9);
   });
 
   // The whole matrix, current step outlined

@@ -9,6 +9,7 @@ import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
 const MIN_ROW_H = 15; // the least a table row gets to fit the box
+const NARROW_OUTPUT_X = 136; // the narrow table's output strip, after its label
 const TABLE_FOOT = 70; // under the table: Σ p and the output strip
 // Keys listed at most: past this, the keys with the largest p (in text order) and one line for
 // the rest. 512 rows made a 11,000 px canvas that no one reads and that took 60 ms to allocate.
@@ -50,36 +51,42 @@ function geometry(ctx, s, state, width) {
   ctx.font = font(12);
   let lw = 60;
   for (const j of keys) lw = Math.max(lw, ctx.measureText(labels(s).k[j]).width + 12);
-  const labelW = Math.min(140, Math.ceil(lw));
-  const cols = [
-    ['token', labelW],
-    ['k', stripW],
-    ['score', 74],
-    ['scaled', 74],
-    ['mask', 44],
-    ['p', 120],
-    ['v', stripW],
-  ];
+  // The full table (k_j and v_j as strips in every row) when it fits the width; on a narrow
+  // screen (a phone) the numbers alone, narrower, with q and the output as strips above and
+  // below (every row's k_j and v_j are in the matrices part).
+  const full = [['token', Math.min(140, Math.ceil(lw))], ['k', stripW], ['score', 74], ['scaled', 74], ['mask', 44], ['p', 120], ['v', stripW]];
+  const fullWidth = full.reduce((x, [, w]) => x + w + 12, 8);
+  const narrow = fullWidth > width;
+  const cols = narrow ? [['token', Math.min(84, Math.ceil(lw))], ['score', 56], ['scaled', 56], ['mask', 44], ['p', 76]] : full;
+  const gap = narrow ? 8 : 12;
   let x = 8;
   const xs = {};
+  const ws = {};
   for (const [name, w] of cols) {
     xs[name] = x;
-    x += w + 12;
+    ws[name] = w;
+    x += w + gap;
   }
+  const labelW = ws.token;
+  // Narrow: q's strip after its "q =", the output's after its label, as wide as the screen allows.
+  const stripCell = narrow ? Math.max(1, Math.min(cell, Math.floor((width - 8 - NARROW_OUTPUT_X) / dk))) : cell;
+  if (narrow) [xs.k, xs.v] = [36, NARROW_OUTPUT_X];
   const top = 142;
   const rows = keys.length + (omitted ? 1 : 0);
   const w = Math.max(width, x);
   const table = part !== 'matrices';
   const rowH = part === 'query' ? Math.max(MIN_ROW_H, Math.min(ROW_H, Math.floor((boxH - top - TABLE_FOOT) / (rows + 1)))) : ROW_H;
   const tableEnd = table ? top + rowH * (rows + 1) + TABLE_FOOT : 0;
-  if (part === 'query') return { part, cell, stripW, labelW, xs, top, rowH, keys, omitted, panels: [], width: w, height: tableEnd };
+  const tableGeom = { part, narrow, cell: stripCell, stripW: stripCell * dk, labelW, xs, ws, top, rowH, keys, omitted };
+  if (part === 'query') return { ...tableGeom, panels: [], width: w, height: tableEnd };
   const laid = fittedPanels(s, w, tableEnd, part === 'matrices' ? boxH : Infinity);
-  return { part, cell, stripW, labelW, xs, top, rowH, keys, omitted, panels: laid.panels, panelsTop: tableEnd, width: w, height: laid.height };
+  return { ...tableGeom, panels: laid.panels, panelsTop: tableEnd, width: w, height: laid.height };
 }
 
 /** The panels under `top` (their section's title first), as large as fit `height` (down to MIN_PANEL). */
 function fittedPanels(s, width, top, height) {
-  let side = PANEL;
+  // A [tokens × d_model] panel is twice as wide as its side: never wider than the box.
+  let side = Math.max(MIN_PANEL / 2, Math.min(PANEL, Math.floor((width - 16) / 2)));
   let laid = panelLayout(s, width, top + PANELS_HEAD, side);
   while (laid.height > height && side > MIN_PANEL) {
     side = Math.max(MIN_PANEL, Math.floor(side * 0.85));
@@ -328,7 +335,8 @@ export function* draw(ctx, input, state, theme, width) {
   const qkScale = Math.max(maxAbs(q), maxAbs(s.k)) || 1;
   const vScale = Math.max(maxAbs(s.v), maxAbs(out)) || 1;
 
-  drawTitle(ctx, `Layer ${s.layer + 1} · head ${s.head + 1} · ${KIND_NAMES[s.kind] || s.kind}`, theme);
+  ctx.font = font(14, 600);
+  drawTitle(ctx, fitText(ctx, `Layer ${s.layer + 1} · head ${s.head + 1} · ${KIND_NAMES[s.kind] || s.kind}`, g.width - 16), theme);
   const prov = s.q_source === s.kv_source ? `Q, K and V all come from the ${s.q_source}.` : `Q comes from the ${s.q_source}; K and V come from the ${s.kv_source}.`;
   textLines(
     ctx,
@@ -354,7 +362,8 @@ export function* draw(ctx, input, state, theme, width) {
   strip(ctx, q, g.xs.k, 92, g.cell, 16, qkScale, theme.dark);
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'left';
-  ctx.fillText(`(${dk} numbers, colour = sign and size, ±${fmt(qkScale)})`, g.xs.k + g.stripW + 8, 100);
+  const qNote = g.xs.k + g.stripW + 8;
+  ctx.fillText(fitText(ctx, `(${dk} numbers, colour = sign and size, ±${fmt(qkScale)})`, g.width - qNote - 8), qNote, 100);
 
   // Table header
   const hy = g.top - 14;
@@ -369,7 +378,7 @@ export function* draw(ctx, input, state, theme, width) {
     ['p', 'softmax p_j'],
     ['v', 'v_j'],
   ];
-  for (const [k, label] of heads) ctx.fillText(label, g.xs[k], hy);
+  for (const [k, label] of heads) if (g.ws[k]) ctx.fillText(label, g.xs[k], hy);
 
   // Every key's k_j and v_j (v fades with the weight p_j that takes it into the output).
   const signed = (scale) => (v) => diverging(v / scale, theme.dark);
@@ -379,10 +388,12 @@ export function* draw(ctx, input, state, theme, width) {
     return out;
   };
   // In steps: at 64 keys × d_k 64 (SmolLM2) the strips and the rows took 40–70 ms in one task.
-  drawStrips(ctx, listedRows(s.k), g.keys.length, dk, g.xs.k, g.top, g.rowH, 3, g.cell, signed(qkScale));
-  yield;
-  drawStrips(ctx, listedRows(s.v), g.keys.length, dk, g.xs.v, g.top, g.rowH, 3, g.cell, signed(vScale), (r) => 0.25 + 0.75 * Math.min(1, probs[g.keys[r]] * 2));
-  yield;
+  if (!g.narrow) {
+    drawStrips(ctx, listedRows(s.k), g.keys.length, dk, g.xs.k, g.top, g.rowH, 3, g.cell, signed(qkScale));
+    yield;
+    drawStrips(ctx, listedRows(s.v), g.keys.length, dk, g.xs.v, g.top, g.rowH, 3, g.cell, signed(vScale), (r) => 0.25 + 0.75 * Math.min(1, probs[g.keys[r]] * 2));
+    yield;
+  }
   ctx.font = font(12);
   for (let r = 0; r < g.keys.length; r++) {
     if (r % 16 === 15) yield;
@@ -397,21 +408,21 @@ export function* draw(ctx, input, state, theme, width) {
     ctx.font = font(12, 400, true);
     ctx.textAlign = 'right';
     ctx.fillStyle = visible ? theme.fg : theme.muted;
-    ctx.fillText(fmt(scores[j], 3), g.xs.score + 70, cy);
+    ctx.fillText(fmt(scores[j], 3), g.xs.score + g.ws.score - 4, cy);
     // The scaled score is a number for every key; the mask is added to it: 0 keeps it, −∞
     // (a future position of a causal model) takes it out of the softmax.
-    ctx.fillText(fmt(scaled[j], 3), g.xs.scaled + 70, cy);
+    ctx.fillText(fmt(scaled[j], 3), g.xs.scaled + g.ws.scaled - 4, cy);
     ctx.textAlign = 'center';
-    ctx.fillText(visible ? '0' : '−∞', g.xs.mask + 20, cy);
+    ctx.fillText(visible ? '0' : '−∞', g.xs.mask + g.ws.mask / 2, cy);
     // probability bar + number
     const p = probs[j];
     ctx.fillStyle = theme.accent;
     ctx.globalAlpha = 0.35;
-    ctx.fillRect(g.xs.p, y + 4, 70 * Math.min(1, p), g.rowH - 8);
+    ctx.fillRect(g.xs.p, y + 4, (g.ws.p - 50) * Math.min(1, p), g.rowH - 8);
     ctx.globalAlpha = 1;
     ctx.fillStyle = theme.fg;
     ctx.textAlign = 'right';
-    ctx.fillText(p.toFixed(4), g.xs.p + 118, cy);
+    ctx.fillText(p.toFixed(4), g.xs.p + g.ws.p - 2, cy);
   }
   let psum = 0;
   for (let j = 0; j < tk; j++) psum += probs[j];
@@ -435,7 +446,7 @@ export function* draw(ctx, input, state, theme, width) {
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'right';
   ctx.font = font(12, 400, true);
-  ctx.fillText(`Σ = ${psum.toFixed(4)}`, g.xs.p + 118, sy + g.rowH / 2);
+  ctx.fillText(`Σ = ${psum.toFixed(4)}`, g.xs.p + g.ws.p - 2, sy + g.rowH / 2);
   ctx.textAlign = 'right';
   ctx.font = font(11);
   ctx.fillText('output = Σ p_j v_j =', g.xs.v - 6, sy + g.rowH * 1.5 + 4);
