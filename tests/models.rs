@@ -116,13 +116,16 @@ fn cross_attention_aligns_words() {
     assert_eq!(out.output.source_tokens[best], "▁cat");
 }
 
+/// Heads whose step internals the tests trace: an encoder's, a translator's cross and self.
+const TRACED_HEADS: [(&str, AttentionKind, usize, usize); 3] = [
+    ("minilm", AttentionKind::EncoderSelf, 2, 5),
+    ("en-pt", AttentionKind::Cross, 1, 3),
+    ("en-pt", AttentionKind::EncoderSelf, 0, 7),
+];
+
 #[test]
 fn step_internals_match_the_attention_blocks() {
-    for (dir, kind, layer, head) in [
-        ("minilm", AttentionKind::EncoderSelf, 2, 5),
-        ("en-pt", AttentionKind::Cross, 1, 3),
-        ("en-pt", AttentionKind::EncoderSelf, 0, 7),
-    ] {
+    for (dir, kind, layer, head) in TRACED_HEADS {
         let m = model(dir);
         let text = "The cat sat on the mat.";
         let full = m.attend(text).unwrap();
@@ -169,11 +172,7 @@ fn same_trace(a: &attnviz::result::HeadInternals, b: &attnviz::result::HeadInter
 
 #[test]
 fn one_forward_gives_the_maps_the_head_scores_and_a_heads_step() {
-    for (dir, kind, layer, head) in [
-        ("minilm", AttentionKind::EncoderSelf, 2, 5),
-        ("en-pt", AttentionKind::Cross, 1, 3),
-        ("en-pt", AttentionKind::EncoderSelf, 0, 7),
-    ] {
+    for (dir, kind, layer, head) in TRACED_HEADS {
         let m = model(dir);
         let text = "The cat sat on the mat.";
         let request = HeadRequest { kind, layer, head };
