@@ -18,6 +18,12 @@ const BASES = { head, heatmap };
 const GAP = 16;
 const LABEL_H = 24; // the "A: …" / "B: …" line above each side
 const MSG_H = 44; // the line that says why there is no difference map
+// The least token label: each map gets half the box, which drew them at 8–10 px, unreadable
+// projected; the maps grow (the box scrolls) rather than shrink their labels under this, up to
+// READABLE_TOKENS tokens a side (at 512, 12 px labels made canvases of 7,000 px a side).
+const LABEL_PX = 12;
+const READABLE_TOKENS = 64;
+const tokenCount = (r) => (r ? r.tokens.source.length + (r.tokens.target || []).length : 0);
 
 /** The input of side B: A's, with B's result. */
 export const inputB = (input) => ({ ...input, result: input.compare.result });
@@ -99,12 +105,13 @@ function layout(ctx, input, state, width) {
   const base = BASES[state.view];
   const half = Math.max(240, Math.floor((width - GAP) / 2));
   // A fitted drawing (state.boxHeight) gives the sides and the difference map half each.
-  const part = { ...state, boxHeight: Math.max(160, Math.floor((fitHeight(state) - LABEL_H - GAP) / 2)) };
+  const readable = Math.max(tokenCount(input.result), tokenCount(input.compare.result)) <= READABLE_TOKENS;
+  const part = { ...state, boxHeight: Math.max(160, Math.floor((fitHeight(state) - LABEL_H - GAP) / 2)), minLabelPx: readable ? LABEL_PX : 0 };
   const sA = base.size(ctx, input, part, half);
   const sB = input.compare.result ? base.size(ctx, inputB(input), part, half) : { width: half, height: 80 };
   const d = difference(input, state);
   const dY = LABEL_H + Math.max(sA.height, sB.height) + GAP;
-  const sD = d && d.m ? heatmap.matrixSize(ctx, d.m, width, part.boxHeight) : { width, height: MSG_H };
+  const sD = d && d.m ? heatmap.matrixSize(ctx, d.m, width, part.boxHeight, part.minLabelPx) : { width, height: MSG_H };
   return { base, half, part, sA, sB, bX: sA.width + GAP, d, dY, sD, width: Math.max(width, sA.width + GAP + sB.width, sD.width), height: dY + sD.height };
 }
 
