@@ -1,7 +1,8 @@
 // Issue 44, item 11: going from one model to another. A permalink naming a model without a text
 // (`#m=smollm2-135m`, no t=) shows that model's example and its map (it left the translator's map
 // and translation on screen with "text is empty"); a view picked on one model is shown again when
-// the user comes back to a model that has it (the cross view fell back to the head view for good).
+// the user comes back to a model that has it (the cross view fell back to the head view for good),
+// while a permalink's own view is the one shown.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openApp, useServerAndBrowser } from './harness.mjs';
@@ -83,7 +84,13 @@ test('the view picked is kept across model switches: the translator’s cross vi
     s = await seen(page);
     await page.selectOption('#model', 'minilm-l6');
     await drawnOf(page, 'minilm-l6', s.draws);
-    assert.equal((await seen(page)).view, 'heatmap');
+    s = await seen(page);
+    assert.equal(s.view, 'heatmap');
+
+    // A permalink is exact: the view it names (the head view: no v=) wins over the one picked.
+    await page.evaluate(() => { location.hash = 'm=minilm-l6&t=A+permalink+of+the+head+view.'; });
+    await waitDrawn(page, (n) => window.attnvizDebug.drawCount > n && window.attnvizDebug.text === 'A permalink of the head view.', s.draws);
+    assert.equal((await seen(page)).view, 'head');
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();

@@ -194,13 +194,13 @@ export class Session {
     const prev = this.state;
     // Supplied attention has no model to load or run: its text, model and measure stay.
     next = this.source.constrain(next, prev);
+    this.viewChosen = next.view; // a whole state (a permalink, attributes) names the view picked
     // No text (a permalink without t=) is the named model's example, as on a first visit: an
     // empty text has no map, and the old model's would stay on screen.
     const noText = this.source.runsModels && !String(next.text ?? '').trim();
     if (next.model !== prev.model) {
       const before = this.restorePoint();
       this.state = { ...next };
-      if (next.view !== prev.view) this.viewChosen = next.view;
       if (this.catalog) this.selectModel(next.model, { keepText: !noText, before });
       return;
     }
