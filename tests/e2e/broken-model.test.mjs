@@ -132,6 +132,14 @@ test('a model that passes the checks but fails its first forward is refused with
     await page.reload();
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
     assert.ok(!(await seen(page)).picker.some((id) => id.startsWith('own-')), 'nor offered after a reload');
+
+    // The first forward lets a sound model through: MiniLM's folder as published opens and is kept.
+    const n = (await seen(page)).draws;
+    await page.click('#open-model');
+    await page.setInputFiles('#open-files', ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => path.join(MINILM, f)));
+    await page.waitForFunction((c) => String(window.attnvizDebug.modelId).startsWith('own-') && window.attnvizDebug.drawCount > c && !window.attnvizDebug.drawing, n, { timeout: 120_000 });
+    assert.match((await seen(page)).notice, /^Opened “[^”]+”: BERT encoder.*Kept in this browser/);
+    assert.equal((await keptInIndexedDb(page)).length, 1, 'kept in IndexedDB');
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();
