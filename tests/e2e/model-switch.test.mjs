@@ -96,3 +96,25 @@ test('the view picked is kept across model switches: the translator’s cross vi
     await app.close();
   }
 });
+
+// The query/key view is one SmolLM2 has too, but its first forward asked for the head of the
+// kind the translator had left (encoder self-attention, which a decoder lacks): it failed, and
+// the translator's map stayed (page.test.mjs "no request leaves the page origin" hung on it).
+test('the query/key view picked on the translator stays when SmolLM2 is picked, drawn from SmolLM2', { timeout: LONG }, async () => {
+  const app = await openApp(browser, `${server.url}#m=en-pt-tiny&v=qk&k=cross`);
+  try {
+    const { page } = app;
+    await drawnOf(page, 'en-pt-tiny', 0, 'qk');
+    const n = (await seen(page)).draws;
+    await page.selectOption('#model', 'smollm2-135m');
+    await page.waitForFunction((c) => (window.attnvizDebug.modelId === 'smollm2-135m' && window.attnvizDebug.drawCount > c) || /^Error/.test(document.getElementById('status').textContent), n, { timeout: LONG, polling: 100 });
+    assert.doesNotMatch(await page.textContent('#status'), /^Error/);
+    await waitDrawn(page, () => window.attnvizDebug.qkPoints() !== null);
+    const s = await seen(page);
+    assert.deepEqual([s.model, s.view], ['smollm2-135m', 'qk']);
+    assert.equal(await page.evaluate(() => window.attnvizDebug.state.kind), 'decoder_self');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
