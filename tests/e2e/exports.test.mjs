@@ -219,3 +219,37 @@ test('widget: its PNG and SVG buttons save the view as the page does, each namin
     await w.close();
   }
 });
+
+// Issue 44, item 11: a generation's maps are of one step (the scrubber's); the exported files
+// said which model, view and prompt, but not which step.
+test('a generation’s PNG and SVG say which step they show: in the Description, the <desc>, the <title> and the file name', { timeout: 300_000 }, async () => {
+  const text = 'The capital of France is';
+  const hash = new URLSearchParams({ m: 'smollm2-135m', t: text, v: 'heatmap', g: '3', gs: '1' }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`);
+  const { page } = app;
+  try {
+    await page.waitForFunction(() => window.attnvizDebug.generation && window.attnvizDebug.generation.steps === 3 && window.attnvizDebug.state.gstep === 1, null, { timeout: 300_000, polling: 100 });
+    await waitDrawn(page, () => true);
+    const g = await page.evaluate(() => window.attnvizDebug.generation);
+    const step = `generation step 2 of 3 (choosing “${g.chosen}”)`;
+    const png = await save(page, '#export-png');
+    assert.match(png.name, /^attnviz-smollm2-135m-heatmap-decoder_self-l1-h1-step2\.png$/, png.name);
+    const said = pngText(png.bytes).Description;
+    assert.ok(said.includes(` · Heatmap · ${step}: “${text}”`), said);
+    const svgFile = await save(page, '#export-svg');
+    assert.match(svgFile.name, /-step2\.svg$/, svgFile.name);
+    const svg = svgFile.bytes.toString('utf8');
+    assert.equal((await parseSvg(page, svg)).desc, said);
+    assert.ok(svg.includes(`<title>${said.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</title>`), 'the SVG’s <title> says it too');
+
+    // After the last step: the map of all the tokens generated, and the file says so.
+    await page.click('#generation .gen-tok.next'); // "next?": after the last token
+    await waitDrawn(page, () => window.attnvizDebug.state.gstep === null);
+    const last = await save(page, '#export-png');
+    assert.match(last.name, /-h1\.png$/, last.name);
+    assert.match(pngText(last.bytes).Description, / · generation: all 3 tokens: “The capital of France is”$/);
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});

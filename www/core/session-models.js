@@ -233,6 +233,9 @@ export const modelMethods = {
     if (seq !== this.loadSeq) return; // another model was picked meanwhile
     this.info = info;
     this.infoSeq = seq;
+    // A kind the new model lacks (a decoder has only decoder_self) would be asked of its first
+    // forward by the step and query/key views, which then failed and kept the old model's map.
+    if (info.kinds && info.kinds.length && !info.kinds.includes(this.state.kind)) this.state = { ...this.state, kind: info.kinds[0] };
     this.progress = null;
     this.emit('status');
     await this.compute();

@@ -89,6 +89,7 @@ export class Session {
     this.focus = null; // transient: the token under the pointer (head view)
     this.hoverText = null; // transient: the read-out under the pointer (heatmap)
     this.cursor = null; // transient: the item the keys [ ] { } read out last, where they go on from
+    this.viewChosen = null; // the view last picked: shown again by any model that has it (fitState)
     this.steps = new LruCache(ANSWERS_KEPT); // stepKey → step() internals (the step and qk views)
     this.positionTables = new LruCache(MODELS_KEPT); // model id → its positions() table (the positions view)
     this.loadSeq = 0;
@@ -155,6 +156,7 @@ export class Session {
     const key = this.modelKey();
     const tokensMoved = ['view', 'kind', 'hideSpecial', 'merge'].some((k) => k in p && p[k] !== this.state[k]);
     if ('view' in p && p.view !== this.state.view) this.cursor = null;
+    if ('view' in p) this.viewChosen = p.view;
     this.state = this.source.constrain({ ...this.state, ...(tokensMoved && !('pin' in p) ? { pin: null } : {}), ...p }, this.state);
     // Other weights (the weights picker, the exact ones arriving, or a comparison with int8 or exact): load them; the drawing stays until they are in.
     if (this.manifest && this.modelKey() !== key) this.selectModel(this.manifest.id);
@@ -168,9 +170,12 @@ export class Session {
     this.emit('state');
   }
 
-  /** The state fitted to the drawn result: every index inside what it has, and the cross view's
-   *  decode step inside the rows it shows (words when sub-words are merged). */
+  /** The state fitted to the drawn result: the view last picked where the result has it (a model
+   *  without it showed the head view meanwhile), every index inside what it has, and the cross
+   *  view's decode step inside the rows it shows (words when sub-words are merged). */
   fitState() {
+    const chosen = this.viewChosen;
+    if (chosen && chosen !== this.state.view && this.availableViews().some((v) => v.id === chosen)) this.state = { ...this.state, view: chosen };
     this.state = clampToResult(this.state, this.shape);
     if (!this.availableViews().some((v) => v.id === this.state.view)) this.state = clampToResult({ ...this.state, view: 'head' }, this.shape);
     if (viewFor(this.state.view).controls.step && this.result) {
@@ -189,10 +194,19 @@ export class Session {
     const prev = this.state;
     // Supplied attention has no model to load or run: its text, model and measure stay.
     next = this.source.constrain(next, prev);
+    this.viewChosen = next.view; // a whole state (a permalink, attributes) names the view picked
+    // No text (a permalink without t=) is the named model's example, as on a first visit: an
+    // empty text has no map, and the old model's would stay on screen.
+    const noText = this.source.runsModels && !String(next.text ?? '').trim();
     if (next.model !== prev.model) {
       const before = this.restorePoint();
       this.state = { ...next };
-      if (this.catalog) this.selectModel(next.model, { keepText: true, before });
+      if (this.catalog) this.selectModel(next.model, { keepText: !noText, before });
+      return;
+    }
+    if (noText && this.manifest && this.manifest.example) {
+      this.applyState({ ...next, text: this.manifest.example });
+      this.emit('text');
       return;
     }
     if (next.text !== prev.text || cacheKey(this.genParams(next)) !== cacheKey(this.genParams(prev))) {

@@ -56,10 +56,11 @@ export function installDebug({ session, shell, el, chart }) {
     return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null;
   };
   // Comparison (head view or heatmap with a "Compare with…" text): where each panel is drawn (CSS
-  // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry.
+  // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry (labelPx:
+  // the font size of its token labels).
   debug.comparePanels = () => {
     const geom = geomOf();
-    return geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell } })) : null;
+    return geom && geom.panels && geom.view ? geom.panels.map(({ panel, x, y, w, h, g }) => ({ panel, x, y, w, h, g: { leftX: g.leftX, rightX: g.rightX, headerH: g.headerH, rowH: g.rowH, rows: g.rows, cols: g.cols, left: g.left, top: g.top, cell: g.cell, labelPx: g.px ?? g.labelPx } })) : null;
   };
   // Query/key space: where each query and key point is drawn (CSS px relative to the canvas),
   // the lines from the focused query, and the PCA behind them.

@@ -184,7 +184,8 @@ export function generationText(session) {
 /**
  * What an exported image says it shows (the PNG's Description, the SVG's <desc>), and the tag its
  * file name carries: the model, which weights drew the map (a model with int8 and exact weights),
- * the view and the text. → { description, weightsTag ('int8' | 'f32' | '') }.
+ * the view, the generation step it shows (a generation's maps are of one step) and the text.
+ * → { description, weightsTag ('int8' | 'f32' | ''), stepTag ('step2' while step 2 is scrubbed, or '') }.
  */
 export function exportLabel(session) {
   const m = session.manifest;
@@ -194,10 +195,13 @@ export function exportLabel(session) {
   const own = m && !weights ? ggufWeights(m) : null;
   const c = session.compareInput();
   const vs = c && c.what === 'model' ? `compared with ${c.nameB} (B − A drawn)` : null;
-  const parts = ['attnviz', m ? m.name || m.id : session.state.model, weights || own, view, vs].filter(Boolean);
+  const g = generationText(session);
+  const step = !g || !g.steps ? null : g.step < g.steps ? `generation step ${g.step + 1} of ${g.steps} (choosing “${g.chosen}”)` : `generation: all ${g.steps} token${g.steps === 1 ? '' : 's'}`;
+  const parts = ['attnviz', m ? m.name || m.id : session.state.model, weights || own, view, vs, step].filter(Boolean);
   return {
     description: `${parts.join(' · ')}: “${r ? r.text : session.state.text}”`,
     weightsTag: weights ? (session.drawnWeights() === 'exact' ? 'f32' : 'int8') : '',
+    stepTag: g && g.steps && g.step < g.steps ? `step${g.step + 1}` : '',
   };
 }
 

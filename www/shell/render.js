@@ -256,23 +256,24 @@ function withText(png, keyword, text) {
  * Save the view as a file, the page's and the widget's one way: 'png' (the canvas's pixels, with an
  * iTXt Description of what drew them) or 'svg' (the view drawn again as vectors in the `box` it
  * is drawn in, the same sentence in its <desc>); the file name says the model, weights, view,
- * kind, layer and head. → the sentence to show.
+ * kind, layer, head and the generation step scrubbed. → the sentence to show.
  */
 export async function saveView(kind, { canvas, session, theme, box }) {
   const label = exportLabel(session);
   if (kind === 'png') {
-    download(await pngBlob(canvas, label.description), exportName(session.state, 'png', label.weightsTag));
+    download(await pngBlob(canvas, label.description), exportName(session.state, 'png', label));
     return `PNG saved (${canvas.width}×${canvas.height} px).`;
   }
   const svg = toSvg(session.state.view, session.input(), { ...session.state, focus: session.state.pin }, theme, box, label.description);
-  download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg', label.weightsTag));
+  download(new Blob([svg], { type: 'image/svg+xml' }), exportName(session.state, 'svg', label));
   return 'SVG saved.';
 }
 
-/** attnviz-<model>[-int8|-f32]-<view>[-compare[-<B's weights or model>]]-<kind>-l<layer>-<head or mean>.<ext> */
-export function exportName(state, ext, weightsTag = '') {
+/** attnviz-<model>[-int8|-f32]-<view>[-compare[-<B's weights or model>]]-<kind>-l<layer>-<head or mean>[-step<k>].<ext>
+ *  (the tags: exportLabel's) */
+export function exportName(state, ext, { weightsTag = '', stepTag = '' } = {}) {
   const what = state.agg === 'head' ? `h${state.head + 1}` : state.agg;
   const vs = state.compareModel ? `-${state.compareModel === 'exact' ? 'f32' : state.compareModel}` : '';
   const cmp = (state.compare || state.compareModel) && COMPARE_VIEWS.includes(state.view) ? `-compare${vs}` : '';
-  return `attnviz-${state.model}${weightsTag ? `-${weightsTag}` : ''}-${state.view}${cmp}-${state.kind}-l${state.layer + 1}-${what}.${ext}`;
+  return `attnviz-${state.model}${weightsTag ? `-${weightsTag}` : ''}-${state.view}${cmp}-${state.kind}-l${state.layer + 1}-${what}${stepTag ? `-${stepTag}` : ''}.${ext}`;
 }

@@ -19,6 +19,12 @@ const GAP = 16;
 const LABEL_H = 24; // the "A: …" / "B: …" line above each side
 const MSG_H = 44; // the line that says why there is no difference map
 const MIN_SIDE = 240; // px: the least width a side gets beside the other (else they stack)
+// The least token label: each map gets half the box, which drew them at 8–10 px, unreadable
+// projected; the maps grow (the box scrolls) rather than shrink their labels under this, up to
+// READABLE_TOKENS tokens a side (at 512, 12 px labels made canvases of 7,000 px a side).
+const LABEL_PX = 12;
+const READABLE_TOKENS = 64;
+const tokenCount = (r) => (r ? r.tokens.source.length + (r.tokens.target || []).length : 0);
 
 /** The input of side B: A's, with B's result. */
 export const inputB = (input) => ({ ...input, result: input.compare.result });
@@ -107,12 +113,13 @@ function layout(ctx, input, state, width) {
   const rows = stacked ? 2 : 1; // rows of sides
   const shares = d && d.m ? rows + 1 : rows;
   const free = fitHeight(state) - rows * (LABEL_H + GAP) - (d && d.m ? 0 : MSG_H);
-  const part = { ...state, boxHeight: Math.max(160, Math.floor(free / shares)) };
+  const readable = Math.max(tokenCount(input.result), tokenCount(input.compare.result)) <= READABLE_TOKENS;
+  const part = { ...state, boxHeight: Math.max(160, Math.floor(free / shares)), minLabelPx: readable ? LABEL_PX : 0 };
   const sA = base.size(ctx, input, part, half);
   const sB = input.compare.result ? base.size(ctx, inputB(input), part, half) : { width: half, height: 80 };
   const [bX, bY] = stacked ? [0, LABEL_H + sA.height + GAP + LABEL_H] : [sA.width + GAP, LABEL_H];
   const dY = (stacked ? bY + sB.height : LABEL_H + Math.max(sA.height, sB.height)) + GAP;
-  const sD = d && d.m ? heatmap.matrixSize(ctx, d.m, width, part.boxHeight) : { width, height: MSG_H };
+  const sD = d && d.m ? heatmap.matrixSize(ctx, d.m, width, part.boxHeight, part.minLabelPx) : { width, height: MSG_H };
   const sidesWidth = stacked ? Math.max(sA.width, sB.width) : sA.width + GAP + sB.width;
   return { base, half, part, stacked, sA, sB, bX, bY, d, dY, sD, width: Math.max(width, sidesWidth, sD.width), height: dY + sD.height };
 }

@@ -103,9 +103,15 @@ function headerLayout(ctx, prep, state, width) {
   return { title, scaleY, leftOutY, legend, notesY, columnsY, headerH: columnsY + 16 };
 }
 
+/** The font size of the token labels in rows `rowH` px tall. */
+const labelPxOf = (rowH) => (rowH > 16 ? 13 : rowH > 13 ? 11 : 10);
+
 function geometry(ctx, prep, state, width) {
   const n = Math.max(prep.rows, prep.cols);
-  let rowH = prep.rows > 64 || prep.cols > 64 ? 15 : 20;
+  // The least row: MIN_ROW_H, or as tall as labels of state.minLabelPx need (a comparison's).
+  let least = MIN_ROW_H;
+  while (labelPxOf(least) < (state.minLabelPx || 0) && least < 20) least++;
+  let rowH = Math.max(least, prep.rows > 64 || prep.cols > 64 ? 15 : 20);
   let px;
   let labelW;
   let gap;
@@ -114,14 +120,14 @@ function geometry(ctx, prep, state, width) {
   // Rows as tall as fit the box (state.boxHeight), down to MIN_ROW_H; the font follows the row,
   // the label column the font, and the header's lines the width: two passes.
   for (let pass = 0; pass < 2; pass++) {
-    px = rowH > 16 ? 13 : rowH > 13 ? 11 : 10;
+    px = labelPxOf(rowH);
     ctx.font = font(px);
     labelW = Math.min(170, Math.max(40, Math.ceil(maxTextWidth(ctx, prep.rowLabels.concat(prep.colLabels))) + 8));
     // A fixed point: draw() is handed the width size() returned (total + 16) and must lay out the same.
     gap = Math.max(120, Math.min(380, width - 2 * labelW - 16));
     total = 2 * labelW + gap;
     header = headerLayout(ctx, prep, state, total + 16);
-    rowH = Math.max(MIN_ROW_H, Math.min(rowH, Math.floor((fitHeight(state) - header.headerH - 16) / Math.max(1, n))));
+    rowH = Math.max(least, Math.min(rowH, Math.floor((fitHeight(state) - header.headerH - 16) / Math.max(1, n))));
   }
   // The canvas is only as wide as the drawing (CSS centres it): at 512 tokens it is ~7,750 px
   // tall, and every frame that changes it copies all of its pixels to the compositor (a

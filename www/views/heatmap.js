@@ -46,8 +46,8 @@ function inkOn(c) {
 const labelPx = (cell) => Math.max(9, Math.min(12, cell - 2));
 
 /** The layout of matrix m in `width` × `height` CSS px (height: what it fits, state.boxHeight;
- *  Infinity = as tall as the width's cells make it). */
-function geometry(ctx, m, width, height = Infinity) {
+ *  Infinity = as tall as the width's cells make it), its labels at least minLabelPx (up to 12). */
+function geometry(ctx, m, width, height = Infinity, minLabelPx = 0) {
   const { prep } = m;
   const avail = (rowLabelW) => width - 8 - rowLabelW - BAR_W - 8;
   const titleH = 28 + prep.notes.length * 15;
@@ -66,7 +66,7 @@ function geometry(ctx, m, width, height = Infinity) {
     ctx.font = font(px);
     colLabelH = Math.max(38, Math.min(MAX_LABEL, Math.ceil(maxTextWidth(ctx, prep.colLabels))) + 10);
     const fitsHeight = Math.floor(availH(colLabelH) / Math.max(1, prep.rows));
-    cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(avail(rowLabelW) / Math.max(1, prep.cols)), fitsHeight));
+    cell = Math.max(MIN_CELL, minLabelPx + 2, Math.min(MAX_CELL, Math.floor(avail(rowLabelW) / Math.max(1, prep.cols)), fitsHeight));
   }
   const px = labelPx(cell);
   const top = titleH + colLabelH;
@@ -96,14 +96,14 @@ export function* prepare(input, state) {
 }
 
 export function size(ctx, input, state, width) {
-  return matrixSize(ctx, matrixFor(input, state), width, fitHeight(state));
+  return matrixSize(ctx, matrixFor(input, state), width, fitHeight(state), state.minLabelPx);
 }
 
 /** The size of matrix m ({ prep, mat, max, title, lo?, color? }) drawn `width` px wide, fitted
- *  to `height`. */
-export function matrixSize(ctx, m, width, height) {
+ *  to `height`, its labels at least minLabelPx. */
+export function matrixSize(ctx, m, width, height, minLabelPx = 0) {
   if (!m) return { width, height: 80 };
-  const g = geometry(ctx, m, width, height);
+  const g = geometry(ctx, m, width, height, minLabelPx);
   return { width: g.width, height: g.height };
 }
 
@@ -161,7 +161,7 @@ export function* drawMatrixView(ctx, m, state, theme, width) {
   const { prep, mat, max } = m;
   const lo = m.lo || 0;
   const colorOf = cellColor(m);
-  const g = geometry(ctx, m, width, fitHeight(state));
+  const g = geometry(ctx, m, width, fitHeight(state), state.minLabelPx);
   const { cell, left, top } = g;
   const fc = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
   const focus = fc && fc.row < prep.rows && fc.col < prep.cols ? fc : null;

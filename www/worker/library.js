@@ -198,12 +198,32 @@ async function openModelFiles(byName, { name, stamp, read, newId, inspected, ext
   const model = guarded(() => wasm().AttnModel.load(JSON.stringify(manifest), files));
   report.load_ms = performance.now() - t1;
   report.wasm_memory_bytes = memoryBytes();
+  firstForward(model);
   const entry = { model, info: guarded(() => model.info()), manifest };
   models.set(id, entry);
   index.push(manifest);
   const blobs = new Map(report.manifest.files.map((f) => [f, byName.get(f) instanceof Blob ? byName.get(f) : new Blob([files[f]])]));
   const stored = await keepModel(manifest, blobs);
   return { manifest, report, info: entry.info, stored, storage: await canKeep() };
+}
+
+// What a model just opened computes before it is accepted: common words, so a tokenizer whose
+// ids go past the embedding rows or weights that overflow (a map of NaN) fail here, not later.
+const FIRST_TEXT = 'The cat sat on the mat because it was tired.';
+
+/**
+ * Run a first forward of a user's model that passed the checks and loaded: one that fails is
+ * dropped (never listed, kept or shown) and the error says why.
+ */
+function firstForward(model) {
+  try {
+    guarded(() => model.attend(FIRST_TEXT, {}));
+  } catch (e) {
+    // After a crash the model is of the dead instance: dropped without calling into it.
+    if (wasm()) model.free();
+    else model.__destroy_into_raw();
+    throw new Error(`it loads, but its first forward fails: ${e.message}`, { cause: e });
+  }
 }
 
 /** The answer to an open of a model this browser already keeps: that copy, loaded. */
