@@ -6,7 +6,7 @@
 use super::gemm::{linear, linear_by_panels, matmul_bt, OutPtr, PANEL_FROM_ROWS};
 use super::lanes::F4;
 use super::mat::{Mat, View};
-use crate::weights::ggml::{f16_to_f32, BlockFormat, BlockMat};
+use crate::weights::ggml::{BlockFormat, BlockMat};
 
 /// An int8 matrix `[rows, cols]` whose real values are `data[r] · scales[r]`: one f32 scale per
 /// row (an output of `x · Wᵀ`, or an embedding). Marian's intgemm models have one scale per
@@ -147,6 +147,16 @@ fn quantized_gemm(x: &Mat, w: &BlockMat, out: &mut [f32]) {
     });
 }
 
+/// IEEE half → single for a finite half (every block's scale and offset: a GGUF's tensors are
+/// checked finite as they load), without the branches of [`crate::weights::ggml::f16_to_f32`]: exponent and mantissa
+/// shifted into an f32's place, rescaled by 2^112 (exact, subnormals included), the sign put back.
+#[inline(always)]
+fn finite_half(h: u16) -> f32 {
+    const TWO_POW_112: f32 = f32::from_bits(0x7780_0000);
+    let magnitude = f32::from_bits(u32::from(h & 0x7fff) << 13) * TWO_POW_112;
+    f32::from_bits(magnitude.to_bits() | (u32::from(h & 0x8000) << 16))
+}
+
 /// `R` dot products of activation rows with one weight row of 32-value blocks. Per block:
 /// Σ a·q in 4-lane accumulators, scaled by the block's d after the sum, plus its offset
 /// (Q4_1's m, Q4_0's −8d) times the block's Σ a. Each row's order of operations is the same
@@ -161,7 +171,7 @@ fn block_dots<const R: usize>(
     let bb = format.block_bytes();
     let blocks = w.len() / bb;
     assert!(a.iter().all(|r| r.len() >= blocks * 32) && sums.iter().all(|s| s.len() >= blocks));
-    let half = |b: &[u8]| f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+    let half = |b: &[u8]| finite_half(u16::from_le_bytes([b[0], b[1]]));
     let mut total = [F4::zero(); R];
     let mut offsets = [0.0f32; R];
     for (b, blk) in w.chunks_exact(bb).enumerate() {
@@ -303,6 +313,17 @@ mod tests {
         let mut row = vec![0.0; 13];
         q.dequantize_row(2, &mut row);
         assert_eq!(row, deq.row(2));
+    }
+
+    #[test]
+    fn finite_halves_decode_as_the_general_decoder_does() {
+        use crate::weights::ggml::f16_to_f32;
+        for h in 0..=u16::MAX {
+            let want = f16_to_f32(h);
+            if want.is_finite() {
+                assert_eq!(finite_half(h).to_bits(), want.to_bits(), "half {h:#06x}");
+            }
+        }
     }
 
     #[test]
