@@ -152,8 +152,8 @@ fn quantized_gemm(x: &Mat, w: &BlockMat, out: &mut [f32]) {
 /// shifted into an f32's place, rescaled by 2^112 (exact, subnormals included), the sign put back.
 #[inline(always)]
 fn finite_half(h: u16) -> f32 {
-    const TWO_POW_112: f32 = f32::from_bits(0x7780_0000);
-    let magnitude = f32::from_bits(u32::from(h & 0x7fff) << 13) * TWO_POW_112;
+    let two_pow_112 = f32::from_bits(0x7780_0000); // (a const fn only since Rust 1.83)
+    let magnitude = f32::from_bits(u32::from(h & 0x7fff) << 13) * two_pow_112;
     f32::from_bits(magnitude.to_bits() | (u32::from(h & 0x8000) << 16))
 }
 
