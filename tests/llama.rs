@@ -166,7 +166,7 @@ fn a_text_sharing_its_first_tokens_with_the_last_computes_only_the_rest_and_equa
         ("The cat sat on", 0, true),      // deleted at the end
         ("The dog sat on", 0, true),      // edited in the middle
         ("The dog sat on", 0, true),      // unchanged
-        ("The dog sat on the", 4, false), // with Generate: the continuation is cached too
+        ("The dog sat on the", 4, true),  // with Generate: the continuation is cached too
         ("The dog sat on the", 6, false), // a longer continuation of the same prompt
         ("The dog sat on the rug", 3, false),
     ];
@@ -200,16 +200,41 @@ fn a_text_sharing_its_first_tokens_with_the_last_computes_only_the_rest_and_equa
         assert!(maps <= 1e-5, "{text}: maps differ from a fresh forward by {maps}");
         let norms = worst_difference(&a.value_norms.unwrap(), &b.value_norms.unwrap());
         assert!(norms <= 1e-4, "{text}: value norms differ by {norms}");
+        if let Some(x) = &inside {
+            // The traced head's rows, generated ones included, are its map's rows.
+            let block = a.attentions.iter().find(|b| b.layer == request.layer).unwrap();
+            assert_eq!((x.trace.query_len, x.trace.key_len), (block.query_len, block.key_len));
+            for q in 0..block.query_len {
+                let row = &x.trace.probs[q * block.key_len..(q + 1) * block.key_len];
+                let worst = row
+                    .iter()
+                    .zip(block.row(request.head, q))
+                    .map(|(p, m)| (p - m).abs())
+                    .fold(0.0, f32::max);
+                assert!(
+                    worst <= 1e-5,
+                    "{text}: the step view's row {q} differs from the map by {worst}"
+                );
+            }
+        }
         if let (Some(x), Some(y)) = (inside, whole) {
             assert_eq!((x.trace.query_len, x.trace.key_len), (y.trace.query_len, y.trace.key_len));
             for (u, v) in [
                 (&x.trace.q, &y.trace.q),
                 (&x.trace.k, &y.trace.k),
                 (&x.trace.probs, &y.trace.probs),
+                (&x.trace.mask, &y.trace.mask),
+                // Every score, a masked key's too (the step view shows them): relative to its size.
+                (&x.trace.scores, &y.trace.scores),
+                (&x.trace.scaled, &y.trace.scaled),
                 (&x.block.normed, &y.block.normed),
             ] {
                 assert_eq!(u.len(), v.len(), "{text}");
-                let worst = u.iter().zip(v).map(|(p, q)| (p - q).abs()).fold(0.0, f32::max);
+                let worst = u
+                    .iter()
+                    .zip(v)
+                    .map(|(p, q)| (p - q).abs() / q.abs().max(1.0))
+                    .fold(0.0, f32::max);
                 assert!(worst <= 1e-4, "{text}: the step view's head differs by {worst}");
             }
         }

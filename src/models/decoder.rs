@@ -260,8 +260,7 @@ fn choose(logits: &[f32], options: &GenerateOptions, rng: &mut SplitMix) -> u32 
 
 /// Runs the prompt, then generates up to `options.max_new_tokens` tokens, each one step
 /// through the KV cache; the probe sees every position fed (the prompt as one call, then
-/// one query per generated token). A traced head (the step view) is recorded by one full
-/// run over the final sequence instead, so that its matrices cover every position at once.
+/// one query per generated token; a traced head's rows too, its keys growing with the cache).
 pub(crate) fn generate(
     m: &impl CausalLm,
     text: &str,
@@ -295,13 +294,7 @@ pub(crate) fn generate(
         ));
     }
     let prompt_len = ids.len();
-    // A head's trace covers the prompt and its continuation in one call: a generation runs
-    // unrecorded and the whole sequence is fed again once for the probe (its maps equal the
-    // cached steps'); without generation the prompt's one pass is recorded as it runs.
-    let trace_after = probe.is_tracing() && options.max_new_tokens > 0;
-    let mut quiet = Probe::default();
-    let live: &mut Probe = if trace_after { &mut quiet } else { probe };
-    let (mut cache, mut logits) = feed_prompt(m, &ids, live)?;
+    let (mut cache, mut logits) = feed_prompt(m, &ids, probe)?;
     let mut rng = SplitMix(u64::from(options.sampling.seed));
     let mut steps = Vec::new();
     let mut stop_reason = None;
@@ -318,7 +311,7 @@ pub(crate) fn generate(
             top: top(tokenizer, &logits),
         });
         ids.push(id);
-        logits = m.step(&[id], ids.len() - 1, &mut cache, live)?;
+        logits = m.step(&[id], ids.len() - 1, &mut cache, probe)?;
         if spec.eos_token_ids.contains(&id) {
             stop_reason = Some(StopReason::Eos);
             break;
@@ -327,12 +320,8 @@ pub(crate) fn generate(
     if options.max_new_tokens > 0 && stop_reason.is_none() {
         stop_reason = Some(StopReason::MaxLength);
     }
-    if trace_after {
-        m.step(&ids, 0, &mut m.new_cache(), probe)?;
-    } else {
-        let fed = Fed { ids: ids.clone(), cache, probe: probe.clone(), logits: logits.clone() };
-        m.previous_forward().keep(fed);
-    }
+    let fed = Fed { ids: ids.clone(), cache, probe: probe.clone(), logits: logits.clone() };
+    m.previous_forward().keep(fed);
     let generated: Vec<u32> = ids[prompt_len..].to_vec();
     let target_tokens: Vec<String> =
         generated.iter().map(|&id| tokenizer.id_to_token(id)).collect();
