@@ -122,9 +122,10 @@ test('a widget whose map is wider than its box shows the whole focus ring too', 
   const page = await context.newPage();
   try {
     await page.goto(`${server.url}examples.html`);
-    // One widget of our own, in the step view (848 px wide in a 375 px page: its box scrolls),
-    // 420 px high so that its whole box, and ring, fit the 740 px window.
-    await mountWidget(page, { model: 'minilm', text: 'The cat sat on the mat.', view: 'step', height: '420' });
+    // One widget of our own, in the step view zoomed 2× (twice its 375 px page: its box scrolls;
+    // fitted, the step view now narrows to the box), 420 px high so that its whole box, and
+    // ring, fit the 740 px window.
+    await mountWidget(page, { model: 'minilm', text: 'The cat sat on the mat.', view: 'step', height: '420', zoom: '2' });
     await page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready' && /^Step view, layer/.test(document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label')) && !document.getElementById('w').shell.drawing, null, { timeout: 180_000 });
     const sizes = await page.evaluate(() => {
       const root = document.getElementById('w').shadowRoot;
