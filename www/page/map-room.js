@@ -6,8 +6,9 @@
 
 import { listen, timed } from '../base/timing.js';
 
-/** The least height the box gets, however much stands above it (a view still reads at it). */
-const MIN_ROOM_PX = 300;
+/** The least height the box gets, however much stands above it: at 1280×720 the step view's
+ *  table and SmolLM2's 30 layers in the model view (maps of 20 px) need about this much. */
+const MIN_ROOM_PX = 500;
 /** Kept free under the box, so its bottom border is on the screen. */
 const GAP_PX = 8;
 
