@@ -80,7 +80,7 @@ const canvasSum = (page) => page.evaluate(() => {
   return `${c.width}x${c.height}:${h}`;
 });
 
-const topText = (page) => page.locator('#generation .gen-top-list').textContent();
+const topText = (page) => page.locator('#generation-readout .gen-top-list').textContent();
 
 test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask, permalink', { timeout: 2 * LONG }, async () => {
   const app = await openApp(browser, server.url);
@@ -109,7 +109,7 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
     assert.match(await page.textContent('#status'), /^SmolLM2-135M-Instruct \(Q4_1 GGUF\) · Q4_1 weights, the file’s own · \d+ tokens/);
     // The generation panel and the attention-sink sentence are shown; GQA is named at the heads.
     assert.equal(await page.locator('#generation').isVisible(), true);
-    assert.match(await page.locator('#generation .gen-sink').textContent(), /attention sink.*Xiao et al\. 2023/);
+    assert.match(await page.locator('#generation-readout .gen-sink').textContent(), /attention sink.*Xiao et al\. 2023/);
     await page.click('#tab-view-heatmap');
     d = await drawnWhen(page, (_, x = window.attnvizDebug) => x.view === 'heatmap' && x.state.kind === 'decoder_self');
     await page.locator('#heads .swatch[data-head="4"]').click();
@@ -125,8 +125,8 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
     assert.equal(d.generation.steps, 0);
     assertCausal(await heatmapCells(page), 'prompt');
     assert.equal((await heatmapCells(page)).g.rows, P);
-    assert.equal(await page.locator('#generation .gen-top figcaption').textContent(), 'Top 5 next tokens after “␣is”');
-    assert.equal(await page.locator('#generation .gen-top-list li').count(), 5);
+    assert.equal(await page.locator('#generation-readout .gen-top figcaption').textContent(), 'Top 5 next tokens after “␣is”');
+    assert.equal(await page.locator('#generation-readout .gen-top-list li').count(), 5);
     assert.equal(await page.locator('#translation').isHidden(), true, 'no continuation without generation');
 
     // Generate 8 tokens (greedy).
@@ -150,7 +150,7 @@ test('SmolLM2 on the page: pick, causal maps, generate 8, scrub, step view mask,
     assert.equal(m.g.rows, P + 8, 'the map covers the prompt and the 8 generated tokens');
     assertCausal(m, 'after generation');
     assert.equal(d.generation.gstep, null);
-    assert.match(await page.locator('#generation .gen-top figcaption').textContent(), /Top 5 next tokens after/);
+    assert.match(await page.locator('#generation-readout .gen-top figcaption').textContent(), /Top 5 next tokens after/);
 
     // Scrub by clicking generated token 4 (step index 3): the maps as they were when it was chosen.
     let sum = await canvasSum(page);

@@ -378,15 +378,24 @@ export function stopStaticServers() {
 
 /**
  * Resize the page's viewport and, when a map is drawn there (the page's or a widget #w's), wait
- * for its redraw: a view fits its box (78% of the window's height), so a new height lays it out
- * anew, and geometry read before that redraw would be the old one.
+ * for its redraw: a view fits its box (the page's: the height left on the screen; a widget's: 78%
+ * of the window's), so a new height lays it out anew, and geometry read before that redraw would
+ * be the old one.
  */
 export async function setViewport(page, size) {
   const now = page.viewportSize();
   const drawCount = () => page.evaluate(() => (window.attnvizDebug ? window.attnvizDebug.drawCount : Number(document.getElementById('w')?.dataset.drawCount || 0)));
+  // The box's width and the height views fit, once the resize has been handled (two frames): a
+  // new window that leaves them as they were (the page's box at its least height) is not redrawn.
+  const boxSize = () => page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
+    const box = document.getElementById('canvas-wrap') || document.getElementById('w')?.shadowRoot?.querySelector('.wrap');
+    done(box ? `${box.clientWidth} ${getComputedStyle(box).maxHeight}` : null);
+  }))));
   const before = await drawCount();
+  const boxBefore = before ? await boxSize() : null;
   await page.setViewportSize(size);
   if (!before || (now && now.width === size.width && now.height === size.height)) return;
+  if (boxBefore && boxBefore === await boxSize()) return;
   await page.waitForFunction((n) => {
     const d = window.attnvizDebug;
     if (d) return d.drawCount > n && !d.computing && !d.drawing;

@@ -16,6 +16,7 @@ import { renderProgress, renderStatus } from './status.js';
 import { bindEntropyChart } from './entropy-panel.js';
 import { renderHeadsTable } from '../shell/heads-table.js';
 import { bindOpenModel, syncOpenModel } from './open-model.js';
+import { bindMapRoom } from './map-room.js';
 import { configure } from '../core/engine.js';
 import { later, listen } from '../base/timing.js';
 import { buildText, modelLabel } from '../shell/prose.js';
@@ -25,7 +26,7 @@ const $ = (id) => document.getElementById(id);
 function elements() {
   return {
     model: $('model'), text: $('text'), compare: $('compare'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'), coverage: $('coverage'),
-    generation: $('generation'), gqaNote: $('gqa-note'),
+    generation: $('generation'), generationReadout: $('generation-readout'), gqaNote: $('gqa-note'),
     truncation: $('truncation'), notice: $('notice'),
     progressBox: $('progress-box'), progress: $('progress'), progressText: $('progress-text'),
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
@@ -121,6 +122,7 @@ async function main() {
     },
   });
   shell.observe();
+  bindMapRoom(el.wrap, [document.querySelector('header.top'), document.querySelector('section.input'), document.querySelector('nav.tabs')], shell.scheduleDraw);
 
   // After a drawing has finished (at 512 tokens, some tasks after it began).
   function drawn(geom, r, s, input) {
@@ -156,7 +158,7 @@ async function main() {
   // typed meanwhile into the newest, so fast typing never builds a backlog.
   bindTextBox(el.text, session);
   bindCompareBox(el.compare, session);
-  const generation = mountGenerationPanel(el.generation, session);
+  const generation = mountGenerationPanel(el.generation, session, { readout: el.generationReadout });
   listen('page', el.model, 'change', () => session.pickModel(el.model.value));
   bindControls(el, session);
   bindOpenModel(el, session);

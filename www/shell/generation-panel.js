@@ -1,7 +1,8 @@
 // The generation panel of a decoder-only model (SmolLM2), shared by the page and the widget: how
 // many tokens to generate and how (greedy, or sampled with temperature / top-k / seed), the
 // scrubber over the generated tokens (a range and the tokens as buttons; arrow keys move), the
-// top-5 next-token probabilities of the scrubbed step, and the attention-sink sentence. The
+// top-5 next-token probabilities of the scrubbed step, and the attention-sink sentence (those two
+// read-outs in a container of their own where the host has one: the page's side column). The
 // panel holds no state: it writes what generationText(session) (prose.js) says and turns its events into
 // session calls. Token strings go into the DOM as text only.
 
@@ -47,8 +48,8 @@ function addStyle(container) {
   host.appendChild(style);
 }
 
-/** Create the panel's elements in `container`. → the elements by name. */
-function build(container) {
+/** Create the panel's elements in `container`, its read-outs in `readout`. → the elements by name. */
+function build(container, readout) {
   const mk = (tag, props, parent, attrs = {}) => {
     const e = document.createElement(tag);
     Object.assign(e, props);
@@ -85,10 +86,10 @@ function build(container) {
   el.tokens = mk('div', { className: 'gen-tokens' }, el.scrub, { role: 'group', 'aria-label': 'Generated tokens (arrow keys move between steps)' });
   el.stop = mk('p', { className: 'gen-note gen-stop', hidden: true }, container);
   el.clamped = mk('p', { className: 'gen-note gen-clamped', hidden: true }, container, { role: 'status' });
-  el.top = mk('figure', { className: 'gen-top', hidden: true }, container);
+  el.top = mk('figure', { className: 'gen-top', hidden: true }, readout);
   el.topTitle = mk('figcaption', {}, el.top);
   el.topList = mk('ol', { className: 'gen-top-list' }, el.top, { 'aria-live': 'polite' });
-  el.sink = mk('p', { className: 'gen-note gen-sink' }, container);
+  el.sink = mk('p', { className: 'gen-note gen-sink' }, readout);
   return el;
 }
 
@@ -99,11 +100,12 @@ const clampNum = (v, lo, hi, dflt) => {
 
 /**
  * Mount the panel into `container` (an element of the page or of a widget's shadow root) for
- * `session`. → { sync() } — call sync() after each drawing and status change.
+ * `session`; the top-5 list and the sink sentence go into `readout` (default: the panel).
+ * → { sync() } — call sync() after each drawing and status change.
  */
-export function mountGenerationPanel(container, session) {
+export function mountGenerationPanel(container, session, { readout = container } = {}) {
   addStyle(container);
-  const el = build(container);
+  const el = build(container, readout);
   const focused = (e) => e.getRootNode().activeElement === e;
 
   // A number outside what a field takes is changed in the field itself and the change said in
@@ -227,7 +229,7 @@ export function mountGenerationPanel(container, session) {
 
   function sync() {
     const g = generationText(session);
-    container.hidden = !g;
+    container.hidden = readout.hidden = !g;
     if (!g) return;
     const s = session.state;
     if (s.gen > 0 && !focused(el.n)) el.n.value = String(s.gen);
@@ -252,6 +254,6 @@ export function mountGenerationPanel(container, session) {
     el.sink.textContent = g.sink;
   }
 
-  container.hidden = true;
+  container.hidden = readout.hidden = true;
   return { sync, elements: el };
 }

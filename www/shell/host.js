@@ -75,7 +75,8 @@ export function mountShell({ name, session, canvas, box: boxEl, themeRoot, width
       scheduleDraw();
     }
   }));
-  // A taller or shorter window changes the height a view fits (the box's max-height is in vh).
+  // A taller or shorter window changes the height a view fits (a widget's box's max-height is in
+  // vh; the page's follows the room left on the screen, page/map-room.js, which redraws itself).
   const windowResized = timed(`${name}:window-resize`, () => {
     if (Math.abs(boxHeight(boxEl) - lastHeight) > 4) scheduleDraw();
   });
@@ -122,8 +123,9 @@ export function mountShell({ name, session, canvas, box: boxEl, themeRoot, width
   };
 }
 
-/** The height a view is fitted to: its box's max-height (the page's 78vh, a widget's `height`
- *  or its default), less the box's borders; Infinity for a box without one. */
+/** The height a view is fitted to: its box's max-height (the page's room left on the first
+ *  screen, a widget's `height` or its default), less the box's borders; Infinity for a box
+ *  without one. */
 export function boxHeight(box) {
   const cs = getComputedStyle(box);
   const h = Number.parseFloat(cs.maxHeight);

@@ -1,0 +1,34 @@
+// The map box takes the height left on the first screen (issue 44: a projected lesson shows the
+// text and the whole map without scrolling), not a fixed share of the window: what stands above
+// it (the model row, the text, a translation or SmolLM2's generation row, the tabs) differs by
+// model and changes as it is used. The box's max-height is the CSS variable --map-room, which
+// shell/host.js's boxHeight reads as the height a view fits; a phone's stylesheet keeps 70vh.
+
+import { listen, timed } from '../base/timing.js';
+
+/** The least height the box gets, however much stands above it: at 1280×720 the step view's
+ *  table and SmolLM2's 30 layers in the model view (maps of 20 px) need about this much. */
+const MIN_ROOM_PX = 500;
+/** Kept free under the box, so its bottom border is on the screen. */
+const GAP_PX = 8;
+
+/**
+ * Keep `wrap`'s --map-room at the height from its top (at scroll 0) to the window's bottom, when
+ * the window or any of `above` (the elements that push the box down) changes size; `changed()`
+ * after each new height (a redraw: views are laid out for the height they fit).
+ */
+export function bindMapRoom(wrap, above, changed) {
+  let room = 0;
+  const measure = () => {
+    const top = wrap.getBoundingClientRect().top + window.scrollY;
+    const next = Math.max(MIN_ROOM_PX, Math.floor(window.innerHeight - top - GAP_PX));
+    if (Math.abs(next - room) < 2) return;
+    room = next;
+    wrap.style.setProperty('--map-room', `${next}px`);
+    changed();
+  };
+  const observer = new ResizeObserver(timed('page:map-room', measure));
+  for (const e of above) observer.observe(e);
+  listen('page', window, 'resize', measure);
+  measure();
+}
