@@ -4,7 +4,7 @@
 // attention-kind tabs, SmolLM2's generation panel).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, useServerAndBrowser } from './harness.mjs';
+import { DEFAULT_MODELS as MODELS, PROJECTOR_SCREENS as SCREENS, openApp, useServerAndBrowser } from './harness.mjs';
 
 let server;
 let browser;
@@ -13,8 +13,6 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
   browser = b;
 });
 
-const SCREENS = [[1280, 720], [1920, 1080]];
-const MODELS = ['minilm-l6', 'en-pt-tiny', 'smollm2-135m'];
 // The least height the page gives the map box (www/page/map-room.js's MIN_ROOM_PX): below it the
 // step view's table and SmolLM2's 30-layer model view would no longer fit legibly.
 const MIN_ROOM = 500;

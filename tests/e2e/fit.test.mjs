@@ -5,7 +5,7 @@
 // matrix) or both; the model view fitted to a wide box stands its layers in columns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
+import { DEFAULT_MODELS as MODELS, PROJECTOR_SCREENS as SCREENS, openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { cliAt, cliBlock, cliJson, waitDrawn } from './cli-helpers.mjs';
 import { drawnAfter } from './widget-helpers.mjs';
 
@@ -16,7 +16,6 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
   browser = b;
 });
 
-const SCREENS = [[1280, 720], [1920, 1080]];
 // What each view draws from has arrived (the views that ask the model for more than attention).
 const READY = {
   step: () => !!window.attnvizDebug.step,
@@ -25,7 +24,6 @@ const READY = {
   qk: () => !!window.attnvizDebug.qkPoints(),
 };
 for (const v of ['head', 'model', 'heatmap', 'cross']) READY[v] = () => true;
-const MODELS = ['minilm-l6', 'en-pt-tiny', 'smollm2-135m'];
 
 const hint = (page) => page.evaluate(() => document.getElementById('side-hint').textContent);
 
