@@ -93,8 +93,15 @@ test('one scripted sequence on the page and on the widget ends in the same state
       const box = el.shadowRoot.querySelector('.wrap');
       el.style.width = `${2 * px - box.clientWidth}px`; // whatever its border and box-sizing
     }, width);
+    // … and as tall: the page's box takes the room left on its first screen, a widget's is 78% of
+    // the window unless its height attribute says otherwise.
+    const sameHeight = async () => {
+      const room = await app.page.evaluate(() => Number.parseFloat(getComputedStyle(document.getElementById('canvas-wrap')).maxHeight));
+      await w.page.evaluate((h) => document.getElementById('w').setAttribute('height', String(h)), room);
+      await settle(w.page, widget);
+    };
     await w.page.waitForFunction(() => document.getElementById('w').dataset.state === 'ready', null, { timeout: 120_000 });
-    await settle(w.page, widget);
+    await sameHeight();
     const trail = [];
     for (const [what, act, expected] of SCRIPT) {
       const states = [];
@@ -108,6 +115,8 @@ test('one scripted sequence on the page and on the widget ends in the same state
       for (const [k, v] of Object.entries(expected)) assert.deepEqual(states[0][k], v, `after "${what}": ${k}\n${trail.join('\n')}`);
     }
     // The same drawing: the same size, the same words for a screen reader, the same pixels.
+    await settle(app.page, page);
+    await sameHeight();
     const [labelA, labelB] = [await app.page.getAttribute(page.canvas, 'aria-label'), await w.page.locator(widget.canvas).getAttribute('aria-label')];
     assert.equal(labelB, labelA);
     const [digestA, digestB] = [await canvasDigest(app.page, page.canvas), await canvasDigest(w.page, widget.canvas)];
