@@ -233,9 +233,14 @@ export const modelMethods = {
     if (seq !== this.loadSeq) return; // another model was picked meanwhile
     this.info = info;
     this.infoSeq = seq;
-    // A kind the new model lacks (a decoder has only decoder_self) would be asked of its first
-    // forward by the step and query/key views, which then failed and kept the old model's map.
-    if (info.kinds && info.kinds.length && !info.kinds.includes(this.state.kind)) this.state = { ...this.state, kind: info.kinds[0] };
+    // A head the new model lacks (another kind: a decoder has only decoder_self; a layer or head
+    // past its own) would be asked of its first forward by the step and query/key views, which
+    // then failed and kept the old model's map: the state names one of this model's heads.
+    if (info.kinds && info.kinds.length) {
+      const kind = info.kinds.includes(this.state.kind) ? this.state.kind : info.kinds[0];
+      const last = (n, i) => Math.max(0, Math.min(i, (n || 1) - 1));
+      this.state = { ...this.state, kind, layer: last(info.layers[kind], this.state.layer), head: last(info.heads[kind], this.state.head) };
+    }
     this.progress = null;
     this.emit('status');
     await this.compute();

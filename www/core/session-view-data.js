@@ -48,13 +48,7 @@ export const viewDataMethods = {
   /** The head whose internals the view shows ({ kind, layer, head }: attend's and step()'s
    *  question), or null when the view shows none. */
   stepAsked(s = this.state) {
-    if (!viewFor(s.view).needsStep) return null;
-    const step = { kind: kindShown(s), layer: s.layer, head: s.head };
-    // Until a model's first forward fits the state to it, the state may name a head the model
-    // lacks (another model's kind): that head is asked for after the forward, by the step lane.
-    const info = this.info;
-    const fits = !info || (info.layers[step.kind] > step.layer && info.heads[step.kind] > step.head);
-    return fits ? step : null;
+    return viewFor(s.view).needsStep ? { kind: kindShown(s), layer: s.layer, head: s.head } : null;
   },
 
   /** The step cache key of head `step` on the forward `r` ({ model, text, gen }). */
