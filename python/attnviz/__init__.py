@@ -31,6 +31,7 @@ import base64
 import html
 import json
 import os
+import numbers
 import pathlib
 import warnings
 
@@ -58,6 +59,27 @@ class AttentionWidget(anywidget.AnyWidget):
     # show(): { path: bytes } — the model worker, the wasm build and the model's files (binary buffers).
     files = traitlets.Dict().tag(sync=True)
 
+    def display_in_notebook(self) -> None:
+        """Display the widget now, in a kernel (as BertViz's views do: a call inside a loop or
+        not on a cell's last line shows too). Returned as the cell's value it is not shown again."""
+        shell = _kernel_shell()
+        if shell is None:
+            return
+        from IPython.display import display
+
+        display(self)
+        self._displayed_in_cell = shell.execution_count
+
+    def _ipython_display_(self):
+        shell = _kernel_shell()
+        if shell is not None and getattr(self, "_displayed_in_cell", None) == shell.execution_count:
+            return  # displayed by the call that made it, in this very cell
+        from IPython.display import publish_display_data
+
+        bundle = self._repr_mimebundle_()  # ipywidgets 8: (data, metadata)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        publish_display_data(data, metadata)
+
     def save_html(self, path) -> pathlib.Path:
         """Write one self-contained HTML file (the widget's code and the maps inside, nothing
         fetched) that draws what the widget draws, offline and without a kernel."""
@@ -66,6 +88,16 @@ class AttentionWidget(anywidget.AnyWidget):
         path = pathlib.Path(path)
         path.write_text(standalone_html(self.spec, self.data), encoding="utf-8")
         return path
+
+
+def _kernel_shell():
+    """IPython's shell when this runs in a notebook's kernel (not a terminal IPython, not a script)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return shell if shell is not None and getattr(shell, "kernel", None) is not None else None
 
 
 def standalone_html(spec: dict, data: bytes) -> str:
@@ -144,9 +176,8 @@ def _check(maps: list, name: str, queries: list, keys: list, qname: str, kname: 
     for i, a in enumerate(maps):
         at = f"{name}[{i}]"
         if a.shape[1:] != (len(queries), len(keys)):
-            raise ValueError(
-                f"{at} is {a.shape[1]}×{a.shape[2]} (queries × keys) but {qname} has {len(queries)} and {kname} {len(keys)} tokens"
-            )
+            given = f"{qname} has {len(queries)} tokens" if qname == kname else f"{qname} has {len(queries)} tokens and {kname} {len(keys)}"
+            raise ValueError(f"{at} is {a.shape[1]}×{a.shape[2]} (queries × keys) but {given}")
         if a.shape[0] != heads:
             raise ValueError(f"{at} has {a.shape[0]} heads; {name}[0] has {heads}")
         bad = ~np.isfinite(a) | (a < 0)
@@ -181,9 +212,20 @@ def _checked(
     compare_attention=None,
     compare_tokens=None,
     compare_label=None,
+    prettify_tokens=False,
+    include_layers=None,
+    include_heads=None,
+    display_mode=None,
 ) -> AttentionWidget:
     blocks, arrays = [], []
     spec: dict = {"label": label or "attention", "causal": bool(causal)}
+    if display_mode is not None:
+        if display_mode not in ("light", "dark"):
+            raise ValueError(f"display_mode={display_mode!r}: 'light' or 'dark'")
+        spec["display_mode"] = display_mode
+    if prettify_tokens:
+        # BertViz's prettify_tokens: byte-level BPE's and SentencePiece's word marks as spaces, no </w>.
+        encoder_tokens, decoder_tokens, tokens, compare_tokens = (_prettified(t) for t in (encoder_tokens, decoder_tokens, tokens, compare_tokens))
     two_stacks = any(a is not None for a in (encoder_attention, decoder_attention, cross_attention))
     if two_stacks:
         if attention is not None:
@@ -214,11 +256,13 @@ def _checked(
         stacks.append(("compare_attention", compare_attention, ctoks, ctoks, "compare_tokens", "compare_tokens"))
     elif compare_tokens is not None:
         raise ValueError("compare_tokens is given without compare_attention")
+    layer = _index(layer, "layer")
     for name, layers, queries, keys, qname, kname in stacks:
         if layers is None:
             continue
         maps = _maps(layers, name, batch_index)
         _check(maps, name, queries, keys, qname, kname)
+        maps = _included(maps, name, include_layers, include_heads)
         for a in maps:
             blocks.append({"arg": name, "heads": int(a.shape[0]), "q": int(a.shape[1]), "k": int(a.shape[2])})
             arrays.append(a)
@@ -236,13 +280,20 @@ def _checked(
         if len(a_shape) != len(b_shape) or a_shape[:1] != b_shape[:1]:
             raise ValueError(f"compare_attention has {len(b_shape)} layers × {b_shape[0]} heads; attention has {len(a_shape)} × {a_shape[0]}: compare maps of one layout")
     n_layers = sum(1 for b in blocks if b["arg"] == blocks[0]["arg"])
-    if layer is not None and not (isinstance(layer, int) and 0 <= layer < n_layers):
+    if include_layers is not None:
+        # As in BertViz: layer= names a layer of the model, one of include_layers.
+        if layer is not None and layer not in include_layers:
+            raise ValueError(f"layer={layer}: not one of include_layers={list(include_layers)}")
+        layer = None if layer is None else list(include_layers).index(layer)
+    elif layer is not None and not 0 <= layer < n_layers:
         raise ValueError(f"layer={layer!r}: the attention has layers 0 to {n_layers - 1}")
     n_heads = blocks[0]["heads"]
     if heads is not None:
-        heads = [int(h) for h in heads]
+        heads = [_index(h, "heads") for h in heads]
         if not heads or any(not 0 <= h < n_heads for h in heads):
             raise ValueError(f"heads={heads!r}: the attention has heads 0 to {n_heads - 1}")
+    elif view == "head":
+        heads = list(range(n_heads))  # BertViz's head view: every head of the layer, each a colour
     if sentence_b_start is not None:
         # BertViz's filter of sentence A → B; attnviz draws every token (its own comparison of two
         # sentences is a second text, not a split of one).
@@ -256,6 +307,40 @@ def _checked(
     }
     spec["heads"] = heads
     return spec, arrays
+
+
+def _index(value, name: str):
+    """A layer or head index: any integer (numpy's too), never a bool or a float."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}={value!r}: an integer index counted from 0")
+    return int(value)
+
+
+def _prettified(tokens):
+    """BertViz's prettify_tokens: SentencePiece's ▁ (a word's start) as a space, </w> dropped.
+    Byte-level BPE's Ġ is left to the widget, which decodes such a token's bytes whole (Ġ as a
+    space, Ċ as a newline, a UTF-8 character split across byte symbols as that character)."""
+    if tokens is None or isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__"):
+        return tokens  # _tokens says what is wrong with it
+    return [t.replace("▁", " ").replace("</w>", "") if isinstance(t, str) else t for t in tokens]
+
+
+def _included(maps: list, name: str, include_layers, include_heads) -> list:
+    """BertViz's include_layers and include_heads: the layers, and in each the heads, drawn."""
+    if include_layers is not None:
+        picked = [_index(i, "include_layers") for i in include_layers]
+        if not picked or any(not 0 <= i < len(maps) for i in picked):
+            raise ValueError(f"include_layers={list(include_layers)!r}: {name} has layers 0 to {len(maps) - 1}")
+        maps = [maps[i] for i in picked]
+    if include_heads is not None:
+        picked = [_index(h, "include_heads") for h in include_heads]
+        n = maps[0].shape[0]
+        if not picked or any(not 0 <= h < n for h in picked):
+            raise ValueError(f"include_heads={list(include_heads)!r}: {name} has heads 0 to {n - 1}")
+        maps = [np.ascontiguousarray(a[picked]) for a in maps]
+    return maps
 
 
 def _widget(*args, **kwargs) -> AttentionWidget:
@@ -289,23 +374,83 @@ def _head_scores(blocks: list, arrays: list, spec: dict) -> list:
     return out
 
 
-def head_view(attention=None, tokens=None, sentence_b_start=None, layer=None, heads=None, **kwargs) -> AttentionWidget:
-    """BertViz's head view: the tokens on two sides, lines weighted by attention, for one layer's
-    heads (`heads`, all by default). Layers and heads count from 0, as in BertViz.
+def head_view(
+    attention=None,
+    tokens=None,
+    sentence_b_start=None,
+    prettify_tokens=True,
+    layer=None,
+    heads=None,
+    encoder_attention=None,
+    decoder_attention=None,
+    cross_attention=None,
+    encoder_tokens=None,
+    decoder_tokens=None,
+    include_layers=None,
+    html_action="view",
+    **kwargs,
+):
+    """BertViz's head view, with BertViz's arguments in BertViz's order: the tokens on two sides,
+    lines weighted by attention, for one layer's heads (`heads`, all by default). Layers and heads
+    count from 0, as in BertViz. An encoder-decoder's three attentions (encoder_attention=,
+    decoder_attention=, cross_attention=) are switched between with the widget's Attention control.
+    html_action="view" (the default) displays the widget in the notebook and returns it;
+    "return" returns an IPython HTML object holding the page save_html writes.
     compare_attention=, compare_tokens= (and compare_label=): a second call's maps (another
     sentence, model or checkpoint), drawn as B beside A, with the difference map B − A."""
-    return _widget("head", attention, tokens, sentence_b_start, layer, heads, **kwargs)
+    return _shown(
+        html_action, "head", attention, tokens, sentence_b_start, layer, heads,
+        encoder_attention=encoder_attention, decoder_attention=decoder_attention, cross_attention=cross_attention,
+        encoder_tokens=encoder_tokens, decoder_tokens=decoder_tokens, include_layers=include_layers,
+        prettify_tokens=prettify_tokens, **kwargs,
+    )
 
 
-def model_view(attention=None, tokens=None, sentence_b_start=None, **kwargs) -> AttentionWidget:
-    """BertViz's model view: every layer and head at once, each a small map."""
-    return _widget("model", attention, tokens, sentence_b_start, **kwargs)
+def model_view(
+    attention=None,
+    tokens=None,
+    sentence_b_start=None,
+    prettify_tokens=True,
+    display_mode="dark",
+    encoder_attention=None,
+    decoder_attention=None,
+    cross_attention=None,
+    encoder_tokens=None,
+    decoder_tokens=None,
+    include_layers=None,
+    include_heads=None,
+    html_action="view",
+    **kwargs,
+):
+    """BertViz's model view, with BertViz's arguments in BertViz's order: every layer and head at
+    once, each a small map (include_layers=, include_heads=: which ones; display_mode= "dark" or
+    "light"). html_action as in head_view."""
+    return _shown(
+        html_action, "model", attention, tokens, sentence_b_start,
+        encoder_attention=encoder_attention, decoder_attention=decoder_attention, cross_attention=cross_attention,
+        encoder_tokens=encoder_tokens, decoder_tokens=decoder_tokens, include_layers=include_layers,
+        include_heads=include_heads, prettify_tokens=prettify_tokens, display_mode=display_mode, **kwargs,
+    )
+
+
+def _shown(html_action: str, *args, **kwargs):
+    """BertViz's html_action: "view" displays the widget where the call is (in a loop, or not on a
+    cell's last line, too) and returns it; "return" gives the standalone page as IPython's HTML."""
+    if html_action not in ("view", "return"):
+        raise ValueError(f"html_action={html_action!r}: 'view' or 'return'")
+    w = _widget(*args, **kwargs)
+    if html_action == "return":
+        from IPython.display import HTML
+
+        return HTML(standalone_html(w.spec, w.data))
+    w.display_in_notebook()
+    return w
 
 
 def heatmap_view(attention=None, tokens=None, layer=None, heads=None, **kwargs) -> AttentionWidget:
     """One head (the first of `heads`, else the first) of one layer as a queries × keys heatmap,
     each weight read out under the pointer; the widget's Head control also offers the mean."""
-    return _widget("heatmap", attention, tokens, None, layer, heads, **kwargs)
+    return _shown("view", "heatmap", attention, tokens, None, layer, heads, **kwargs)
 
 
 def head_overview(attention=None, tokens=None, **kwargs) -> AttentionWidget:
@@ -315,7 +460,7 @@ def head_overview(attention=None, tokens=None, **kwargs) -> AttentionWidget:
     ranking sorts the heads by any score. The scores are computed here (attnviz.heads: the
     definitions of `attnviz heads`, src/heads.rs); special tokens are specials=, else the tokens
     written like [CLS], </s> or <|endoftext|>."""
-    return _widget("heads", attention, tokens, **kwargs)
+    return _shown("view", "heads", attention, tokens, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------- show
@@ -405,4 +550,6 @@ def show(text: str = "", model="minilm", *, weights: str = "exact", view: str = 
             "editable": "",
         },
     }
-    return AttentionWidget(spec=spec, files=files)
+    w = AttentionWidget(spec=spec, files=files)
+    w.display_in_notebook()
+    return w

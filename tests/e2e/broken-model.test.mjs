@@ -138,7 +138,8 @@ test('a model that passes the checks but fails its first forward is refused with
     await page.click('#open-model');
     await page.setInputFiles('#open-files', ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => path.join(MINILM, f)));
     await page.waitForFunction((c) => String(window.attnvizDebug.modelId).startsWith('own-') && window.attnvizDebug.drawCount > c && !window.attnvizDebug.drawing, n, { timeout: 120_000 });
-    assert.match((await seen(page)).notice, /^Opened “[^”]+”: BERT encoder.*Kept in this browser/);
+    // Files picked one by one are named from their config.json (_name_or_path), not “my model”.
+    assert.match((await seen(page)).notice, /^Opened “MiniLM-L6-H384-uncased”: BERT encoder.*Kept in this browser/);
     assert.equal((await keptInIndexedDb(page)).length, 1, 'kept in IndexedDB');
     assert.deepEqual(app.pageErrors, []);
   } finally {

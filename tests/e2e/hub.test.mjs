@@ -98,7 +98,7 @@ test('page: a Hub repo by id draws with its own tokens, its headers read before 
   }
 });
 
-test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or unknown-revision repo is refused with why, and the model in use stays; a GGUF repo opens with its file named', async () => {
+test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or unknown-revision repo is refused with why, and the model in use stays; a GGUF repo opens with its file named; a repo’s pasted URL names repo, revision and file', async () => {
   const app = await openApp(browser, `${server.url}?hub=${encodeURIComponent(hub.url)}#m=${encodeURIComponent('hf:attnviz-test/tiny-bert-sharded')}&t=${encodeURIComponent(TEXT)}`);
   const { page } = app;
   try {
@@ -109,6 +109,8 @@ test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or 
       ['attnviz-test/gated', {}, /attnviz-test\/gated@main\/config\.json: the repo is gated/],
       ['attnviz-test/nope', {}, /attnviz-test\/nope@main\/config\.json: no such repo, or a private one \(HTTP 401\)/],
       ['attnviz-test/tiny-bert', { revision: 'v9' }, /attnviz-test\/tiny-bert@v9\/config\.json: the repo has no revision by that name/],
+      // A repo's URL pasted from the Hub's address bar: its revision is read from it.
+      ['https://huggingface.co/attnviz-test/tiny-bert/tree/v8', {}, /attnviz-test\/tiny-bert@v8\/config\.json: the repo has no revision by that name/],
       ['attnviz-test/tiny-bert', { file: 'missing.gguf' }, /attnviz-test\/tiny-bert@main\/missing\.gguf: not in the repo \(HTTP 404\)/],
       ['not a repo', {}, /is not a Hub model id/],
     ]) {
@@ -117,10 +119,10 @@ test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or 
       s = await seen(page);
       assert.equal(s.model, 'hf:attnviz-test/tiny-bert-sharded', `${repo}: the model in use stays`);
     }
-    // A GGUF repo: the file named.
+    // A GGUF repo: the file named, here by the file's URL pasted from the Hub.
     const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
     const n = (await seen(page)).draws;
-    await openFromHub(page, 'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF', { file: gguf });
+    await openFromHub(page, `https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/blob/main/${gguf}`);
     await waitModel(page, `hf:HuggingFaceTB/SmolLM2-135M-Instruct-GGUF?file=${gguf}`, n);
     s = await seen(page);
     assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(ROOT, 'models/smollm2'), '--text', s.text).tokens.source);

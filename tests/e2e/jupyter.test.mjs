@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchBrowser } from './harness.mjs';
 import { cliAt, cliJson } from './cli-helpers.mjs';
-import { drawnAfter, hoverCell, widgetState } from './widget-helpers.mjs';
+import { drawnAfter, hoverCell, widgetMenu, widgetState } from './widget-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TOKEN = 'attnviz-test-token';
@@ -72,7 +72,7 @@ after(async () => {
 
 /** Write notebook `name` with one code cell of `source`, open it in JupyterLab, run it, and hand
  *  over the page once its <attention-viz> (given id 'w') has drawn; the context is closed after. */
-async function runNotebook(name, source, use, { ui = 'lab' } = {}) {
+async function runNotebook(name, source, use, { ui = 'lab', widgets = 1 } = {}) {
   const notebook = {
     nbformat: 4, nbformat_minor: 5,
     metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
@@ -94,11 +94,15 @@ async function runNotebook(name, source, use, { ui = 'lab' } = {}) {
     await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
     // (JupyterLab may reopen an earlier test's notebook beside it: only this one's output counts.)
     const output = () => window.jupyterapp.shell.currentWidget.node.querySelector('.jp-OutputArea');
-    await page.waitForFunction((f) => { const o = eval(f)(); return o && (o.querySelector('attention-viz') || /attnviz: |Error/.test(o.textContent)); }, output.toString(), { timeout: 120_000, polling: 500 });
-    const failed = await page.evaluate((f) => { const o = eval(f)(); return o.querySelector('attention-viz') ? null : o.textContent; }, output.toString());
-    assert.equal(failed, null, 'the cell drew no widget');
-    await page.evaluate((f) => { eval(f)().querySelector('attention-viz').id = 'w'; }, output.toString());
+    await page.waitForFunction(([f, n]) => { const o = eval(f)(); return o && (o.querySelectorAll('attention-viz').length >= n || /attnviz: |Error/.test(o.textContent)); }, [output.toString(), widgets], { timeout: 120_000, polling: 500 });
+    const failed = await page.evaluate(([f, n]) => { const o = eval(f)(); return o.querySelectorAll('attention-viz').length >= n ? null : o.textContent; }, [output.toString(), widgets]);
+    assert.equal(failed, null, `the cell drew no widget, or fewer than ${widgets}`);
+    // The first widget is #w (the helpers'), the others #w2, #w3, …; each has drawn (or failed) before use.
+    await page.evaluate((f) => eval(f)().querySelectorAll('attention-viz').forEach((el, i) => { el.id = i ? `w${i + 1}` : 'w'; }), output.toString());
     await drawnAfter(page);
+    for (let i = 2; i <= widgets; i++) {
+      await page.waitForFunction((id) => { const el = document.getElementById(id); return Number(el.dataset.drawCount || 0) > 0 || el.dataset.state === 'error'; }, `w${i}`, { timeout: 120_000 });
+    }
     await use(page);
   } finally {
     await context.close();
@@ -180,4 +184,29 @@ test('in Jupyter Notebook 7 (the same server), heatmap_view draws in the cell ou
     const got = await hoverCell(page, 2, 3);
     assert.ok(Math.abs(got.value - cliAt(block, 2, 2, 3)) < 6e-4, `${got.text}; given ${cliAt(block, 2, 2, 3)}`);
   }, { ui: 'notebook' });
+});
+
+test('in JupyterLab, head_view then two attnviz.show models in one cell: every call displays its widget, and each show runs its own model after the head view', { timeout: 300_000 }, async () => {
+  const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat.');
+  const source = [
+    ...cliMapsCell(cli, 'cli-first.json', 'attnviz.head_view(attention, tokens)\n'),
+    `attnviz.show("The cat sat on the mat.", model=${JSON.stringify(path.join(ROOT, 'models', 'minilm'))})\n`,
+    `attnviz.show("The cat sat on the mat.", model=${JSON.stringify(path.join(ROOT, 'models', 'en-pt'))}, view="cross")`,
+  ];
+  await runNotebook('three.ipynb', source, async (page) => {
+    const seen = await page.evaluate(() => ['w', 'w2', 'w3'].map((id) => {
+      const el = document.getElementById(id);
+      return { state: el.dataset.state, model: el.viewState.model, view: el.viewState.view, heads: el.viewState.heads, msg: el.shadowRoot.querySelector('.msg').textContent };
+    }));
+    // head_view, not on the cell's last line, displayed itself, with every head of its layer.
+    assert.equal(seen[0].view, 'head');
+    assert.equal(seen[0].heads, null, `all heads (null), not head 1 alone: ${JSON.stringify(seen[0])}`);
+    assert.equal((await widgetMenu(page, 'Head')).value, 'all');
+    // Each show runs its own model, though a head_view's widget came first (each output imports
+    // the bundle anew; the page has one <attention-viz> class and one worker).
+    assert.deepEqual(seen.slice(1).map((s) => [s.state, s.model]), [['ready', 'minilm-l6'], ['ready', 'en-pt-tiny']], JSON.stringify(seen));
+    assert.equal(seen[2].view, 'cross');
+    // One widget per call: the last show, the cell's value, was not displayed a second time.
+    assert.equal(await page.evaluate(() => window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea attention-viz').length), 3);
+  }, { widgets: 3 });
 });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { launchBrowser } from './harness.mjs';
 import { cliAt, cliJson } from './cli-helpers.mjs';
-import { drawnAfter, hoverCell, widgetState } from './widget-helpers.mjs';
+import { drawnAfter, hoverCell, widgetMenu, widgetState } from './widget-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
@@ -97,8 +97,7 @@ test('save_html of head_view and model_view draw their views of every layer from
       assert.equal(state.view, view);
       if (view === 'head') assert.equal(state.layer, 5);
       // Every layer arrived: the layer control offers all six.
-      const layers = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('select').options.length);
-      assert.equal(layers, 6);
+      assert.equal((await widgetMenu(page, 'Layer')).options.length, 6);
       assert.deepEqual(errors, []);
     } finally {
       await close();
@@ -179,5 +178,58 @@ test('save_html of head_overview: the kernel’s head scores are the CLI’s (`a
     assert.deepEqual(errors, []);
   } finally {
     await close();
+  }
+});
+
+test('save_html of an encoder-decoder’s head_view: the Attention menu switches between its encoder self-attention and its cross-attention', async () => {
+  const cli = cliJson('attend', '--model', 'models/en-pt', '--text', 'The cat sat on the mat.');
+  const json = path.join(dir, 'seq2seq.json');
+  writeFileSync(json, JSON.stringify(cli));
+  const out = path.join(dir, 'seq2seq.html');
+  execFileSync(PYTHON, ['-c', `
+import json, sys
+import numpy as np
+sys.path.insert(0, ${JSON.stringify(path.join(ROOT, 'python'))})
+import attnviz
+r = json.load(open(${JSON.stringify(json)}))
+def stack(kind):
+    blocks = sorted((b for b in r["attentions"] if b["kind"] == kind), key=lambda b: b["layer"])
+    return tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)
+# (The tiny Bergamot translator's decoder is recurrent: it has no decoder self-attention.)
+attnviz.head_view(encoder_attention=stack("encoder_self"), cross_attention=stack("cross"),
+                  encoder_tokens=r["tokens"]["source"], decoder_tokens=r["tokens"]["target"]).save_html(${JSON.stringify(out)})
+`], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  const { page, errors, close } = await openSaved(out);
+  try {
+    await drawnAfter(page);
+    const menu = await widgetMenu(page, 'Attention');
+    assert.deepEqual(menu.options, ['Encoder self-attention', 'Cross-attention']);
+    assert.equal(menu.hidden, false);
+    assert.equal((await page.evaluate(() => document.getElementById('w').viewState)).kind, 'encoder_self');
+    const label = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('canvas').getAttribute('aria-label'));
+    for (const [option, kind, pattern] of [['Cross-attention', 'cross', /cross-attention/i], ['Encoder self-attention', 'encoder_self', /encoder self-attention/i]]) {
+      const before = (await widgetState(page)).draws;
+      await page.locator('#w').getByRole('combobox', { name: /^Attention/ }).selectOption({ label: option });
+      await drawnAfter(page, before);
+      assert.equal((await page.evaluate(() => document.getElementById('w').viewState)).kind, kind);
+      assert.match(await label(), pattern);
+    }
+    assert.deepEqual(errors, []);
+  } finally {
+    await close();
+  }
+});
+
+test('save_html of model_view takes BertViz’s display_mode: dark by default, light when asked, whatever the page’s scheme', async () => {
+  const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat.');
+  for (const [call, background] of [['attnviz.model_view(attention, tokens)', 'rgb(20, 23, 28)'], ['attnviz.model_view(attention, tokens, display_mode="light")', 'rgb(255, 255, 255)']]) {
+    const { page, errors, close } = await openSaved(saveHtml(cli, call, `mode-${background.length}`));
+    try {
+      await drawnAfter(page);
+      assert.equal(await page.evaluate(() => getComputedStyle(document.getElementById('w')).backgroundColor), background, call);
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
   }
 });

@@ -287,7 +287,7 @@ test('dropped RoBERTa and DistilBERT folders draw with their tokens, value-weigh
   });
 });
 
-test('the f16 and bf16 variants open from the multi-file picker', async () => {
+test('the f16 and bf16 variants open from the multi-file picker, named from their config.json', async () => {
   await onPage(async (page) => {
     await typeText(page, TEXT);
     for (const [variant, dtype] of [['tiny-bert-f16', 'F16'], ['tiny-bert-bf16', 'BF16']]) {
@@ -298,6 +298,7 @@ test('the f16 and bf16 variants open from the multi-file picker', async () => {
       await waitModel(page, 'own-', before);
       const s = await seen(page);
       assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(dir, variant), '--text', TEXT).tokens.source, variant);
+      assert.match(s.notice, /^Opened “BertModel”/, 'loose files are named from their config.json (its architecture: no _name_or_path)');
     }
   });
 });

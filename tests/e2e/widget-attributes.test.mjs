@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { mountWidget, openWidget, useServerAndBrowser } from './harness.mjs';
 import { cliAt, cliBinary, cliBlock, cliJson } from './cli-helpers.mjs';
-import { drawnAfter, hoverCell, widgetState } from './widget-helpers.mjs';
+import { drawnAfter, hoverCell, widgetMenu, widgetState } from './widget-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = cliBinary();
@@ -86,7 +86,7 @@ async function setAttr(page, name, value) {
   return drawnAfter(page, n);
 }
 
-test('kind on the translator: kind="cross" and kind="encoder_self" each show that attention, its queries, keys and weights as the CLI computes them', async () => {
+test('kind on the translator: kind="cross", kind="encoder_self" and the Attention menu each show that attention, its queries, keys and weights as the CLI computes them', async () => {
   const text = 'The cat sat on the mat.';
   const layer = 1; // layer="2"
   const head = 2; // head="3"
@@ -123,6 +123,13 @@ test('kind on the translator: kind="cross" and kind="encoder_self" each show tha
     await check(page, 'encoder_self');
     await setAttr(page, 'kind', 'cross');
     await check(page, 'cross');
+    // The Attention menu (BertViz's dropdown) offers the translator's two kinds and switches them.
+    const menu = await widgetMenu(page, 'Attention');
+    assert.deepEqual([menu.value, menu.options, menu.hidden], ['cross', ['Encoder self-attention', 'Cross-attention'], false]);
+    const before = (await widgetState(page)).draws;
+    await page.locator('#w').getByRole('combobox', { name: /^Attention/ }).selectOption({ label: 'Encoder self-attention' });
+    await drawnAfter(page, before);
+    await check(page, 'encoder_self');
     // kind="encoder_self" in the markup, too.
     await mountWidget(page, { ...attrs, kind: 'encoder_self' });
     await drawnAfter(page);
@@ -191,7 +198,7 @@ test('query="4" in the step view draws that query token\'s softmax row as the CL
   }
   const w = await openWidget(browser, server.url, { model: 'minilm', text: 'a' });
   const { page } = w;
-  const queryMenu = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelectorAll('select')[2].value);
+  const queryMenu = async () => (await widgetMenu(page, 'Query')).value;
   try {
     await logAllTexts(page);
     await mountWidget(page, { model: 'minilm', text, view: 'step', layer: String(layer + 1), head: String(head + 1), query: '4' });
@@ -234,7 +241,7 @@ test('head="mean" reads out the mean over the heads of the CLI; head="5" after m
   const [i, j] = best;
   const w = await openWidget(browser, server.url, { model: 'minilm', text, view: 'heatmap', layer: String(layer + 1), head: 'mean' });
   const { page } = w;
-  const headMenu = () => page.evaluate(() => document.getElementById('w').shadowRoot.querySelectorAll('select')[1].value);
+  const headMenu = async () => (await widgetMenu(page, 'Head')).value;
   try {
     await drawnAfter(page);
     assert.equal(await headMenu(), 'mean', 'the Head menu says mean');
@@ -368,5 +375,27 @@ test('configure({ build: "simd" }) and configure({ build: "relaxed" }): the widg
     } finally {
       await w.close();
     }
+  }
+});
+
+test('a widget whose model cannot load says why once, where its map would be, without empty controls above it', async () => {
+  const w = await openWidget(browser, server.url, { model: 'no-such-model', text: 'The cat sat.' });
+  const { page } = w;
+  try {
+    await page.waitForFunction(() => document.getElementById('w').dataset.state === 'error', null, { timeout: 60_000 });
+    const seen = await page.evaluate(() => {
+      const root = document.getElementById('w').shadowRoot;
+      const visible = (sel) => root.querySelector(sel).getClientRects().length > 0;
+      // Every text the reader can see: text nodes whose element is laid out.
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      const texts = [];
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.parentElement.getClientRects().length && n.parentElement.tagName !== 'STYLE') texts.push(n.textContent);
+      return { text: texts.join('\n'), bar: visible('.bar'), map: visible('.wrap'), msg: root.querySelector('.msg').textContent };
+    });
+    assert.match(seen.msg, /model "no-such-model" is not available here/);
+    assert.equal(seen.text.split('no-such-model').length - 1, 1, `the reason is shown once: ${seen.text}`);
+    assert.deepEqual([seen.bar, seen.map], [false, false], 'no empty controls or canvas');
+  } finally {
+    await w.close();
   }
 });

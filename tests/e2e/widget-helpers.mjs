@@ -23,6 +23,13 @@ export async function drawnAfter(page, since = 0, timeout = 120_000) {
   return s.draws;
 }
 
+/** The widget's <select> labelled `label` (Attention, Layer, Head, Query, …): its value and options. */
+export const widgetMenu = (page, label) => page.evaluate((name) => {
+  const l = [...document.getElementById('w').shadowRoot.querySelectorAll('.bar label')].find((x) => x.firstChild?.textContent.trim() === name);
+  const select = l?.querySelector('select');
+  return select ? { value: select.value, options: [...select.options].map((o) => o.textContent), hidden: l.hidden } : null;
+}, label);
+
 export const readout = (page) => page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.readout').textContent);
 
 /** A number as the views print it (fmt: U+2212 minus, 1.2e−4 below 0.001). */

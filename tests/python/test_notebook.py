@@ -94,7 +94,7 @@ def test_an_encoder_decoder_sends_its_three_kinds_in_order():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(attention=softmax_maps(), tokens=TOKENS[:3]), r"attention\[0\] is 4×4 \(queries × keys\) but tokens has 3 and tokens 3 tokens"),
+        (dict(attention=softmax_maps(), tokens=TOKENS[:3]), r"attention\[0\] is 4×4 \(queries × keys\) but tokens has 3 tokens$"),
         (dict(attention=softmax_maps(batch=2), tokens=TOKENS), r"attention\[0\] has a batch of 2: pass batch_index="),
         (dict(attention=softmax_maps(batch=2), tokens=TOKENS, batch_index=2), r"batch_index=2 but attention\[0\] has a batch of 2"),
         (dict(attention=(softmax_maps()[0], softmax_maps(heads=2)[0]), tokens=TOKENS), r"attention\[1\] has 2 heads; attention\[0\] has 3"),
@@ -109,6 +109,11 @@ def test_an_encoder_decoder_sends_its_three_kinds_in_order():
         (dict(attention=softmax_maps(), encoder_attention=softmax_maps(), encoder_tokens=TOKENS), r"give either attention"),
         (dict(cross_attention=softmax_maps(q=3), encoder_tokens=TOKENS), r"decoder_tokens must be a non-empty list"),
         (dict(attention=softmax_maps(), tokens=TOKENS, specials="[CLS]"), r"specials must be a list of token strings"),
+        (dict(cross_attention=softmax_maps(q=3), encoder_tokens=TOKENS, decoder_tokens=list("xy")), r"cross_attention\[0\] is 3×4 \(queries × keys\) but decoder_tokens has 2 tokens and encoder_tokens 4$"),
+        (dict(attention=softmax_maps(), tokens=TOKENS, layer=1.0), r"layer=1\.0: an integer index counted from 0"),
+        (dict(attention=softmax_maps(), tokens=TOKENS, include_layers=[2]), r"include_layers=\[2\]: attention has layers 0 to 1"),
+        (dict(attention=softmax_maps(), tokens=TOKENS, include_layers=[1], layer=0), r"layer=0: not one of include_layers=\[1\]"),
+        (dict(attention=softmax_maps(), tokens=TOKENS, html_action="show"), r"html_action='show': 'view' or 'return'"),
     ],
 )
 def test_what_does_not_fit_is_refused_with_the_argument_and_what_was_expected(kwargs, message):
@@ -227,3 +232,104 @@ def test_an_encoder_decoder_has_head_scores_of_each_kind_and_cross_attention_has
 def test_a_comparison_scores_a_only():
     w = attnviz.head_view(softmax_maps(), TOKENS, compare_attention=softmax_maps(seed=5), compare_tokens=TOKENS)
     assert len(w.spec["head_scores"]) == 2 * 3
+
+
+# BertViz's own arguments (bertviz 1.4.1's head_view and model_view signatures), one test each.
+
+
+def test_bertviz_positional_order_puts_prettify_tokens_fourth_and_layer_fifth():
+    # head_view(attention, tokens, sentence_b_start, prettify_tokens, layer, heads)
+    w = attnviz.head_view(softmax_maps(), TOKENS, None, True, 1, [2])
+    assert w.spec["attributes"]["layer"] == 2 and w.spec["heads"] == [2]
+    # model_view(attention, tokens, sentence_b_start, prettify_tokens, display_mode)
+    assert attnviz.model_view(softmax_maps(), TOKENS, None, True, "light").spec["display_mode"] == "light"
+
+
+def test_prettify_tokens_writes_sentencepiece_word_starts_as_spaces_and_drops_end_of_word_marks():
+    tokens = ["▁The", "▁cat", "s</w>", "Ġsat"]
+    assert attnviz.head_view(softmax_maps(), tokens).spec["tokens"] == [" The", " cat", "s", "Ġsat"]
+    assert attnviz.head_view(softmax_maps(), tokens, prettify_tokens=False).spec["tokens"] == tokens
+    enc = attnviz.model_view(encoder_attention=softmax_maps(), encoder_tokens=tokens, prettify_tokens=True)
+    assert enc.spec["encoder_tokens"] == [" The", " cat", "s", "Ġsat"]
+
+
+def test_display_mode_sets_the_widgets_colours_and_is_checked():
+    assert attnviz.model_view(softmax_maps(), TOKENS).spec["display_mode"] == "dark"  # BertViz's default
+    assert attnviz.model_view(softmax_maps(), TOKENS, display_mode="light").spec["display_mode"] == "light"
+    assert "display_mode" not in attnviz.head_view(softmax_maps(), TOKENS).spec
+    with pytest.raises(ValueError, match=r"display_mode='blue': 'light' or 'dark'"):
+        attnviz.model_view(softmax_maps(), TOKENS, display_mode="blue")
+
+
+def test_include_layers_draws_those_layers_and_layer_names_one_of_them():
+    att = softmax_maps(layers=4)
+    w = attnviz.head_view(att, TOKENS, layer=3, include_layers=[1, 3])
+    assert len(w.spec["blocks"]) == 2
+    back = np.frombuffer(w.data, "<f4").reshape(2, 3, 4, 4)
+    np.testing.assert_array_equal(back[1], att[3][0])
+    assert w.spec["attributes"]["layer"] == 2  # the second layer drawn, counted from 1
+    enc = attnviz.model_view(encoder_attention=att, encoder_tokens=TOKENS, include_layers=[0])
+    assert len(enc.spec["blocks"]) == 1
+
+
+def test_include_heads_draws_those_heads_of_every_layer():
+    att = softmax_maps(layers=2, heads=3)
+    w = attnviz.model_view(att, TOKENS, include_heads=[2, 0])
+    assert [b["heads"] for b in w.spec["blocks"]] == [2, 2]
+    back = np.frombuffer(w.data, "<f4").reshape(2, 2, 4, 4)
+    np.testing.assert_array_equal(back[0], att[0][0][[2, 0]])
+    with pytest.raises(ValueError, match=r"include_heads=\[3\]: attention has heads 0 to 2"):
+        attnviz.model_view(att, TOKENS, include_heads=[3])
+
+
+def test_html_action_return_gives_the_standalone_page_as_ipythons_html():
+    from IPython.display import HTML
+
+    page = attnviz.head_view(softmax_maps(), TOKENS, html_action="return")
+    assert isinstance(page, HTML)
+    assert page.data.startswith("<!doctype html>") and 'id="attnviz-data"' in page.data
+    w = attnviz.head_view(softmax_maps(), TOKENS)
+    assert page.data == attnviz.standalone_html(w.spec, w.data)
+    assert isinstance(attnviz.model_view(softmax_maps(), TOKENS, html_action="return"), HTML)
+
+
+def test_numpy_integers_are_indices():
+    w = attnviz.head_view(softmax_maps(), TOKENS, layer=np.int64(1), heads=np.array([2, 1]))
+    assert w.spec["attributes"]["layer"] == 2 and w.spec["heads"] == [2, 1]
+
+
+def test_head_view_draws_every_head_unless_heads_are_given():
+    assert attnviz.head_view(softmax_maps(heads=3), TOKENS).spec["heads"] == [0, 1, 2]
+    assert attnviz.heatmap_view(softmax_maps(heads=3), TOKENS).spec["heads"] is None
+
+
+class Kernel:
+    """What display_in_notebook asks of a kernel's shell: that there is a kernel."""
+
+
+def test_in_a_kernel_every_call_displays_its_widget_once_wherever_it_is_in_the_cell(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(shell, "kernel", Kernel(), raising=False)
+    published = []
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, *a, **k: published.append(data))
+    shown = []
+    monkeypatch.setattr(shell.displayhook, "write_format_data", lambda data, *a, **k: shown.append(data))
+    shell.user_ns.update(attnviz=attnviz, att=softmax_maps(), tokens=TOKENS)
+    widget = "application/vnd.jupyter.widget-view+json"
+    # Inside a loop and not on the cell's last line: each call displays its widget (as BertViz's do).
+    shell.run_cell("for layer in range(2):\n    attnviz.head_view(att, tokens, layer=layer)\nx = 1", store_history=True)
+    assert sum(widget in d for d in published) == 2
+    # On the last line: displayed by the call, not a second time as the cell's value.
+    published.clear()
+    shell.run_cell("w = attnviz.model_view(att, tokens)\nw", store_history=True)
+    assert sum(widget in d for d in published) == 1 and not any(widget in d for d in shown)
+    # The widget as a later cell's value is displayed again, as any widget is.
+    published.clear()
+    shell.run_cell("w", store_history=True)
+    assert sum(widget in d for d in published) == 1
+    # html_action="return" displays nothing: the cell's value is the HTML.
+    published.clear()
+    shell.run_cell("page = attnviz.head_view(att, tokens, html_action='return')", store_history=True)
+    assert not any(widget in d for d in published)

@@ -5,5 +5,5 @@
 
 export { addModels, configure, configuredBase, openModel, workerHub } from '../worker/worker-client.js';
 export { buildFile } from '../worker/wasm-build.js';
-export { hubId, parseHubId } from '../worker/hub.js';
+export { hubId, hubRepoFromUrl, parseHubId } from '../worker/hub.js';
 export { collectDrop, SUPPORTED_TEXT } from '../worker/own-model.js';

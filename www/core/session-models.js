@@ -130,17 +130,19 @@ export const modelMethods = {
   /** Open a model by `open(onInspected)` (a worker request), saying in the notice what happens;
    *  → the worker's answer with `notice`, the sentence to show once it is shown. */
   async opening(name, open) {
-    this.notice = `Reading “${name}”…`;
+    // Files picked one by one have no name until the worker reads their config.json.
+    const called = (report) => name || report?.manifest?.name || 'the files picked';
+    this.notice = `Reading “${called()}”…`;
     this.emit('status');
     let opened;
     try {
       opened = await open((report) => {
-        this.notice = `Found in “${name}”: ${describeReport(report)} Loading…`;
+        this.notice = `Found in “${called(report)}”: ${describeReport(report)} Loading…`;
         this.emit('status');
       });
     } catch (e) {
       this.progress = null;
-      this.notice = `Could not open “${name}”: ${e.message}`;
+      this.notice = `Could not open “${called()}”: ${e.message}`;
       this.emit('status');
       throw e;
     }
@@ -153,7 +155,7 @@ export const modelMethods = {
       : opened.storage
         ? ' It could not be kept in this browser’s storage: open it again next time.'
         : ' This browser gives the page no storage to keep it in (a private window?): after a reload, open it again.';
-    return { ...opened, notice: opened.report ? `Opened “${name}”: ${describeReport(opened.report)}${kept}` : `Opened “${name}” (kept in this browser).` };
+    return { ...opened, notice: opened.report ? `Opened “${called(opened.report)}”: ${describeReport(opened.report)}${kept}` : `Opened “${opened.manifest?.name || called()}” (kept in this browser).` };
   },
 
   /** Show a model just opened (a new pick: its layers and heads start afresh), saying so. */

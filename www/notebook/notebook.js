@@ -7,7 +7,8 @@
 //   spec: { blocks: [{ arg, heads, q, k }], tokens, encoder_tokens, decoder_tokens, causal, label,
 //           specials, attributes: { view, layer, head, height, … }, heads: [h…] | null,
 //           head_scores: [{ kind, layer, head, entropy, …, label, score }] (attnviz.heads),
-//           compare: { tokens, label } (B: its blocks' arg is compare_attention) }
+//           compare: { tokens, label } (B: its blocks' arg is compare_attention),
+//           display_mode: 'light' | 'dark' (model_view's; absent: the notebook's scheme) }
 //   data: every block's [heads, q, k] float32 maps, one after another, little-endian (a
 //         DataView or bytes: anywidget's binary buffer, or save_html's decoded base64)
 // A live widget (attnviz.show: a model runs in this browser, on the text the reader types):
@@ -21,7 +22,14 @@ import { NUMBERS_CHECKED } from '../core/supplied.js';
 
 // Where the worker believes the files are: a name only (every file it asks for is handed over).
 const HANDED_OVER = 'https://attnviz.invalid/';
-let started = false; // the worker is configured once per page: every live widget shares it
+
+// Jupyter imports this bundle anew for every widget's output (a blob: URL each), so each has
+// its own copy of every module; but a page has one <attention-viz> element class, the first
+// copy's, and its engine is the one every widget's element talks to. So the first copy's class
+// and engine are the page's, and later copies configure and feed those: a show() after a
+// head_view() then configures the engine its element uses, and a second show() model joins it.
+const PAGE = Symbol.for('attnviz.notebook');
+const page = (globalThis[PAGE] ||= { AttentionViz, addModels, configure, openModel, started: false });
 
 /** The float32 numbers of the buffer: a view of it where it starts on a 4-byte boundary (as
  *  anywidget's buffers do; at 512 tokens × 144 maps a copy took 80 ms), else an aligned copy. */
@@ -59,6 +67,8 @@ function draw(model, el) {
   for (const [name, value] of Object.entries(spec.attributes || {})) {
     if (value !== null && value !== undefined) w.setAttribute(name, String(value));
   }
+  // BertViz's display_mode (model_view): the widget's colours, whatever the notebook's theme.
+  if (spec.display_mode) w.style.colorScheme = spec.display_mode;
   el.appendChild(w);
   w.showAttention(suppliedFromSpec(spec, model.get('data')));
   if (spec.heads && spec.heads.length) w.session.patch({ heads: spec.heads, head: spec.heads[0], agg: 'head' });
@@ -73,23 +83,23 @@ async function live(model, el) {
   const spec = model.get('spec');
   const files = model.get('files') || {};
   const run = spec.live;
-  if (!started) {
+  if (!page.started) {
     if (!files['worker.js'] || !files['pkg/attnviz_bg.wasm']) throw new Error('the kernel sent no model worker or wasm');
-    configure({
+    page.configure({
       base: HANDED_OVER,
       build: 'simd',
       worker: URL.createObjectURL(blobOf(files['worker.js'], 'text/javascript')),
       files: { 'pkg/attnviz.js': blobOf(files['pkg/attnviz.js'], 'text/javascript'), 'pkg/attnviz_bg.wasm': blobOf(files['pkg/attnviz_bg.wasm'], 'application/wasm'), 'models/index.json': blobOf('[]', 'application/json') },
     });
-    started = true;
+    page.started = true;
   }
   let id = run.model;
   if (run.own) {
     const given = Object.entries(files).filter(([p]) => p.startsWith('own/')).map(([p, bytes]) => ({ name: p.slice(4), file: new File([bytes], p.slice(4)) }));
-    id = (await openModel(given, run.own)).manifest.id;
+    id = (await page.openModel(given, run.own)).manifest.id;
   } else {
     const modelFiles = Object.fromEntries(Object.entries(files).filter(([p]) => p.startsWith('models/')).map(([p, bytes]) => [p, blobOf(bytes)]));
-    await addModels(modelFiles, run.manifests || []);
+    await page.addModels(modelFiles, run.manifests || []);
   }
   el.textContent = '';
   const w = document.createElement('attention-viz');
@@ -102,7 +112,7 @@ async function live(model, el) {
 
 /** anywidget's entry: draw, and draw again when Python sends other attention. */
 function render({ model, el }) {
-  if (!customElements.get('attention-viz')) customElements.define('attention-viz', AttentionViz);
+  if (!customElements.get('attention-viz')) customElements.define('attention-viz', page.AttentionViz);
   const redraw = () => {
     try {
       if (model.get('spec').live) {

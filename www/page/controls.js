@@ -10,7 +10,6 @@ import { hasInt8 } from '../core/weights.js';
 import { setOptions } from '../shell/select-options.js';
 import { later, listen } from '../base/timing.js';
 
-const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
 
 /** Build a tablist's buttons once; each tab controls the panel with id `panelId`. */
 function fillTabs(list, items, attr, panelId) {
@@ -43,17 +42,14 @@ function selectTab(list, attr, value) {
 
 export function syncControls(el, session) {
   const s = session.state;
-  const sh = session.shape;
-  const view = viewFor(s.view);
   const choices = controlChoices(session);
   const ctl = choices.controls;
   const available = new Set(session.availableViews().map((v) => v.id));
   fillTabs(el.views, VIEWS, 'view', el.panel.id);
   for (const b of el.views.querySelectorAll('[role=tab]')) b.hidden = !available.has(b.dataset.view);
   const viewTab = selectTab(el.views, 'view', s.view);
-  const kinds = view.forceKind || view.kindless ? [] : sh.kinds; // the positions view shows no attention
-  fillTabs(el.kinds, kinds.map((k) => ({ id: k, label: KIND_LABEL[k] || k })), 'kind', el.panel.id);
-  el.kinds.hidden = kinds.length < 2;
+  fillTabs(el.kinds, choices.kinds.map(([id, label]) => ({ id, label })), 'kind', el.panel.id);
+  el.kinds.hidden = choices.kinds.length < 2;
   const kindTab = selectTab(el.kinds, 'kind', s.kind);
   el.panel.setAttribute('aria-labelledby', [viewTab, !el.kinds.hidden && kindTab].filter(Boolean).map((b) => b.id).join(' '));
 

@@ -2,7 +2,7 @@
 // picker), drops of a folder or files anywhere on the page, and "Remove" for a model the user
 // opened. The work is the session's (openModel, removeModel), shared with the widget.
 
-import { collectDrop, hubId, parseHubId, SUPPORTED_TEXT, workerHub } from '../core/engine.js';
+import { collectDrop, hubId, hubRepoFromUrl, parseHubId, SUPPORTED_TEXT, workerHub } from '../core/engine.js';
 import { listen } from '../base/timing.js';
 
 export function bindOpenModel(el, session) {
@@ -21,13 +21,16 @@ export function bindOpenModel(el, session) {
   el.hubHelp.textContent = `Fetched from ${workerHub()} into this browser (then kept), e.g. sentence-transformers/all-MiniLM-L6-v2; the permalink names it as hf:owner/name.`;
   listen('page', el.hubForm, 'submit', (e) => {
     e.preventDefault();
-    const repo = el.hubRepo.value.trim().replace(/^hf:/, '');
+    // A repo's URL pasted from the Hub's address bar names the repo (and its revision and file).
+    const pasted = hubRepoFromUrl(el.hubRepo.value);
+    const repo = pasted ? pasted.repo : el.hubRepo.value.trim().replace(/^hf:/, '');
     if (!repo) return;
     el.openPanel.hidden = true;
     el.openModel.setAttribute('aria-expanded', 'false');
     let id;
     try {
-      id = hubId(parseHubId(hubId({ repo, revision: el.hubRevision.value.trim() || 'main', file: el.hubFile.value.trim() || null })));
+      const revision = el.hubRevision.value.trim() || pasted?.revision || 'main';
+      id = hubId(parseHubId(hubId({ repo, revision, file: el.hubFile.value.trim() || pasted?.file || null })));
     } catch (err) {
       session.say(err.message);
       return;

@@ -134,6 +134,9 @@ export function boxHeight(box) {
   return Math.floor(h - borders);
 }
 
+/** How each kind of attention is named in every host's picker. */
+export const KIND_LABEL = { encoder_self: 'Encoder self-attention', decoder_self: 'Decoder self-attention', cross: 'Cross-attention' };
+
 /** How a layer is named in every host's picker: "3 of 6". */
 export const layerLabel = (layer, layers) => `${layer + 1} of ${layers}`;
 
@@ -149,8 +152,13 @@ export function controlChoices(session) {
   const kind = kindShown(s);
   const L = session.numLayers();
   const H = session.numHeads();
+  const view = viewFor(s.view);
+  // An encoder-decoder's three attentions; none where the view picks its own (cross) or shows none.
+  const kinds = view.forceKind || view.kindless || !session.shape ? [] : session.shape.kinds;
   const out = {
     controls: ctl,
+    kinds: kinds.map((k) => [k, KIND_LABEL[k] || k]),
+    kind: s.kind,
     layers: [...Array(L).keys()].map((l) => [String(l), layerLabel(l, L)]),
     layer: String(s.layer),
     heads: H,

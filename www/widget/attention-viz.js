@@ -89,6 +89,9 @@ class AttentionViz extends HTMLElement {
       l.append(text);
       return l;
     };
+    // An encoder-decoder's three attentions (BertViz's "Attention" dropdown); hidden for one kind.
+    this.$.kindLabel = lab('Attention ');
+    this.$.kind = mk('select', {}, this.$.kindLabel);
     this.$.layerLabel = lab('Layer ');
     this.$.layer = mk('select', {}, this.$.layerLabel);
     this.$.headLabel = lab('Head ');
@@ -154,6 +157,7 @@ class AttentionViz extends HTMLElement {
     this.started = false;
     this.generation = mountGenerationPanel(this.$.gen, this.session);
 
+    listen('widget', this.$.kind, 'change', () => this.session.patch({ kind: this.$.kind.value, query: 0 }));
     listen('widget', this.$.layer, 'change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
     listen('widget', this.$.head, 'change', () => {
       const v = this.$.head.value;
@@ -336,6 +340,7 @@ class AttentionViz extends HTMLElement {
       if (session.manifest) this.$.credit.textContent = session.manifest.credit || session.manifest.name || session.manifest.id;
       if (session.phase === 'error' && !session.result) this.showError(session.error);
       else if (session.phase === 'loading' && !session.result) {
+        this.showMapless(false);
         this.$.msg.hidden = false;
         this.$.msg.classList.remove('err');
         this.$.msg.firstChild.textContent = loadingText(session);
@@ -356,7 +361,16 @@ class AttentionViz extends HTMLElement {
     this.$.msg.classList.add('err');
     this.$.msg.firstChild.textContent = `attention-viz: ${message}`;
     this.$.progress.hidden = true;
+    // Nothing drawn yet: the message stands in place of the map, once; no empty controls above it.
+    this.showMapless(!this.session.result);
     this.dispatchEvent(new CustomEvent('attention-error', { detail: { message }, bubbles: true, composed: true }));
+  }
+
+  /** A widget with no map (it failed before its first): only its message, not the controls,
+   *  the empty canvas, or the same words again as a warning. */
+  showMapless(mapless) {
+    for (const part of [this.$.bar, this.$.wrap, this.$.foot]) part.hidden = mapless;
+    if (mapless && this.$.warn.textContent && this.$.msg.textContent.includes(this.$.warn.textContent)) this.$.warn.hidden = true;
   }
 
   showReadout() {
@@ -374,6 +388,7 @@ class AttentionViz extends HTMLElement {
   drawn(r, s) {
     const session = this.session;
     this.$.msg.hidden = true;
+    this.showMapless(false);
     const sum = summary(session);
     const n = r.tokens.source.length;
     // As the page's status lines do: which weights drew the map and which wasm build ran them.
@@ -401,6 +416,9 @@ class AttentionViz extends HTMLElement {
     const session = this.session;
     const c = controlChoices(session);
     const ctl = c.controls;
+    setOptions(this.$.kind, c.kinds);
+    this.$.kind.value = c.kind;
+    this.$.kindLabel.hidden = c.kinds.length < 2;
     setOptions(this.$.layer, c.layers);
     this.$.layer.value = c.layer;
     this.$.layerLabel.hidden = !ctl.layer;

@@ -26,6 +26,23 @@ export function parseHubId(id) {
   return { repo: m[1], revision: m[2] || 'main', file: m[3] || null };
 }
 
+// A repo's address as copied from a Hub's address bar: /owner/name, then optionally
+// /tree/<revision>, or /blob|resolve/<revision>/<file>.gguf.
+const REPO_PATH = /^\/([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:\/(?:tree|blob|resolve)\/([\w.-]+)(?:\/([^/]+\.gguf))?)?\/?$/;
+
+/** A pasted Hub URL (https://huggingface.co/owner/name, …/tree/<rev>, …/blob/<rev>/<file>.gguf,
+ *  or a mirror's) → { repo, revision, file }; null when the text is no such URL. */
+export function hubRepoFromUrl(text) {
+  let url;
+  try {
+    url = new URL(String(text).trim());
+  } catch {
+    return null;
+  }
+  const m = /^https?:$/.test(url.protocol) ? REPO_PATH.exec(url.pathname) : null;
+  return m ? { repo: m[1], revision: m[2] || 'main', file: m[3] || null } : null;
+}
+
 /** The id with its parts in one spelling (the revision named only when it is not main). */
 export function hubId({ repo, revision, file }) {
   return `hf:${repo}${revision && revision !== 'main' ? `@${revision}` : ''}${file ? `?file=${file}` : ''}`;

@@ -127,10 +127,29 @@ function userId(name) {
   return id;
 }
 
+/** A name for files picked one by one (no folder's name): the checkpoint's own (config.json's
+ *  _name_or_path, e.g. "bert-base-uncased"), else its architecture or model type. */
+async function nameFromConfig(byName) {
+  const fallback = 'model';
+  const file = byName.get('config.json');
+  if (!file || file.size > 1 << 20) return fallback;
+  let config;
+  try {
+    config = JSON.parse(await file.text());
+  } catch {
+    return fallback; // inspectModel says what is wrong with it
+  }
+  const path = typeof config?._name_or_path === 'string' ? config._name_or_path.replace(/[\\/]+$/, '').split(/[\\/]/).pop() : '';
+  const architecture = Array.isArray(config?.architectures) && typeof config.architectures[0] === 'string' ? config.architectures[0] : '';
+  const type = typeof config?.model_type === 'string' ? config.model_type : '';
+  return (path || architecture || type || fallback).slice(0, 80);
+}
+
 /** Inspect, load, then keep a user's files ([{ name, file }]); inspected(report) before the
- *  weights are read. */
-export function openUserModel(list, name, inspected) {
+ *  weights are read. name null: named from its config.json. */
+export async function openUserModel(list, givenName, inspected) {
   const byName = new Map((Array.isArray(list) ? list : []).filter((f) => f && f.file instanceof Blob).map((f) => [String(f.name), f.file]));
+  const name = givenName ?? (await nameFromConfig(byName));
   return openModelFiles(byName, {
     name: String(name),
     // The same files opened again (same name, sizes and times of change): the copy already kept.

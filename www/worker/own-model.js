@@ -9,12 +9,13 @@ function topLevel(files) {
   return files.filter((f) => (f.webkitRelativePath || f.name).split('/').length <= 2);
 }
 
-/** What to call the model: its folder's name, or the .gguf's, or the first file's. */
+/** What to call the model: its folder's name, or the .gguf's; null for loose files (the worker
+ *  names them from their config.json). */
 function nameOf(files) {
   const rel = files.map((f) => f.webkitRelativePath).find(Boolean);
   if (rel) return rel.split('/')[0];
   const gguf = files.find((f) => /\.gguf$/i.test(f.name));
-  return gguf ? gguf.name.replace(/\.gguf$/i, '') : 'my model';
+  return gguf ? gguf.name.replace(/\.gguf$/i, '') : null;
 }
 
 /**
@@ -27,7 +28,8 @@ export function collectFiles(list, name = null) {
   const wanted = 'pick a model folder (config.json, model.safetensors or its shards, tokenizer.json) or one .gguf file';
   if (!given.length) throw new Error(`no files: the folder is empty (or nothing was picked); ${wanted}`);
   if (!files.length) throw new Error(`the folder holds only subfolders, and a model's files are at its top level; ${wanted}`);
-  return { name: String(name || nameOf(files)), files: files.map((f) => ({ name: f.name, file: f })) };
+  const named = name || nameOf(files);
+  return { name: named ? String(named) : null, files: files.map((f) => ({ name: f.name, file: f })) };
 }
 
 /** The entries of a dropped folder (top level only). */
