@@ -5,8 +5,9 @@
 // the files the widget reaches and nothing else, under a stated size.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,7 +54,7 @@ after(async () => {
 const MAIN = `import { configure } from 'attnviz';
 configure({ hub: new URLSearchParams(location.search).get('hub') });
 const w = document.querySelector('attention-viz');
-w.addEventListener('attention-ready', (e) => { window.__ready = { tokens: e.detail.tokens, model: e.detail.model }; });
+w.addEventListener('attention-ready', (e) => { window.__ready = { tokens: e.detail.tokens, model: e.detail.model, theme: getComputedStyle(w).getPropertyValue('--av-bg').trim() }; });
 w.addEventListener('attention-error', (e) => { window.__ready = { error: e.detail.message }; });
 `;
 const WIDGET = `<attention-viz model="hf:${REPO}" text="${TEXT}" view="heatmap"></attention-viz>`;
@@ -109,3 +110,54 @@ test('a page built by Vite draws a widget with a Hub id: the worker and the wasm
   assert.equal(ready.error, undefined, ready.error);
   assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
 });
+
+/** A free TCP port on 127.0.0.1. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+// Vite's dev server pre-bundles the package into node_modules/.vite/deps/: Vite 6 (esbuild) keeps
+// its new URL('…', import.meta.url)s as written, which then name files that are not there; Vite 8
+// rewrites them. Both must draw with no configuration.
+for (const [vite, bin] of [['Vite 8', 'node_modules/vite/bin/vite.js'], ['Vite 6', 'node_modules/vite6/bin/vite.js']]) {
+  test(`${vite}’s dev server (\`vite\`, no configuration) draws a widget with a Hub id: the pre-bundled package finds its worker, wasm, theme and (no) models`, { skip: SKIP }, async () => {
+    // The layout `npm create vite` gives: index.html and main.js beside package.json and node_modules.
+    const app = path.join(project, `dev-${vite.replace(/\W/g, '')}`);
+    mkdirSync(app);
+    writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'dev-app', private: true, type: 'module' }));
+    execFileSync('npm', ['install', packed.tarball, '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: app, stdio: 'pipe', env: { ...process.env, npm_config_update_notifier: 'false' } });
+    writeFileSync(path.join(app, 'index.html'), `<!doctype html><meta charset="utf-8"><title>A course page</title><body>${WIDGET}<script type="module" src="./main.js"></script></body>`);
+    writeFileSync(path.join(app, 'main.js'), MAIN);
+    const port = await freePort();
+    const server = spawn(process.execPath, [path.join(ROOT, bin), '--host', '127.0.0.1', '--port', String(port), '--strictPort', '--clearScreen', 'false'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    server.stdout.setEncoding('utf8').on('data', (d) => { log += d; });
+    server.stderr.setEncoding('utf8').on('data', (d) => { log += d; });
+    try {
+      const url = `http://127.0.0.1:${port}/`;
+      for (const deadline = Date.now() + 60_000; ;) {
+        try {
+          if ((await fetch(url)).ok) break;
+        } catch {
+          // not listening yet
+        }
+        if (Date.now() > deadline || server.exitCode !== null) throw new Error(`${vite} did not start:\n${log}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const ready = await drawnAt(url);
+      assert.equal(ready.error, undefined, `${ready.error}\n${log}`);
+      assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
+      // It ran pre-bundled (the case that broke), and its theme.css arrived (it came as index.html).
+      assert.ok(existsSync(path.join(app, 'node_modules/.vite/deps/attnviz.js')), `not pre-bundled:\n${log}`);
+      assert.notEqual(ready.theme, '', 'the widget has its theme’s colours');
+    } finally {
+      server.kill('SIGTERM');
+    }
+  });
+}

@@ -4,6 +4,6 @@
 // and their answers) goes through the session; nothing above the core imports www/worker/.
 
 export { addModels, configure, configuredBase, openModel, workerHub } from '../worker/worker-client.js';
-export { buildFile } from '../worker/wasm-build.js';
+export { buildFile, PREBUNDLED_FROM } from '../worker/wasm-build.js';
 export { hubId, hubRepoFromUrl, parseHubId } from '../worker/hub.js';
 export { collectDrop, SUPPORTED_TEXT } from '../worker/own-model.js';

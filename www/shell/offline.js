@@ -3,9 +3,10 @@
 // is registered once a host has drawn, and told which files this page and the worker loaded, so
 // it copies them from the HTTP cache instead of downloading them again.
 
-import { buildFile, configuredBase } from '../core/engine.js';
+import { buildFile, configuredBase, PREBUNDLED_FROM } from '../core/engine.js';
 
-const SW = new URL('../sw.js', import.meta.url);
+// (Pre-bundled by Vite's dev server: the package's own files, wasm-build.js PREBUNDLED_FROM.)
+const SW = PREBUNDLED_FROM ? new URL('sw.js', PREBUNDLED_FROM) : new URL('../sw.js', import.meta.url);
 let asked = false;
 
 /**
@@ -34,7 +35,7 @@ export function keepForOffline(catalog) {
     .then((reg) => {
       const dir = catalog ? catalog.build.dir : 'pkg/';
       const urls = [location.href.split('#')[0], ...performance.getEntriesByType('resource').map((e) => e.name), ...['glue', 'wasm'].map((f) => buildFile(dir, f, configuredBase()).href)];
-      if (catalog && catalog.build.id === 'threads') urls.push(new URL('../worker/pool-helper.js', import.meta.url).href);
+      if (catalog && catalog.build.id === 'threads') urls.push((PREBUNDLED_FROM ? new URL('worker/pool-helper.js', PREBUNDLED_FROM) : new URL('../worker/pool-helper.js', import.meta.url)).href);
       reg.active.postMessage({ type: 'keep', urls });
     })
     .catch((e) => console.warn('attnviz: service worker not registered:', e.message));

@@ -1,7 +1,10 @@
 // The <attention-viz> widget's shadow-root style sheet (attention-viz.js puts it in each widget).
 
 // The palette is theme.css's (the page's too), imported into the shadow root, where :host matches.
-const THEME_URL = new URL('../theme.css', import.meta.url).href;
+import { PREBUNDLED_FROM } from '../core/engine.js';
+
+// (Pre-bundled by Vite's dev server: the package's own theme.css, wasm-build.js PREBUNDLED_FROM.)
+const THEME_URL = (PREBUNDLED_FROM ? new URL('theme.css', PREBUNDLED_FROM) : new URL('../theme.css', import.meta.url)).href;
 export const STYLE = `
 @import url("${THEME_URL}");
 :host {

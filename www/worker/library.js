@@ -33,7 +33,9 @@ export async function ensureInit({ base, models: modelsFolder, hub: newHub, buil
       const url = indexUrl();
       const res = await fetchFile(url);
       if (!res.ok && res.status !== 404) throw new Error(`${url}: HTTP ${res.status}`);
-      const all = res.ok ? await res.json() : [];
+      // A dev server that answers every unknown path with the app's index.html (Vite's) has none.
+      const none = !res.ok || /^text\/html\b/.test(res.headers.get('content-type') || '');
+      const all = none ? [] : await res.json();
       const sup = new Set(supported());
       index = (Array.isArray(all) ? all : []).filter((m) => m && sup.has(m.architecture)).concat(await keptModels());
     })();

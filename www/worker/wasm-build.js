@@ -20,10 +20,22 @@ export const BUILDS = {
   simd: { id: 'simd', dir: 'pkg/', label: 'wasm SIMD' },
 };
 
+/** The npm package's name (scripts/npm/package.json): its folder in node_modules/. */
+const PACKAGE_NAME = 'attnviz';
+
+/** Vite's dev server pre-bundles a dependency into <node_modules>/.vite/deps/ (one file, moved
+ *  away from the package), where every new URL('…', import.meta.url) of it names a file that is
+ *  not there (the worker, the wasm, theme.css, sw.js). Then this is the URL of the package's own
+ *  folder, <node_modules>/attnviz/, which the dev server serves as it is; else null. */
+export const PREBUNDLED_FROM = (() => {
+  const m = /^(.*\/node_modules\/)\.vite\/deps[^/]*\//.exec(new URL(import.meta.url).pathname);
+  return m ? new URL(`${m[1]}${PACKAGE_NAME}/`, import.meta.url).href : null;
+})();
+
 /** The folder that holds worker/, pkg/ and models/ (this module is in its worker/; in a bundled
  *  app, the folder above the bundle's chunks). Computed by hand: bundlers take every
  *  new URL('…', import.meta.url) for a file to ship, and a folder is none. */
-export const SITE_ROOT = (() => {
+export const SITE_ROOT = PREBUNDLED_FROM || (() => {
   const u = new URL(import.meta.url);
   u.search = '';
   u.hash = '';
@@ -42,9 +54,11 @@ const files = () => ({
 });
 
 /** The URL of a build's glue (`glue`) or module (`wasm`) in the folder `dir` ('pkg/relaxed/'):
- *  under `base` when configure({ base }) named one, else where this module finds them. */
+ *  under `base` when configure({ base }) named one (or in the package's folder when Vite's dev
+ *  server pre-bundled this module), else where this module finds them. */
 export function buildFile(dir, file, base = null) {
-  return base ? new URL(`${dir}${file === 'glue' ? 'attnviz.js' : 'attnviz_bg.wasm'}`, base) : new URL(files()[dir][file]);
+  const root = base || PREBUNDLED_FROM;
+  return root ? new URL(`${dir}${file === 'glue' ? 'attnviz.js' : 'attnviz_bg.wasm'}`, root) : new URL(files()[dir][file]);
 }
 
 /** Whether this browser validates a module that uses relaxed SIMD. */

@@ -3,7 +3,7 @@
 // (the older promise resolves to { superseded: true } and its answer is never drawn). Each
 // request gets an id its answers carry back; the messages themselves are protocol.js's.
 
-import { pickBuild, SITE_ROOT } from './wasm-build.js';
+import { pickBuild, PREBUNDLED_FROM, SITE_ROOT } from './wasm-build.js';
 import { timed } from '../base/timing.js';
 import { DEFAULT_HUB } from './hub.js';
 import { ANSWER, lane, REQUEST } from './protocol.js';
@@ -57,8 +57,9 @@ function ensureWorker() {
   const url = new URL('worker/worker.js', base);
   if (workerUrl) {
     worker = new Worker(workerUrl, { type: 'module', name: 'attnviz' });
-  } else if (!baseGiven) {
+  } else if (!baseGiven && !PREBUNDLED_FROM) {
     // This very form is what bundlers (Vite, webpack, esbuild plugins) recognise and bundle.
+    // (Pre-bundled by Vite's dev server, the worker is the package's own file: base's, below.)
     worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'attnviz' });
   } else if (url.origin === location.origin) {
     worker = new Worker(url, { type: 'module', name: 'attnviz' });
