@@ -99,17 +99,20 @@ test('a plain page with an import map, served as static files, draws a widget wi
   assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
 });
 
-test('a page built by Vite draws a widget with a Hub id: the worker and the wasm are found in the build', { skip: SKIP }, async () => {
-  const app = path.join(project, 'app');
-  mkdirSync(app);
-  writeFileSync(path.join(app, 'index.html'), `<!doctype html><meta charset="utf-8"><title>A course page</title><body>${WIDGET}<script type="module" src="./main.js"></script></body>`);
-  writeFileSync(path.join(app, 'main.js'), MAIN);
-  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], { cwd: app, stdio: 'pipe' });
-  const url = await staticServer(path.join(app, 'dist'));
-  const ready = await drawnAt(url);
-  assert.equal(ready.error, undefined, ready.error);
-  assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
-});
+// Vite 8 builds with Rolldown, Vite 6 with Rollup.
+for (const [vite, bin] of [['Vite 8 (Rolldown)', 'node_modules/vite/bin/vite.js'], ['Vite 6 (Rollup)', 'node_modules/vite6/bin/vite.js']]) {
+  test(`a page built by ${vite} draws a widget with a Hub id: the worker and the wasm are found in the build`, { skip: SKIP }, async () => {
+    const app = path.join(project, `app-${vite.replace(/\W/g, '')}`);
+    mkdirSync(app);
+    writeFileSync(path.join(app, 'index.html'), `<!doctype html><meta charset="utf-8"><title>A course page</title><body>${WIDGET}<script type="module" src="./main.js"></script></body>`);
+    writeFileSync(path.join(app, 'main.js'), MAIN);
+    execFileSync(process.execPath, [path.join(ROOT, bin), 'build', '--logLevel', 'warn'], { cwd: app, stdio: 'pipe' });
+    const url = await staticServer(path.join(app, 'dist'));
+    const ready = await drawnAt(url);
+    assert.equal(ready.error, undefined, ready.error);
+    assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
+  });
+}
 
 /** A free TCP port on 127.0.0.1. */
 function freePort() {
