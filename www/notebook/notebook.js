@@ -13,7 +13,8 @@
 //         DataView or bytes: anywidget's binary buffer, or save_html's decoded base64)
 // A live widget (attnviz.show: a model runs in this browser, on the text the reader types):
 //   spec: { live: { model (a default model's id, its files under models/<dir>/) | own (a name: a
-//           user's folder or .gguf, its files under own/), manifests }, attributes }
+//           user's folder or .gguf, its files under own/) | hub (an hf: id the browser fetches,
+//           from endpoint, a mirror, when given), manifests }, attributes }
 //   files: { path: bytes } — the model worker (worker.js), the SIMD wasm build (pkg/) and the
 //          model's files, sent by the kernel; nothing is fetched.
 import { AttentionViz } from '../widget/attention-viz.js';
@@ -86,6 +87,7 @@ async function live(model, el) {
   if (!page.started) {
     if (!files['worker.js'] || !files['pkg/attnviz_bg.wasm']) throw new Error('the kernel sent no model worker or wasm');
     page.configure({
+      ...(run.endpoint ? { hub: run.endpoint } : {}),
       base: HANDED_OVER,
       build: 'simd',
       worker: URL.createObjectURL(blobOf(files['worker.js'], 'text/javascript')),
@@ -93,11 +95,11 @@ async function live(model, el) {
     });
     page.started = true;
   }
-  let id = run.model;
+  let id = run.model || run.hub; // a Hub id: the widget fetches it, as the page does
   if (run.own) {
     const given = Object.entries(files).filter(([p]) => p.startsWith('own/')).map(([p, bytes]) => ({ name: p.slice(4), file: new File([bytes], p.slice(4)) }));
     id = (await page.openModel(given, run.own)).manifest.id;
-  } else {
+  } else if (run.model) {
     const modelFiles = Object.fromEntries(Object.entries(files).filter(([p]) => p.startsWith('models/')).map(([p, bytes]) => [p, blobOf(bytes)]));
     await page.addModels(modelFiles, run.manifests || []);
   }
