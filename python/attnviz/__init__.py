@@ -32,9 +32,10 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 import numbers
+import os
 import pathlib
+import uuid
 import warnings
 
 import anywidget
@@ -54,13 +55,36 @@ MAX_TOKENS = 1024  # what the widget draws at most (www/core/supplied.js MAX_SUP
 
 class AttentionWidget(anywidget.AnyWidget):
     """The notebook widget: `spec` (tokens, block shapes, view attributes) and `data` (every
-    block's float32 maps, one after another) are synced to www/notebook/notebook.js."""
+    block's float32 maps, one after another) are synced to www/notebook/notebook.js. A live
+    widget's files (show(): the model worker, the wasm build and the model's files) are not
+    synced state: the front end asks for them and they come as one message's binary buffers, so a
+    notebook saved with its widgets' state does not hold a copy of the model.
+
+    Each display of it also shows, in an output of its own, a picture of its last drawing (a PNG
+    the front end sends after it draws), hidden while the widget runs: a notebook reopened
+    without its kernel, nbviewer or GitHub show that picture where the widget cannot run."""
 
     _esm = _STATIC / "notebook.js"
     spec = traitlets.Dict().tag(sync=True)
     data = traitlets.Bytes().tag(sync=True)
-    # show(): { path: bytes } — the model worker, the wasm build and the model's files (binary buffers).
-    files = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, files=None, **kwargs):
+        super().__init__(**kwargs)
+        self.files = dict(files or {})  # { path: bytes }, sent when the front end asks
+        self._pictures = []  # the display handles of this widget's pictures
+        self._picture_html = ""
+        self.on_msg(self._on_front_end_message)
+
+    def _on_front_end_message(self, _widget, content, _buffers):
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == "files?":
+            names = list(self.files)
+            self.send({"type": "files", "names": names}, buffers=[self.files[n] for n in names])
+        elif content.get("type") == "picture" and str(content.get("png", "")).startswith("data:image/png;base64,"):
+            self._picture_html = _picture_html(self.spec, content["png"], content.get("width"), content.get("height"))
+            for handle in self._pictures:
+                handle.update({"text/html": self._picture_html, "text/plain": "attnviz: the widget's last drawing"}, raw=True)
 
     def display_in_notebook(self) -> None:
         """Display the widget now, in a kernel (as BertViz's views do: a call inside a loop or
@@ -77,11 +101,14 @@ class AttentionWidget(anywidget.AnyWidget):
         shell = _kernel_shell()
         if shell is not None and getattr(self, "_displayed_in_cell", None) == shell.execution_count:
             return  # displayed by the call that made it, in this very cell
-        from IPython.display import publish_display_data
+        from IPython.display import display, publish_display_data
 
         bundle = self._repr_mimebundle_()  # ipywidgets 8: (data, metadata)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         publish_display_data(data, metadata)
+        if shell is not None:
+            placeholder = self._picture_html or _picture_html(self.spec, None)
+            self._pictures.append(display({"text/html": placeholder, "text/plain": "attnviz: the widget's last drawing"}, raw=True, display_id=True))
 
     def save_html(self, path) -> pathlib.Path:
         """Write one self-contained HTML file (the widget's code and the maps inside, nothing
@@ -91,6 +118,18 @@ class AttentionWidget(anywidget.AnyWidget):
         path = pathlib.Path(path)
         path.write_text(standalone_html(self.spec, self.data), encoding="utf-8")
         return path
+
+
+def _picture_html(spec: dict, png, width=None, height=None) -> str:
+    """The output that stands for a widget where it cannot run: its last drawing (nothing before
+    the first), in an element the running widget hides (www/notebook/notebook.js)."""
+    pid = html.escape(spec.get("picture_id", ""))
+    if png is None:
+        return f'<div id="attnviz-picture-{pid}"></div>'
+    size = "".join(f' {k}="{int(v)}"' for k, v in (("width", width), ("height", height)) if isinstance(v, (int, float)) and v > 0)
+    label = html.escape(spec.get("label") or "attention")
+    return (f'<div id="attnviz-picture-{pid}"><img src="{html.escape(png)}"{size} alt="attnviz: {label}, the last drawing">'
+            f"<div><small>attnviz: the last drawing of {label} (the live widget runs with its kernel)</small></div></div>")
 
 
 def _kernel_shell():
@@ -349,6 +388,7 @@ def _included(maps: list, name: str, include_layers, include_heads) -> list:
 def _widget(*args, **kwargs) -> AttentionWidget:
     """The widget drawing what _checked took: its spec, and every map in one float32 buffer."""
     spec, arrays = _checked(*args, **kwargs)
+    spec["picture_id"] = uuid.uuid4().hex
     data = b"".join(a.astype("<f4", copy=False).tobytes() for a in arrays)
     return AttentionWidget(spec=spec, data=data)
 
@@ -551,6 +591,7 @@ def show(text: str = "", model="minilm", *, weights: str = "exact", view: str = 
         files[name] = _STATIC.joinpath(name).read_bytes()
     spec = {
         "live": run,
+        "picture_id": uuid.uuid4().hex,
         "label": str(model),
         "attributes": {
             "text": text,

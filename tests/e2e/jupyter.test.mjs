@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -228,4 +228,36 @@ test('in JupyterLab, attnviz.show with a Hub id: the notebook’s browser fetche
     assert.ok(Math.abs(got.value - cliAt(block, 2, 2, 3)) < 6e-4, `${got.text}; CLI ${cliAt(block, 2, 2, 3)}`);
     assert.ok(hub.requests.some((r) => r.path.includes('attnviz-test/tiny-bert')), 'fetched from the HF_ENDPOINT hub');
   });
+});
+
+test('a saved notebook reopened without its kernel shows each widget’s last drawing, and holds no copy of the model', { timeout: 300_000 }, async () => {
+  const cli = cliJson('attend', '--model', 'models/minilm', '--text', 'The cat sat.');
+  const source = [
+    ...cliMapsCell(cli, 'cli-saved.json', 'attnviz.head_view(attention, tokens)\n'),
+    `attnviz.show("The cat sat on the mat.", model=${JSON.stringify(path.join(ROOT, 'models', 'minilm'))})`,
+  ];
+  const file = path.join(dir, 'saved.ipynb');
+  const pictures = () => window.jupyterapp.shell.currentWidget.node.querySelectorAll('[id^="attnviz-picture-"] img');
+  await runNotebook('saved.ipynb', source, async (page) => {
+    // While the widgets run, their pictures are in the outputs, hidden.
+    await page.waitForFunction((f) => eval(f)().length === 2, pictures.toString(), { timeout: 60_000 });
+    assert.deepEqual(await page.evaluate((f) => [...eval(f)()].map((img) => img.getClientRects().length), pictures.toString()), [0, 0]);
+    await page.evaluate(() => window.jupyterapp.commands.execute('docmanager:save'));
+    await page.waitForFunction(() => !window.jupyterapp.shell.currentWidget.context.model.dirty);
+  }, { widgets: 2 });
+  const saved = readFileSync(file);
+  assert.ok(saved.length < 3 * 1048576, `the saved notebook is ${saved.length} bytes: no model in it`);
+  assert.equal(saved.toString().split('data:image/png;base64,').length - 1, 2, 'one picture per widget');
+  // Reopened with no kernel running: the widgets cannot run, their pictures show.
+  for (const s of await (await fetch(`${url}/api/sessions?token=${TOKEN}`)).json()) await fetch(`${url}/api/sessions/${s.id}?token=${TOKEN}`, { method: 'DELETE' });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${url}/lab/workspaces/reopened/tree/saved.ipynb?token=${TOKEN}&reset`);
+    await page.waitForFunction((f) => { try { return eval(f)().length === 2; } catch { return false; } }, pictures.toString(), { timeout: 120_000, polling: 500 });
+    const shown = await page.evaluate((f) => [...eval(f)()].map((img) => ({ visible: img.getClientRects().length > 0, width: img.naturalWidth })), pictures.toString());
+    assert.ok(shown.every((p) => p.visible && p.width > 100), JSON.stringify(shown));
+  } finally {
+    await context.close();
+  }
 });

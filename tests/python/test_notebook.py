@@ -289,7 +289,8 @@ def test_html_action_return_gives_the_standalone_page_as_ipythons_html():
     assert isinstance(page, HTML)
     assert page.data.startswith("<!doctype html>") and 'id="attnviz-data"' in page.data
     w = attnviz.head_view(softmax_maps(), TOKENS)
-    assert page.data == attnviz.standalone_html(w.spec, w.data)
+    given = re.sub(r'"picture_id": "\w+"', "", page.data)  # (each widget's own)
+    assert given == re.sub(r'"picture_id": "\w+"', "", attnviz.standalone_html(w.spec, w.data))
     assert isinstance(attnviz.model_view(softmax_maps(), TOKENS, html_action="return"), HTML)
 
 
@@ -333,3 +334,31 @@ def test_in_a_kernel_every_call_displays_its_widget_once_wherever_it_is_in_the_c
     published.clear()
     shell.run_cell("page = attnviz.head_view(att, tokens, html_action='return')", store_history=True)
     assert not any(widget in d for d in published)
+
+
+def test_each_display_has_a_picture_output_that_the_front_end_fills_with_the_last_drawing(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(shell, "kernel", Kernel(), raising=False)
+    published = []
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, *a, **k: published.append((data, k.get("update", False))))
+    shell.user_ns.update(attnviz=attnviz, att=softmax_maps(), tokens=TOKENS)
+    shell.run_cell("w = attnviz.head_view(att, tokens, label='<b>mine</b>')", store_history=True)
+    w = shell.user_ns["w"]
+    pid = w.spec["picture_id"]
+    # After the widget, its picture's output: empty until the front end has drawn.
+    (widget, _), (placeholder, _) = published
+    assert "application/vnd.jupyter.widget-view+json" in widget
+    assert placeholder["text/html"] == f'<div id="attnviz-picture-{pid}"></div>'
+    # The front end sends its canvas after drawing: the output is updated in place.
+    published.clear()
+    w._on_front_end_message(w, {"type": "picture", "png": "data:image/png;base64,iVBORw0KGgo=", "width": 480, "height": 276}, [])
+    ((picture, update),) = published
+    assert update
+    assert picture["text/html"].startswith(f'<div id="attnviz-picture-{pid}"><img src="data:image/png;base64,iVBORw0KGgo=" width="480" height="276"')
+    assert "&lt;b&gt;mine&lt;/b&gt;" in picture["text/html"] and "<b>mine" not in picture["text/html"]
+    # Anything else is not taken for a picture.
+    published.clear()
+    w._on_front_end_message(w, {"type": "picture", "png": "javascript:alert(1)"}, [])
+    assert published == []

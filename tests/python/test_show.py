@@ -117,3 +117,20 @@ def test_a_hub_id_is_fetched_by_the_browser_from_hf_endpoint(monkeypatch):
     w = attnviz.show("Hi", model="hf:sentence-transformers/all-MiniLM-L6-v2")
     assert w.spec["live"] == {"hub": "hf:sentence-transformers/all-MiniLM-L6-v2", "endpoint": "https://hub.example.org"}
     assert set(w.files) == RUNTIME  # no model files: the browser fetches them
+
+
+def test_a_live_widgets_files_are_sent_when_asked_and_are_not_synced_state(tmp_path):
+    folder = tmp_path / "my-bert"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(b"{}")
+    (folder / "model.safetensors").write_bytes(b"\0" * 1000)
+    w = attnviz.show("Hi", model=folder)
+    # The state a notebook saves with its widgets: the spec, not the model (it made files of 126 MB).
+    state = w.get_state()
+    assert "files" not in state and len(json.dumps(state["spec"])) < 2000
+    sent = []
+    w.send = lambda content, buffers=None: sent.append((content, buffers))
+    w._on_front_end_message(w, {"type": "files?"}, [])
+    ((content, buffers),) = sent
+    assert content["type"] == "files" and dict(zip(content["names"], buffers)) == w.files
+    assert w.files["own/model.safetensors"] == b"\0" * 1000

@@ -15,8 +15,11 @@
 //   spec: { live: { model (a default model's id, its files under models/<dir>/) | own (a name: a
 //           user's folder or .gguf, its files under own/) | hub (an hf: id the browser fetches,
 //           from endpoint, a mirror, when given), manifests }, attributes }
-//   files: { path: bytes } — the model worker (worker.js), the SIMD wasm build (pkg/) and the
-//          model's files, sent by the kernel; nothing is fetched.
+//   the files (asked of the kernel: { type: 'files?' } → { type: 'files', names } with one binary
+//   buffer per name) — the model worker (worker.js), the SIMD wasm build (pkg/) and the model's
+//   files; nothing is fetched.
+// Each widget sends the kernel a picture of its last drawing ({ type: 'picture', png }), kept
+// in an output (#attnviz-picture-<spec.picture_id>) that shows where the widget cannot run.
 import { AttentionViz } from '../widget/attention-viz.js';
 import { addModels, configure, openModel } from '../core/engine.js';
 import { NUMBERS_CHECKED } from '../core/supplied.js';
@@ -71,6 +74,7 @@ function draw(model, el) {
   // BertViz's display_mode (model_view): the widget's colours, whatever the notebook's theme.
   if (spec.display_mode) w.style.colorScheme = spec.display_mode;
   el.appendChild(w);
+  keepPicture(model, w, spec);
   w.showAttention(suppliedFromSpec(spec, model.get('data')));
   if (spec.heads && spec.heads.length) w.session.patch({ heads: spec.heads, head: spec.heads[0], agg: 'head' });
   return w;
@@ -78,11 +82,50 @@ function draw(model, el) {
 
 const blobOf = (bytes, type = '') => new Blob([bytes], type ? { type } : {});
 
+/** The live widget's files ({ path: bytes }), asked of the kernel: sent as one message's binary
+ *  buffers, not as synced state (a saved notebook would hold the model). */
+function filesFromKernel(model) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      model.off('msg:custom', answer);
+      reject(new Error('the kernel sent no model files: a live widget runs with its kernel (run the cell again)'));
+    }, 120_000);
+    function answer(msg, buffers) {
+      if (msg?.type !== 'files') return;
+      clearTimeout(timer);
+      model.off('msg:custom', answer);
+      resolve(Object.fromEntries(msg.names.map((name, i) => [name, buffers[i]])));
+    }
+    model.on('msg:custom', answer);
+    model.send({ type: 'files?' });
+  });
+}
+
+/** The kernel keeps a picture of the widget's last drawing in an output of its own (attnviz's
+ *  AttentionWidget), which shows where the widget cannot run (a notebook reopened without its
+ *  kernel, nbviewer, GitHub): hidden while the widget runs, and sent again a moment after it
+ *  draws (not at every keystroke). */
+function keepPicture(model, w, spec) {
+  if (!spec.picture_id || typeof model.send !== 'function') return; // (save_html's page has no kernel)
+  const style = document.createElement('style');
+  style.textContent = `#attnviz-picture-${CSS.escape(spec.picture_id)} { display: none; }`;
+  document.head.appendChild(style);
+  let timer = 0;
+  w.addEventListener('attention-change', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const canvas = w.shadowRoot.querySelector('canvas');
+      if (!canvas || !canvas.width) return;
+      model.send({ type: 'picture', png: canvas.toDataURL('image/png'), width: canvas.clientWidth, height: canvas.clientHeight });
+    }, 800);
+  });
+}
+
 /** A live widget: the worker started from the files the kernel sent, the model handed to it, and
  *  an editable <attention-viz> on it. */
 async function live(model, el) {
   const spec = model.get('spec');
-  const files = model.get('files') || {};
+  const files = await filesFromKernel(model);
   const run = spec.live;
   if (!page.started) {
     if (!files['worker.js'] || !files['pkg/attnviz_bg.wasm']) throw new Error('the kernel sent no model worker or wasm');
@@ -109,6 +152,7 @@ async function live(model, el) {
     if (value !== null && value !== undefined) w.setAttribute(name, String(value));
   }
   el.appendChild(w);
+  keepPicture(model, w, spec);
   return w;
 }
 
