@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,13 +76,15 @@ test('page: a Hub repo by id draws with its own tokens, its headers read before 
     assert.match(s.notice, /Opened “hf:attnviz-test\/tiny-bert”: BERT encoder, safetensors F32: 2 layers × 4 heads/);
     assert.match(s.notice, /Kept in this browser/);
     assert.match(decodeURIComponent(s.hash), /m=hf:attnviz-test\/tiny-bert(&|$)/, 'the permalink names the Hub id');
-    // Headers first: the weights' first request is a Range request, and the whole file is asked
-    // for only after the header was read (inspectModel before the download).
+    // Headers first: Range requests of the weights' first bytes (inspectModel before the
+    // download), then the rest of the file from where the header ended: no byte fetched twice.
     const weights = asked(from, 'attnviz-test/tiny-bert', 'model.safetensors');
-    assert.ok(weights.length >= 3, JSON.stringify(weights));
-    const firstWhole = weights.findIndex((r) => !r.range);
-    assert.ok(firstWhole > 0 && weights.slice(0, firstWhole).every((r) => r.range), `ranges before the download: ${JSON.stringify(weights)}`);
     assert.ok(weights.some((r) => r.path.startsWith('/cdn/')), 'the weights were fetched through the Hub’s redirect');
+    const ranges = weights.filter((r) => r.path.startsWith('/cdn/')).map((r) => /^bytes=(\d+)-(\d+)$/.exec(r.range || '')?.slice(1).map(Number));
+    assert.ok(ranges.length >= 3 && ranges.every(Boolean), `ranges only: ${JSON.stringify(weights)}`);
+    const [restFrom, restTo] = ranges.at(-1);
+    const size = statSync(path.join(dir, 'tiny-bert', 'model.safetensors')).size;
+    assert.deepEqual([restFrom, restTo], [Math.max(...ranges.slice(0, -1).map(([, to]) => to)) + 1, size - 1], `the rest after the header: ${JSON.stringify(weights)}`);
 
     // The next visit: the permalink finds the model kept (no weights fetched again).
     const again = hub.requests.length;
@@ -122,11 +124,20 @@ test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or 
     // A GGUF repo: the file named, here by the file's URL pasted from the Hub.
     const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
     const n = (await seen(page)).draws;
+    const ggufFrom = hub.requests.length;
     await openFromHub(page, `https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/blob/main/${gguf}`);
     await waitModel(page, `hf:HuggingFaceTB/SmolLM2-135M-Instruct-GGUF?file=${gguf}`, n);
     s = await seen(page);
     assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(ROOT, 'models/smollm2'), '--text', s.text).tokens.source);
     assert.match(s.notice, /Llama decoder, gguf/i);
+    // Its header (the first 32 MiB) was read to inspect it, and not fetched again with the rest.
+    const size = statSync(path.join(ROOT, 'models/smollm2', gguf)).size;
+    // (Each download is the Hub's redirect, then the CDN's bytes: the latter are counted.)
+    const fetched = asked(ggufFrom, 'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF', gguf).filter((r) => r.path.startsWith('/cdn/')).reduce((sum, r) => {
+      const m = /^bytes=(\d+)-(\d*)$/.exec(r.range || '');
+      return sum + (!m ? size : (m[2] ? Number(m[2]) : size - 1) - Number(m[1]) + 1);
+    }, 0);
+    assert.ok(fetched <= size + 1024, `${fetched} bytes fetched for a ${size}-byte file`);
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();

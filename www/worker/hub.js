@@ -143,6 +143,7 @@ export class RemoteFile {
     this.repo = repo;
     this.name = name;
     this.size = size;
+    this.head = null; // the bytes from 0 that a slice read (a GGUF's first 32 MiB): not fetched twice
   }
 
   /** Bytes [start, end) as a Blob's slice would give them: { arrayBuffer() }, one Range request. */
@@ -153,16 +154,38 @@ export class RemoteFile {
       arrayBuffer: async () => {
         if (to <= from) return new ArrayBuffer(0);
         const res = await this.repo.get(this.name, `bytes=${from}-${to - 1}`);
-        const buf = await res.arrayBuffer();
+        const whole = await res.arrayBuffer();
         // A server that ignored the Range sent the whole file.
-        return res.status === 206 ? buf : buf.slice(from, to);
+        const buf = res.status === 206 ? whole : whole.slice(from, to);
+        if (from === 0 && buf.byteLength === to) this.head = new Uint8Array(buf.slice(0));
+        return buf;
       },
     };
   }
 
-  /** The whole file; onChunk(bytes) as it arrives. Checked against the size the probe gave. */
+  /** The whole file; onChunk(bytes) as it arrives. Checked against the size the probe gave.
+   *  The head a slice read already is not fetched again: only the rest is (one Range request). */
   async bytes(onChunk = () => {}) {
+    const what = this.repo.where(this.name);
+    const head = this.head;
+    this.head = null;
+    if (head && head.byteLength === this.size) {
+      onChunk(head.byteLength);
+      return head;
+    }
+    if (head) {
+      const res = await this.repo.get(this.name, `bytes=${head.byteLength}-${this.size - 1}`);
+      if (res.status === 206) {
+        onChunk(head.byteLength);
+        const rest = await receive(res, { expected: this.size - head.byteLength, onChunk, what, said: 'the server said' });
+        const out = new Uint8Array(this.size);
+        out.set(head, 0);
+        out.set(rest, head.byteLength);
+        return out;
+      }
+      return receive(res, { expected: this.size, onChunk, what, said: 'the server said' }); // the Range was ignored: it all came
+    }
     const res = await this.repo.get(this.name);
-    return receive(res, { expected: this.size, onChunk, what: this.repo.where(this.name), said: 'the server said' });
+    return receive(res, { expected: this.size, onChunk, what, said: 'the server said' });
   }
 }
