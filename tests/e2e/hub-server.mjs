@@ -5,7 +5,7 @@
 // its refusals (404 with X-Error-Code EntryNotFound / RepoNotFound / RevisionNotFound, 401
 // GatedRepo). `requests` logs every path asked for.
 //
-//   const hub = await startHub({ 'owner/name': '/path/to/folder' }, { gated: ['owner/gated'] });
+//   const hub = await startHub({ 'owner/name': '/path/to/folder' }, { gated: ['owner/gated'], silent: […], stalling: […] });
 //   hub.url  // 'http://127.0.0.1:PORT'
 //   await hub.close();
 
@@ -21,8 +21,16 @@ const CORS = {
   'cross-origin-resource-policy': 'cross-origin',
 };
 
-export function startHub(repos, { gated = [] } = {}) {
+export function startHub(repos, { gated = [], silent = [], stalling = [] } = {}) {
   const requests = [];
+  // silent: repos whose every file gets no answer at all; stalling: repos whose weights' download
+  // (a request not from byte 0) sends its headers and a few bytes, then nothing. Until release(repo).
+  const held = new Set([...silent, ...stalling]);
+  const hanging = new Set();
+  const hang = (res) => {
+    hanging.add(res);
+    res.on('close', () => hanging.delete(res));
+  };
   const refuse = (res, status, code) => {
     res.writeHead(status, { ...CORS, 'content-type': 'application/json', 'x-error-code': code });
     res.end(JSON.stringify({ error: code }));
@@ -57,12 +65,21 @@ export function startHub(repos, { gated = [] } = {}) {
     // The CDN side of the weights' redirect: /cdn/<owner>/<name>/<file>.
     const cdn = /^\/cdn\/([^/]+\/[^/]+)\/([^/]+)$/.exec(url.pathname);
     if (cdn && repos[cdn[1]]) {
+      if (stalling.includes(cdn[1]) && held.has(cdn[1]) && !/^bytes=0-/.test(req.headers.range || '')) {
+        const size = statSync(path.join(repos[cdn[1]], cdn[2])).size;
+        const start = Number(/^bytes=(\d+)-/.exec(req.headers.range || '')?.[1] || 0);
+        res.writeHead(206, { ...CORS, 'content-type': 'application/octet-stream', 'content-range': `bytes ${start}-${size - 1}/${size}`, 'content-length': String(size - start) });
+        res.write(Buffer.alloc(100));
+        hang(res);
+        return;
+      }
       sendFile(req, res, path.join(repos[cdn[1]], cdn[2]));
       return;
     }
     const m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/([^/]+)$/.exec(url.pathname);
     if (!m) return refuse(res, 404, 'RepoNotFound');
     const [, repo, revision, name] = m.map(decodeURIComponent);
+    if (silent.includes(repo) && held.has(repo)) return hang(res);
     if (gated.includes(repo)) return refuse(res, 401, 'GatedRepo');
     if (!repos[repo]) return refuse(res, 401, 'RepoNotFound'); // the Hub answers 401 for a repo it will not say exists
     if (!REVISIONS.includes(revision)) return refuse(res, 404, 'RevisionNotFound');
@@ -80,7 +97,11 @@ export function startHub(repos, { gated = [] } = {}) {
       resolve({
         url: `http://127.0.0.1:${server.address().port}`,
         requests,
-        close: () => new Promise((r) => server.close(r)),
+        release: (repo) => held.delete(repo),
+        close: () => {
+          for (const res of hanging) res.destroy();
+          return new Promise((r) => server.close(r));
+        },
       });
     });
   });

@@ -33,10 +33,13 @@ before(async () => {
     {
       'attnviz-test/tiny-bert': path.join(dir, 'tiny-bert'),
       'attnviz-test/tiny-bert-sharded': path.join(dir, 'tiny-bert-sharded'),
+      'attnviz-test/silent': path.join(dir, 'tiny-bert'),
+      'attnviz-test/silent-widget': path.join(dir, 'tiny-bert'),
+      'attnviz-test/stalling': path.join(dir, 'tiny-bert'),
       'sentence-transformers/all-MiniLM-L6-v2': path.join(ROOT, 'models/minilm'),
       'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF': path.join(ROOT, 'models/smollm2'),
     },
-    { gated: ['attnviz-test/gated'] },
+    { gated: ['attnviz-test/gated'], silent: ['attnviz-test/silent', 'attnviz-test/silent-widget'], stalling: ['attnviz-test/stalling'] },
   );
 });
 after(async () => {
@@ -168,6 +171,76 @@ test('widget: model="hf:…" with data-hub on the script tag draws the Hub repo 
     assert.equal(ready.model, 'hf:sentence-transformers/all-MiniLM-L6-v2');
     assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(ROOT, 'models/minilm'), '--text', TEXT).tokens.source);
     assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('page: a Hub that does not answer, or stops sending, is given up after ?hubTimeout= seconds with why and a Retry button; the model in use stays; Retry opens it once the Hub answers', async () => {
+  const app = await openApp(browser, `${server.url}?hub=${encodeURIComponent(hub.url)}&hubTimeout=2#t=${encodeURIComponent(TEXT)}`);
+  const { page } = app;
+  try {
+    for (const [repo, why] of [
+      ['attnviz-test/silent', /attnviz-test\/silent@main\/config\.json: no answer from http:\/\/127\.0\.0\.1:\d+ within 2 s \(a slow or stalled network\)/],
+      ['attnviz-test/stalling', /attnviz-test\/stalling@main\/model\.safetensors: stalled, no bytes for 2 s after 100 of \d+ bytes/],
+    ]) {
+      await openFromHub(page, repo);
+      await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('notice').textContent), why.source, { timeout: 30_000 }).catch(async (e) => {
+        throw new Error(`${e.message}; the notice: ${await page.textContent('#notice')}; requests: ${JSON.stringify(hub.requests.filter((r) => r.path.includes(repo)))}`);
+      });
+      assert.ok(await page.isVisible('#retry'), `${repo}: Retry is offered`);
+      let s = await seen(page);
+      assert.equal(s.model, 'minilm-l6', `${repo}: the model in use stays`);
+      // ...and works: typing redraws it.
+      await page.fill('#text', 'A dog ran.');
+      await page.waitForFunction(() => window.attnvizDebug.text === 'A dog ran.' && !window.attnvizDebug.drawing);
+      assert.deepEqual((await seen(page)).tokens, ['[CLS]', 'a', 'dog', 'ran', '.', '[SEP]']);
+      // The Hub answers again: Retry opens the repo.
+      hub.release(repo);
+      const n = (await seen(page)).draws;
+      await page.click('#retry');
+      await waitModel(page, `hf:${repo}`, n);
+      s = await seen(page);
+      assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', 'A dog ran.').tokens.source);
+      assert.ok(!(await page.isVisible('#retry')), 'no Retry once it opened');
+      await page.selectOption('#model', 'minilm-l6');
+      await waitModel(page, 'minilm-l6');
+    }
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('widget: a Hub that does not answer within data-hub-timeout is said in place of the map with a Retry button, which draws the repo once the Hub answers', async () => {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${server.url}models/index.json`); // a host page of this origin with no CSP of ours
+    const failed = await page.evaluate(([base, hubUrl, text]) => new Promise((resolve) => {
+      const w = document.createElement('attention-viz');
+      w.id = 'w';
+      w.setAttribute('model', 'hf:attnviz-test/silent-widget');
+      w.setAttribute('text', text);
+      w.addEventListener('attention-error', (e) => resolve(e.detail.message), { once: true });
+      document.body.appendChild(w);
+      const s = document.createElement('script');
+      s.type = 'module';
+      s.src = `${base}attention-viz.js`;
+      s.dataset.hub = hubUrl;
+      s.dataset.hubTimeout = '2';
+      document.body.appendChild(s);
+    }), [server.url, hub.url, TEXT]);
+    assert.match(failed, /attnviz-test\/silent-widget@main\/config\.json: no answer from .* within 2 s/);
+    const retry = page.locator('#w').getByRole('button', { name: 'Retry' });
+    assert.ok(await retry.isVisible(), 'Retry is offered');
+    hub.release('attnviz-test/silent-widget');
+    const drawn = page.evaluate(() => new Promise((resolve) => document.getElementById('w').addEventListener('attention-change', (e) => resolve({ tokens: e.detail.tokens, model: e.detail.model }), { once: true })));
+    await retry.click();
+    const ready = await drawn;
+    assert.equal(ready.model, 'hf:attnviz-test/silent-widget');
+    assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
+    assert.ok(!(await retry.isVisible()), 'no Retry once drawn');
   } finally {
     await context.close();
   }

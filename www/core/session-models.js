@@ -117,14 +117,25 @@ export const modelMethods = {
     }
   },
 
-  /** A Hub id opened by the worker, its download's progress in the status line. */
-  openingHub(id) {
-    return this.opening(id, (inspected) =>
-      openHubModel(id, inspected, (p) => {
-        this.progress = { loaded: p.loaded, total: p.total };
-        this.emit('progress');
-      }),
-    );
+  /** A Hub id opened by the worker, its download's progress in the status line. Failed (a
+   *  stalled network, a refusal), `retry` opens it again: hosts offer it as a button. */
+  async openingHub(id) {
+    this.retry = null;
+    try {
+      return await this.opening(id, (inspected) =>
+        openHubModel(id, inspected, (p) => {
+          this.progress = { loaded: p.loaded, total: p.total };
+          this.emit('progress');
+        }),
+      );
+    } catch (e) {
+      this.retry = () => {
+        this.retry = null;
+        return this.openHub(id).catch(() => {}); // the notice says why
+      };
+      this.emit('status');
+      throw e;
+    }
   },
 
   /** Open a model by `open(onInspected)` (a worker request), saying in the notice what happens;

@@ -27,7 +27,7 @@ function elements() {
   return {
     model: $('model'), text: $('text'), compare: $('compare'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'), coverage: $('coverage'),
     generation: $('generation'), generationReadout: $('generation-readout'), gqaNote: $('gqa-note'),
-    truncation: $('truncation'), notice: $('notice'),
+    truncation: $('truncation'), notice: $('notice'), retry: $('retry'),
     progressBox: $('progress-box'), progress: $('progress'), progressText: $('progress-text'),
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
     layer: $('layer'), layerPrev: $('layer-prev'), layerNext: $('layer-next'), layerCtl: $('layer-ctl'),
@@ -72,7 +72,8 @@ async function main() {
   // ?build=simd, ?build=relaxed or ?build=threads (a permalink flag, README): load that build where
   // it can run; ?hub=URL: fetch hf: model ids from that Hub-layout server (a mirror) instead.
   const query = new URLSearchParams(location.search);
-  configure({ build: query.get('build'), hub: query.get('hub') });
+  // ?hubTimeout=seconds: how long a Hub may keep the page waiting (30 by default).
+  configure({ build: query.get('build'), hub: query.get('hub'), hubTimeout: query.get('hubTimeout') });
   // The test hooks (window.attnvizDebug, debug.js) only for a page under automation (every test,
   // bench and script drives it with Playwright: navigator.webdriver) or asked for with ?debug: a
   // reader's page never loads them. Awaited, so they exist before the page says it is ready.
@@ -160,6 +161,7 @@ async function main() {
   bindCompareBox(el.compare, session);
   const generation = mountGenerationPanel(el.generation, session, { readout: el.generationReadout });
   listen('page', el.model, 'change', () => session.pickModel(el.model.value));
+  listen('page', el.retry, 'click', () => session.retry?.());
   bindControls(el, session);
   bindOpenModel(el, session);
   const chart = bindEntropyChart(el, session, shell.theme);

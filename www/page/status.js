@@ -31,6 +31,7 @@ export function renderStatus(el, session) {
   const notice = [session.notice, textLimitNotice(session.state, session.textCut), permalinkNotice(session.state)].filter(Boolean).join(' ');
   el.notice.hidden = !notice;
   if (el.notice.textContent !== notice) el.notice.textContent = notice;
+  el.retry.hidden = !session.retry; // a Hub model that failed to arrive: ask again
   el.translation.hidden = sum.output == null;
   el.outputLabel.textContent = sum.outputLabel || 'Translation';
   el.output.textContent = sum.output ?? '';

@@ -35,7 +35,9 @@
 // Where pkg/, models/ and worker.js live: next to this file by default; override with
 // data-base="…" on the <script> tag or with the exported configure({ base }); configure({ build })
 // picks the wasm build (wasm-build.js: 'simd', 'relaxed', 'threads'); data-hub="…" or
-// configure({ hub }) the Hub that hf: ids are fetched from (a mirror). All before the first widget.
+// configure({ hub }) the Hub that hf: ids are fetched from (a mirror), data-hub-timeout="…" or
+// configure({ hubTimeout }) the seconds it may keep us waiting (30; then the widget says so and
+// offers Retry). All before the first widget.
 // data-offline on the <script> tag, or configure({ offline: true }): a second visit works offline
 // (sw.js, registered once a widget has drawn; the page must be inside sw.js's folder).
 // The footer names the weights and the wasm build that drew the map.
@@ -119,6 +121,7 @@ class AttentionViz extends HTMLElement {
     this.$.gen.setAttribute('aria-label', 'Generation');
     this.$.msg = mk('div', { className: 'msg', textContent: 'Loading…' });
     this.$.progress = mk('progress', { max: 1, value: 0, hidden: true }, this.$.msg);
+    this.$.retry = mk('button', { type: 'button', textContent: 'Retry', hidden: true }, this.$.msg);
     this.$.wrap = mk('div', { className: 'wrap' });
     this.$.canvas = mk('canvas', { tabIndex: 0 }, this.$.wrap);
     this.$.canvas.setAttribute('role', 'img');
@@ -157,6 +160,11 @@ class AttentionViz extends HTMLElement {
     this.started = false;
     this.generation = mountGenerationPanel(this.$.gen, this.session);
 
+    listen('widget', this.$.retry, 'click', () => {
+      this.$.retry.hidden = true;
+      this.$.msg.classList.remove('err');
+      this.session.retry?.();
+    });
     listen('widget', this.$.kind, 'change', () => this.session.patch({ kind: this.$.kind.value, query: 0 }));
     listen('widget', this.$.layer, 'change', () => this.session.patch({ layer: Number(this.$.layer.value) }));
     listen('widget', this.$.head, 'change', () => {
@@ -341,6 +349,7 @@ class AttentionViz extends HTMLElement {
       if (session.phase === 'error' && !session.result) this.showError(session.error);
       else if (session.phase === 'loading' && !session.result) {
         this.showMapless(false);
+        this.$.retry.hidden = true;
         this.$.msg.hidden = false;
         this.$.msg.classList.remove('err');
         this.$.msg.firstChild.textContent = loadingText(session);
@@ -361,6 +370,7 @@ class AttentionViz extends HTMLElement {
     this.$.msg.classList.add('err');
     this.$.msg.firstChild.textContent = `attention-viz: ${message}`;
     this.$.progress.hidden = true;
+    this.$.retry.hidden = !this.session.retry; // a Hub model that failed to arrive: ask again
     // Nothing drawn yet: the message stands in place of the map, once; no empty controls above it.
     this.showMapless(!this.session.result);
     this.dispatchEvent(new CustomEvent('attention-error', { detail: { message }, bubbles: true, composed: true }));

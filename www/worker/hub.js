@@ -14,6 +14,9 @@
 import { receive } from './model-files.js';
 
 export const DEFAULT_HUB = 'https://huggingface.co';
+/** How long a Hub may keep us waiting, for its answer and between bytes, before it is given up
+ *  with a word (configure({ hubTimeout }) in seconds; the page's ?hubTimeout=). */
+export const DEFAULT_HUB_PATIENCE_MS = 30_000;
 const ID = /^hf:([A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*)(?:@([\w./-]+?))?(?:\?file=([^?#/]+\.gguf))?$/;
 
 /** Is this model id a Hub id? */
@@ -65,7 +68,8 @@ function refusal(res, where) {
  *   const bytes = await files.get(name).bytes(onChunk);
  */
 export class HubRepo {
-  constructor(hub, { repo, revision, file }) {
+  constructor(hub, { repo, revision, file }, patienceMs = DEFAULT_HUB_PATIENCE_MS) {
+    this.patienceMs = patienceMs;
     this.hub = String(hub || DEFAULT_HUB).replace(/\/+$/, '');
     this.repo = repo;
     this.revision = revision;
@@ -84,10 +88,16 @@ export class HubRepo {
   /** GET (with a Range when given): the response, or null for a file the repo does not have. */
   async get(name, range = null, { optional = false } = {}) {
     let res;
+    // Given up when no answer (its headers) came in time; the body is watched by receive().
+    const answer = new AbortController();
+    const timer = setTimeout(() => answer.abort(), this.patienceMs);
     try {
-      res = await fetch(this.url(name), { headers: range ? { Range: range } : {}, credentials: 'omit' });
+      res = await fetch(this.url(name), { headers: range ? { Range: range } : {}, credentials: 'omit', signal: answer.signal });
     } catch (e) {
+      if (answer.signal.aborted) throw new Error(`${this.where(name)}: no answer from ${this.hub} within ${Math.round(this.patienceMs / 1000)} s (a slow or stalled network)`, { cause: e });
       throw new Error(`${this.where(name)}: could not be fetched from ${this.hub} (${e.message}: no network, or the server does not allow this page to read it, CORS)`, { cause: e });
+    } finally {
+      clearTimeout(timer);
     }
     if (res.ok) return res;
     if (optional && res.status === 404 && (res.headers.get('x-error-code') || 'EntryNotFound') === 'EntryNotFound') return null;
@@ -177,15 +187,15 @@ export class RemoteFile {
       const res = await this.repo.get(this.name, `bytes=${head.byteLength}-${this.size - 1}`);
       if (res.status === 206) {
         onChunk(head.byteLength);
-        const rest = await receive(res, { expected: this.size - head.byteLength, onChunk, what, said: 'the server said' });
+        const rest = await receive(res, { expected: this.size - head.byteLength, onChunk, what, said: 'the server said', stallMs: this.repo.patienceMs });
         const out = new Uint8Array(this.size);
         out.set(head, 0);
         out.set(rest, head.byteLength);
         return out;
       }
-      return receive(res, { expected: this.size, onChunk, what, said: 'the server said' }); // the Range was ignored: it all came
+      return receive(res, { expected: this.size, onChunk, what, said: 'the server said', stallMs: this.repo.patienceMs }); // the Range was ignored: it all came
     }
     const res = await this.repo.get(this.name);
-    return receive(res, { expected: this.size, onChunk, what, said: 'the server said' });
+    return receive(res, { expected: this.size, onChunk, what, said: 'the server said', stallMs: this.repo.patienceMs });
   }
 }

@@ -4,13 +4,14 @@
 // files or a Hugging Face Hub repo (hub.js), inspected, loaded and kept (model-files.js).
 
 import { readHeads } from './own-model.js';
-import { DEFAULT_HUB, HubRepo, hubId, parseHubId } from './hub.js';
+import { DEFAULT_HUB, DEFAULT_HUB_PATIENCE_MS, HubRepo, hubId, parseHubId } from './hub.js';
 import { SITE_ROOT } from './wasm-build.js';
 import { modelFiles, parseModelKey } from './weights.js';
 import { guarded, memoryBytes, onRestart, startEngine, supported, wasm } from './engine.js';
 import { allCached, canKeep, fetchFile, fetchModelFiles, forgetKeptModel, giveFiles, indexUrl, keepModel, keptModels, locate, readKeptModel } from './model-files.js';
 
 let hub = DEFAULT_HUB; // where hf: model ids are fetched from (init's hub, configure({ hub }))
+let hubPatienceMs = DEFAULT_HUB_PATIENCE_MS; // init's hubTimeout (configure({ hubTimeout }))
 let initPromise = null;
 let index = null; // manifests from models/index.json, filtered to supported architectures
 const models = new Map(); // key → { model: AttnModel, info, manifest, key }
@@ -21,11 +22,12 @@ export const catalogue = () => index;
 
 /** The instance and the models' index, once; the first call's init message (base, models, hub,
  *  build, threads, files) says where from and which build (later calls, without one, wait for it). */
-export async function ensureInit({ base, models: modelsFolder, hub: newHub, build: buildId, threads, files } = {}) {
+export async function ensureInit({ base, models: modelsFolder, hub: newHub, hubTimeout, build: buildId, threads, files } = {}) {
   if (!initPromise) {
     locate({ base, models: modelsFolder || new URL('models/', SITE_ROOT) });
     giveFiles(files);
     if (newHub) hub = String(newHub);
+    if (hubTimeout > 0) hubPatienceMs = hubTimeout * 1000;
     initPromise = (async () => {
       await startEngine(buildId, threads);
       // No default models beside the files (an npm install, a bundled app): only the reader's
@@ -172,7 +174,7 @@ export async function openHubModel(id, progress) {
   const canonical = hubId(parsed);
   const kept = index.find((m) => m.user && m.id === canonical);
   if (kept) return keptAnswer(kept, null);
-  const repo = new HubRepo(hub, parsed);
+  const repo = new HubRepo(hub, parsed, hubPatienceMs);
   const remote = await repo.modelFiles();
   let loaded = 0;
   let total = 0;

@@ -54,16 +54,29 @@ export function fetchFile(url) {
 /**
  * A response's whole body as bytes, read as it arrives: onChunk(n) after each chunk of n bytes.
  * `expected`: the byte count it must have (null: any); else the error names the file (`what`) and
- * who gave the size (`said`: 'manifest says', 'the server said').
+ * who gave the size (`said`: 'manifest says', 'the server said'). `stallMs`: give up (and say so)
+ * when no bytes came for that long.
  */
-export async function receive(res, { expected = null, onChunk = () => {}, what, said }) {
+/** reader.read(), or the download cancelled and an Error (message()) when no bytes came for ms. */
+function readWithin(reader, ms, message) {
+  let timer;
+  const stalled = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(message())); // before the cancel, which ends the pending read as if done
+      reader.cancel().catch(() => {});
+    }, ms);
+  });
+  return Promise.race([reader.read(), stalled]).finally(() => clearTimeout(timer));
+}
+
+export async function receive(res, { expected = null, onChunk = () => {}, what, said, stallMs = 0 }) {
   let bytes;
   if (res.body && res.body.getReader) {
     const reader = res.body.getReader();
     const chunks = [];
     let got = 0;
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await (stallMs ? readWithin(reader, stallMs, () => `${what}: stalled, no bytes for ${Math.round(stallMs / 1000)} s after ${got} of ${expected ?? 'its'} bytes (a slow or stalled network)`) : reader.read());
       if (done) break;
       chunks.push(value);
       got += value.byteLength;

@@ -13,6 +13,7 @@ let baseGiven = false; // configure({ base }): files from there; else found from
 let models = null; // configure({ models }): the folder of the models' index (default: base's models/)
 let buildRequest = null; // configure({ build }): 'simd' forces pkg/ (wasm-build.js)
 let hub = null; // configure({ hub }): where hf: model ids are fetched from (worker/hub.js; the Hub by default)
+let hubTimeout = null; // configure({ hubTimeout }): seconds a Hub may keep us waiting (hub.js; 30 by default)
 let workerUrl = null; // configure({ worker }): the worker script's URL (the notebook's: a blob of the bundled worker)
 let givenFiles = null; // configure({ files }): { path under base: Blob } the worker reads instead of fetching
 let worker = null;
@@ -27,16 +28,18 @@ let channelCount = 0;
  * Set where pkg/, models/ and worker/ live (a URL or a path relative to the page), which wasm
  * build to load (build: 'simd' for pkg/ even where relaxed SIMD validates; default: the best
  * one), and the Hub that hf: model ids are fetched from (hub: a URL with the Hugging Face Hub's
- * layout, {hub}/{repo}/resolve/{revision}/{file}; default https://huggingface.co). A host that
+ * layout, {hub}/{repo}/resolve/{revision}/{file}; default https://huggingface.co) and how long it may
+ * keep us waiting (hubTimeout: seconds, for its answer and between bytes; default 30). A host that
  * serves no files (the notebook) gives the worker's script (worker: a URL, e.g. a blob's) and
  * the files under base it reads instead of fetching (files: { 'pkg/attnviz_bg.wasm': Blob, … }).
  */
 export function configure(opts = {}) {
-  if ((opts.base || opts.build || opts.hub || opts.models || opts.worker || opts.files) && worker) throw new Error('attnviz: configure({ base, build, hub, models, worker, files }) must be called before the first use');
+  if ((opts.base || opts.build || opts.hub || opts.hubTimeout || opts.models || opts.worker || opts.files) && worker) throw new Error('attnviz: configure({ base, build, hub, hubTimeout, models, worker, files }) must be called before the first use');
   if (opts.worker) workerUrl = String(opts.worker);
   if (opts.files) givenFiles = opts.files;
   const folder = (u) => new URL(u.endsWith('/') ? u : `${u}/`, document.baseURI).href;
   if (opts.hub) hub = new URL(opts.hub, document.baseURI).href.replace(/\/+$/, '');
+  if (Number(opts.hubTimeout) > 0) hubTimeout = Number(opts.hubTimeout);
   if (opts.models) models = folder(opts.models);
   if (opts.base) {
     base = folder(opts.base);
@@ -116,7 +119,7 @@ export function init() {
     // script configures it before the widgets already in the page start the worker.
     initPromise = Promise.resolve().then(() => {
       const pick = pickBuild(buildRequest);
-      return request({ type: REQUEST.init, base: baseGiven ? base : null, models: models || new URL('models/', base).href, build: pick.id, threads: pick.threads, hub, files: givenFiles });
+      return request({ type: REQUEST.init, base: baseGiven ? base : null, models: models || new URL('models/', base).href, build: pick.id, threads: pick.threads, hub, hubTimeout, files: givenFiles });
     }).then((m) => ({ build: m.build, supported: m.supported, models: m.models }));
     initPromise.catch(() => {
       initPromise = null;
