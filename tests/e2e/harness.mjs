@@ -9,6 +9,7 @@
 // Environment: CHROMIUM_PATH (default /usr/bin/chromium), ATTNVIZ_E2E_READY_TIMEOUT_MS (120000),
 // ATTNVIZ_E2E_VERBOSE=1 echoes the page's console to stderr, ATTNVIZ_BROWSER_WS (set by
 // with-browser.mjs, which make test-e2e and test-wasm run under): the Chromium to connect to.
+import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -98,6 +99,17 @@ export async function startServer({ prefix = '/', verbose = false, shell = null,
     }
   }
   return { url, port: Number(new URL(url).port), pid: child.pid, close, get stderr() { return stderr; } };
+}
+
+/** A free TCP port on 127.0.0.1 (for a server a test starts: JupyterLab, Vite's). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
 }
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH || '/usr/bin/chromium';

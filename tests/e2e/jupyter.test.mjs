@@ -9,11 +9,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchBrowser } from './harness.mjs';
+import { freePort, launchBrowser } from './harness.mjs';
 import { cliAt, cliJson } from './cli-helpers.mjs';
 import { startHub } from './hub-server.mjs';
 import { drawnAfter, hoverCell, widgetMenu, widgetState } from './widget-helpers.mjs';
@@ -25,16 +24,6 @@ let hub;
 let lab;
 let dir;
 let url;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 before(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'attnviz-jupyter-'));

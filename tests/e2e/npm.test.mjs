@@ -7,11 +7,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchBrowser, staticServer, stopStaticServers } from './harness.mjs';
+import { freePort, launchBrowser, staticServer, stopStaticServers } from './harness.mjs';
 import { cliJson } from './cli-helpers.mjs';
 import { startHub } from './hub-server.mjs';
 import { buildPackage, packageFiles } from '../../scripts/dist.mjs';
@@ -111,17 +110,6 @@ for (const [vite, bin] of [['Vite 8 (Rolldown)', 'node_modules/vite/bin/vite.js'
     const ready = await drawnAt(url);
     assert.equal(ready.error, undefined, ready.error);
     assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(dir, 'tiny-bert'), '--text', TEXT).tokens.source);
-  });
-}
-
-/** A free TCP port on 127.0.0.1. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
   });
 }
 
