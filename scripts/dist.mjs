@@ -3,7 +3,8 @@
 // builds, and nothing else: the files are found by following the imports, literal import()s and
 // `new URL('…', import.meta.url)`s from the entry points, as a bundler or a browser would. Its
 // package.json (scripts/npm/package.json's fields + the crate's version) has no dependencies;
-// README.md and the TypeScript types come from scripts/npm/. No model weights.
+// README.md, the TypeScript types and bin/attnviz.mjs (`npx attnviz models`, which runs the
+// fetch_models.py copied beside it) come from scripts/npm/. No model weights.
 //
 //   node scripts/dist.mjs            → prints the tarball's path, size and file count
 //   import { packageFiles } from './dist.mjs'   (the tests compare the tarball with it)
@@ -32,7 +33,8 @@ export function packageFiles() {
     if (!/\.(js|css)$/.test(rel)) return;
     const text = readFileSync(file, 'utf8').replace(/^\s*\/\/.*$/gm, ''); // references in comments are prose
     for (const m of text.matchAll(REFERENCE)) {
-      if (!m[2].endsWith('/')) visit(path.posix.normalize(path.posix.join(path.posix.dirname(rel), m[2]))); // a folder is no file
+      const ref = m[2].replace(/\?.*$/, ''); // (a query for the bundler: sw.js?no-inline)
+      if (!ref.endsWith('/')) visit(path.posix.normalize(path.posix.join(path.posix.dirname(rel), ref))); // a folder is no file
     }
   };
   ENTRIES.forEach(visit);
@@ -50,10 +52,15 @@ export function buildPackage() {
     mkdirSync(path.dirname(path.join(out, rel)), { recursive: true });
     copyFileSync(source(rel), path.join(out, rel));
   }
-  for (const f of ['README.md', 'attention-viz.d.ts']) copyFileSync(path.join(ROOT, 'scripts/npm', f), path.join(out, f));
+  for (const f of ['README.md', 'attention-viz.d.ts', 'bin/attnviz.mjs']) {
+    mkdirSync(path.dirname(path.join(out, f)), { recursive: true });
+    copyFileSync(path.join(ROOT, 'scripts/npm', f), path.join(out, f));
+  }
+  // `npx attnviz models`: the downloader make models runs, the one source of the models' hashes.
+  copyFileSync(path.join(ROOT, 'python/attnviz/fetch_models.py'), path.join(out, 'fetch_models.py'));
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'scripts/npm/package.json'), 'utf8'));
   pkg.version = cargoVersion();
-  pkg.files = [...files, 'attention-viz.d.ts'];
+  pkg.files = [...files, 'attention-viz.d.ts', 'bin/attnviz.mjs', 'fetch_models.py'];
   writeFileSync(path.join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', path.join(ROOT, 'dist')], { cwd: out, env: { ...process.env, npm_config_update_notifier: 'false' } }).toString())[0];
   const tarball = path.join(ROOT, 'dist', packed.filename);

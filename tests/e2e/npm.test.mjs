@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,7 +76,7 @@ async function drawnAt(url) {
 }
 
 test('the tarball: the widget’s files and nothing else, no dependencies, under the stated size', { skip: SKIP }, () => {
-  const want = [...packageFiles(), 'README.md', 'attention-viz.d.ts', 'package.json'].sort();
+  const want = [...packageFiles(), 'README.md', 'attention-viz.d.ts', 'bin/attnviz.mjs', 'fetch_models.py', 'package.json'].sort();
   assert.deepEqual(packed.files, want);
   for (const f of packed.files) assert.doesNotMatch(f, /^(page|tests|models)\/|\.test\.|views\/README|entropy-chart/, `${f} is not needed by the widget`);
   assert.ok(packed.bytes <= MAX_TARBALL_BYTES, `${packed.bytes} bytes, more than ${MAX_TARBALL_BYTES}`);
@@ -152,3 +152,52 @@ for (const [vite, bin] of [['Vite 8', 'node_modules/vite/bin/vite.js'], ['Vite 6
     }
   });
 }
+
+test('`npx attnviz models` puts a default model in public/models (verified as make models does); a Vite build draws it, and with sw.js copied to public/ a second visit works offline', { skip: SKIP }, async () => {
+  const app = path.join(project, 'models-app');
+  mkdirSync(app);
+  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'models-app', private: true, type: 'module' }));
+  execFileSync('npm', ['install', packed.tarball, '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: app, stdio: 'pipe', env: { ...process.env, npm_config_update_notifier: 'false' } });
+  // The command from the package itself (the wheel comes from the verified cache make models fills).
+  const said = execFileSync('npx', ['--no-install', 'attnviz', 'models', 'public/models', '--only', 'en-pt-tiny'], { cwd: app, env: { ...process.env, npm_config_update_notifier: 'false' } }).toString();
+  assert.match(said, /en-pt-tiny → models\/en-pt\/: (missing; installing|up to date)/);
+  assert.match(said, /configure\(\{ models: '\/models\/' \}\)/);
+  const manifest = JSON.parse(readFileSync(path.join(app, 'public/models/en-pt/manifest.json'), 'utf8'));
+  assert.deepEqual(manifest.sha256, JSON.parse(readFileSync(path.join(ROOT, 'models/en-pt/manifest.json'), 'utf8')).sha256);
+  // The one line that serves the service worker from the site's root.
+  copyFileSync(path.join(app, 'node_modules/attnviz/sw.js'), path.join(app, 'public/sw.js'));
+  writeFileSync(path.join(app, 'index.html'), '<!doctype html><meta charset="utf-8"><title>A lesson</title><body><attention-viz model="en-pt" text="The cat sat on the mat." view="heatmap"></attention-viz><script type="module" src="./main.js"></script></body>');
+  writeFileSync(path.join(app, 'main.js'), `import { configure } from 'attnviz';
+configure({ models: '/models/', offline: '/sw.js' });
+const w = document.querySelector('attention-viz');
+w.addEventListener('attention-ready', (e) => { window.__ready = { tokens: e.detail.tokens, model: e.detail.model }; });
+w.addEventListener('attention-error', (e) => { window.__ready = { error: e.detail.message }; });
+`);
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], { cwd: app, stdio: 'pipe' });
+  const url = await staticServer(path.join(app, 'dist'));
+  const want = cliJson('attend', '--model', path.join(ROOT, 'models/en-pt'), '--text', 'The cat sat on the mat.').tokens.source;
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(url);
+    await page.waitForFunction(() => window.__ready, null, { timeout: 120_000 });
+    let ready = await page.evaluate(() => window.__ready);
+    assert.equal(ready.error, undefined, ready.error);
+    assert.deepEqual(ready.tokens, want);
+    // sw.js registered for the whole site, and it has kept the page's files.
+    await page.waitForFunction(async () => (await navigator.serviceWorker.getRegistration())?.active && (await caches.keys()).some((k) => k.startsWith('attnviz-shell-')), null, { timeout: 60_000 });
+    assert.equal(await page.evaluate(async () => (await navigator.serviceWorker.getRegistration()).scope), url);
+    await page.waitForTimeout(1000); // (the shell's files are copied from the HTTP cache as the worker gets them)
+    await context.setOffline(true);
+    await page.reload();
+    await page.waitForFunction(() => window.__ready, null, { timeout: 120_000 });
+    ready = await page.evaluate(() => window.__ready);
+    assert.equal(ready.error, undefined, `offline: ${ready.error}`);
+    assert.deepEqual(ready.tokens, want, 'offline, the second visit draws');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});

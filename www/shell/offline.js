@@ -6,7 +6,9 @@
 import { buildFile, configuredBase, PREBUNDLED_FROM } from '../core/engine.js';
 
 // (Pre-bundled by Vite's dev server: the package's own files, wasm-build.js PREBUNDLED_FROM.)
-const SW = PREBUNDLED_FROM ? new URL('sw.js', PREBUNDLED_FROM) : new URL('../sw.js', import.meta.url);
+// ?no-inline: Vite would inline a file this small as a data: URL, and a service worker must be a
+// file of the site; a static server ignores the query.
+const SW = PREBUNDLED_FROM ? new URL('sw.js', PREBUNDLED_FROM) : new URL('../sw.js?no-inline', import.meta.url);
 let asked = false;
 
 /**
@@ -15,22 +17,22 @@ let asked = false;
  * elsewhere gets a console warning saying where it must be, and nothing is registered.
  * `catalog` says which wasm build the worker loaded (its files are not the page's resources).
  */
-export function keepForOffline(catalog) {
+export function keepForOffline(catalog, sw = SW) {
   if (asked) return;
   asked = true;
   if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
-  if (SW.protocol !== location.protocol) {
+  if (sw.protocol !== location.protocol) {
     // A bundler inlined sw.js (a data: URL): a service worker must be a file of the site.
-    console.warn('attnviz: offline use needs sw.js served as a file of this site (as make site writes it); it will not work offline');
+    console.warn('attnviz: offline use needs sw.js served as a file of this site (as make site writes it; in a bundled app, copy node_modules/attnviz/sw.js to the site\'s root and configure({ offline: \'/sw.js\' })); it will not work offline');
     return;
   }
-  const scope = new URL('./', SW);
+  const scope = new URL('./', sw);
   if (!location.href.startsWith(scope.href)) {
-    console.warn(`attnviz: offline use needs this page inside ${scope.href} (the folder of sw.js, as make site writes it); it will not work offline`);
+    console.warn(`attnviz: offline use needs this page inside ${scope.href} (the folder of sw.js, as make site writes it; in a bundled app, copy node_modules/attnviz/sw.js to the site's root and configure({ offline: '/sw.js' })); it will not work offline`);
     return;
   }
   navigator.serviceWorker
-    .register(SW, { scope: scope.href })
+    .register(sw, { scope: scope.href })
     .then(() => navigator.serviceWorker.ready)
     .then((reg) => {
       const dir = catalog ? catalog.build.dir : 'pkg/';

@@ -38,7 +38,8 @@
 // configure({ hub }) the Hub that hf: ids are fetched from (a mirror), data-hub-timeout="…" or
 // configure({ hubTimeout }) the seconds it may keep us waiting (30; then the widget says so and
 // offers Retry). All before the first widget.
-// data-offline on the <script> tag, or configure({ offline: true }): a second visit works offline
+// data-offline on the <script> tag, or configure({ offline: true }) (or the URL of a copy of sw.js
+// the site serves, for a bundled app: configure({ offline: '/sw.js' })): a second visit works offline
 // (sw.js, registered once a widget has drawn; the page must be inside sw.js's folder).
 // The footer names the weights and the wasm build that drew the map.
 
@@ -63,7 +64,9 @@ let offline = false; // configure({ offline }) or data-offline: a second visit w
  * second visit (the service worker sw.js; the page must be inside sw.js's folder).
  */
 export function configure(opts = {}) {
-  if ('offline' in opts) offline = !!opts.offline;
+  // offline: true (sw.js beside these modules), or the URL of a copy of sw.js the site serves (a
+  // bundled app: Vite emits it under assets/, whose scope holds no page; serve it from the root).
+  if ('offline' in opts) offline = typeof opts.offline === 'string' && opts.offline ? new URL(opts.offline, document.baseURI) : !!opts.offline;
   configureWorker(opts);
 }
 
@@ -416,7 +419,7 @@ class AttentionViz extends HTMLElement {
     this.dataset.drawCount = String(this.drawCount);
     const first = this.dataset.state !== 'ready';
     this.dataset.state = 'ready';
-    if (first && offline && session.catalog) keepForOffline(session.catalog);
+    if (first && offline && session.catalog) keepForOffline(session.catalog, offline instanceof URL ? offline : undefined);
     const detail = { ...s, tokens: r.tokens.source.slice(), targetTokens: (r.tokens.target || []).slice(), outputText: r.output_text ?? null, drawCount: this.drawCount };
     if (first) this.dispatchEvent(new CustomEvent('attention-ready', { detail, bubbles: true, composed: true }));
     this.dispatchEvent(new CustomEvent('attention-change', { detail, bubbles: true, composed: true }));
