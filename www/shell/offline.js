@@ -8,7 +8,9 @@ import { buildFile, configuredBase, PREBUNDLED_FROM } from '../core/engine.js';
 // (Pre-bundled by Vite's dev server: the package's own files, wasm-build.js PREBUNDLED_FROM.)
 // ?no-inline: Vite would inline a file this small as a data: URL, and a service worker must be a
 // file of the site; a static server ignores the query.
-const SW = PREBUNDLED_FROM ? new URL('sw.js', PREBUNDLED_FROM) : new URL('../sw.js?no-inline', import.meta.url);
+// Made on first use: in the notebook's bundle (loaded from a blob: URL) a relative URL would
+// throw as the module loads.
+const defaultWorker = () => (PREBUNDLED_FROM ? new URL('sw.js', PREBUNDLED_FROM) : new URL('../sw.js?no-inline', import.meta.url));
 let asked = false;
 
 /**
@@ -17,7 +19,7 @@ let asked = false;
  * elsewhere gets a console warning saying where it must be, and nothing is registered.
  * `catalog` says which wasm build the worker loaded (its files are not the page's resources).
  */
-export function keepForOffline(catalog, sw = SW) {
+export function keepForOffline(catalog, sw = defaultWorker()) {
   if (asked) return;
   asked = true;
   if (!('serviceWorker' in navigator) || !window.isSecureContext) return;

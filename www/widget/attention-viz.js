@@ -94,9 +94,6 @@ class AttentionViz extends HTMLElement {
       l.append(text);
       return l;
     };
-    // An encoder-decoder's three attentions (BertViz's "Attention" dropdown); hidden for one kind.
-    this.$.kindLabel = lab('Attention ');
-    this.$.kind = mk('select', {}, this.$.kindLabel);
     this.$.layerLabel = lab('Layer ');
     this.$.layer = mk('select', {}, this.$.layerLabel);
     this.$.headLabel = lab('Head ');
@@ -110,6 +107,9 @@ class AttentionViz extends HTMLElement {
     this.$.stepPart = mk('select', {}, this.$.partLabel);
     this.$.zoomLabel = lab('Zoom ');
     this.$.zoom = mk('select', {}, this.$.zoomLabel);
+    // An encoder-decoder's three attentions (BertViz's "Attention" dropdown); hidden for one kind.
+    this.$.kindLabel = lab('Attention ');
+    this.$.kind = mk('select', {}, this.$.kindLabel);
     this.$.text = mk('textarea', { rows: 2, spellcheck: false, dir: 'auto' });
     this.$.text.setAttribute('aria-label', 'Text to analyse');
     this.$.compare = null; // the "Compare with…" box, made for an editable widget that compares
