@@ -4,7 +4,7 @@
 //! collects them. Plus small analyses used by the CLI table.
 
 use crate::error::{invalid_model, Result};
-use crate::tensor::all_finite;
+use crate::tensor::{all_finite, matmul_bt, View};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -396,12 +396,32 @@ impl HeadTrace {
 
     /// Appends the query rows of a later call (incremental decoding) over the same keys, or over
     /// more of them (a KV cache that grew, its first keys the earlier ones): the earlier rows
-    /// then get the new keys as masked, with score 0 and probability 0, as a causal mask shows.
+    /// then get the new keys' raw scores q_i·k_j and ÷√d_k, as one call over every key computes
+    /// them before the mask (the step view shows a masked key's score), masked, probability 0.
     pub fn append_queries(&mut self, mut later: HeadTrace) {
         let tk = self.key_len.max(later.key_len);
         if later.key_len > self.key_len {
-            for rows in [&mut self.scores, &mut self.scaled, &mut self.mask, &mut self.probs] {
-                *rows = widen(rows, self.key_len, tk);
+            let (rows, from, d_k) = (self.query_len, self.key_len, self.d_k);
+            let added = tk - from;
+            // # [rows, added] = Q_earlier · K_addedᵀ
+            let mut scores = vec![0.0f32; rows * added];
+            if rows > 0 && later.k.len() >= tk * d_k && self.q.len() >= rows * d_k {
+                let q = View { data: &self.q, offset: 0, rows, cols: d_k, stride: d_k };
+                let k = View {
+                    data: &later.k,
+                    offset: from * d_k,
+                    rows: added,
+                    cols: d_k,
+                    stride: d_k,
+                };
+                matmul_bt(q, k, &mut scores, 0, added);
+            }
+            let scale = 1.0 / (d_k as f32).sqrt();
+            let scaled: Vec<f32> = scores.iter().map(|s| s * scale).collect();
+            self.scores = join_columns(&self.scores, from, &scores, added);
+            self.scaled = join_columns(&self.scaled, from, &scaled, added);
+            for rows in [&mut self.mask, &mut self.probs] {
+                *rows = widen(rows, from, tk);
             }
             (self.k, self.v, self.key_len) = (later.k, later.v, later.key_len);
         } else if later.key_len < tk {
@@ -425,6 +445,16 @@ fn widen(rows: &[f32], from: usize, to: usize) -> Vec<f32> {
     for row in rows.chunks_exact(from.max(1)) {
         out.extend_from_slice(row);
         out.resize(out.len() + to - from, 0.0);
+    }
+    out
+}
+
+/// Rows of `from` columns, each followed by the same row of `right` (`added` columns).
+fn join_columns(left: &[f32], from: usize, right: &[f32], added: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    for (row, more) in left.chunks_exact(from.max(1)).zip(right.chunks_exact(added.max(1))) {
+        out.extend_from_slice(row);
+        out.extend_from_slice(more);
     }
     out
 }

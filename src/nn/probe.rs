@@ -4,7 +4,7 @@
 
 use crate::error::{invalid_model, Error, Result};
 use crate::result::{AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace};
-use crate::tensor::{all_finite, matmul_bt, View};
+use crate::tensor::all_finite;
 
 /// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,10 +160,7 @@ impl Probe {
         }
         if let Some(t) = trace {
             match &mut self.trace {
-                Some(prev) => {
-                    score_new_keys(prev, &t);
-                    prev.append_queries(t)
-                }
+                Some(prev) => prev.append_queries(t),
                 None => self.trace = Some(t),
             }
         }
@@ -237,36 +234,6 @@ fn push_chunk(list: &mut Vec<SiteRecord>, site: Site, heads: usize, chunk: Chunk
         Some(r) => r.chunks.push(chunk),
         None => list.push(SiteRecord { site, heads, chunks: vec![chunk] }),
     }
-}
-
-/// Widens the earlier rows of a traced head to the keys a later call (a decoder's next tokens)
-/// added: their raw scores q_i·k_j and ÷√d_k, as one call over every key computes them before the
-/// mask (the step view shows a masked key's score), with mask and probability 0.
-fn score_new_keys(earlier: &mut HeadTrace, later: &HeadTrace) {
-    let (rows, from, to, d_k) = (earlier.query_len, earlier.key_len, later.key_len, earlier.d_k);
-    if to <= from || later.k.len() < to * d_k || earlier.q.len() < rows * d_k {
-        return;
-    }
-    let added = to - from;
-    // # [rows, added] = Q_earlier · K_addedᵀ
-    let mut scores = vec![0.0f32; rows * added];
-    let q = View { data: &earlier.q, offset: 0, rows, cols: d_k, stride: d_k };
-    let k = View { data: &later.k, offset: from * d_k, rows: added, cols: d_k, stride: d_k };
-    matmul_bt(q, k, &mut scores, 0, added);
-    let scale = 1.0 / (d_k as f32).sqrt();
-    let widen = |old: &[f32], new: &mut dyn FnMut(usize, usize) -> f32| -> Vec<f32> {
-        let mut out = Vec::with_capacity(rows * to);
-        for (i, row) in old.chunks_exact(from.max(1)).take(rows).enumerate() {
-            out.extend_from_slice(row);
-            out.extend((0..added).map(|j| new(i, j)));
-        }
-        out
-    };
-    earlier.scores = widen(&earlier.scores, &mut |i, j| scores[i * added + j]);
-    earlier.scaled = widen(&earlier.scaled, &mut |i, j| scores[i * added + j] * scale);
-    earlier.mask = widen(&earlier.mask, &mut |_, _| 0.0);
-    earlier.probs = widen(&earlier.probs, &mut |_, _| 0.0);
-    (earlier.k, earlier.v, earlier.key_len) = (later.k.clone(), later.v.clone(), to);
 }
 
 /// The chunks of one site cut to query rows `0..n` and keys `0..n`.
