@@ -351,6 +351,7 @@ fn check_range(model: &Model, args: &Args) -> Result<(), String> {
     if n >= max {
         return Err(format!("--generate {n} is out of range for {id}: it reads at most {max} positions, the prompt's included (1 to {})", max - 1));
     }
+    args.cut.check(id, &info)?;
     match args.command {
         Command::Positions { count, asked: true } if count == 0 || count > max => {
             Err(format!("--count {count} is out of range for {id}: 1 to {max} (its positions)"))
@@ -363,7 +364,6 @@ fn run(args: Args) -> Result<(), String> {
     let model =
         Model::load_dir_variant(&args.model, args.weights.as_deref()).map_err(|e| e.to_string())?;
     check_range(&model, &args)?;
-    args.cut.check(&model.manifest.id, &model.info())?;
     let cut = &args.cut;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
