@@ -147,6 +147,25 @@ test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or 
   }
 });
 
+/** A widget (#w) for Hub id `model` in a page of the server's origin, its script tag carrying
+ *  `data` (data-hub=… and the like) → its first drawing { tokens, model } or error { error }. */
+function mountHubWidget(page, model, data) {
+  return page.evaluate(([base, id, text, dataset]) => new Promise((resolve) => {
+    const w = document.createElement('attention-viz');
+    w.id = 'w';
+    w.setAttribute('model', id);
+    w.setAttribute('text', text);
+    w.addEventListener('attention-ready', (e) => resolve({ tokens: e.detail.tokens, model: e.detail.model }), { once: true });
+    w.addEventListener('attention-error', (e) => resolve({ error: e.detail.message }), { once: true });
+    document.body.appendChild(w);
+    const s = document.createElement('script');
+    s.type = 'module';
+    s.src = `${base}attention-viz.js`;
+    Object.assign(s.dataset, dataset);
+    document.body.appendChild(s);
+  }), [server.url, model, TEXT, data]);
+}
+
 test('widget: model="hf:…" with data-hub on the script tag draws the Hub repo with the CLI’s tokens', async () => {
   const context = await browser.newContext();
   try {
@@ -154,19 +173,7 @@ test('widget: model="hf:…" with data-hub on the script tag draws the Hub repo 
     const errors = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(`${server.url}models/index.json`); // a host page of this origin with no CSP of ours
-    const ready = await page.evaluate(([base, hubUrl, text]) => new Promise((resolve) => {
-      const w = document.createElement('attention-viz');
-      w.setAttribute('model', 'hf:sentence-transformers/all-MiniLM-L6-v2');
-      w.setAttribute('text', text);
-      w.addEventListener('attention-ready', (e) => resolve({ tokens: e.detail.tokens, model: e.detail.model }), { once: true });
-      w.addEventListener('attention-error', (e) => resolve({ error: e.detail.message }), { once: true });
-      document.body.appendChild(w);
-      const s = document.createElement('script');
-      s.type = 'module';
-      s.src = `${base}attention-viz.js`;
-      s.dataset.hub = hubUrl;
-      document.body.appendChild(s);
-    }), [server.url, hub.url, TEXT]);
+    const ready = await mountHubWidget(page, 'hf:sentence-transformers/all-MiniLM-L6-v2', { hub: hub.url });
     assert.equal(ready.error, undefined, ready.error);
     assert.equal(ready.model, 'hf:sentence-transformers/all-MiniLM-L6-v2');
     assert.deepEqual(ready.tokens, cliJson('attend', '--model', path.join(ROOT, 'models/minilm'), '--text', TEXT).tokens.source);
@@ -217,21 +224,8 @@ test('widget: a Hub that does not answer within data-hub-timeout is said in plac
   try {
     const page = await context.newPage();
     await page.goto(`${server.url}models/index.json`); // a host page of this origin with no CSP of ours
-    const failed = await page.evaluate(([base, hubUrl, text]) => new Promise((resolve) => {
-      const w = document.createElement('attention-viz');
-      w.id = 'w';
-      w.setAttribute('model', 'hf:attnviz-test/silent-widget');
-      w.setAttribute('text', text);
-      w.addEventListener('attention-error', (e) => resolve(e.detail.message), { once: true });
-      document.body.appendChild(w);
-      const s = document.createElement('script');
-      s.type = 'module';
-      s.src = `${base}attention-viz.js`;
-      s.dataset.hub = hubUrl;
-      s.dataset.hubTimeout = '2';
-      document.body.appendChild(s);
-    }), [server.url, hub.url, TEXT]);
-    assert.match(failed, /attnviz-test\/silent-widget@main\/config\.json: no answer from .* within 2 s/);
+    const failed = await mountHubWidget(page, 'hf:attnviz-test/silent-widget', { hub: hub.url, hubTimeout: '2' });
+    assert.match(failed.error, /attnviz-test\/silent-widget@main\/config\.json: no answer from .* within 2 s/);
     const retry = page.locator('#w').getByRole('button', { name: 'Retry' });
     assert.ok(await retry.isVisible(), 'Retry is offered');
     hub.release('attnviz-test/silent-widget');

@@ -30,8 +30,9 @@ after(async () => {
 });
 
 /** Run python/attnviz on the CLI's result: `call` is the Python expression that makes the widget
- *  from `attention` (a tuple of [1, heads, q, k] arrays) and `tokens` (and `attention_b`,
- *  `tokens_b` from `cliB`); returns the saved file. */
+ *  from `attention` (a tuple of [1, heads, q, k] arrays: the encoder self-attention) and `tokens`
+ *  (and `attention_b`, `tokens_b` from `cliB`), or from `stack(r, kind)` (any kind's layers) and
+ *  `r` (the CLI's answer); returns the saved file. */
 function saveHtml(cli, call, name, cliB = cli) {
   const json = path.join(dir, `${name}.json`);
   writeFileSync(json, JSON.stringify(cli));
@@ -42,12 +43,12 @@ import json, sys
 import numpy as np
 sys.path.insert(0, ${JSON.stringify(path.join(ROOT, 'python'))})
 import attnviz
-def maps(path):
-    r = json.load(open(path))
-    blocks = sorted((b for b in r["attentions"] if b["kind"] == "encoder_self"), key=lambda b: b["layer"])
-    return tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks), r["tokens"]["source"]
-attention, tokens = maps(${JSON.stringify(json)})
-attention_b, tokens_b = maps(${JSON.stringify(`${json}.b`)})
+def stack(r, kind):
+    blocks = sorted((b for b in r["attentions"] if b["kind"] == kind), key=lambda b: b["layer"])
+    return tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)
+r, r_b = json.load(open(${JSON.stringify(json)})), json.load(open(${JSON.stringify(`${json}.b`)}))
+attention, tokens = stack(r, "encoder_self"), r["tokens"]["source"]
+attention_b, tokens_b = stack(r_b, "encoder_self"), r_b["tokens"]["source"]
 w = ${call}
 w.save_html(${JSON.stringify(out)})
 `;
@@ -183,22 +184,9 @@ test('save_html of head_overview: the kernel’s head scores are the CLI’s (`a
 
 test('save_html of an encoder-decoder’s head_view: the Attention menu switches between its encoder self-attention and its cross-attention', async () => {
   const cli = cliJson('attend', '--model', 'models/en-pt', '--text', 'The cat sat on the mat.');
-  const json = path.join(dir, 'seq2seq.json');
-  writeFileSync(json, JSON.stringify(cli));
-  const out = path.join(dir, 'seq2seq.html');
-  execFileSync(PYTHON, ['-c', `
-import json, sys
-import numpy as np
-sys.path.insert(0, ${JSON.stringify(path.join(ROOT, 'python'))})
-import attnviz
-r = json.load(open(${JSON.stringify(json)}))
-def stack(kind):
-    blocks = sorted((b for b in r["attentions"] if b["kind"] == kind), key=lambda b: b["layer"])
-    return tuple(np.asarray(b["data"], dtype=np.float32).reshape(1, b["heads"], b["query_len"], b["key_len"]) for b in blocks)
-# (The tiny Bergamot translator's decoder is recurrent: it has no decoder self-attention.)
-attnviz.head_view(encoder_attention=stack("encoder_self"), cross_attention=stack("cross"),
-                  encoder_tokens=r["tokens"]["source"], decoder_tokens=r["tokens"]["target"]).save_html(${JSON.stringify(out)})
-`], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  // (The tiny Bergamot translator's decoder is recurrent: it has no decoder self-attention.)
+  const call = 'attnviz.head_view(encoder_attention=stack(r, "encoder_self"), cross_attention=stack(r, "cross"), encoder_tokens=r["tokens"]["source"], decoder_tokens=r["tokens"]["target"])';
+  const out = saveHtml(cli, call, 'seq2seq');
   const { page, errors, close } = await openSaved(out);
   try {
     await drawnAfter(page);
