@@ -107,9 +107,13 @@ function filesFromKernel(model) {
  *  draws (not at every keystroke). */
 function keepPicture(model, w, spec) {
   if (!spec.picture_id || typeof model.send !== 'function') return; // (save_html's page has no kernel)
-  const style = document.createElement('style');
-  style.textContent = `#attnviz-picture-${CSS.escape(spec.picture_id)} { display: none; }`;
-  document.head.appendChild(style);
+  const hiding = `attnviz-hide-${spec.picture_id}`; // one rule per widget, however often it redraws
+  if (!document.getElementById(hiding)) {
+    const style = document.createElement('style');
+    style.id = hiding;
+    style.textContent = `#attnviz-picture-${CSS.escape(spec.picture_id)} { display: none; }`;
+    document.head.appendChild(style);
+  }
   let timer = 0;
   w.addEventListener('attention-change', () => {
     clearTimeout(timer);

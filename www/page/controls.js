@@ -10,7 +10,6 @@ import { hasInt8 } from '../core/weights.js';
 import { setOptions } from '../shell/select-options.js';
 import { later, listen } from '../base/timing.js';
 
-
 /** Build a tablist's buttons once; each tab controls the panel with id `panelId`. */
 function fillTabs(list, items, attr, panelId) {
   const key = items.map((i) => i.id).join(',');

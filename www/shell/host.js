@@ -148,11 +148,11 @@ export const layerLabel = (layer, layers) => `${layer + 1} of ${layers}`;
  */
 export function controlChoices(session) {
   const s = session.state;
-  const ctl = viewFor(s.view).controls;
+  const view = viewFor(s.view);
+  const ctl = view.controls;
   const kind = kindShown(s);
   const L = session.numLayers();
   const H = session.numHeads();
-  const view = viewFor(s.view);
   // An encoder-decoder's three attentions; none where the view picks its own (cross) or shows none.
   const kinds = view.forceKind || view.kindless || !session.shape ? [] : session.shape.kinds;
   const out = {
