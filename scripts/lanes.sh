@@ -83,7 +83,7 @@ for lane in "$@"; do
   read -r -a targets <<< "${lane#*:}"
   printf '%s\n' "${targets[@]%%@*}" > "$dir/targets.$name"
   # Each line of the lane's output (stdout and stderr) goes out prefixed, as it comes.
-  ( renice -n "$niceness" -p "$BASHPID" >/dev/null; run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /"; exit "${PIPESTATUS[0]}" ) &
+  ( renice -n "$niceness" -p "$BASHPID" >/dev/null; run_lane "$name" "${targets[@]}" 2>&1 | sed -u "s/^/[$name] /" | tee "$dir/$name.log"; exit "${PIPESTATUS[0]}" ) &
   pids+=($!) names+=("$name")
   echo "$!" > "$dir/pgid.$name"
 done
@@ -120,4 +120,15 @@ done
 wall=$(( $(date +%s) - start ))
 busy=$(( ($(machine_busy) - busy0) / $(getconf CLK_TCK 2>/dev/null || echo 100) ))
 echo "[time] lanes: $wall s; the machine's CPU busy $busy s of $(( wall * $(nproc 2>/dev/null || echo 1) )) s ($(nproc 2>/dev/null || echo 1) cores)"
+# A CI log is often read from its end only: every failed test (node's TAP "not ok", with where
+# and why; cargo test's FAILED and panics) once more, last, so that no failure is hidden above the tail.
+for log in "$dir"/*.log; do
+  [ -f "${log%.log}.failed" ] || continue
+  echo "[lanes] failures in lane $(basename "$log" .log):"
+  awk '/ \.\.\. FAILED$|panicked at /       { print; next }  # cargo test
+       /\] *not ok /                      { print; block = 1; more = 0; next }
+       block && / (location|error|failureType):/ { print; more = ($0 ~ /error: \|/) ? 4 : 0; next }
+       block && more > 0                   { print; more--; next }
+       block && /\] *(ok|not ok|# Subtest)/ { block = 0 }' "$log" | head -60
+done
 exit "$status"
