@@ -7,6 +7,20 @@ export const widgetState = (page) => page.evaluate(() => {
   return { state: w.dataset.state, draws: Number(w.dataset.drawCount || 0), foot: w.shadowRoot.querySelector('.foot').textContent, msg: w.shadowRoot.querySelector('.msg').textContent };
 });
 
+/** page.waitForFunction(fn, arg) on the widget; on a timeout the error says the widget's state,
+ *  message, text and session error (a CI log is all there is to go on). */
+export async function widgetWait(page, fn, arg, timeout = 60_000) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout, polling: 100 });
+  } catch (e) {
+    const more = await page.evaluate(() => {
+      const w = document.getElementById('w');
+      return { text: w.viewState.text, error: w.session.error, phase: w.session.phase, pending: w.session.pending };
+    }).catch((err) => ({ unreadable: err.message }));
+    throw new Error(`waited ${timeout} ms for ${fn} (${JSON.stringify(arg)}): ${JSON.stringify({ ...(await widgetState(page)), ...more })}`, { cause: e });
+  }
+}
+
 /** Wait until the widget has drawn more than `since` times (its first drawing: since = 0) and has
  *  nothing more on its way (MiniLM's exact weights follow its int8 first map: issue 26). */
 export async function drawnAfter(page, since = 0, timeout = 120_000) {

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openApp, openWidget, useServerAndBrowser } from './harness.mjs';
+import { widgetWait } from './widget-helpers.mjs';
 
 let server;
 let browser;
@@ -136,12 +137,12 @@ test('payloads as widget attributes (text, model, view, layer, head) stay text',
         w.setAttribute('head', v);
         w.setAttribute('text', v);
       }, p);
-      await page.waitForFunction((v) => document.getElementById('w').viewState.text === v && document.getElementById('w').dataset.state === 'ready', p, { timeout: 60_000 });
+      await widgetWait(page, (v) => document.getElementById('w').viewState.text === v && document.getElementById('w').dataset.state === 'ready', p);
     }
     // An unknown model named by a payload is reported as text.
     const bad = PAYLOADS[0];
     await page.evaluate((v) => document.getElementById('w').setAttribute('model', v), bad);
-    await page.waitForFunction(() => document.getElementById('w').dataset.state === 'error', null, { timeout: 60_000 });
+    await widgetWait(page, () => document.getElementById('w').dataset.state === 'error', null);
     const msg = await page.evaluate(() => document.getElementById('w').shadowRoot.querySelector('.msg').textContent);
     assert.ok(msg.includes(bad), 'the message quotes the model name as text');
     await new Promise((r) => setTimeout(r, 300));
