@@ -71,6 +71,9 @@ class AttentionWidget(anywidget.AnyWidget):
     def __init__(self, files=None, **kwargs):
         super().__init__(**kwargs)
         self.files = dict(files or {})  # { path: bytes }, sent when the front end asks
+        # What the first map does not need (spec.live.later: the exact weights under "auto"): sent
+        # only when asked for by name, after the files the first map needs.
+        self._later = set(self.spec.get("live", {}).get("later", []))
         self._pictures = []  # the display handles of this widget's pictures
         self._picture_html = ""
         self.on_msg(self._on_front_end_message)
@@ -79,7 +82,8 @@ class AttentionWidget(anywidget.AnyWidget):
         if not isinstance(content, dict):
             return
         if content.get("type") == "files?":
-            names = list(self.files)
+            asked = content.get("names")
+            names = [n for n in self.files if (n in asked if isinstance(asked, list) else n not in self._later)]
             self.send({"type": "files", "names": names}, buffers=[self.files[n] for n in names])
         elif content.get("type") == "picture" and str(content.get("png", "")).startswith("data:image/png;base64,"):
             self._picture_html = _picture_html(self.spec, content["png"], content.get("width"), content.get("height"))
@@ -551,28 +555,34 @@ def _model_source(model, weights: str, models_dir) -> tuple:
         entry = {k: v for k, v in manifest.items() if k not in ("sha256", "source", "layout_version")}
         variants = manifest.get("variants", {})
         names = list(manifest["files"])
+        int8 = variants.get("int8", [])
         if weights != "exact":
-            names += [n for n in variants.get("int8", []) if n not in names]
-        if weights == "int8" and "int8" in variants:
-            names = list(variants["int8"])
+            names += [n for n in int8 if n not in names]
+        if weights == "int8" and int8:
+            names = list(int8)
         missing = [n for n in names if not (path / n).is_file()]
         if missing:
             raise ValueError(f"model={str(model)!r}: {path} lacks {', '.join(missing)}")
-        return {"model": manifest["id"], "manifests": [entry]}, {f"models/{manifest['dir']}/{n}": (path / n).read_bytes() for n in names}
+        run = {"model": manifest["id"], "manifests": [entry]}
+        if weights == "auto" and int8:
+            # As on the page: the first map from the int8 weights, whose files go first; the exact
+            # ones (MiniLM's 91 MB, four times the int8 file) follow when the front end asks.
+            run["later"] = [f"models/{manifest['dir']}/{n}" for n in names if n not in int8]
+        return run, {f"models/{manifest['dir']}/{n}": (path / n).read_bytes() for n in names}
     files = {f"own/{f.name}": f.read_bytes() for f in sorted(path.iterdir()) if f.is_file() and f.suffix in OWN_SUFFIXES}
     if not files:
         raise ValueError(f"model={str(model)!r}: {path} holds no model files (config.json, model.safetensors, tokenizer.json, or a .gguf)")
     return {"own": path.name}, files
 
 
-def show(text: str = "", model="minilm", *, weights: str = "exact", view: str = "head", layer=None, head=None, height=None, models_dir=None) -> AttentionWidget:
+def show(text: str = "", model="minilm", *, weights: str = "auto", view: str = "head", layer=None, head=None, height=None, models_dir=None) -> AttentionWidget:
     """attnviz's own widget, live: the model runs in the notebook's browser (wasm, in a worker) on
     `text`, and the reader edits the text and picks views, layers and heads as on the page.
     `model`: "minilm", "en-pt", "smollm2" (found in models_dir, $ATTNVIZ_MODELS or the platform's
     cache folder, else fetched there on first use and verified as `make models` does), a path to
     a model folder or a .gguf file, or a Hub id "hf:owner/name" (fetched by the browser). `weights` (MiniLM):
-    "exact" (its f32 file, the default here: the kernel sends it, nothing is downloaded),
-    "int8", or "auto" (int8 first, then exact). Layers and heads count from 0, as in head_view."""
+    "auto" (as on the page: the first map from the int8 file, sent first; then the exact f32 one,
+    sent after it), "exact" or "int8" (that file only). Layers and heads count from 0, as in head_view."""
     if not isinstance(text, str):
         raise ValueError(f"text: a str, not {type(text).__name__}")
     if weights not in ("exact", "int8", "auto"):

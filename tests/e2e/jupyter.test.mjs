@@ -77,6 +77,11 @@ async function runNotebook(name, source, use, { ui = 'lab', widgets = 1 } = {}) 
   writeFileSync(path.join(dir, name), JSON.stringify(notebook));
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
+  // Each widget's footer as it first drew, and when (the ms since the cells were run: firstDraws).
+  await page.addInitScript(() => {
+    window.attnvizFirstDraws = [];
+    document.addEventListener('attention-ready', (e) => window.attnvizFirstDraws.push({ foot: e.target.shadowRoot.querySelector('.foot').textContent, ms: performance.now() - window.attnvizRunAll }));
+  });
   try {
     // A workspace of its own (reset): no notebook of an earlier test is reopened beside it.
     // Notebook 7 (ui: 'notebook') opens one notebook per page anyway.
@@ -87,7 +92,10 @@ async function runNotebook(name, source, use, { ui = 'lab', widgets = 1 } = {}) 
       const nb = app && app.shell.currentWidget;
       return nb && nb.sessionContext && nb.sessionContext.session && nb.sessionContext.session.kernel && nb.sessionContext.session.kernel.status === 'idle';
     }, null, { timeout: 120_000, polling: 500 });
-    await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
+    await page.evaluate(() => {
+      window.attnvizRunAll = performance.now();
+      return window.jupyterapp.commands.execute('notebook:run-all-cells');
+    });
     // (JupyterLab may reopen an earlier test's notebook beside it: only this one's output counts.)
     const output = () => window.jupyterapp.shell.currentWidget.node.querySelector('.jp-OutputArea');
     await page.waitForFunction(([f, n]) => { const o = eval(f)(); return o && (o.querySelectorAll('attention-viz').length >= n || /attnviz: |Error/.test(o.textContent)); }, [output.toString(), widgets], { timeout: 120_000, polling: 500 });
@@ -132,13 +140,18 @@ test('in JupyterLab, heatmap_view on MiniLM maps draws in the cell output and re
   });
 });
 
-test('in JupyterLab, attnviz.show runs MiniLM in the notebook’s browser: the map is the CLI’s, and typing into it redraws it live', { timeout: 300_000 }, async () => {
+test('in JupyterLab, attnviz.show runs MiniLM in the notebook’s browser: the first map from the int8 weights, then the CLI’s from the f32 ones, and typing into it redraws it live', { timeout: 300_000 }, async (t) => {
   const text = 'The cat sat on the mat.';
   const typed = 'A small dog slept under the old table.';
   const source = ['import attnviz\n', `attnviz.show(${JSON.stringify(text)}, model=${JSON.stringify(path.join(ROOT, 'models', 'minilm'))}, view="heatmap", layer=2, head=4)`];
   await runNotebook('live.ipynb', source, async (page) => {
-    // The kernel sent the f32 weights and the SIMD build: the footer says so.
+    // As on the page, the first map came from the int8 weights, the kernel's first files (the
+    // f32 file, four times their size, follows on a second request): then the exact weights
+    // drew, on the SIMD build; the footer says so.
+    const [firstDraw] = await page.evaluate(() => window.attnvizFirstDraws);
+    assert.match(firstDraw.foot, /^9 tokens · int8 weights · /);
     assert.match((await widgetState(page)).foot, /^9 tokens · exact f32 weights · \d+ ms · wasm SIMD \(pkg\/\)/);
+    t.diagnostic(`run all → first map (int8): ${firstDraw.ms.toFixed(0)} ms`);
     const first = cliJson('attend', '--model', 'models/minilm', '--text', text).attentions.find((b) => b.kind === 'encoder_self' && b.layer === 2);
     for (const [i, j] of [[0, 0], [2, 5]]) {
       const got = await hoverCell(page, i, j);

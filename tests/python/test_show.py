@@ -23,21 +23,39 @@ def test_a_default_model_by_name_is_found_in_models_dir_and_sent_with_its_manife
     assert w.spec["live"]["model"] == "minilm-l6"
     (entry,) = w.spec["live"]["manifests"]
     assert entry["id"] == "minilm-l6" and "sha256" not in entry and entry["files"] == manifest["files"]
-    # exact (the default here): the f32 file only, byte for byte, and the worker and wasm it runs on.
-    assert set(w.files) == RUNTIME | {f"models/minilm/{n}" for n in manifest["files"]}
+    # auto (the default, as on the page): the int8 weights and the f32 ones, byte for byte, and
+    # the worker and wasm it runs on.
+    int8 = {f"models/minilm/{n}" for n in manifest["variants"]["int8"]}
+    exact = {f"models/minilm/{n}" for n in manifest["files"]}
+    assert set(w.files) == RUNTIME | int8 | exact
     assert w.files["models/minilm/model.safetensors"] == (MODELS / "minilm" / "model.safetensors").read_bytes()
     assert w.files["pkg/attnviz_bg.wasm"][:4] == b"\0asm"
     assert w.spec["attributes"]["text"] == "The cat sat." and w.spec["attributes"]["editable"] == ""
+    assert w.spec["attributes"]["weights"] == "auto" and w.spec["live"]["later"] == ["models/minilm/model.safetensors"]
+    # The front end's first request gets what the first map needs (the int8 weights); the f32
+    # file comes when asked for by name.
+    assert sent_for(w, {"type": "files?"}) == RUNTIME | int8
+    assert sent_for(w, {"type": "files?", "names": w.spec["live"]["later"]}) == exact - int8
+
+
+def sent_for(w, request):
+    """The names the widget sends the front end for `request`, each with its bytes."""
+    sent = []
+    w.send = lambda content, buffers=None: sent.append((content, buffers))
+    w._on_front_end_message(w, request, [])
+    ((content, buffers),) = sent
+    assert content["type"] == "files" and [w.files[n] for n in content["names"]] == buffers
+    return set(content["names"])
 
 
 @needs_minilm
-def test_weights_pick_the_files_int8_only_or_both_for_auto(monkeypatch):
+def test_weights_int8_or_exact_pick_that_file_only(monkeypatch):
     monkeypatch.setenv("ATTNVIZ_MODELS", str(MODELS))  # found there, without models_dir
     int8 = attnviz.show(model="minilm", weights="int8")
     assert {p for p in int8.files if p.startswith("models/")} == {"models/minilm/config.json", "models/minilm/model.int8.safetensors", "models/minilm/tokenizer.json"}
-    auto = attnviz.show(model=str(MODELS / "minilm"), weights="auto")
-    assert {"models/minilm/model.safetensors", "models/minilm/model.int8.safetensors"} <= set(auto.files)
-    assert auto.spec["attributes"]["weights"] == "auto"
+    exact = attnviz.show(model=str(MODELS / "minilm"), weights="exact")
+    assert {p for p in exact.files if p.startswith("models/")} == {"models/minilm/config.json", "models/minilm/model.safetensors", "models/minilm/tokenizer.json"}
+    assert "later" not in exact.spec["live"] and sent_for(exact, {"type": "files?"}) == set(exact.files)
 
 
 def test_a_model_folder_or_a_gguf_file_is_sent_as_the_readers_own_model(tmp_path):

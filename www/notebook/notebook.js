@@ -17,7 +17,9 @@
 //           from endpoint, a mirror, when given), manifests }, attributes }
 //   the files (asked of the kernel: { type: 'files?' } → { type: 'files', names } with one binary
 //   buffer per name) — the model worker (worker.js), the SIMD wasm build (pkg/) and the model's
-//   files; nothing is fetched.
+//   files; nothing is fetched. Those in live.later (the exact weights under weights="auto") come
+//   on a second request, { type: 'files?', names }: the first map is drawn from the int8 weights
+//   meanwhile, as on the page.
 // Each widget sends the kernel a picture of its last drawing ({ type: 'picture', png }), kept
 // in an output (#attnviz-picture-<spec.picture_id>) that shows where the widget cannot run.
 import { AttentionViz } from '../widget/attention-viz.js';
@@ -83,8 +85,9 @@ function draw(model, el) {
 const blobOf = (bytes, type = '') => new Blob([bytes], type ? { type } : {});
 
 /** The live widget's files ({ path: bytes }), asked of the kernel: sent as one message's binary
- *  buffers, not as synced state (a saved notebook would hold the model). */
-function filesFromKernel(model) {
+ *  buffers, not as synced state (a saved notebook would hold the model). `names`: those files
+ *  (null: all but the spec's `later` ones). */
+function filesFromKernel(model, names = null) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       model.off('msg:custom', answer);
@@ -97,7 +100,7 @@ function filesFromKernel(model) {
       resolve(Object.fromEntries(msg.names.map((name, i) => [name, buffers[i]])));
     }
     model.on('msg:custom', answer);
-    model.send({ type: 'files?' });
+    model.send(names ? { type: 'files?', names } : { type: 'files?' });
   });
 }
 
@@ -147,17 +150,28 @@ async function live(model, el) {
     const given = Object.entries(files).filter(([p]) => p.startsWith('own/')).map(([p, bytes]) => ({ name: p.slice(4), file: new File([bytes], p.slice(4)) }));
     id = (await page.openModel(given, run.own)).manifest.id;
   } else if (run.model) {
-    const modelFiles = Object.fromEntries(Object.entries(files).filter(([p]) => p.startsWith('models/')).map(([p, bytes]) => [p, blobOf(bytes)]));
-    await page.addModels(modelFiles, run.manifests || []);
+    await page.addModels(modelFileBlobs(files), run.manifests || []);
   }
+  // The exact weights still to come: the int8 ones draw until they are here.
+  const later = run.model && run.later && run.later.length ? run.later : null;
   el.textContent = '';
   const w = document.createElement('attention-viz');
-  for (const [name, value] of Object.entries({ ...(spec.attributes || {}), model: id })) {
+  for (const [name, value] of Object.entries({ ...(spec.attributes || {}), model: id, ...(later ? { weights: 'int8' } : {}) })) {
     if (value !== null && value !== undefined) w.setAttribute(name, String(value));
   }
   el.appendChild(w);
   keepPicture(model, w, spec);
+  if (later) {
+    filesFromKernel(model, later)
+      .then((rest) => page.addModels(modelFileBlobs(rest), run.manifests || []))
+      .then(() => w.setAttribute('weights', 'auto'), (e) => console.warn(`attnviz: the exact weights did not arrive (${e.message}); the int8 ones stay`));
+  }
   return w;
+}
+
+/** The model's files among those the kernel sent, as the worker takes them ({ path: Blob }). */
+function modelFileBlobs(files) {
+  return Object.fromEntries(Object.entries(files).filter(([p]) => p.startsWith('models/')).map(([p, bytes]) => [p, blobOf(bytes)]));
 }
 
 /** anywidget's entry: draw, and draw again when Python sends other attention. */
