@@ -5,7 +5,7 @@
 // its refusals (404 with X-Error-Code EntryNotFound / RepoNotFound / RevisionNotFound, 401
 // GatedRepo). `requests` logs every path asked for.
 //
-//   const hub = await startHub({ 'owner/name': '/path/to/folder' }, { gated: ['owner/gated'], silent: […], stalling: […] });
+//   const hub = await startHub({ 'owner/name': '/path/to/folder' }, { gated: ['owner/gated'], silent: […], stalling: […], stallingHead: […] });
 //   hub.url  // 'http://127.0.0.1:PORT'
 //   await hub.close();
 
@@ -21,11 +21,12 @@ const CORS = {
   'cross-origin-resource-policy': 'cross-origin',
 };
 
-export function startHub(repos, { gated = [], silent = [], stalling = [] } = {}) {
+export function startHub(repos, { gated = [], silent = [], stalling = [], stallingHead = [] } = {}) {
   const requests = [];
   // silent: repos whose every file gets no answer at all; stalling: repos whose weights' download
-  // (a request not from byte 0) sends its headers and a few bytes, then nothing. Until release(repo).
-  const held = new Set([...silent, ...stalling]);
+  // (a request not from byte 0) sends its headers and a few bytes, then nothing; stallingHead:
+  // repos whose weights' header read (bytes=0-N, N > 0) sends 1 MiB, then nothing. Until release(repo).
+  const held = new Set([...silent, ...stalling, ...stallingHead]);
   const hanging = new Set();
   const hang = (res) => {
     hanging.add(res);
@@ -70,6 +71,15 @@ export function startHub(repos, { gated = [], silent = [], stalling = [] } = {})
         const start = Number(/^bytes=(\d+)-/.exec(req.headers.range || '')?.[1] || 0);
         res.writeHead(206, { ...CORS, 'content-type': 'application/octet-stream', 'content-range': `bytes ${start}-${size - 1}/${size}`, 'content-length': String(size - start) });
         res.write(Buffer.alloc(100));
+        hang(res);
+        return;
+      }
+      const head = /^bytes=0-(\d+)$/.exec(req.headers.range || '');
+      if (stallingHead.includes(cdn[1]) && held.has(cdn[1]) && head && Number(head[1]) > 0) {
+        const file = path.join(repos[cdn[1]], cdn[2]);
+        const end = Math.min(statSync(file).size - 1, Number(head[1]));
+        res.writeHead(206, { ...CORS, 'content-type': 'application/octet-stream', 'content-range': `bytes 0-${end}/${statSync(file).size}`, 'content-length': String(end + 1) });
+        res.write(readFileSync(file).subarray(0, Math.min(end + 1, 1 << 20)));
         hang(res);
         return;
       }

@@ -36,10 +36,11 @@ before(async () => {
       'attnviz-test/silent': path.join(dir, 'tiny-bert'),
       'attnviz-test/silent-widget': path.join(dir, 'tiny-bert'),
       'attnviz-test/stalling': path.join(dir, 'tiny-bert'),
+      'attnviz-test/stalling-gguf': path.join(ROOT, 'models/smollm2'),
       'sentence-transformers/all-MiniLM-L6-v2': path.join(ROOT, 'models/minilm'),
       'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF': path.join(ROOT, 'models/smollm2'),
     },
-    { gated: ['attnviz-test/gated'], silent: ['attnviz-test/silent', 'attnviz-test/silent-widget'], stalling: ['attnviz-test/stalling'] },
+    { gated: ['attnviz-test/gated'], silent: ['attnviz-test/silent', 'attnviz-test/silent-widget'], stalling: ['attnviz-test/stalling'], stallingHead: ['attnviz-test/stalling-gguf'] },
   );
 });
 after(async () => {
@@ -213,6 +214,31 @@ test('page: a Hub that does not answer, or stops sending, is given up after ?hub
       await page.selectOption('#model', 'minilm-l6');
       await waitModel(page, 'minilm-l6');
     }
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('page: a GGUF’s header read (its first 32 MiB) shows the file and its bytes as they come, and when they stop it is given up with why and a Retry button', async () => {
+  const app = await openApp(browser, `${server.url}?hub=${encodeURIComponent(hub.url)}&hubTimeout=2#t=${encodeURIComponent(TEXT)}`);
+  const { page } = app;
+  const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
+  try {
+    // Every text the progress line shows, as it changes.
+    await page.evaluate(() => {
+      window.progressSeen = [];
+      const el = document.getElementById('progress-text');
+      new MutationObserver(() => window.progressSeen.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    await openFromHub(page, 'attnviz-test/stalling-gguf', { file: gguf });
+    const why = new RegExp(`attnviz-test/stalling-gguf@main/${gguf.replace(/\./g, '\\.')}: stalled, no bytes for 2 s after 1048576 of 33554432 bytes`);
+    await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('notice').textContent), why.source, { timeout: 30_000 }).catch(async (e) => {
+      throw new Error(`${e.message}; the notice: ${await page.textContent('#notice')}`);
+    });
+    assert.ok((await page.evaluate(() => window.progressSeen)).includes(`${gguf}'s header: 1.0 MiB / 32.0 MiB`), `the header's progress was shown: ${JSON.stringify(await page.evaluate(() => window.progressSeen))}`);
+    assert.ok(await page.isVisible('#retry'), 'Retry is offered');
+    assert.equal((await seen(page)).model, 'minilm-l6', 'the model in use stays');
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();

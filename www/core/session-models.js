@@ -124,7 +124,7 @@ export const modelMethods = {
     try {
       return await this.opening(id, (inspected) =>
         openHubModel(id, inspected, (p) => {
-          this.progress = { loaded: p.loaded, total: p.total };
+          this.progress = { loaded: p.loaded, total: p.total, reading: p.reading };
           this.emit('progress');
         }),
       );

@@ -74,7 +74,7 @@ export class Session {
     this.exact = { model: null, phase: 'idle' };
     this.info = null; // its info(), once loaded
     this.phase = 'idle'; // idle | loading | ready | error
-    this.progress = null; // { loaded, total } while a model downloads
+    this.progress = null; // { loaded, total, reading? } while a model downloads (reading: a header being read)
     this.error = null; // the last failure, as text
     this.notice = null; // something the user should know (e.g. an unknown model in a permalink)
     this.opened = null; // inspectModel()'s report on the last model the user opened

@@ -9,7 +9,8 @@ export function renderProgress(el, session) {
   if (!p) return;
   el.progress.max = p.total || 1;
   el.progress.value = p.loaded;
-  el.progressText.textContent = p.total ? `${mib(p.loaded)} / ${mib(p.total)}` : '';
+  // (a Hub model's headers are read first: which file's, then its weights as bytes of the total)
+  el.progressText.textContent = p.total ? `${p.reading ? `${p.reading}: ` : ''}${mib(p.loaded)} / ${mib(p.total)}` : '';
 }
 
 export function renderStatus(el, session) {

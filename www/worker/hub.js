@@ -68,8 +68,10 @@ function refusal(res, where) {
  *   const bytes = await files.get(name).bytes(onChunk);
  */
 export class HubRepo {
-  constructor(hub, { repo, revision, file }, patienceMs = DEFAULT_HUB_PATIENCE_MS) {
+  /** onHeadBytes(name, loaded, total): a header read's progress (a GGUF's is its first 32 MiB). */
+  constructor(hub, { repo, revision, file }, patienceMs = DEFAULT_HUB_PATIENCE_MS, onHeadBytes = () => {}) {
     this.patienceMs = patienceMs;
+    this.onHeadBytes = onHeadBytes;
     this.hub = String(hub || DEFAULT_HUB).replace(/\/+$/, '');
     this.repo = repo;
     this.revision = revision;
@@ -156,7 +158,8 @@ export class RemoteFile {
     this.head = null; // the bytes from 0 that a slice read (a GGUF's first 32 MiB): not fetched twice
   }
 
-  /** Bytes [start, end) as a Blob's slice would give them: { arrayBuffer() }, one Range request. */
+  /** Bytes [start, end) as a Blob's slice would give them: { arrayBuffer() }, one Range request,
+   *  read as a download is (its progress told, given up when the bytes stop coming). */
   slice(start = 0, end = this.size) {
     const from = Math.max(0, start);
     const to = Math.min(this.size, end);
@@ -164,11 +167,19 @@ export class RemoteFile {
       arrayBuffer: async () => {
         if (to <= from) return new ArrayBuffer(0);
         const res = await this.repo.get(this.name, `bytes=${from}-${to - 1}`);
-        const whole = await res.arrayBuffer();
-        // A server that ignored the Range sent the whole file.
-        const buf = res.status === 206 ? whole : whole.slice(from, to);
-        if (from === 0 && buf.byteLength === to) this.head = new Uint8Array(buf.slice(0));
-        return buf;
+        // A server that ignored the Range sends the whole file.
+        const partial = res.status === 206;
+        let loaded = 0;
+        const got = await receive(res, {
+          expected: partial ? to - from : this.size,
+          onChunk: (n) => this.repo.onHeadBytes(this.name, (loaded += n), partial ? to - from : this.size),
+          what: this.repo.where(this.name),
+          said: 'the server said',
+          stallMs: this.repo.patienceMs,
+        });
+        const buf = partial ? got : got.slice(from, to); // each its own whole buffer
+        if (from === 0 && buf.byteLength === to) this.head = buf; // (read only, by readHeads and bytes())
+        return buf.buffer;
       },
     };
   }

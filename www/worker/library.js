@@ -174,7 +174,8 @@ export async function openHubModel(id, progress) {
   const canonical = hubId(parsed);
   const kept = index.find((m) => m.user && m.id === canonical);
   if (kept) return keptAnswer(kept, null);
-  const repo = new HubRepo(hub, parsed, hubPatienceMs);
+  // A header read's progress, per file: a GGUF's first 32 MiB take a while on a slow network.
+  const repo = new HubRepo(hub, parsed, hubPatienceMs, (file, loaded, total) => progress({ loaded, total, reading: `${file}'s header` }));
   const remote = await repo.modelFiles();
   let loaded = 0;
   let total = 0;

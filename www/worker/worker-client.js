@@ -190,7 +190,8 @@ export function openModel(files, name, onInspected = () => {}) {
 /**
  * A model of the Hugging Face Hub by id (hf:owner/name[@revision][?file=x.gguf], worker/hub.js)
  * → as openModel's answer: the worker fetches the repo's headers (onInspected(report)), then its
- * files (onProgress({ loaded, total })), loads and keeps them; the catalogue gains the model under
+ * files (onProgress({ loaded, total, reading }): `reading` names a header being read, absent for
+ * the weights' download), loads and keeps them; the catalogue gains the model under
  * that id. Rejects naming the repo and the file that failed.
  */
 export function openHubModel(id, onInspected = () => {}, onProgress = () => {}) {
