@@ -220,7 +220,7 @@ test('page: a Hub that does not answer, or stops sending, is given up after ?hub
   }
 });
 
-test('page: a GGUF’s header read (its first 32 MiB) shows the file and its bytes as they come, and when they stop it is given up with why and a Retry button', async () => {
+test('page: a GGUF’s header read (its first 32 MiB) shows the file and its bytes as they come, and when they stop it is given up with why and a Retry button', { timeout: 120_000 }, async () => {
   const app = await openApp(browser, `${server.url}?hub=${encodeURIComponent(hub.url)}&hubTimeout=2#t=${encodeURIComponent(TEXT)}`);
   const { page } = app;
   const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
@@ -242,6 +242,29 @@ test('page: a GGUF’s header read (its first 32 MiB) shows the file and its byt
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();
+  }
+});
+
+test('widget: a GGUF’s header read says the file and its bytes in place of the map, and when they stop, why', { timeout: 120_000 }, async () => {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${server.url}models/index.json`); // a host page of this origin with no CSP of ours
+    // Every message the widget shows, sampled every 20 ms from before it starts.
+    await page.evaluate(() => {
+      window.msgSeen = [];
+      setInterval(() => {
+        const msg = document.getElementById('w')?.shadowRoot?.querySelector('.msg')?.textContent;
+        if (msg && msg !== window.msgSeen.at(-1)) window.msgSeen.push(msg);
+      }, 20);
+    });
+    const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
+    const failed = await mountHubWidget(page, `hf:attnviz-test/stalling-gguf?file=${gguf}`, { hub: hub.url, hubTimeout: '2' });
+    assert.match(failed.error, new RegExp(`${gguf.replace(/\./g, '\\.')}: stalled, no bytes for 2 s after 1048576 of 33554432 bytes`));
+    const seenMsgs = await page.evaluate(() => window.msgSeen);
+    assert.ok(seenMsgs.some((m) => m.startsWith(`Reading ${gguf}'s header: 1.0 MiB / 32.0 MiB…`)), JSON.stringify(seenMsgs));
+  } finally {
+    await context.close();
   }
 });
 

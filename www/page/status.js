@@ -1,6 +1,6 @@
 // The page's status line, download progress, truncation warnings and translation output.
 
-import { loadingText, mib, summary } from '../shell/prose.js';
+import { loadingText, progressText, summary } from '../shell/prose.js';
 import { permalinkNotice, textLimitNotice } from '../core/state.js';
 
 export function renderProgress(el, session) {
@@ -9,8 +9,7 @@ export function renderProgress(el, session) {
   if (!p) return;
   el.progress.max = p.total || 1;
   el.progress.value = p.loaded;
-  // (a Hub model's headers are read first: which file's, then its weights as bytes of the total)
-  el.progressText.textContent = p.total ? `${p.reading ? `${p.reading}: ` : ''}${mib(p.loaded)} / ${mib(p.total)}` : '';
+  el.progressText.textContent = progressText(p);
 }
 
 export function renderStatus(el, session) {

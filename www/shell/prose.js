@@ -40,8 +40,14 @@ function filterNotes(s, input) {
 
 export const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
 
+/** A download's progress in words: bytes of the total, and which header while one is read (a Hub
+ *  model's, before its weights); '' with no total. */
+export const progressText = (p) => (p && p.total ? `${p.reading ? `${p.reading}: ` : ''}${mib(p.loaded)} / ${mib(p.total)}` : '');
+
 /** The status line while a model loads: its download size the first time (then it is kept). */
 export function loadingText(session) {
+  const p = session.progress;
+  if (p && p.reading) return `Reading ${progressText(p)}…`;
   const m = session.manifest;
   if (!m) return 'Loading…';
   const bytes = downloadBytes(m, session.weightsInUse());
