@@ -43,6 +43,18 @@ export function packageFiles() {
 
 const cargoVersion = () => /^version\s*=\s*"([^"]+)"/m.exec(readFileSync(path.join(ROOT, 'Cargo.toml'), 'utf8'))[1];
 
+// The widget's attributes are documented once, in README.md between these markers; the package's
+// README (scripts/npm/README.md) has the same markers, filled with that text when it is packed.
+const ATTRIBUTES = /<!-- widget-attributes[^>]*-->\n([\s\S]*?)<!-- \/widget-attributes -->/;
+
+/** The package's README: scripts/npm/README.md with the main README's attribute list in it. */
+export function packageReadme() {
+  const main = ATTRIBUTES.exec(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
+  const template = readFileSync(path.join(ROOT, 'scripts/npm/README.md'), 'utf8');
+  if (!main || !ATTRIBUTES.test(template)) throw new Error('README.md and scripts/npm/README.md each need the <!-- widget-attributes --> block');
+  return template.replace(ATTRIBUTES, () => main[1].trimEnd() + '\n');
+}
+
 /** Write dist/package/ and pack it → { tarball, bytes, files }. */
 export function buildPackage() {
   const out = path.join(ROOT, 'dist', 'package');
@@ -52,10 +64,11 @@ export function buildPackage() {
     mkdirSync(path.dirname(path.join(out, rel)), { recursive: true });
     copyFileSync(source(rel), path.join(out, rel));
   }
-  for (const f of ['README.md', 'attention-viz.d.ts', 'bin/attnviz.mjs']) {
+  for (const f of ['attention-viz.d.ts', 'bin/attnviz.mjs']) {
     mkdirSync(path.dirname(path.join(out, f)), { recursive: true });
     copyFileSync(path.join(ROOT, 'scripts/npm', f), path.join(out, f));
   }
+  writeFileSync(path.join(out, 'README.md'), packageReadme());
   // `npx attnviz models`: the downloader make models runs, the one source of the models' hashes.
   copyFileSync(path.join(ROOT, 'python/attnviz/fetch_models.py'), path.join(out, 'fetch_models.py'));
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'scripts/npm/package.json'), 'utf8'));

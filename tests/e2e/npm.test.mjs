@@ -87,6 +87,15 @@ test('the tarball: the widget’s files and nothing else, no dependencies, under
   console.log(`# ${path.basename(packed.tarball)}: ${packed.bytes} bytes packed, ${packed.unpacked} unpacked, ${packed.files.length} files`);
 });
 
+test('the package’s README documents every attribute the widget reads, in the main README’s words', { skip: SKIP }, async () => {
+  const readme = readFileSync(path.join(project, 'node_modules/attnviz/README.md'), 'utf8');
+  const main = /<!-- widget-attributes[^>]*-->\n([\s\S]*?)<!-- \/widget-attributes -->/.exec(readFileSync(path.join(ROOT, 'README.md'), 'utf8'))[1];
+  assert.ok(readme.includes(main.trimEnd()), 'the main README’s attribute list, word for word');
+  assert.doesNotMatch(readme, /widget-attributes/, 'no marker left');
+  const { STATE_ATTRIBUTES } = await import('../../www/core/state.js');
+  for (const name of [...STATE_ATTRIBUTES, 'editable', 'height', 'loading']) assert.ok(main.includes(`\`${name}\``), `the attribute ${name} is documented`);
+});
+
 test('a plain page with an import map, served as static files, draws a widget with a Hub id', { skip: SKIP }, async () => {
   writeFileSync(path.join(project, 'importmap.html'), `<!doctype html><meta charset="utf-8"><title>A lesson</title>
 <script type="importmap">{ "imports": { "attnviz": "./node_modules/attnviz/attention-viz.js" } }</script>
