@@ -68,7 +68,8 @@ function refusal(res, where) {
  *   const bytes = await files.get(name).bytes(onChunk);
  */
 export class HubRepo {
-  /** onHeadBytes(name, loaded, total): a header read's progress (a GGUF's is its first 32 MiB). */
+  /** onHeadBytes(name, loaded, total, whole): a header read's progress (a GGUF's is its first
+   *  32 MiB; whole: the read is the whole file, as config.json's is). */
   constructor(hub, { repo, revision, file }, patienceMs = DEFAULT_HUB_PATIENCE_MS, onHeadBytes = () => {}) {
     this.patienceMs = patienceMs;
     this.onHeadBytes = onHeadBytes;
@@ -172,7 +173,7 @@ export class RemoteFile {
         let loaded = 0;
         const got = await receive(res, {
           expected: partial ? to - from : this.size,
-          onChunk: (n) => this.repo.onHeadBytes(this.name, (loaded += n), partial ? to - from : this.size),
+          onChunk: (n) => this.repo.onHeadBytes(this.name, (loaded += n), partial ? to - from : this.size, to - from === this.size),
           what: this.repo.where(this.name),
           said: 'the server said',
           stallMs: this.repo.patienceMs,

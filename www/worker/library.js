@@ -175,7 +175,7 @@ export async function openHubModel(id, progress) {
   const kept = index.find((m) => m.user && m.id === canonical);
   if (kept) return keptAnswer(kept, null);
   // A header read's progress, per file: a GGUF's first 32 MiB take a while on a slow network.
-  const repo = new HubRepo(hub, parsed, hubPatienceMs, (file, loaded, total) => progress({ loaded, total, reading: `${file}'s header` }));
+  const repo = new HubRepo(hub, parsed, hubPatienceMs, (file, loaded, total, whole) => progress({ loaded, total, reading: whole ? file : `${file}'s header` }));
   const remote = await repo.modelFiles();
   let loaded = 0;
   let total = 0;

@@ -31,7 +31,7 @@
 //     (a user's model: its headers inspected, then loaded, then kept; report: inspectModel()'s;
 //     storage: false where this browser keeps nothing for us, so stored is false too)
 //   → { id, type: 'open-hub', model }                  ← { id, type: 'progress', inspected: report }
-//                                                       ← { id, type: 'progress', loaded, total, reading? }* (reading: "<file>'s header")
+//                                                       ← { id, type: 'progress', loaded, total, reading? }* (reading: "<file>'s header", or the file read whole)
 //                                                       ← { id, type: 'opened', … } (as for open)
 //     (model: a Hub id, hub.js: its headers inspected, then its files fetched, loaded and kept)
 //   → { id, type: 'remove', model }                    ← { id, type: 'removed' } (a user's model, from storage)
