@@ -19,7 +19,7 @@
 //! reaches [`PATTERN_MIN`]; otherwise `broad` when the normalised entropy reaches [`BROAD_MIN`],
 //! else `mixed`.
 
-use crate::result::{AttentionBlock, AttentionKind};
+use crate::result::{row_entropies, AttentionBlock, AttentionKind};
 use serde::Serialize;
 
 /// A pattern names a head when at least this share of its weight follows it.
@@ -96,9 +96,7 @@ pub fn score_block(
         .map(|h| {
             let rows = || (0..tq).map(move |i| (i, block.row(h, i)));
             // One logarithm per weight: each row's entropy serves both the mean and `broad`.
-            let entropies: Vec<f32> = rows()
-                .map(|(_, r)| r.iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum::<f32>())
-                .collect();
+            let entropies = row_entropies(block, h);
             let visible = |i: usize| if causal && same_sequence { i + 1 } else { tk };
             let entropy = mean(entropies.iter().copied()).unwrap_or(0.0);
             let broad = mean(

@@ -4,7 +4,7 @@
 //! collects them. Plus small analyses used by the CLI table.
 
 use crate::error::{invalid_model, Result};
-use crate::tensor::{all_finite, matmul_bt, View};
+use crate::tensor::{all_finite, entropy, matmul_bt, View};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -461,9 +461,7 @@ fn join_columns(left: &[f32], from: usize, right: &[f32], added: usize) -> Vec<f
 
 /// Shannon entropy (nats) of each query row of one head, `# [Tq]`.
 pub fn row_entropies(block: &AttentionBlock, head: usize) -> Vec<f32> {
-    (0..block.query_len)
-        .map(|q| block.row(head, q).iter().filter(|&&p| p > 0.0).map(|&p| -p * p.ln()).sum())
-        .collect()
+    (0..block.query_len).map(|q| entropy(block.row(head, q))).collect()
 }
 
 /// The `n` largest weights of one row as `(key index, weight)`, largest first.

@@ -14,7 +14,7 @@ pub(crate) use gemm::{matmul_bt_cols, OutPtr, PARALLEL_FROM_MACS};
 pub use lanes::Element;
 pub use mat::{Mat, View};
 pub use ops::{
-    all_finite, exp_lanes, gelu, gelu_tanh, layer_norm, relu, rms_norm, sigmoid, silu,
+    all_finite, entropy, exp_lanes, gelu, gelu_tanh, layer_norm, relu, rms_norm, sigmoid, silu,
     softmax_in_place,
 };
 pub use quantized::{linear_blocks, linear_quantized, QuantizedMat, WeightMatrix};
