@@ -47,12 +47,18 @@ const cargoVersion = () => /^version\s*=\s*"([^"]+)"/m.exec(readFileSync(path.jo
 // README (scripts/npm/README.md) has the same markers, filled with that text when it is packed.
 const ATTRIBUTES = /<!-- widget-attributes[^>]*-->\n([\s\S]*?)<!-- \/widget-attributes -->/;
 
+/** README.md's attribute list (the text between the markers), or null without the markers. */
+export function attributeList() {
+  const main = ATTRIBUTES.exec(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
+  return main ? main[1].trimEnd() : null;
+}
+
 /** The package's README: scripts/npm/README.md with the main README's attribute list in it. */
 export function packageReadme() {
-  const main = ATTRIBUTES.exec(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
+  const list = attributeList();
   const template = readFileSync(path.join(ROOT, 'scripts/npm/README.md'), 'utf8');
-  if (!main || !ATTRIBUTES.test(template)) throw new Error('README.md and scripts/npm/README.md each need the <!-- widget-attributes --> block');
-  return template.replace(ATTRIBUTES, () => main[1].trimEnd() + '\n');
+  if (list === null || !ATTRIBUTES.test(template)) throw new Error('README.md and scripts/npm/README.md each need the <!-- widget-attributes --> block');
+  return template.replace(ATTRIBUTES, () => `${list}\n`);
 }
 
 /** Write dist/package/ and pack it → { tarball, bytes, files }. */
