@@ -77,8 +77,9 @@ export function startHub(repos, { gated = [], silent = [], stalling = [], stalli
       const head = /^bytes=0-(\d+)$/.exec(req.headers.range || '');
       if (stallingHead.includes(cdn[1]) && held.has(cdn[1]) && head && Number(head[1]) > 0) {
         const file = path.join(repos[cdn[1]], cdn[2]);
-        const end = Math.min(statSync(file).size - 1, Number(head[1]));
-        res.writeHead(206, { ...CORS, 'content-type': 'application/octet-stream', 'content-range': `bytes 0-${end}/${statSync(file).size}`, 'content-length': String(end + 1) });
+        const size = statSync(file).size;
+        const end = Math.min(size - 1, Number(head[1]));
+        res.writeHead(206, { ...CORS, 'content-type': 'application/octet-stream', 'content-range': `bytes 0-${end}/${size}`, 'content-length': String(end + 1) });
         res.write(readFileSync(file).subarray(0, Math.min(end + 1, 1 << 20)));
         hang(res);
         return;

@@ -18,6 +18,10 @@ import { startHub } from './hub-server.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TEXT = 'The cat sat on the mat.';
+// SmolLM2's GGUF, served by two repos (one of them stalls its header read after 1 MiB), and why
+// that one is given up at hubTimeout=2.
+const GGUF = 'SmolLM2-135M-Instruct.Q4_1.gguf';
+const HEAD_STALLED = new RegExp(`${GGUF.replace(/\./g, '\\.')}: stalled, no bytes for 2 s after 1048576 of 33554432 bytes`);
 let server;
 let browser;
 let dir;
@@ -126,18 +130,17 @@ test('page: a permalink naming a sharded Hub repo opens it; a gated, missing or 
       assert.equal(s.model, 'hf:attnviz-test/tiny-bert-sharded', `${repo}: the model in use stays`);
     }
     // A GGUF repo: the file named, here by the file's URL pasted from the Hub.
-    const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
     const n = (await seen(page)).draws;
     const ggufFrom = hub.requests.length;
-    await openFromHub(page, `https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/blob/main/${gguf}`);
-    await waitModel(page, `hf:HuggingFaceTB/SmolLM2-135M-Instruct-GGUF?file=${gguf}`, n);
+    await openFromHub(page, `https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/blob/main/${GGUF}`);
+    await waitModel(page, `hf:HuggingFaceTB/SmolLM2-135M-Instruct-GGUF?file=${GGUF}`, n);
     s = await seen(page);
     assert.deepEqual(s.tokens, cliJson('attend', '--model', path.join(ROOT, 'models/smollm2'), '--text', s.text).tokens.source);
     assert.match(s.notice, /Llama decoder, gguf/i);
     // Its header (the first 32 MiB) was read to inspect it, and not fetched again with the rest.
-    const size = statSync(path.join(ROOT, 'models/smollm2', gguf)).size;
+    const size = statSync(path.join(ROOT, 'models/smollm2', GGUF)).size;
     // (Each download is the Hub's redirect, then the CDN's bytes: the latter are counted.)
-    const fetched = asked(ggufFrom, 'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF', gguf).filter((r) => r.path.startsWith('/cdn/')).reduce((sum, r) => {
+    const fetched = asked(ggufFrom, 'HuggingFaceTB/SmolLM2-135M-Instruct-GGUF', GGUF).filter((r) => r.path.startsWith('/cdn/')).reduce((sum, r) => {
       const m = /^bytes=(\d+)-(\d*)$/.exec(r.range || '');
       return sum + (!m ? size : (m[2] ? Number(m[2]) : size - 1) - Number(m[1]) + 1);
     }, 0);
@@ -223,7 +226,6 @@ test('page: a Hub that does not answer, or stops sending, is given up after ?hub
 test('page: a GGUF’s header read (its first 32 MiB) shows the file and its bytes as they come, and when they stop it is given up with why and a Retry button', { timeout: 120_000 }, async () => {
   const app = await openApp(browser, `${server.url}?hub=${encodeURIComponent(hub.url)}&hubTimeout=2#t=${encodeURIComponent(TEXT)}`);
   const { page } = app;
-  const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
   try {
     // Every text the progress line shows, as it changes.
     await page.evaluate(() => {
@@ -231,12 +233,11 @@ test('page: a GGUF’s header read (its first 32 MiB) shows the file and its byt
       const el = document.getElementById('progress-text');
       new MutationObserver(() => window.progressSeen.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
     });
-    await openFromHub(page, 'attnviz-test/stalling-gguf', { file: gguf });
-    const why = new RegExp(`attnviz-test/stalling-gguf@main/${gguf.replace(/\./g, '\\.')}: stalled, no bytes for 2 s after 1048576 of 33554432 bytes`);
-    await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('notice').textContent), why.source, { timeout: 30_000 }).catch(async (e) => {
+    await openFromHub(page, 'attnviz-test/stalling-gguf', { file: GGUF });
+    await page.waitForFunction((re) => new RegExp(re).test(document.getElementById('notice').textContent), `attnviz-test/stalling-gguf@main/${HEAD_STALLED.source}`, { timeout: 30_000 }).catch(async (e) => {
       throw new Error(`${e.message}; the notice: ${await page.textContent('#notice')}`);
     });
-    assert.ok((await page.evaluate(() => window.progressSeen)).includes(`${gguf}'s header: 1.0 MiB / 32.0 MiB`), `the header's progress was shown: ${JSON.stringify(await page.evaluate(() => window.progressSeen))}`);
+    assert.ok((await page.evaluate(() => window.progressSeen)).includes(`${GGUF}'s header: 1.0 MiB / 32.0 MiB`), `the header's progress was shown: ${JSON.stringify(await page.evaluate(() => window.progressSeen))}`);
     assert.ok(await page.isVisible('#retry'), 'Retry is offered');
     assert.equal((await seen(page)).model, 'minilm-l6', 'the model in use stays');
     assert.deepEqual(app.pageErrors, []);
@@ -258,11 +259,10 @@ test('widget: a GGUF’s header read says the file and its bytes in place of the
         if (msg && msg !== window.msgSeen.at(-1)) window.msgSeen.push(msg);
       }, 20);
     });
-    const gguf = 'SmolLM2-135M-Instruct.Q4_1.gguf';
-    const failed = await mountHubWidget(page, `hf:attnviz-test/stalling-gguf?file=${gguf}`, { hub: hub.url, hubTimeout: '2' });
-    assert.match(failed.error, new RegExp(`${gguf.replace(/\./g, '\\.')}: stalled, no bytes for 2 s after 1048576 of 33554432 bytes`));
+    const failed = await mountHubWidget(page, `hf:attnviz-test/stalling-gguf?file=${GGUF}`, { hub: hub.url, hubTimeout: '2' });
+    assert.match(failed.error, HEAD_STALLED);
     const seenMsgs = await page.evaluate(() => window.msgSeen);
-    assert.ok(seenMsgs.some((m) => m.startsWith(`Reading ${gguf}'s header: 1.0 MiB / 32.0 MiB…`)), JSON.stringify(seenMsgs));
+    assert.ok(seenMsgs.some((m) => m.startsWith(`Reading ${GGUF}'s header: 1.0 MiB / 32.0 MiB…`)), JSON.stringify(seenMsgs));
   } finally {
     await context.close();
   }
