@@ -24,14 +24,10 @@ export async function widgetWait(page, fn, arg, timeout = 60_000) {
 /** Wait until the widget has drawn more than `since` times (its first drawing: since = 0) and has
  *  nothing more on its way (MiniLM's exact weights follow its int8 first map: issue 26). */
 export async function drawnAfter(page, since = 0, timeout = 120_000) {
-  try {
-    await page.waitForFunction((n) => {
-      const w = document.getElementById('w');
-      return w && (w.dataset.state === 'error' || (w.dataset.state === 'ready' && Number(w.dataset.drawCount) > n && !w.session.pending && !w.shell.busy));
-    }, since, { timeout, polling: 100 });
-  } catch (e) {
-    throw new Error(`the widget did not draw: ${JSON.stringify(await widgetState(page))}`, { cause: e });
-  }
+  await widgetWait(page, (n) => {
+    const w = document.getElementById('w');
+    return w && (w.dataset.state === 'error' || (w.dataset.state === 'ready' && Number(w.dataset.drawCount) > n && !w.session.pending && !w.shell.busy));
+  }, since, timeout);
   const s = await widgetState(page);
   assert.equal(s.state, 'ready', s.msg);
   return s.draws;
