@@ -23,8 +23,8 @@ const FILES = ['notebook.js', 'worker.js', 'pkg/attnviz.js', 'pkg/attnviz_bg.was
 // The inputs' hash at the last build: the same inputs are not bundled again.
 const STAMP = path.join(ROOT, 'python', 'attnviz', '.notebook-inputs');
 
-// make test runs this in two lanes at once (test-py, test-e2e): one at a time, each writing the
-// whole folder (a lock folder, as mkdir is atomic everywhere; one older than 10 minutes is stale).
+// make test runs this in two lanes at once (test-py, test-e2e): one at a time (a lock folder, as
+// mkdir is atomic everywhere; one older than 10 minutes is stale), the second finding it built.
 const LOCK = path.join(ROOT, 'python', 'attnviz', '.notebook-build.lock');
 for (const t0 = Date.now(); ;) {
   try {
