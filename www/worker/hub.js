@@ -170,10 +170,11 @@ export class RemoteFile {
         const res = await this.repo.get(this.name, `bytes=${from}-${to - 1}`);
         // A server that ignored the Range sends the whole file.
         const partial = res.status === 206;
+        const expected = partial ? to - from : this.size;
         let loaded = 0;
         const got = await receive(res, {
-          expected: partial ? to - from : this.size,
-          onChunk: (n) => this.repo.onHeadBytes(this.name, (loaded += n), partial ? to - from : this.size, to - from === this.size),
+          expected,
+          onChunk: (n) => this.repo.onHeadBytes(this.name, (loaded += n), expected, to - from === this.size),
           what: this.repo.where(this.name),
           said: 'the server said',
           stallMs: this.repo.patienceMs,
