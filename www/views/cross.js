@@ -12,6 +12,8 @@ const STACK_PITCH = CHIP_H + 4; // chip pitch in the stacked (narrow) layout, at
 const MIN_STACK_PITCH = 18; // … and at least, when the chips shrink to fit the box's height
 const NUM_W = 34; // room for a weight printed right of a source chip (stacked layout)
 const MIN_LINES_W = 56; // the least room left between the two columns for the lines
+const MIN_CELL = 2; // the matrix's least cell (px), where 8 px cells would not fit the width
+const LABEL_PX = 8; // the least pitch (and font px) of the matrix's labels: below it, a label every few cells
 
 
 function chips(ctx, labels, maxW) {
@@ -89,13 +91,19 @@ function geometry(ctx, prep, width, title, height = Infinity) {
   const labelW = Math.min(120, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
   // Matrix: 8 px left margin, labels, cells, then the colour bar (14 + 12) and its labels (~38).
   const matTop = blockBottom + colLabelH;
-  // The matrix's cells as large as the width and the box's height (state.boxHeight) allow.
-  const cell = Math.max(8, Math.min(30, Math.floor((w0 - labelW - 8 - 64) / Math.max(1, prep.cols)), Math.floor((height - matTop - 16) / Math.max(1, prep.rows))));
+  // The matrix's cells as large as the width and the box's height (state.boxHeight) allow, at
+  // least 8 px for the height (the box scrolls down to them) but narrower where the width holds
+  // no more: a wider canvas at 256 source tokens (2,186 px for a 1,160 px box) cost a 40–60 ms
+  // allocation and a sideways scroll; its labels then stand every few cells.
+  const widthCell = Math.floor((w0 - labelW - 8 - 64) / Math.max(1, prep.cols));
+  const heightCell = Math.floor((height - matTop - 16) / Math.max(1, prep.rows));
+  const cell = Math.max(MIN_CELL, Math.min(30, widthCell, Math.max(8, heightCell)));
+  const every = cell >= LABEL_PX ? 1 : Math.ceil(LABEL_PX / cell);
   // The last column's label is drawn at 45° up and to the right of its cell.
   const right = Math.max(64, cell / 2 + Math.min(colTextW, colLabelH * 1.3) * 0.71 + 8);
   const w = Math.max(w0, mode === 'rows' ? Math.max(top.width, bottom.width) + 32 : 0, Math.ceil(8 + labelW + cell * prep.cols + right));
   return {
-    mode, titles, noteLines, top, bottom, headerH, rowTop, rowBottom, colX, labelW, cell, colLabelH, matTop,
+    mode, titles, noteLines, top, bottom, headerH, rowTop, rowBottom, colX, labelW, cell, every, colLabelH, matTop,
     pitch, chipH: mode === 'rows' ? CHIP_H : pitch - 4,
     width: w,
     height: matTop + cell * prep.rows + 16,
@@ -155,7 +163,9 @@ function matrixOf(input, state) {
   return { prep, mat };
 }
 
-export function draw(ctx, input, state, theme, width) {
+/** Drawn in steps (slices.js): at 256 source tokens one pass over lines, chips, matrix and labels
+ *  took ~50 ms of the main thread. */
+export function* draw(ctx, input, state, theme, width) {
   const m = matrixOf(input, state);
   if (!m) {
     clear(ctx, width, 80, theme);
@@ -197,6 +207,7 @@ export function draw(ctx, input, state, theme, width) {
     ctx.stroke();
   }
   ctx.globalAlpha = 1;
+  yield;
 
   // Column / row captions
   ctx.fillStyle = theme.muted;
@@ -218,8 +229,10 @@ export function draw(ctx, input, state, theme, width) {
     ctx.fillStyle = i === t ? theme.bg : i > t ? theme.muted : theme.fg;
     ctx.fillText(c.text, b.x + b.w / 2, b.y + g.chipH / 2);
   });
+  yield;
   // Source chips, background by weight, the weight below (rows) or beside (stacked)
-  g.bottom.chips.forEach((c, j) => {
+  for (let j = 0; j < g.bottom.chips.length; j++) {
+    const c = g.bottom.chips[j];
     const b = sourceBox(g, j);
     const v = row[j] / rowMax;
     ctx.fillStyle = rgb(viridis(v));
@@ -236,7 +249,9 @@ export function draw(ctx, input, state, theme, width) {
       ctx.textAlign = 'left';
       ctx.fillText(row[j].toFixed(2), b.x + b.w + 4, b.y + g.chipH / 2);
     } else ctx.fillText(row[j].toFixed(2), b.x + b.w / 2, b.y + g.chipH + 9);
-  });
+    if (j % 64 === 63) yield;
+  }
+  yield;
 
   // The whole matrix, current step outlined
   const mx = 8 + g.labelW;
@@ -245,16 +260,18 @@ export function draw(ctx, input, state, theme, width) {
   ctx.strokeStyle = theme.accent;
   ctx.lineWidth = 2;
   ctx.strokeRect(mx - 1, g.matTop + t * g.cell - 1, g.cell * C + 2, g.cell + 2);
-  ctx.font = font(Math.min(11, g.cell));
+  yield;
+  ctx.font = font(Math.min(11, Math.max(LABEL_PX, g.cell)));
   ctx.textBaseline = 'middle';
   ctx.textAlign = 'right';
-  for (let i = 0; i < prep.rows; i++) {
+  for (let i = 0; i < prep.rows; i += g.every) {
     ctx.fillStyle = i === t ? theme.fg : theme.muted;
     ctx.fillText(fitText(ctx, prep.rowLabels[i], g.labelW - 6), mx - 5, g.matTop + (i + 0.5) * g.cell);
   }
+  yield;
   ctx.textAlign = 'left';
   ctx.fillStyle = theme.muted;
-  for (let j = 0; j < C; j++) {
+  for (let j = 0; j < C; j += g.every) {
     ctx.save();
     ctx.translate(mx + (j + 0.5) * g.cell, g.matTop - 5);
     ctx.rotate(-Math.PI / 4);
