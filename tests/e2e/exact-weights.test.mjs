@@ -103,6 +103,65 @@ test('a permalink with w=int8 keeps the int8 weights: the exact file is never fe
   }
 });
 
+/**
+ * A context whose requests for the f32 weights never get an answer (a slow connection, held), and
+ * what became of them: { onContext, requested, failed } (failed: the request stopped by the page).
+ */
+function holdExactWeights() {
+  const held = { requested: 0, failed: [] };
+  held.onContext = async (context) => {
+    await context.route(`**${F32_FILE}`, () => { held.requested++; }); // never answered
+    context.on('requestfailed', (req) => {
+      if (new URL(req.url()).pathname.endsWith(F32_FILE)) held.failed.push(req.failure()?.errorText);
+    });
+  };
+  return held;
+}
+
+test('page: while the exact weights download, the status line names their size beside a Stop button; Stop keeps the int8 weights (picker, permalink) and ends the download', async () => {
+  const held = holdExactWeights();
+  const hash = new URLSearchParams({ m: 'minilm-l6', t: TEXT }).toString();
+  const app = await openApp(browser, `${server.url}#${hash}`, { settle: false, onContext: held.onContext });
+  const { page } = app;
+  try {
+    await page.waitForFunction(() => /int8 weights \(exact f32 weights loading: [\d.]+ MiB \/ 87\.\d MiB\)/.test(document.getElementById('status').textContent), null, { timeout: 60_000 });
+    assert.ok(await page.isVisible('#stop-exact'), 'no Stop button while the exact weights download');
+    assert.equal(held.requested, 1);
+    await page.click('#stop-exact');
+    await page.waitForFunction(() => document.getElementById('stop-exact').hidden && /^all-MiniLM-L6-v2 · int8 weights · 16 tokens/.test(document.getElementById('status').textContent));
+    assert.doesNotMatch(await status(page), /exact f32/);
+    assert.equal(await page.inputValue('#weights'), 'int8');
+    await page.waitForFunction(() => /[#&]w=int8(&|$)/.test(location.hash));
+    // The worker stopped the download: the request ended, from the page's side.
+    for (let i = 0; i < 50 && !held.failed.length; i++) await page.waitForTimeout(100);
+    assert.equal(held.failed.length, 1, 'the f32 download was not stopped');
+    // Typing still draws, from the int8 weights.
+    await page.fill('#text', 'The cat sat.');
+    await page.waitForFunction(() => window.attnvizDebug.text === 'The cat sat.' && window.attnvizDebug.weights === 'int8');
+    assert.equal(held.requested, 1, 'the f32 weights were asked for again');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('widget: its footer names the exact weights’ download and its size beside a Stop button; Stop keeps the int8 weights and ends the download', async () => {
+  const held = holdExactWeights();
+  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: TEXT }, { onContext: held.onContext });
+  try {
+    const foot = () => page.locator('#w >> .foot').innerText();
+    await page.waitForFunction(() => /int8 weights \(exact f32 weights loading: [\d.]+ MiB \/ 87\.\d MiB\)/.test(document.getElementById('w').shadowRoot.querySelector('.foot').textContent), null, { timeout: 60_000 });
+    await page.locator('#w >> .stop-exact').click();
+    await page.waitForFunction(() => document.getElementById('w').shadowRoot.querySelector('.stop-exact').hidden);
+    assert.doesNotMatch(await foot(), /exact f32/);
+    assert.match(await foot(), /16 tokens · int8 weights · /);
+    for (let i = 0; i < 50 && !held.failed.length; i++) await page.waitForTimeout(100);
+    assert.equal(held.failed.length, 1, 'the f32 download was not stopped');
+  } finally {
+    await close();
+  }
+});
+
 /** The panels of a comparison, by name ('a', 'b', 'd'). */
 const panels = async (page) => Object.fromEntries((await page.evaluate(() => window.attnvizDebug.comparePanels())).map((p) => [p.panel, p]));
 

@@ -271,6 +271,18 @@ export async function downloadBytes(download) {
   return Buffer.concat(chunks);
 }
 
+/** The lesson page's widgets load as they come near the screen (loading="lazy"): scroll to each in
+ *  turn until it has drawn (or failed), then back to the top, and wait for the page's ready state. */
+export async function loadEveryWidget(page, timeout = 180_000) {
+  const ids = await page.$$eval('attention-viz', (all) => all.map((w) => w.id));
+  for (const id of ids) {
+    await page.evaluate((i) => document.getElementById(i).scrollIntoView({ block: 'center' }), id);
+    await page.waitForFunction((i) => ['ready', 'error'].includes(document.getElementById(i).dataset.state), id, { timeout });
+  }
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout });
+}
+
 /** Replace the page's body with one <attention-viz id="w"> with these attributes. */
 export function mountWidget(page, attrs) {
   return page.evaluate((a) => {
@@ -283,9 +295,10 @@ export function mountWidget(page, attrs) {
 }
 
 /** A page on the examples page, holding one <attention-viz id="w"> with `attrs`: { page, close }.
- *  It opens in the browser's shared context unless `fresh` (a context of its own). */
-export async function openWidget(browser, url, attrs, { fresh = false } = {}) {
-  const { context, own } = await contextFor(browser, { fresh });
+ *  It opens in the browser's shared context unless `fresh` or `onContext` (a context of its own,
+ *  given to onContext before the first request). */
+export async function openWidget(browser, url, attrs, { fresh = false, onContext } = {}) {
+  const { context, own } = await contextFor(browser, { fresh, onContext });
   const page = await context.newPage();
   const close = () => closePage(page, context, own);
   try {

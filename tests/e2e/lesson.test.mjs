@@ -3,7 +3,7 @@
 // is "tired" and to the road when it is "wide", with the numbers the lesson prints.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { installInkProbe, openApp, useServerAndBrowser, setViewport } from './harness.mjs';
+import { installInkProbe, loadEveryWidget, openApp, useServerAndBrowser, setViewport } from './harness.mjs';
 
 let server;
 let browser;
@@ -12,9 +12,10 @@ useServerAndBrowser({ prefix: '/' }, (s, b) => {
   browser = b;
 });
 
-/** Open `path` at a given viewport size and wait for the page's ready state. */
+/** Open `path` at a given viewport size, every widget loaded, and wait for the page's ready state. */
 async function openAt(path, viewport) {
   const app = await openApp(browser, `${server.url}${path}`);
+  await loadEveryWidget(app.page);
   if (viewport) {
     await setViewport(app.page, viewport);
     // The widgets redraw for their new width on a resize observer: wait until every canvas has
@@ -176,5 +177,37 @@ test('lesson 1: in the widget\'s layer and head, "it" attends most to the animal
     const r = c.text === 'tired' ? tired : wide;
     const w = r.row[r.keys.indexOf(c.key)];
     assert.ok(Math.abs(w - c.value) <= 0.0051, `the lesson says ${c.value} from "it" to "${c.key}" (${c.text}); the model gives ${w.toFixed(3)}`);
+  }
+});
+
+test('the lesson page loads each widget as it comes near the screen: before any scroll only the first one’s model and one wasm build; scrolling to the translator loads and draws it', async () => {
+  // Issue 44 item 6: the three widgets loaded at once (127.8 MB before any scroll).
+  const paths = [];
+  const app = await openApp(browser, `${server.url}examples.html`, {
+    contextOptions: { viewport: { width: 1280, height: 720 } },
+    // (the service worker's own requests left out: data-offline has it copy the files the page
+    // fetched, from the HTTP cache)
+    onContext: (context) => context.on('request', (req) => {
+      if (!req.serviceWorker()) paths.push(new URL(req.url()).pathname);
+    }),
+  });
+  const { page } = app;
+  const states = () => page.evaluate(() => Object.fromEntries([...document.querySelectorAll('attention-viz')].map((w) => [w.id, w.dataset.state])));
+  try {
+    await page.waitForTimeout(1000);
+    assert.deepEqual(await states(), { 'ex-pronoun': 'ready', 'ex-cross': 'waiting', 'ex-step': 'waiting' });
+    assert.match(await page.locator('#ex-cross >> .msg').innerText(), /Loads when scrolled into view/);
+    assert.ok(!paths.some((p) => p.includes('/models/en-pt/')), `the translator was fetched before any scroll: ${paths.filter((p) => p.includes('/models/'))}`);
+    assert.equal(paths.filter((p) => p.endsWith('.wasm')).length, 1, `wasm fetches: ${paths.filter((p) => p.endsWith('.wasm'))}`);
+    // The snippet a teacher copies loads lazily too.
+    assert.match(await page.textContent('.snippet[data-for="ex-cross"] code'), /loading="lazy"/);
+    await page.locator('#ex-cross').scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => document.getElementById('ex-cross').dataset.state === 'ready', null, { timeout: 120_000 });
+    assert.ok(paths.some((p) => p.includes('/models/en-pt/')), 'the translator was not fetched once scrolled to');
+    assert.match(await page.locator('#ex-cross >> .out').innerText(), /gato/);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready');
+    assert.deepEqual(app.pageErrors, []);
+  } finally {
+    await app.close();
   }
 });

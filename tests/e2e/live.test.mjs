@@ -308,7 +308,7 @@ test('widgets with loading="lazy" and loading="click" fetch no model until scrol
     assert.match(await button.textContent(), /^Load SmolLM2.* · 98 MB$/, 'the button names the model and its download');
     await new Promise((r) => setTimeout(r, 1500));
     assert.deepEqual(modelRequests(), [], 'nothing of the lazy or the click-to-load model was fetched');
-    assert.equal(await page.$eval('#lazy', (e) => e.dataset.state), 'loading');
+    assert.equal(await page.$eval('#lazy', (e) => e.dataset.state), 'waiting');
     await page.locator('#lazy').scrollIntoViewIfNeeded();
     await page.waitForFunction(() => document.getElementById('lazy').dataset.state === 'ready', null, { timeout: 180_000 });
     assert.ok(modelRequests().some((u) => /en-pt/.test(u)) && !modelRequests().some((u) => /smollm2/.test(u)), `scrolling fetched the translator alone: ${modelRequests()}`);

@@ -10,7 +10,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchBrowser, openApp, staticServer, stopStaticServers } from './harness.mjs';
+import { launchBrowser, loadEveryWidget, openApp, staticServer, stopStaticServers } from './harness.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let browser;
@@ -72,7 +72,7 @@ test('the lesson from make site draws its three widgets and, as it asks (data-of
     const failed = [];
     page.on('response', (r) => r.status() >= 400 && failed.push(`${r.url()}: ${r.status()}`));
     await page.goto(`${siteUrl}examples.html`);
-    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    await loadEveryWidget(page);
     const widgets = await page.$$eval('attention-viz', (all) => all.map((w) => ({ id: w.id, state: w.dataset.state, height: w.getBoundingClientRect().height })));
     assert.equal(widgets.length, 3);
     for (const w of widgets) assert.ok(w.state === 'ready' && w.height > 100, JSON.stringify(w));
@@ -94,7 +94,7 @@ test('the lesson from make site draws its three widgets and, as it asks (data-of
     await context.setOffline(true);
     const again = await context.newPage();
     await again.goto(`${siteUrl}examples.html`);
-    await again.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    await loadEveryWidget(again);
     assert.deepEqual(await again.$$eval('attention-viz', (all) => all.map((w) => w.dataset.state)), ['ready', 'ready', 'ready']);
   } finally {
     await context.close();

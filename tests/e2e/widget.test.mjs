@@ -3,7 +3,7 @@
 // iframe form draws and reports its height.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, openApp } from './harness.mjs';
+import { startServer, launchBrowser, loadEveryWidget, openApp } from './harness.mjs';
 
 let browser;
 before(async () => { browser = await launchBrowser(); });
@@ -33,6 +33,7 @@ async function checkExamples(prefix) {
   try {
     app = await openApp(browser, `${server.url}examples.html`);
     const { page } = app;
+    await loadEveryWidget(page);
     const stats = await widgetStats(page);
     assert.equal(stats.length, 3, 'the lesson page should have three widgets');
     for (const s of stats) {

@@ -3,7 +3,7 @@
 // folders and Hub ids, and which weights are in use — under 'auto', int8 for the first map, then
 // the exact ones fetched in the background.
 
-import { init, isCached, loadModel, openHubModel, openModel, removeModel } from '../worker/worker-client.js';
+import { cancelLoad, init, isCached, loadModel, openHubModel, openModel, removeModel } from '../worker/worker-client.js';
 import { isHubId } from '../worker/hub.js';
 import { collectFiles, describeReport } from '../worker/own-model.js';
 import { hasInt8, modelFiles, modelKey, parseModelKey, weightsName } from './weights.js';
@@ -320,7 +320,7 @@ export const modelMethods = {
    */
   fetchExact() {
     const m = this.manifest;
-    if (!m || !this.source.runsModels || this.state.weights !== 'auto' || !hasInt8(m) || this.exact.model !== m.id || this.exact.phase !== 'idle') return;
+    if (!m || !this.shown() || !this.source.runsModels || this.state.weights !== 'auto' || !hasInt8(m) || this.exact.model !== m.id || this.exact.phase !== 'idle') return;
     const why = meteredReason();
     if (why) {
       this.exact = { model: m.id, phase: 'skipped', why };
@@ -348,6 +348,17 @@ export const modelMethods = {
         this.emit('status');
       },
     );
+  },
+
+  /**
+   * The reader stops the exact weights' background download (the Stop button, or 'int8 only'
+   * picked meanwhile): the maps stay on the int8 weights, and the download stops unless another
+   * widget of the page still waits for it. 'auto' picked again starts it anew.
+   */
+  stopExact() {
+    const m = this.manifest;
+    this.exact = { model: m.id, phase: 'idle' };
+    cancelLoad(modelKey(m, 'exact'));
   },
 
   /** The exact weights are loading in the background for the model in use ('auto'). */

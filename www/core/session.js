@@ -54,7 +54,7 @@ export class Session {
    * name: the worker channel's name; unknownModel: 'fallback' (the page shows the default model
    * and says so) or 'error' (the widget shows the error).
    */
-  constructor({ name = 'session', onUpdate = () => {}, unknownModel = 'fallback' } = {}) {
+  constructor({ name = 'session', onUpdate = () => {}, unknownModel = 'fallback', shown = () => true } = {}) {
     this.channel = new Channel(name);
     // Sentence B of a comparison has a lane of its own: its requests never supersede A's.
     this.compareChannel = new Channel(`${name}-compare`);
@@ -66,6 +66,7 @@ export class Session {
     this.compareError = null; // why B's last forward failed (its key is then compareFor too: no retry loop)
     this.onUpdate = onUpdate;
     this.unknownModel = unknownModel;
+    this.shown = shown; // false: its maps are on no page (a widget taken out of it), so no background downloads
     this.state = defaultState();
     this.catalog = null; // { build, supported, models }
     this.manifest = null; // the current model's manifest
@@ -153,6 +154,7 @@ export class Session {
    * same token, read in another layer.
    */
   patch(p) {
+    if (p.weights === 'int8' && this.fetchingExact()) this.stopExact();
     const key = this.modelKey();
     const tokensMoved = ['view', 'kind', 'hideSpecial', 'merge'].some((k) => k in p && p[k] !== this.state[k]);
     if ('view' in p && p.view !== this.state.view) this.cursor = null;

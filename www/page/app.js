@@ -20,6 +20,7 @@ import { bindMapRoom } from './map-room.js';
 import { configure } from '../core/engine.js';
 import { later, listen } from '../base/timing.js';
 import { buildText, modelLabel } from '../shell/prose.js';
+import { bindStopExact } from '../shell/stop-exact.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -27,7 +28,7 @@ function elements() {
   return {
     model: $('model'), text: $('text'), compare: $('compare'), status: $('status'), output: $('output'), outputLabel: $('output-label'), translation: $('translation'), coverage: $('coverage'),
     generation: $('generation'), generationReadout: $('generation-readout'), gqaNote: $('gqa-note'),
-    truncation: $('truncation'), notice: $('notice'), retry: $('retry'),
+    truncation: $('truncation'), notice: $('notice'), retry: $('retry'), stopExact: $('stop-exact'),
     progressBox: $('progress-box'), progress: $('progress'), progressText: $('progress-text'),
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
     layer: $('layer'), layerPrev: $('layer-prev'), layerNext: $('layer-next'), layerCtl: $('layer-ctl'),
@@ -162,6 +163,7 @@ async function main() {
   const generation = mountGenerationPanel(el.generation, session, { readout: el.generationReadout });
   listen('page', el.model, 'change', () => session.pickModel(el.model.value));
   listen('page', el.retry, 'click', () => session.retry?.());
+  bindStopExact('page', el.stopExact, session);
   bindControls(el, session);
   bindOpenModel(el, session);
   const chart = bindEntropyChart(el, session, shell.theme);

@@ -2,7 +2,6 @@
 // exactly what draws the map beside it), wires the Copy buttons, and marks the page ready once
 // every widget has drawn (document.body.dataset.state, as on the main page).
 
-const here = new URL('./', import.meta.url);
 const scriptUrl = 'attention-viz.js';
 
 function tagFor(el) {
@@ -43,18 +42,17 @@ for (const btn of document.querySelectorAll('.snippet button')) {
   });
 }
 
+// Ready once every widget that has begun has drawn, and one has: the lesson's widgets load lazily
+// (loading="lazy", data-state "waiting" until scrolled near), so one far below the fold is not
+// waited for; scrolling to it makes the page "loading" again until it has drawn.
 const widgets = [...document.querySelectorAll('attention-viz')];
-const pending = new Set(widgets);
 const check = () => {
-  if (widgets.some((w) => w.dataset.state === 'error')) {
+  const states = widgets.map((w) => w.dataset.state);
+  if (states.includes('error')) {
     document.body.dataset.state = 'error';
     document.body.dataset.error = widgets.map((w) => w.shadowRoot && w.shadowRoot.querySelector('.msg.err')).filter(Boolean).map((m) => m.textContent).join('; ');
-  } else if (!pending.size) document.body.dataset.state = 'ready';
+  } else document.body.dataset.state = states.includes('ready') && states.every((st) => st === 'ready' || st === 'waiting') ? 'ready' : 'loading';
 };
-for (const w of widgets) {
-  if (w.dataset.state === 'ready') pending.delete(w);
-  w.addEventListener('attention-ready', () => { pending.delete(w); check(); });
-  w.addEventListener('attention-error', check);
-}
+const watcher = new MutationObserver(check);
+for (const w of widgets) watcher.observe(w, { attributes: true, attributeFilter: ['data-state'] });
 check();
-void here;

@@ -2,6 +2,7 @@
 
 import { loadingText, progressText, summary } from '../shell/prose.js';
 import { permalinkNotice, textLimitNotice } from '../core/state.js';
+import { showStopExact } from '../shell/stop-exact.js';
 
 export function renderProgress(el, session) {
   const p = session.progress;
@@ -32,6 +33,7 @@ export function renderStatus(el, session) {
   el.notice.hidden = !notice;
   if (el.notice.textContent !== notice) el.notice.textContent = notice;
   el.retry.hidden = !session.retry; // a Hub model that failed to arrive: ask again
+  showStopExact(el.stopExact, session);
   el.translation.hidden = sum.output == null;
   el.outputLabel.textContent = sum.outputLabel || 'Translation';
   el.output.textContent = sum.output ?? '';

@@ -50,6 +50,7 @@ import { bindCompareBox, bindTextBox, saveView } from '../shell/render.js';
 import { Session } from '../core/session.js';
 import { controlChoices, mountShell } from '../shell/host.js';
 import { keepForOffline } from '../shell/offline.js';
+import { bindStopExact, showStopExact } from '../shell/stop-exact.js';
 import { fromAttributes, STATE_ATTRIBUTES, textLimitNotice } from '../core/state.js';
 import { renderHeadsTable } from '../shell/heads-table.js';
 import { setOptions } from '../shell/select-options.js';
@@ -132,7 +133,9 @@ class AttentionViz extends HTMLElement {
     this.$.readout.setAttribute('aria-live', 'polite');
     this.$.rank = mk('div', { className: 'heads-rank', hidden: true });
     this.$.foot = mk('div', { className: 'foot' });
-    this.$.status = mk('span', {}, this.$.foot);
+    const state = mk('span', {}, this.$.foot);
+    this.$.status = mk('span', {}, state);
+    this.$.stopExact = mk('button', { type: 'button', className: 'stop-exact', hidden: true }, state);
     // Save the view as on the page: its pixels (PNG) or its vectors (SVG), each saying what drew it.
     this.$.save = mk('span', { className: 'save' }, this.$.foot);
     this.$.png = mk('button', { type: 'button', textContent: 'PNG' }, this.$.save);
@@ -141,7 +144,7 @@ class AttentionViz extends HTMLElement {
     this.$.svg.setAttribute('aria-label', 'Save SVG');
     this.$.credit = mk('span', {}, this.$.foot);
 
-    this.session = new Session({ name: 'widget', unknownModel: 'error', onUpdate: (reason) => this.onUpdate(reason) });
+    this.session = new Session({ name: 'widget', unknownModel: 'error', onUpdate: (reason) => this.onUpdate(reason), shown: () => this.isConnected });
     this.shell = mountShell({
       name: 'widget',
       session: this.session,
@@ -163,6 +166,7 @@ class AttentionViz extends HTMLElement {
     this.started = false;
     this.generation = mountGenerationPanel(this.$.gen, this.session);
 
+    bindStopExact('widget', this.$.stopExact, this.session);
     listen('widget', this.$.retry, 'click', () => {
       this.$.retry.hidden = true;
       this.$.msg.classList.remove('err');
@@ -195,6 +199,7 @@ class AttentionViz extends HTMLElement {
 
   connectedCallback() {
     this.shell.observe();
+    if (this.started) this.session.fetchExact(); // put back in a page: the exact weights it stopped
     if (this.started || this.waiting) return;
     this.dataset.state = 'loading';
     // loading="lazy": nothing is downloaded before the widget comes near the screen (a lesson
@@ -203,10 +208,12 @@ class AttentionViz extends HTMLElement {
     const mode = this.getAttribute('loading');
     if (mode === 'lazy' && typeof IntersectionObserver === 'function') {
       this.$.msg.firstChild.textContent = 'Loads when scrolled into view.';
+      this.dataset.state = 'waiting'; // a page waits for the widgets that have begun only
       this.waiting = new IntersectionObserver((entries) => {
         if (!entries.some((e) => e.isIntersecting)) return;
         this.waiting.disconnect();
         this.waiting = null;
+        this.dataset.state = 'loading';
         this.begin();
       }, { rootMargin: '300px' });
       this.waiting.observe(this);
@@ -215,6 +222,8 @@ class AttentionViz extends HTMLElement {
 
   disconnectedCallback() {
     this.shell.disconnect();
+    // Taken out of the page: its exact weights' download stops (unless another widget wants it).
+    if (this.session.fetchingExact()) this.session.stopExact();
   }
 
   /** Start the session with the attributes as they are now (gate: see Session.start). With
@@ -319,6 +328,7 @@ class AttentionViz extends HTMLElement {
       if (box && !box.hidden && box.value !== s.compare) box.value = s.compare;
       const h = Number.parseInt(this.getAttribute('height'), 10);
       this.$.wrap.style.maxHeight = h > 0 ? `${h}px` : '';
+      this.$.msg.style.setProperty('--av-box-h', h > 0 ? `${h}px` : '78vh');
     }
     return s;
   }
@@ -348,6 +358,7 @@ class AttentionViz extends HTMLElement {
       }
       this.generation.sync();
       this.showWarning();
+      if (this.drawnTokens != null) this.showFootStatus(); // the exact weights' download progress
       if (session.manifest) this.$.credit.textContent = session.manifest.credit || session.manifest.name || session.manifest.id;
       if (session.phase === 'error' && !session.result) this.showError(session.error);
       else if (session.phase === 'loading' && !session.result) {
@@ -397,16 +408,24 @@ class AttentionViz extends HTMLElement {
     return Math.max(260, this.$.wrap.clientWidth || this.clientWidth || 600);
   }
 
+  /** The footer's status, as the page's status line says it: the drawn map's tokens, which
+   *  weights drew it (and the exact ones' download, with its Stop button) and which wasm build. */
+  showFootStatus(sum = summary(this.session)) {
+    const session = this.session;
+    const n = this.drawnTokens;
+    this.$.status.textContent = [`${n} token${n === 1 ? '' : 's'}`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, buildText(session), sum.catchingUp].filter(Boolean).join(' · ');
+    showStopExact(this.$.stopExact, session);
+  }
+
   // After a drawing has finished (at 512 tokens, some tasks after it began).
   drawn(r, s) {
     const session = this.session;
     this.$.msg.hidden = true;
     this.showMapless(false);
     const sum = summary(session);
-    const n = r.tokens.source.length;
-    // As the page's status lines do: which weights drew the map and which wasm build ran them.
     if (session.supplied) this.$.credit.textContent = session.supplied.label;
-    this.$.status.textContent = [`${n} token${n === 1 ? '' : 's'}`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, buildText(session), sum.catchingUp].filter(Boolean).join(' · ');
+    this.drawnTokens = r.tokens.source.length;
+    this.showFootStatus(sum);
     this.showWarning();
     this.$.out.hidden = sum.output == null;
     this.$.outLabel.textContent = sum.outputLabel || 'Translation';

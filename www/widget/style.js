@@ -40,7 +40,11 @@ canvas { display: block; margin-inline: auto; }
 canvas:focus-visible { outline: none; }
 .foot { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 0 8px; padding: 3px 8px; font-size: 11px; color: var(--av-muted); border-top: 1px solid var(--av-border); }
 .foot .save button { font-size: 11px; padding: 0 6px; margin-right: 4px; }
+.foot .stop-exact { font-size: 11px; padding: 0 6px; margin-left: 6px; }
 .msg { padding: 16px 8px; color: var(--av-muted); }
+/* Until the first map, the message holds the map box's height, so a page's layout does not move
+   when it comes, and a loading="lazy" widget below stays below (not pulled near the screen). */
+:host([data-state="waiting"]) .msg, :host([data-state="loading"]) .msg { box-sizing: border-box; min-height: var(--av-box-h, 78vh); }
 .msg.err { color: var(--av-error); }
 .warn { padding: 6px 8px; border-bottom: 2px solid var(--av-warn-border); background: var(--av-warn-bg); color: var(--av-warn-fg); font-weight: 600; font-size: 13px; }
 .gen { margin: 6px 8px; }

@@ -74,12 +74,13 @@ onRestart((fresh) => {
 export function ensureModel(key, onProgress = () => {}) {
   if (models.has(key)) return Promise.resolve(models.get(key));
   if (!loading.has(key)) {
+    const stop = new AbortController();
     const p = (async () => {
       await ensureInit();
       const { manifest, suffix } = manifestOf(key);
       const canonical = `${manifest.id}${suffix}`;
       if (models.has(canonical)) return models.get(canonical);
-      const files = manifest.user ? await readKeptModel(manifest) : await fetchModelFiles(manifest, (p) => onProgress({ model: manifest.id, ...p }));
+      const files = manifest.user ? await readKeptModel(manifest) : await fetchModelFiles(manifest, (p) => onProgress({ model: manifest.id, ...p }), stop.signal);
       await ensureInit(); // the instance may have been restarted while the files came
       const model = guarded(() => wasm().AttnModel.load(JSON.stringify(manifest), files));
       const entry = { model, info: guarded(() => model.info()), manifest, key: canonical };
@@ -88,11 +89,23 @@ export function ensureModel(key, onProgress = () => {}) {
       return entry;
     })();
     loading.set(key, p);
-    p.catch(() => {
+    downloads.set(p, stop);
+    p.then(() => downloads.delete(p), () => {
+      downloads.delete(p);
       if (loading.get(key) === p) loading.delete(key);
     });
   }
   return loading.get(key);
+}
+
+const downloads = new Map(); // a load under way (ensureModel's promise) → its AbortController
+
+/** Stop the download of a model (by key) not yet loaded: its load fails with why; true if one was under way. */
+export function cancelLoad(key, why) {
+  const stop = downloads.get(loading.get(key));
+  if (!stop) return false;
+  stop.abort(new Error(why));
+  return true;
 }
 
 /** The listed model (and its weights) a key names: `id` or `dir`, `@exact` for its own files. */

@@ -44,9 +44,9 @@ export function givenFile(url) {
 }
 
 /** fetch(url), or the file handed over for it, as a Response. */
-export function fetchFile(url) {
+export function fetchFile(url, signal = undefined) {
   const given = givenFile(url);
-  if (!given) return fetch(url);
+  if (!given) return fetch(url, { signal });
   const type = String(url).endsWith('.wasm') ? 'application/wasm' : String(url).endsWith('.js') ? 'text/javascript' : 'application/octet-stream';
   return Promise.resolve(new Response(given, { headers: { 'content-type': type, 'content-length': String(given.size) } }));
 }
@@ -128,10 +128,10 @@ async function fromCache(cache, url, size) {
 }
 
 /** Download one file of a listed model, then keep a copy in the cache (when there is one). */
-async function download(manifest, name, cache, onChunk) {
+async function download(manifest, name, cache, onChunk, signal) {
   const url = fileUrl(manifest, name);
   const what = `${manifest.dir}/${name}`;
-  const res = await fetchFile(url);
+  const res = await fetchFile(url, signal);
   if (!res.ok) throw new Error(`${what}: HTTP ${res.status}`);
   const expected = (manifest.sizes || {})[name] || Number(res.headers.get('content-length')) || null;
   const bytes = await receive(res, { expected, onChunk, what, said: 'manifest says' });
@@ -148,9 +148,9 @@ async function download(manifest, name, cache, onChunk) {
 /**
  * All files of a listed model ({ name: bytes }), from the Cache API when there, else downloaded;
  * onProgress({ loaded, total }) at the start, at most every 80 ms while bytes arrive, and after
- * each file.
+ * each file. `signal` (an AbortSignal) stops the downloads, rejecting with its reason.
  */
-export async function fetchModelFiles(manifest, onProgress) {
+export async function fetchModelFiles(manifest, onProgress, signal = undefined) {
   const sizes = manifest.sizes || {};
   const total = manifest.files.reduce((a, f) => a + (sizes[f] || 0), 0);
   let loaded = 0;
@@ -165,13 +165,14 @@ export async function fetchModelFiles(manifest, onProgress) {
   const cache = await openCache();
   const out = {};
   for (const name of manifest.files) {
+    signal?.throwIfAborted();
     let bytes = await fromCache(cache, fileUrl(manifest, name), sizes[name]);
     if (bytes) loaded += bytes.byteLength;
     else {
       bytes = await download(manifest, name, cache, (n) => {
         loaded += n;
         report(false);
-      });
+      }, signal);
     }
     out[name] = bytes;
     report(true);

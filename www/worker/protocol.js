@@ -11,6 +11,8 @@
 //   → { id, channel, type: 'load', model }             ← { id, type: 'progress', model, loaded, total }*
 //                                                       ← { id, type: 'loaded', info }
 //     (model: a key, weights.js: `id` or `id@exact`)
+//   → { id, type: 'cancel-load', model }               ← { id, type: 'cancelled', cancelled }
+//     (stop that load's download: its 'load' answers an error; cancelled: one was under way)
 //   → { id, type: 'cached', model }                    ← { id, type: 'cached', cached }
 //     (would loading the key download nothing: loaded, or every file in the Cache API)
 //   → { id, channel, type: 'attend', model, text, gen, valueNorms, step } ← { id, type: 'result', result, ms }
@@ -63,6 +65,7 @@ export function generationOptions({ gen, temperature, topK, seed }, maxTokens) {
 export const REQUEST = Object.freeze({
   init: 'init',
   load: 'load',
+  cancelLoad: 'cancel-load',
   cached: 'cached',
   attend: 'attend',
   step: 'step',
@@ -79,6 +82,7 @@ export const REQUEST = Object.freeze({
 export const ANSWER = Object.freeze({
   init: 'init',
   loaded: 'loaded',
+  cancelled: 'cancelled',
   cached: 'cached',
   result: 'result',
   step: 'step',
@@ -92,7 +96,7 @@ export const ANSWER = Object.freeze({
 });
 
 // Requests every sender waits for (several widgets may wait on one load): never superseded.
-const KEPT = new Set([REQUEST.init, REQUEST.load, REQUEST.cached, REQUEST.open, REQUEST.openHub, REQUEST.remove, REQUEST.addFiles]);
+const KEPT = new Set([REQUEST.init, REQUEST.load, REQUEST.cancelLoad, REQUEST.cached, REQUEST.open, REQUEST.openHub, REQUEST.remove, REQUEST.addFiles]);
 
 /** Does a newer request of this type on the same channel supersede an older one not yet started? */
 export const collapses = (type) => !KEPT.has(type);

@@ -129,6 +129,7 @@ export function init() {
 }
 
 const progressListeners = new Map(); // model → Set(fn)
+const loadWaiters = new Map(); // model → how many loadModel() callers wait for its load under way
 
 /** Load a model once for the whole page; resolves to its info(). */
 export function loadModel(id, onProgress) {
@@ -136,6 +137,7 @@ export function loadModel(id, onProgress) {
     if (!progressListeners.has(id)) progressListeners.set(id, new Set());
     progressListeners.get(id).add(onProgress);
   }
+  if (!loadPromises.has(id) || loadWaiters.has(id)) loadWaiters.set(id, (loadWaiters.get(id) || 0) + 1);
   if (!loadPromises.has(id)) {
     const p = init()
       .then(() =>
@@ -147,15 +149,33 @@ export function loadModel(id, onProgress) {
     // One handler for both outcomes: a separate p.finally(...) would make a second promise that
     // rejects with p and that nobody handles (an unhandled rejection on every failed load).
     p.then(
-      () => progressListeners.delete(id),
       () => {
         progressListeners.delete(id);
+        loadWaiters.delete(id);
+      },
+      () => {
+        progressListeners.delete(id);
+        loadWaiters.delete(id);
         if (loadPromises.get(id) === p) loadPromises.delete(id);
       },
     );
     loadPromises.set(id, p);
   }
   return loadPromises.get(id);
+}
+
+/**
+ * A caller of loadModel(id) no longer wants it (a reader stopped the exact weights' download):
+ * when no other caller of the page waits for it, the worker stops its download and the load fails.
+ */
+export function cancelLoad(id) {
+  const n = (loadWaiters.get(id) || 0) - 1;
+  if (n > 0) {
+    loadWaiters.set(id, n);
+    return;
+  }
+  if (!loadWaiters.delete(id)) return; // loaded already, or never asked for
+  request({ type: REQUEST.cancelLoad, model: id }).catch(() => {});
 }
 
 /**

@@ -5,7 +5,7 @@
 
 import { ANSWER, collapses, lane, REQUEST, transferables } from './protocol.js';
 import { buildInfo, guarded, supported, wasm } from './engine.js';
-import { addModels, catalogue, ensureInit, ensureModel, isCached, openHubModel, openUserModel, removeUserModel } from './library.js';
+import { addModels, cancelLoad, catalogue, ensureInit, ensureModel, isCached, openHubModel, openUserModel, removeUserModel } from './library.js';
 
 // ---------------------------------------------------------------- the request queue
 const pending = new Map(); // lane → message (only the newest, not yet started)
@@ -70,6 +70,9 @@ async function handle(msg) {
         answer({ type: ANSWER.loaded, info: m.info });
         break;
       }
+      case REQUEST.cancelLoad:
+        answer({ type: ANSWER.cancelled, cancelled: cancelLoad(String(msg.model), `${msg.model}: the download was stopped`) });
+        break;
       case REQUEST.cached: {
         await ensureInit();
         answer({ type: ANSWER.cached, cached: await isCached(String(msg.model)) });
