@@ -6,9 +6,9 @@
 
 import { listen, timed } from '../base/timing.js';
 
-/** The least height the box gets, however much stands above it: at 1280×720 the step view's
- *  table and SmolLM2's 30 layers in the model view (maps of 20 px) need about this much. */
-const MIN_ROOM_PX = 500;
+/** The least height the box gets, as a share of the window's, however much stands above it: the
+ *  views fit a box this low with smaller rows and maps (at 1280×720 the translator leaves it 341 px). */
+const LEAST_SHARE = 0.4;
 /** Kept free under the box, so its bottom border is on the screen. */
 const GAP_PX = 8;
 
@@ -21,7 +21,7 @@ export function bindMapRoom(wrap, above, changed) {
   let room = 0;
   const measure = () => {
     const top = wrap.getBoundingClientRect().top + window.scrollY;
-    const next = Math.max(MIN_ROOM_PX, Math.floor(window.innerHeight - top - GAP_PX));
+    const next = Math.max(Math.round(LEAST_SHARE * window.innerHeight), Math.floor(window.innerHeight - top - GAP_PX));
     if (Math.abs(next - room) < 2) return;
     room = next;
     wrap.style.setProperty('--map-room', `${next}px`);

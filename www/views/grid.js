@@ -33,23 +33,26 @@ function cells(input, state, width, top = 64) {
   let best = null;
   for (let layerCols = 1; layerCols <= (Number.isFinite(boxH) ? MAX_LAYER_COLUMNS : 1); layerCols++) {
     const avail = Math.floor((width - left - 12 - (layerCols - 1) * left) / layerCols);
+    // Columns of layers only where each layer is one row of its heads, all of them side by side
+    // (as large as the column's width lets them be); one column reflows a layer's heads into
+    // rows of maps of MIN_CELL or more on narrow screens.
+    const widest = Math.min(110, Math.floor(avail / H) - 6);
+    if (layerCols > 1 && widest < FIT_CELL) break;
     let cols = H;
-    if (Math.floor(avail / H) - 6 < MIN_CELL) {
+    if (layerCols === 1 && widest < MIN_CELL) {
       const maxCols = Math.max(1, Math.floor(avail / (MIN_CELL + 6)));
       const rowsPer = Math.ceil(H / maxCols);
       cols = Math.ceil(H / rowsPer); // balanced rows: 12 heads → 2 × 6, not 9 + 3
     }
     const rowsPerLayer = Math.ceil(H / cols);
     const layersPerColumn = Math.ceil(L / layerCols);
-    let cell = Math.max(MIN_CELL, Math.min(110, Math.floor(avail / cols) - 6));
+    let cell = layerCols === 1 ? Math.max(MIN_CELL, Math.min(110, Math.floor(avail / cols) - 6)) : widest;
     let labelH = LABEL_H;
     const rowPitch = Math.floor(((boxH - top - 8) / Math.max(1, layersPerColumn) - (rowsPerLayer > 1 ? LAYER_GAP : 0)) / rowsPerLayer);
     if (rowPitch < cell + labelH) {
       labelH = rowPitch - LABEL_H >= MIN_CELL ? LABEL_H : BARE_H;
-      cell = Math.max(FIT_CELL, rowPitch - labelH);
+      cell = Math.max(FIT_CELL, layerCols === 1 ? rowPitch - labelH : Math.min(cell, rowPitch - labelH));
     }
-    // Columns of layers only where each layer is one row of its heads, all of them side by side.
-    if (layerCols > 1 && (cols < H || cols * (cell + 6) > avail)) break;
     if (!best || cell > best.cell) best = { cols, rowsPerLayer, layersPerColumn, cell, labelH };
   }
   const { cols, rowsPerLayer, layersPerColumn, cell, labelH } = best;

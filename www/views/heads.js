@@ -19,6 +19,7 @@ const MIN_CELL = 16;
 const MAX_CELL = 40;
 const FIT_CELL = 9; // the smallest a cell gets to fit the box (its layer numbers are drawn every few)
 const LEFT = 40;
+const LEGEND_SIDE_W = 280; // the legend in one column beside the grid
 
 /** The heads of the state's kind, as a layers × heads lookup. */
 function headsOf(input, state) {
@@ -44,13 +45,24 @@ function geometry(ctx, input, state, width) {
   ctx.font = font(11);
   const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
   const top = 34 + subtitle.length * 15 + 18; // title, subtitle, head numbers
-  const legendH = Math.ceil(LABELS.length / 2) * 18 + 8;
-  // As wide as the width allows, as tall as the box (state.boxHeight) allows: SmolLM2's 30 layers fit 560 px.
-  const fitsHeight = Math.floor((fitHeight(state) - top - 12 - legendH) / Math.max(1, L));
-  const cell = Math.max(FIT_CELL, Math.min(Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor((width - LEFT - 12) / Math.max(1, H)))), fitsHeight));
+  const boxH = fitHeight(state);
+  // Cells as wide as `room` px allows and as tall as the box (state.boxHeight) allows, legend aside.
+  const cellFor = (room, legendH) => Math.max(FIT_CELL, Math.min(Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / Math.max(1, H)))), Math.floor((boxH - top - 12 - legendH) / Math.max(1, L))));
+  // The legend in two columns under the grid, or in one beside it where that fits the box and the
+  // grid does not (SmolLM2's 30 layers in a 390 px box) or gets larger cells.
+  const belowH = Math.ceil(LABELS.length / 2) * 18 + 8;
+  const besideH = LABELS.length * 18 + 8;
+  const below = cellFor(width - LEFT - 12, belowH);
+  const beside = cellFor(width - LEFT - 36 - LEGEND_SIDE_W, 0);
+  const belowFits = top + L * below + 12 + belowH <= boxH;
+  const aside = top + besideH + 12 <= boxH && (!belowFits || beside > below);
+  const cell = aside ? beside : below;
   const gridH = L * cell;
-  const legendTop = top + gridH + 12;
-  return { L, H, cell, top, left: LEFT, subtitle, legendTop, width: Math.max(width, LEFT + H * cell + 12), height: legendTop + legendH };
+  const legend = aside
+    ? { x: LEFT + H * cell + 24, y: top, columns: 1, colW: LEGEND_SIDE_W }
+    : { x: 8, y: top + gridH + 12, columns: 2, colW: Math.max(140, Math.floor((width - 16) / 2)) };
+  const height = aside ? top + Math.max(gridH, besideH) + 12 : legend.y + belowH;
+  return { L, H, cell, top, left: LEFT, subtitle, legend, width: Math.max(width, LEFT + H * cell + 12), height };
 }
 
 export function size(ctx, input, state, width) {
@@ -110,14 +122,14 @@ export function draw(ctx, input, state, theme, width, height) {
   if (state.layer < g.L && state.head < g.H) outline(state.layer, state.head, theme.fg, 1.5);
   const f = state.focus;
   if (f && f.layer !== undefined && f.layer < g.L && f.head < g.H) outline(f.layer, f.head, theme.accent, 2.5);
-  // Legend: two columns of swatches.
+  // Legend: swatches in one or two columns.
   ctx.font = font(11);
   ctx.textAlign = 'left';
   ctx.textBaseline = 'middle';
-  const colW = Math.max(140, Math.floor((width - 16) / 2));
+  const { columns, colW } = g.legend;
   LABELS.forEach(([key, color, text], i) => {
-    const x = 8 + (i % 2) * colW;
-    const y = g.legendTop + Math.floor(i / 2) * 18 + 8;
+    const x = g.legend.x + (i % columns) * colW;
+    const y = g.legend.y + Math.floor(i / columns) * 18 + 8;
     ctx.fillStyle = color;
     ctx.fillRect(x, y - 6, 12, 12);
     ctx.fillStyle = theme.fg;

@@ -15,7 +15,7 @@ import { canvasScale, chartTheme, clear, drawTitle, fitHeight, font, gridStep, h
 
 const CHART_H = 500; // the plotters chart: heatmap + line chart
 const HEAT_SHARE = 0.58; // the heatmap's share of it
-const MIN_CHART_H = 320; // the least it gets to fit a box
+const MIN_CHART_H = 200; // the least it gets to fit a box (the translator's at 1280×720: 341 px)
 const LINE_COUNT = 4;
 
 const dimsMemo = new WeakMap(); // table → its line dims

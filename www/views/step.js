@@ -8,7 +8,7 @@ import { drain, NEW_TASK } from '../core/slices.js';
 import { KIND_NAMES } from './head.js';
 
 const ROW_H = 22;
-const MIN_ROW_H = 15; // the least a table row gets to fit the box
+const MIN_ROW_H = 13; // the least a table row gets to fit the box (its 12 px numbers still apart)
 const NARROW_OUTPUT_X = 136; // the narrow table's output strip, after its label
 const TABLE_FOOT = 70; // under the table: Σ p and the output strip
 // Keys listed at most: past this, the keys with the largest p (in text order) and one line for
