@@ -141,6 +141,28 @@ test('the widget keeps drawing while its reader types faster than the model', as
   }
 });
 
+test('while another model loads, a redraw of the map on screen (a new window size) keeps the permalink on the model drawn', async () => {
+  // The map box's room follows what stands above it: picking SmolLM2 adds its Generate row, the
+  // map is redrawn (the old model's, the new one still loading), and that drawing wrote the
+  // loading model into the permalink; had it failed, a reload would have opened a broken model.
+  const app = await openApp(browser, server.url, {
+    onContext: (context) => context.route(/\/models\/smollm2\//, () => {}), // never answered: still loading
+  });
+  try {
+    await app.page.selectOption('#model', 'smollm2-135m');
+    await app.page.waitForFunction(() => /Loading SmolLM2/.test(document.getElementById('status').textContent), null, { timeout: 30_000 });
+    const before = await shown(app.page);
+    await app.page.setViewportSize({ width: 1100, height: 700 });
+    await app.page.waitForFunction((n) => window.attnvizDebug.drawCount > n && !window.attnvizDebug.drawing, before.drawCount, { timeout: 30_000 });
+    await sleep(300); // the permalink is written in a task after the drawing
+    const after = await shown(app.page);
+    assert.ok(after.model.startsWith('minilm-l6'), `the map drawn is MiniLM's: ${after.model}`);
+    assert.equal(permalink(app.page.url()).model, 'minilm-l6', 'the permalink names the model loading, not the one drawn');
+  } finally {
+    await app.close();
+  }
+});
+
 test('a model whose files are missing: the page says why, and the model in use keeps working', async () => {
   const app = await openApp(browser, server.url, {
     onContext: (context) => context.route(/\/models\/smollm2\//, (route) => route.fulfill({ status: 404, body: 'not found' })),

@@ -102,6 +102,9 @@ async function main() {
   });
 
   function writeHash() {
+    // While another model loads, the map on screen is still the previous model's (a redraw meanwhile,
+    // e.g. for a new room above the map, must not name the one loading: it may fail).
+    if (session.phase === 'loading' && session.result) return;
     const h = encodeState(session.state);
     if (h !== lastHash) {
       lastHash = h;
