@@ -13,6 +13,7 @@ const MIN_STACK_PITCH = 18; // … and at least, when the chips shrink to fit th
 const NUM_W = 34; // room for a weight printed right of a source chip (stacked layout)
 const MIN_LINES_W = 56; // the least room left between the two columns for the lines
 const MIN_CELL = 2; // the matrix's least cell (px), where 8 px cells would not fit the width
+const MIN_FIT_CELL = 4; // the least it gets to fit the box's height
 const LABEL_PX = 8; // the least pitch (and font px) of the matrix's labels: below it, a label every few cells
 
 
@@ -91,13 +92,14 @@ function geometry(ctx, prep, width, title, height = Infinity) {
   const labelW = Math.min(120, Math.ceil(maxTextWidth(ctx, prep.rowLabels)) + 10);
   // Matrix: 8 px left margin, labels, cells, then the colour bar (14 + 12) and its labels (~38).
   const matTop = blockBottom + colLabelH;
-  // The matrix's cells as large as the width and the box's height (state.boxHeight) allow, at
-  // least 8 px for the height (the box scrolls down to them) but narrower where the width holds
-  // no more: a wider canvas at 256 source tokens (2,186 px for a 1,160 px box) cost a 40–60 ms
-  // allocation and a sideways scroll; its labels then stand every few cells.
+  // The matrix's cells as large as the width and the box's height (state.boxHeight) allow: down
+  // to MIN_FIT_CELL where that fits the view in the box (the translator's in 370 px at 1280×720),
+  // else 8 px and the box scrolls down to them (a long text); narrower still where the width
+  // holds no more: a wider canvas at 256 source tokens (2,186 px for a 1,160 px box) cost a
+  // 40–60 ms allocation and a sideways scroll. Labels then stand every few cells.
   const widthCell = Math.floor((w0 - labelW - 8 - 64) / Math.max(1, prep.cols));
   const heightCell = Math.floor((height - matTop - 16) / Math.max(1, prep.rows));
-  const cell = Math.max(MIN_CELL, Math.min(30, widthCell, Math.max(8, heightCell)));
+  const cell = Math.max(MIN_CELL, Math.min(30, widthCell, heightCell >= MIN_FIT_CELL ? heightCell : 8));
   const every = cell >= LABEL_PX ? 1 : Math.ceil(LABEL_PX / cell);
   // The last column's label is drawn at 45° up and to the right of its cell.
   const right = Math.max(64, cell / 2 + Math.min(colTextW, colLabelH * 1.3) * 0.71 + 8);
