@@ -98,7 +98,9 @@ async function runNotebook(name, source, use, { ui = 'lab', widgets = 1 } = {}) 
     });
     // (JupyterLab may reopen an earlier test's notebook beside it: only this one's output counts.)
     const output = () => window.jupyterapp.shell.currentWidget.node.querySelector('.jp-OutputArea');
-    await page.waitForFunction(([f, n]) => { const o = eval(f)(); return o && (o.querySelectorAll('attention-viz').length >= n || /attnviz: |Error/.test(o.textContent)); }, [output.toString(), widgets], { timeout: 120_000, polling: 500 });
+    // (An error reads "attnviz: <why>"; a live widget's picture output says "attnviz: the last
+    // drawing of …" from the start, hidden: waiting ended there, before the later widgets came.)
+    await page.waitForFunction(([f, n]) => { const o = eval(f)(); return o && (o.querySelectorAll('attention-viz').length >= n || /attnviz: (?!the last drawing)|Error/.test(o.textContent)); }, [output.toString(), widgets], { timeout: 120_000, polling: 500 });
     const failed = await page.evaluate(([f, n]) => { const o = eval(f)(); return o.querySelectorAll('attention-viz').length >= n ? null : o.textContent; }, [output.toString(), widgets]);
     assert.equal(failed, null, `the cell drew no widget, or fewer than ${widgets}`);
     // The first widget is #w (the helpers'), the others #w2, #w3, …; each has drawn (or failed) before use.
