@@ -399,3 +399,29 @@ test('a widget whose model cannot load says why once, where its map would be, wi
     await w.close();
   }
 });
+
+test('an unknown model named while a drawing is pending: the drawing that ends after the error leaves it said (data-state "error", the message shown)', async () => {
+  // The race CI met in xss.test's attribute loop: a redraw scheduled just before the error ended
+  // after it and set data-state back to "ready" with the message hidden.
+  const { page, close } = await openWidget(browser, server.url, { model: 'minilm', text: 'The cat sat.' });
+  try {
+    await drawnAfter(page);
+    const n = await page.evaluate(() => Number(document.getElementById('w').dataset.drawCount));
+    await page.evaluate(() => {
+      const w = document.getElementById('w');
+      w.setAttribute('layer', '2'); // a drawing, scheduled
+      w.setAttribute('model', 'no-such-model'); // and the error, before it runs
+    });
+    await page.waitForFunction((k) => Number(document.getElementById('w').dataset.drawCount) > k && !document.getElementById('w').shell.drawing, n, { timeout: 30_000 }).catch(() => {});
+    await page.waitForTimeout(300);
+    const seen = await page.evaluate(() => {
+      const w = document.getElementById('w');
+      const msg = w.shadowRoot.querySelector('.msg');
+      return { state: w.dataset.state, shown: !msg.hidden, msg: msg.textContent };
+    });
+    assert.equal(seen.state, 'error', JSON.stringify(seen));
+    assert.ok(seen.shown && /unknown model/.test(seen.msg), JSON.stringify(seen));
+  } finally {
+    await close();
+  }
+});

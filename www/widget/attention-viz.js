@@ -420,7 +420,10 @@ class AttentionViz extends HTMLElement {
   // After a drawing has finished (at 512 tokens, some tasks after it began).
   drawn(r, s) {
     const session = this.session;
-    this.$.msg.hidden = true;
+    // A drawing scheduled before an error (an unknown model named meanwhile) that finishes after
+    // it leaves the error said: the map stays, the message and data-state "error" with it.
+    const failed = session.phase === 'error' && session.error;
+    this.$.msg.hidden = !failed;
     this.showMapless(false);
     const sum = summary(session);
     if (session.supplied) this.$.credit.textContent = session.supplied.label;
@@ -436,8 +439,8 @@ class AttentionViz extends HTMLElement {
     this.generation.sync();
     this.drawCount += 1;
     this.dataset.drawCount = String(this.drawCount);
-    const first = this.dataset.state !== 'ready';
-    this.dataset.state = 'ready';
+    const first = this.dataset.state !== 'ready' && !failed;
+    this.dataset.state = failed ? 'error' : 'ready';
     if (first && offline && session.catalog) keepForOffline(session.catalog, offline instanceof URL ? offline : undefined);
     const detail = { ...s, tokens: r.tokens.source.slice(), targetTokens: (r.tokens.target || []).slice(), outputText: r.output_text ?? null, drawCount: this.drawCount };
     if (first) this.dispatchEvent(new CustomEvent('attention-ready', { detail, bubbles: true, composed: true }));
