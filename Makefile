@@ -47,7 +47,7 @@ help:
 	@echo "  make test        setup + models + build, then lint, test-rust, test-wasm, test-py, test-e2e (FORCE=1: also suites that passed with the same inputs)"
 	@echo "  make lint        cargo fmt --check, cargo clippy --all-targets -D warnings, eslint (www/, tests/, scripts/)"
 	@echo "  make setup       install toolchain, wasm-bindgen, npm deps, chromium (scripts/setup.sh)"
-	@echo "  make models      fetch + verify the default models into models/ (scripts/fetch_models.py)"
+	@echo "  make models      fetch + verify the default models into models/, train the paper's Transformer (scripts/fetch_models.py)"
 	@echo "  make build       release wasm -> wasm-bindgen --target web -> wasm-opt: pkg/ (+simd128), pkg/relaxed/ (+relaxed-simd)"
 	@echo "  make test-rust   cargo test --release (native)"
 	@echo "  make fuzz        each fuzz target (fuzz/) for FUZZ_RUNS inputs (1000000) or FUZZ_SECONDS (0: no limit);"

@@ -17,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const WWW = path.join(ROOT, 'www');
 const ENTRIES = ['attention-viz.js'];
+/** Shipped beside bin/attnviz.mjs for `npx attnviz models` (from python/attnviz/). */
+export const MODEL_SCRIPTS = ['fetch_models.py', 'paper_model.py'];
 const REFERENCE = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|new URL\(\s*|@import url\(\s*)(['"])(\.{1,2}\/[^'"]+)\1/g;
 
 /** A package path ('worker/worker.js', 'pkg/attnviz_bg.wasm') → the file in the repo. */
@@ -75,11 +77,12 @@ export function buildPackage() {
     copyFileSync(path.join(ROOT, 'scripts/npm', f), path.join(out, f));
   }
   writeFileSync(path.join(out, 'README.md'), packageReadme());
-  // `npx attnviz models`: the downloader make models runs, the one source of the models' hashes.
-  copyFileSync(path.join(ROOT, 'python/attnviz/fetch_models.py'), path.join(out, 'fetch_models.py'));
+  // `npx attnviz models`: the downloader make models runs, the one source of the models' hashes,
+  // and the script that trains the paper's Transformer.
+  for (const f of MODEL_SCRIPTS) copyFileSync(path.join(ROOT, 'python/attnviz', f), path.join(out, f));
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'scripts/npm/package.json'), 'utf8'));
   pkg.version = cargoVersion();
-  pkg.files = [...files, 'attention-viz.d.ts', 'bin/attnviz.mjs', 'fetch_models.py'];
+  pkg.files = [...files, 'attention-viz.d.ts', 'bin/attnviz.mjs', ...MODEL_SCRIPTS];
   writeFileSync(path.join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', path.join(ROOT, 'dist')], { cwd: out, env: { ...process.env, npm_config_update_notifier: 'false' } }).toString())[0];
   const tarball = path.join(ROOT, 'dist', packed.filename);

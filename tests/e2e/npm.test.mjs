@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort, launchBrowser, staticServer, stopStaticServers } from './harness.mjs';
 import { cliJson } from './cli-helpers.mjs';
 import { startHub } from './hub-server.mjs';
-import { attributeList, buildPackage, packageFiles } from '../../scripts/dist.mjs';
+import { attributeList, buildPackage, MODEL_SCRIPTS, packageFiles } from '../../scripts/dist.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TEXT = 'The cat sat on the mat.';
@@ -76,7 +76,7 @@ async function drawnAt(url) {
 }
 
 test('the tarball: the widget’s files and nothing else, no dependencies, under the stated size', { skip: SKIP }, () => {
-  const want = [...packageFiles(), 'README.md', 'attention-viz.d.ts', 'bin/attnviz.mjs', 'fetch_models.py', 'package.json'].sort();
+  const want = [...packageFiles(), 'README.md', 'attention-viz.d.ts', 'bin/attnviz.mjs', ...MODEL_SCRIPTS, 'package.json'].sort();
   assert.deepEqual(packed.files, want);
   for (const f of packed.files) assert.doesNotMatch(f, /^(page|tests|models)\/|\.test\.|views\/README|entropy-chart/, `${f} is not needed by the widget`);
   assert.ok(packed.bytes <= MAX_TARBALL_BYTES, `${packed.bytes} bytes, more than ${MAX_TARBALL_BYTES}`);

