@@ -14,7 +14,10 @@ const START = {
   'minilm-l6': 'The animal didn’t cross the street',
   'en-pt-tiny': 'The cat sat on the mat.',
   'smollm2-135m': 'Once upon a time',
+  'paper-transformer': 'The black cat sees',
 };
+// The paper's Transformer knows only its grammar's words (any other is <unk>).
+const TYPED_FOR = { 'paper-transformer': ' a red ball on the table with the old dog and then' };
 const VIEWS = [['head view', { v: 'head' }], ['step view', { v: 'step' }], ['head overview', { v: 'heads' }]];
 const ROWS = Object.keys(START)
   .filter((m) => process.argv.length <= 2 || process.argv.includes(m))
@@ -54,11 +57,12 @@ try {
       });
       await page.focus('#text');
       await page.keyboard.press('End');
-      for (const ch of TYPED) {
+      const typed = TYPED_FOR[model] || TYPED;
+      for (const ch of typed) {
         await page.keyboard.type(ch);
         await sleep(KEY_MS);
       }
-      await page.waitForFunction((t) => window.attnvizDebug.text === t, start + TYPED, { timeout: 120_000 });
+      await page.waitForFunction((t) => window.attnvizDebug.text === t, start + typed, { timeout: 120_000 });
       await sleep(200);
       const { keys, draws } = await page.evaluate(() => window.typingLog);
       const lat = keys.map((k) => {

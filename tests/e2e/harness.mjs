@@ -23,7 +23,7 @@ const READY_TIMEOUT_MS = Number(process.env.ATTNVIZ_E2E_READY_TIMEOUT_MS || 120_
 const VERBOSE = process.env.ATTNVIZ_E2E_VERBOSE === '1';
 
 /** The default models (make models), by their catalogue ids. */
-export const DEFAULT_MODELS = ['minilm-l6', 'en-pt-tiny', 'smollm2-135m'];
+export const DEFAULT_MODELS = ['minilm-l6', 'en-pt-tiny', 'smollm2-135m', 'paper-transformer'];
 /** A projector's and a desktop's window: where a lesson must show its map whole. */
 export const PROJECTOR_SCREENS = [[1280, 720], [1920, 1080]];
 

@@ -60,7 +60,7 @@ test('no widget on the lesson page is clipped: at 1280 px each map fits its box;
   const app = await openAt('examples.html', { width: 1280, height: 900 });
   try {
     const boxes = await widgetBoxes(app.page);
-    assert.equal(boxes.length, 3);
+    assert.equal(boxes.length, 5);
     for (const b of boxes) {
       const s = JSON.stringify(b);
       assert.ok(b.canvas.w <= b.wrap.w + 0.5, `${b.id}: the ${b.view} map is ${b.canvas.w} px wide in a ${b.wrap.w} px box: ${s}`);
@@ -195,7 +195,7 @@ test('the lesson page loads each widget as it comes near the screen: before any 
   const states = () => page.evaluate(() => Object.fromEntries([...document.querySelectorAll('attention-viz')].map((w) => [w.id, w.dataset.state])));
   try {
     await page.waitForTimeout(1000);
-    assert.deepEqual(await states(), { 'ex-pronoun': 'ready', 'ex-cross': 'waiting', 'ex-step': 'waiting' });
+    assert.deepEqual(await states(), { 'ex-pronoun': 'ready', 'ex-cross': 'waiting', 'ex-step': 'waiting', 'ex-paper-self': 'waiting', 'ex-paper-cross': 'waiting' });
     assert.match(await page.locator('#ex-cross >> .msg').innerText(), /Loads when scrolled into view/);
     assert.ok(!paths.some((p) => p.includes('/models/en-pt/')), `the translator was fetched before any scroll: ${paths.filter((p) => p.includes('/models/'))}`);
     assert.equal(paths.filter((p) => p.endsWith('.wasm')).length, 1, `wasm fetches: ${paths.filter((p) => p.endsWith('.wasm'))}`);

@@ -482,7 +482,7 @@ test('no request leaves the page origin: a first visit that picks every model, s
     await setViewport(page, { width: 1280, height: 900 });
     const settled = () => page.waitForFunction(() => !window.attnvizDebug.computing && !window.attnvizDebug.drawing, null, { timeout: 120_000, polling: 100 });
     const models = await page.$$eval('#model option', (os) => os.map((o) => o.value));
-    assert.deepEqual(models.slice().sort(), ['en-pt-tiny', 'minilm-l6', 'smollm2-135m'], 'the picker offers the built-in models');
+    assert.deepEqual(models.slice().sort(), ['en-pt-tiny', 'minilm-l6', 'paper-transformer', 'smollm2-135m'], 'the picker offers the built-in models');
     const shown = [];
     for (const id of models) {
       if ((await dbg(page)).modelId !== id) await selectModel(page, id);

@@ -1,6 +1,6 @@
 // `make site DEST=…` (scripts/site.py): the folder a teacher uploads works from a plain static
 // server (python3 -m http.server: no COOP/COEP, no compression, no prefix rules): the page and the
-// lesson's three widgets draw with the real models. A folder with only the top-level files (what
+// lesson's five widgets draw with the real models. A folder with only the top-level files (what
 // the README's old "copy the .js, .css and .html files" gave) says so where each widget stands,
 // instead of leaving it 0 px tall.
 import { test, before, after } from 'node:test';
@@ -63,7 +63,7 @@ test('make site writes a folder that works from python3 -m http.server: the page
   siteUrl = url;
 });
 
-test('the lesson from make site draws its three widgets and, as it asks (data-offline), works offline on a second visit', async () => {
+test('the lesson from make site draws its five widgets and, as it asks (data-offline), works offline on a second visit', async () => {
   // A context of its own, and the lesson alone: the page's service worker (registered by a visit
   // to index.html) must not be what keeps it.
   const context = await browser.newContext();
@@ -74,7 +74,7 @@ test('the lesson from make site draws its three widgets and, as it asks (data-of
     await page.goto(`${siteUrl}examples.html`);
     await loadEveryWidget(page);
     const widgets = await page.$$eval('attention-viz', (all) => all.map((w) => ({ id: w.id, state: w.dataset.state, height: w.getBoundingClientRect().height })));
-    assert.equal(widgets.length, 3);
+    assert.equal(widgets.length, 5);
     for (const w of widgets) assert.ok(w.state === 'ready' && w.height > 100, JSON.stringify(w));
     assert.deepEqual(failed, []);
     // Once its service worker holds the lesson's files, a visit without a network draws them all.
@@ -95,7 +95,7 @@ test('the lesson from make site draws its three widgets and, as it asks (data-of
     const again = await context.newPage();
     await again.goto(`${siteUrl}examples.html`);
     await loadEveryWidget(again);
-    assert.deepEqual(await again.$$eval('attention-viz', (all) => all.map((w) => w.dataset.state)), ['ready', 'ready', 'ready']);
+    assert.deepEqual(await again.$$eval('attention-viz', (all) => all.map((w) => w.dataset.state)), ['ready', 'ready', 'ready', 'ready', 'ready']);
   } finally {
     await context.close();
   }
@@ -115,7 +115,7 @@ test('a lesson uploaded without the widget’s other files says so where each wi
     await page.goto(`${url}examples.html`);
     await page.waitForLoadState('networkidle');
     const widgets = await page.$$eval('attention-viz', (all) => all.map((w) => ({ text: w.innerText, height: w.getBoundingClientRect().height, defined: !!customElements.get('attention-viz') })));
-    assert.equal(widgets.length, 3);
+    assert.equal(widgets.length, 5);
     for (const w of widgets) {
       assert.equal(w.defined, false);
       assert.match(w.text, /If this stays, attention-viz\.js or the files beside it did not load/);

@@ -35,12 +35,12 @@ async function checkExamples(prefix) {
     const { page } = app;
     await loadEveryWidget(page);
     const stats = await widgetStats(page);
-    assert.equal(stats.length, 3, 'the lesson page should have three widgets');
+    assert.equal(stats.length, 5, 'the lesson page should have five widgets');
     for (const s of stats) {
       assert.equal(s.state, 'ready', `${s.id} is not ready`);
       assert.ok(s.ink > 0.01, `${s.id} looks blank: ${JSON.stringify(s)}`);
     }
-    assert.deepEqual(stats.map((s) => s.view), ['head', 'cross', 'step']);
+    assert.deepEqual(stats.map((s) => s.view), ['head', 'cross', 'step', 'head', 'cross']);
     // One model worker for the whole page, whatever the number of widgets (the shared-memory
     // build, where the page has 4 cores or more, adds at most 3 GEMM helpers, not one per widget).
     const urls = page.workers().map((w) => w.url());
@@ -65,7 +65,7 @@ async function checkExamples(prefix) {
   }
 }
 
-test('the lesson page draws its three widgets with one shared worker; typing redraws only that widget', async () => {
+test('the lesson page draws its five widgets with one shared worker; typing redraws only that widget', async () => {
   const { app, server } = await checkExamples('/');
   try {
     const { page } = app;
