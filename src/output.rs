@@ -8,7 +8,7 @@ use crate::models::{PositionKind, PositionTable};
 use crate::pca::QkProjection;
 use crate::result::{
     Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals,
-    StopReason, TokenSide,
+    StopReason, TokenSide, TopToken,
 };
 use serde::Serialize;
 
@@ -68,6 +68,9 @@ pub struct AttendResult<'a, F> {
     /// A decoder-only model's prompt length, fed ids, generated steps with their top-5
     /// candidates, and its next-token prediction; `null` for encoders and translators.
     pub generation: Option<&'a Generation>,
+    /// A translator's top-5 candidates at each decode step (the step of `tokens.target[t]`),
+    /// most probable first; `null` for encoders and decoder-only models.
+    pub decode_top: Option<&'a [Vec<TopToken>]>,
     /// Time of the forward alone (tokenisation included), in milliseconds.
     pub forward_ms: f64,
     /// Length of the random sequence repeated for the heads' induction scores (causal models),
@@ -100,6 +103,7 @@ impl<'a, F> AttendResult<'a, F> {
             value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, None, &floats)),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
+            decode_top: out.decode_top.as_deref(),
             forward_ms,
             induction_tokens: a.induction_tokens,
             step: None,

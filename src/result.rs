@@ -108,6 +108,9 @@ pub struct ForwardOutput {
     /// What a decoder-only model predicted and generated (its prompt is `source_tokens`, its
     /// continuation `target_tokens`); `None` for encoders and translators.
     pub generation: Option<Generation>,
+    /// A translator's candidates at each decode step: the [`TOP_N`] most probable tokens of the
+    /// step that chose `target_tokens[t]`, most probable first; `None` for the others.
+    pub decode_top: Option<Vec<Vec<TopToken>>>,
 }
 
 impl ForwardOutput {
@@ -117,11 +120,11 @@ impl ForwardOutput {
         if self.sentence_embedding.as_deref().is_some_and(|e| !all_finite(e)) {
             return Err(invalid_model("the sentence embedding is NaN or infinite: the model's weights make its activations overflow"));
         }
-        if let Some(g) = &self.generation {
-            let tops = g.steps.iter().flat_map(|s| &s.top).chain(&g.next);
-            if tops.map(|t| t.p).any(|p| !p.is_finite()) {
-                return Err(invalid_model("the next-token probabilities are NaN or infinite: the model's weights make its logits overflow"));
-            }
+        let generated =
+            self.generation.iter().flat_map(|g| g.steps.iter().flat_map(|s| &s.top).chain(&g.next));
+        let decoded = self.decode_top.iter().flatten().flatten();
+        if generated.chain(decoded).map(|t| t.p).any(|p| !p.is_finite()) {
+            return Err(invalid_model("the next-token probabilities are NaN or infinite: the model's weights make its logits overflow"));
         }
         Ok(())
     }
@@ -133,6 +136,24 @@ pub struct TopToken {
     pub token: String,
     pub id: u32,
     pub p: f32,
+}
+
+/// How many candidates a generation step or a decode step lists.
+pub const TOP_N: usize = 5;
+
+/// The [`TOP_N`] most probable tokens of one row of logits (softmax at temperature 1; a logit
+/// of −∞, a banned token, has probability 0), named by `token`.
+pub fn top_tokens(logits: &[f32], token: impl Fn(u32) -> String) -> Vec<TopToken> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
+    top_keys(logits, TOP_N)
+        .into_iter()
+        .map(|(id, l)| TopToken {
+            token: token(id as u32),
+            id: id as u32,
+            p: (((l - max) as f64).exp() / sum) as f32,
+        })
+        .collect()
 }
 
 /// One generated token: chosen from the distribution at query `position`.

@@ -41,6 +41,20 @@ fn cli_attend_json_satisfies_the_schema() {
         checker.attend(&v).unwrap_or_else(|e| panic!("{dir} {text:?}: {e}"));
         assert_eq!(v["text"], text);
         assert_eq!(v["generation"], Value::Null);
+        if dir == "en-pt" {
+            // One list of candidates per target token; greedy: the first is the token chosen.
+            let target = v["tokens"]["target"].as_array().unwrap();
+            let steps = v["decode_top"].as_array().expect("a translator's decode steps");
+            assert_eq!(steps.len(), target.len());
+            for (step, chosen) in steps.iter().zip(target) {
+                assert_eq!(&step[0]["token"], chosen);
+                let p: Vec<f64> =
+                    step.as_array().unwrap().iter().map(|c| c["p"].as_f64().unwrap()).collect();
+                assert!(p.windows(2).all(|w| w[0] >= w[1]) && p.iter().sum::<f64>() <= 1.0 + 1e-6);
+            }
+        } else {
+            assert_eq!(v["decode_top"], Value::Null);
+        }
     }
     // A decoder-only model, with and without a continuation.
     for extra in [
@@ -53,6 +67,7 @@ fn cli_attend_json_satisfies_the_schema() {
         args.extend(extra);
         let v = cli(&args);
         checker.attend(&v).unwrap_or_else(|e| panic!("smollm2 {extra:?}: {e}"));
+        assert_eq!(v["decode_top"], Value::Null);
         let g = &v["generation"];
         assert_eq!(g["prompt_len"], 5);
         assert_eq!(

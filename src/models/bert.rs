@@ -594,6 +594,7 @@ impl Family for BertModel {
         Ok(ForwardOutput {
             sentence_embedding: Some(mean_pool_normalised(&x)),
             generation: None,
+            decode_top: None,
             source_tokens: enc.tokens,
             source_word_ids: enc.word_ids,
             target_tokens: Vec::new(),

@@ -20,8 +20,6 @@ use std::sync::Mutex;
 /// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
 /// 256 × 256 maps is 70 MB, what a tab can hold beside the model.
 pub const MAX_POSITIONS: usize = 256;
-/// Candidates shown for each next token.
-const TOP_N: usize = 5;
 
 /// What generation needs to know about a causal language model besides its forward.
 pub struct DecoderSpec<'a> {
@@ -223,16 +221,7 @@ pub(crate) fn repeated_random_maps(m: &impl CausalLm, n: usize) -> Result<Vec<At
 
 /// The `TOP_N` most probable next tokens (softmax at temperature 1).
 fn top(tokenizer: &TextTokenizer, logits: &[f32]) -> Vec<TopToken> {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
-    crate::result::top_keys(logits, TOP_N)
-        .into_iter()
-        .map(|(id, l)| TopToken {
-            token: tokenizer.id_to_token(id as u32),
-            id: id as u32,
-            p: (((l - max) as f64).exp() / sum) as f32,
-        })
-        .collect()
+    crate::result::top_tokens(logits, |id| tokenizer.id_to_token(id))
 }
 
 /// Greedy: the most probable id (the lowest on a tie). Sampled: from the softmax of
@@ -345,6 +334,7 @@ pub(crate) fn generate(
             steps,
             sampling: options.sampling.normalised(),
         }),
+        decode_top: None,
     })
 }
 

@@ -2,7 +2,7 @@
 // make models): picked from the page's model menu and typed into, it translates as the CLI does;
 // its three attention kinds are each offered and drawn (the decoder's masked: nothing above the
 // diagonal); the cross view's decode-step scrubber, moved with the keyboard to "vermelha", shows
-// the weight on "red" the lesson prints. On the lesson page its two widgets draw the numbers the
+// the weight on "red" the lesson prints and the model's five candidates at that step. On the lesson page its two widgets draw the numbers the
 // lesson's text gives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -83,6 +83,11 @@ test('the paper’s Transformer from the model menu: typed text translated as th
     const want = meanRow('cross', 1, '▁vermelha');
     assert.deepEqual(weights.map((w, j) => Math.abs(w - want[cli.tokens.source[j]]) <= 0.0051), weights.map(() => true), `weights under the source chips ${weights}`);
     assert.equal(cli.tokens.source[weights.indexOf(Math.max(...weights))], '▁red');
+    // The side panel names the model's candidates at that step, as the CLI lists them.
+    const p3 = (p) => (p >= 1e-3 ? p.toFixed(3) : p.toExponential(1).replace('-', '−'));
+    const candidates = cli.decode_top[6].map((c) => `${c.token} ${p3(c.p)}`).join(', ');
+    assert.equal(cli.decode_top[6][0].token, '▁vermelha');
+    assert.ok((await page.locator('#side-hint').innerText()).endsWith(`The model's candidates at this step: ${candidates}`), await page.locator('#side-hint').innerText());
     assert.deepEqual(app.pageErrors, []);
   } finally {
     await app.close();

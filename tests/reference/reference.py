@@ -427,6 +427,7 @@ class Marian:
         cross_rows = [[] for _ in range(self.dec_layers)]  # per layer: list of [H, Tk]
         cross_vals = [{"outputs": []} for _ in range(self.dec_layers)]
         out_ids: list[int] = []
+        step_probs = []  # each step's softmax of its logits
         prev_emb = np.zeros(self.dim, self.dtype)  # first decoder input: zero vector (not an embedding)
         stop_reason = "max_length"
         for step in range(max_target_len):
@@ -447,6 +448,7 @@ class Marian:
                 x = self._ffn(p + "_ffn", x)
             logits = x[0] @ self.emb.T + w["decoder_ff_logit_out_b"][0]
             nxt = int(np.argmax(logits))
+            step_probs.append(softmax(logits))
             out_ids.append(nxt)
             if nxt == self.EOS:
                 stop_reason = "eos"
@@ -462,6 +464,7 @@ class Marian:
             "output_text": self.tok.decode(text_ids),
             "truncated": truncated,
             "stop_reason": stop_reason,
+            "probs": step_probs,
             "encoder_attentions": enc_attn,
             "cross_attentions": cross,
         }

@@ -128,12 +128,14 @@ class OpusMt:
         memory, enc_attn = self.encode(ids)
         limit = min(max(math.ceil(MAX_LENGTH_FACTOR * len(ids)), 4), self.max_target)
         out: list[int] = []
+        probs = []  # each step's softmax of its logits
         stop = "max_length"
         while len(out) < limit:
             y, _, _ = self.decode([self.start] + out, memory)
             logits = y[-1] @ self.emb.T + self.w["final_logits_bias"][0]
             logits[self.pad] = -np.inf
             nxt = int(np.argmax(logits))
+            probs.append(softmax(logits))
             out.append(nxt)
             if nxt == self.eos:
                 stop = "eos"
@@ -142,7 +144,7 @@ class OpusMt:
         _, selfs, crosses = self.decode([self.start] + out[:-1], memory)
         self.encode(ids)  # the encoder's value norms again (the decoder passes left only theirs)
         return {"norms": dict(self.norms),"ids": ids, "tokens": tokens, "target_ids": out, "truncated": truncated, "stop_reason": stop,
-                "encoder": enc_attn, "decoder_self": selfs, "cross": crosses}
+                "probs": probs, "encoder": enc_attn, "decoder_self": selfs, "cross": crosses}
 
 
 def attend(model_dir: str, text: str, measure: str = "weight") -> dict:
@@ -167,6 +169,9 @@ def attend(model_dir: str, text: str, measure: str = "weight") -> dict:
         "truncated": r["truncated"],
         "stop_reason": r["stop_reason"],
         "attentions": attns,
+        # As the Rust core's `decode_top`: each decode step's five most probable tokens.
+        "decode_top": [[{"token": m.tok.id_to_token(int(i)), "id": int(i), "p": float(p[i])} for i in np.argsort(-p, kind="stable")[:5]]
+                       for p in r["probs"]],
     }
     if measure == "value-norm":
         out["value_norms"] = norms

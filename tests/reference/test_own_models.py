@@ -16,7 +16,7 @@ import pytest
 
 import reference
 import reference_gpt2
-from test_parity import ATTN_TOL, BIN, EMB_TOL, ROOT, _blocks, _need_binary, rust_attend
+from test_parity import ATTN_TOL, BIN, EMB_TOL, ROOT, _blocks, _need_binary, assert_decode_top, rust_attend
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import tiny_models  # noqa: E402
@@ -185,8 +185,9 @@ def test_tiny_marian_matches_reference(folders, text):
     assert rust["tokens"] == ref["tokens"]
     assert rust["stop_reason"] == ref["stop_reason"] and rust["output_text"] == ref["output_text"]
     # The generated ids: the target pieces of a Unigram vocabulary name them one to one.
-    tok = reference_opus_mt.OpusMt(folder).tok
-    assert [tok.token_to_id(t) for t in rust["tokens"]["target"]] == ref["target_ids"]
+    model = reference_opus_mt.OpusMt(folder)
+    assert [model.tok.token_to_id(t) for t in rust["tokens"]["target"]] == ref["target_ids"]
+    assert_decode_top(rust, model.forward(text)["probs"])
     rb, fb = _blocks(rust), _blocks(ref)
     assert rb.keys() == fb.keys() == {(k, i) for k in MARIAN_KINDS for i in (0, 1)}
     ts, tt = len(ref["tokens"]["source"]), len(ref["tokens"]["target"])

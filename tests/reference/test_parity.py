@@ -87,6 +87,19 @@ def _blocks(result: dict) -> dict:
     return {(b["kind"], b["layer"]): b for b in result["attentions"]}
 
 
+def assert_decode_top(rust: dict, probs: list) -> None:
+    """A translator's candidates at each decode step (`decode_top`) are the reference's: each one's
+    probability ≤ 1e-4 from the reference's softmax of that step's logits (`probs`, one array per
+    step), five of them, most probable first, none under the reference's fifth largest."""
+    assert len(rust["decode_top"]) == len(probs) == len(rust["tokens"]["target"])
+    for t, (got, p) in enumerate(zip(rust["decode_top"], probs)):
+        fifth = float(np.sort(p)[-5])
+        assert len(got) == 5 and got[0]["token"] == rust["tokens"]["target"][t], (t, got)
+        for c in got:
+            assert abs(c["p"] - float(p[c["id"]])) <= ATTN_TOL and c["p"] >= fifth - ATTN_TOL, (t, c, float(p[c["id"]]), fifth)
+        assert all(a["p"] >= b["p"] for a, b in zip(got, got[1:])), (t, got)
+
+
 # ----------------------------------------------------------------------------- the reference itself
 
 def _bert_embedding(text: str) -> np.ndarray:
@@ -168,6 +181,14 @@ def test_parity_covers_both_stop_reasons():
     assert seen == {"eos", "max_length"}, seen
     assert {ref_attend(ENPT, s)["stop_reason"] for s in MARIAN_SENTENCES} == seen
     assert rust_attend(MINILM, BERT_SENTENCES[0])["stop_reason"] is None
+
+
+@pytest.mark.parametrize("text", MARIAN_SENTENCES)
+def test_parity_translator_decode_candidates(text):
+    """The translator's five candidates at each decode step, as the reference's softmax of that
+    step's logits gives them."""
+    _need_model(ENPT)
+    assert_decode_top(rust_attend(ENPT, text), reference.Marian(ENPT).forward(text)["probs"])
 
 
 @pytest.mark.parametrize("name,model_dir,text", CASES, ids=CASE_IDS)

@@ -284,7 +284,8 @@ export function* draw(ctx, input, state, theme, width) {
   return g;
 }
 
-/** Text for screen readers and the side panel: which source tokens step t attended to most. */
+/** Text for screen readers and the side panel: which source tokens step t attended to most, and
+ *  which tokens the model weighed at that step (its top 5, as the result lists them). */
 export function describe(input, state) {
   const m = matrixOf(input, state);
   if (!m) return 'Cross-attention: this model has none';
@@ -296,6 +297,8 @@ export function describe(input, state) {
     .sort((a, b) => b[0] - a[0])
     .slice(0, 3)
     .map(([w, j]) => `${prep.colLabels[j]} ${fmt(w)}`);
-  return `Cross-attention${measureTag(state)}, layer ${prep.layer + 1}, decode step ${t + 1} of ${prep.rows} producing "${prep.rowLabels[t]}": most attended source tokens ${top.join(', ')}`;
+  const said = `Cross-attention${measureTag(state)}, layer ${prep.layer + 1}, decode step ${t + 1} of ${prep.rows} producing "${prep.rowLabels[t]}": most attended source tokens ${top.join(', ')}`;
+  const candidates = input.result.decode_top && input.result.decode_top[prep.rowGroups[t][0]];
+  return candidates ? `${said}. The model's candidates at this step: ${candidates.map((c) => `${c.token} ${fmt(c.p, 3)}`).join(', ')}` : said;
 }
 

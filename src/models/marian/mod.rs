@@ -25,7 +25,7 @@ use super::family::{
 use crate::error::{invalid_model, Result};
 use crate::nn::attention::KvCache;
 use crate::nn::probe::Probe;
-use crate::result::{AttentionKind, ForwardOutput, GenerateOptions, StopReason};
+use crate::result::{top_tokens, AttentionKind, ForwardOutput, GenerateOptions, StopReason};
 use crate::tensor::{Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
 use crate::weights::marian_bin;
@@ -241,6 +241,7 @@ impl Family for MarianModel {
             .map(|_| DecoderState { cell: vec![0.0; d], cache: KvCache::new(positions, d) })
             .collect();
         let mut target_ids = Vec::new();
+        let mut decode_top = Vec::new(); // each step's candidates
         let mut stop = StopReason::MaxLength;
         for step in 0..max_target {
             let mut y = Mat::zeros(1, d); // [1, d]
@@ -260,6 +261,7 @@ impl Family for MarianModel {
                 *banned = f32::NEG_INFINITY;
             }
             let next = argmax(logits.row(0)) as u32;
+            decode_top.push(top_tokens(logits.row(0), |id| self.tokenizer.id_to_token(id)));
             target_ids.push(next);
             if next == eos {
                 stop = StopReason::Eos;
@@ -282,6 +284,7 @@ impl Family for MarianModel {
             stop_reason: Some(stop),
             sentence_embedding: None,
             generation: None,
+            decode_top: Some(decode_top),
         })
     }
 }
