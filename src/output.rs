@@ -193,6 +193,23 @@ pub struct StepResult<'a, F> {
     /// The queries and keys on their two principal components (plain arrays: a few hundred
     /// numbers).
     pub qk_pca: &'a QkProjection,
+    /// The scaled scores split into where they come from (`null` where the model offers no
+    /// exact split): see [`ScorePartsResult`].
+    pub score_parts: Option<ScorePartsResult<'a, F>>,
+}
+
+/// Each scaled score q_i·k_j/√d_k of the head as a sum of parts (src/nn/score_parts.rs).
+#[derive(Serialize)]
+pub struct ScorePartsResult<'a, F> {
+    /// `embedding` (first layer: token, position, bias parts of q and k), `bias` (input and
+    /// bias parts) or `rotary` (one part per rotated dimension pair).
+    pub basis: &'static str,
+    /// Part p's name: `token·position` is the query's token part · the key's position part.
+    pub names: &'a [String],
+    /// `# [parts, query_len, key_len]`: summed over the parts, `scaled`.
+    pub values: F,
+    /// `rotary`: each pair's θ in radians per position; empty otherwise.
+    pub frequencies: &'a [f64],
 }
 
 impl<'a, F> StepResult<'a, F> {
@@ -232,6 +249,12 @@ impl<'a, F> StepResult<'a, F> {
             residual: floats(&hi.block.residual),
             normed: floats(&hi.block.normed),
             qk_pca: &hi.qk,
+            score_parts: hi.score_parts.as_ref().map(|p| ScorePartsResult {
+                basis: p.basis,
+                names: &p.names,
+                values: floats(&p.values),
+                frequencies: &p.frequencies,
+            }),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! collects them. Plus small analyses used by the CLI table.
 
 use crate::error::{invalid_model, Result};
+use crate::nn::score_parts::{QkSplit, ScoreParts};
 use crate::tensor::{all_finite, entropy, exp_lanes, matmul_bt, View};
 use serde::{Deserialize, Serialize};
 
@@ -313,6 +314,9 @@ pub struct HeadInternals {
     pub block: BlockTrace,
     /// The head's queries and keys on their two principal components (the qk view).
     pub qk: crate::pca::QkProjection,
+    /// The head's scaled scores split into where they come from (the score parts view); None
+    /// where the model offers no exact split (no projection biases, no rotary positions).
+    pub score_parts: Option<ScoreParts>,
 }
 
 /// Where the block's normalisation sits, which says what `normed` is.
@@ -396,6 +400,8 @@ pub struct HeadTrace {
     pub probs: Vec<f32>,
     /// `# [Tq, d_k]` probs · v
     pub output: Vec<f32>,
+    /// How q and k split into parts whose products sum to `scaled` (see [`crate::nn::score_parts`]).
+    pub split: Option<QkSplit>,
 }
 
 impl HeadTrace {
@@ -411,6 +417,9 @@ impl HeadTrace {
                 .collect();
             *rows = kept;
         }
+        if let Some(split) = &mut self.split {
+            split.keep_first(q, tk, self.d_k);
+        }
         self.q.truncate(q * self.d_k);
         self.output.truncate(q * self.d_k);
         self.k.truncate(tk * self.d_k);
@@ -423,6 +432,10 @@ impl HeadTrace {
     /// then get the new keys' raw scores q_i·k_j and ÷√d_k, as one call over every key computes
     /// them before the mask (the step view shows a masked key's score), masked, probability 0.
     pub fn append_queries(&mut self, mut later: HeadTrace) {
+        self.split = match (self.split.take(), later.split.take()) {
+            (Some(split), Some(more)) => split.append(more, self.d_k),
+            _ => None,
+        };
         let tk = self.key_len.max(later.key_len);
         if later.key_len > self.key_len {
             let (rows, from, d_k) = (self.query_len, self.key_len, self.d_k);

@@ -14,6 +14,7 @@ use crate::error::{invalid_model, Error, Result};
 use crate::nn::attention::{KvCache, Mask, MultiHead};
 use crate::nn::layers::{LayerNorm, Linear};
 use crate::nn::probe::{Probe, Site};
+use crate::nn::score_parts::InputSplit;
 use crate::result::{AttentionKind, ForwardOutput, GenerateOptions};
 use crate::tensor::{gelu, Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
@@ -368,6 +369,29 @@ impl BertEmbeddings {
         self.layer_norm.apply(&mut x);
         Ok(x)
     }
+
+    /// `forward`'s output split into its token part, its position part and the rest (the
+    /// segment embedding and the LayerNorm's bias), which sum to it: the first layer's input
+    /// for the score parts. `ids` passed `forward`.
+    fn split(&self, ids: &[u32]) -> InputSplit {
+        let d = self.word_embeddings.cols();
+        let mut parts =
+            [Mat::zeros(ids.len(), d), Mat::zeros(ids.len(), d), Mat::zeros(ids.len(), d)];
+        let mut te = vec![0.0; d];
+        if let Some(t) = &self.token_type_embeddings {
+            t.row_into(0, &mut te);
+        }
+        for (i, (&id, pos)) in ids.iter().zip(self.position_ids(ids)).enumerate() {
+            self.word_embeddings.row_into(id as usize, parts[0].row_mut(i));
+            self.position_embeddings.row_into(pos, parts[1].row_mut(i));
+            parts[2].row_mut(i).copy_from_slice(&te);
+        }
+        InputSplit {
+            names: vec!["token", "position", "bias"],
+            parts: self.layer_norm.split(&parts),
+            first_key: 0,
+        }
+    }
 }
 
 /// `encoder.layer.N.attention.self.*`
@@ -382,6 +406,7 @@ impl BertSelfAttention {
     /// x `[T, d]` → the heads' outputs, concatenated `[T, d]`; the probe gets `[heads, T, T]`
     /// (and, when it asks, the value norms through the block's output projection `wo`).
     fn forward(&self, x: &Mat, wo: &Linear, probe: &mut Probe) -> Mat {
+        self.attn.offer_split(probe, &self.query, &self.key);
         let q = self.query.forward(x); // [T, d]
         let k = self.key.forward(x); // [T, d]
         let v = self.value.forward(x); // [T, d]
@@ -590,6 +615,8 @@ impl Family for BertModel {
     ) -> Result<ForwardOutput> {
         let enc = self.tokenizer.encode(text)?;
         let x = self.embeddings.forward(&enc.ids)?; // [T, d]
+        let first = Site { kind: AttentionKind::EncoderSelf, layer: 0 };
+        probe.split_input(first, || self.embeddings.split(&enc.ids));
         let x = self.encoder.forward(x, probe); // [T, d]
         Ok(ForwardOutput {
             sentence_embedding: Some(mean_pool_normalised(&x)),

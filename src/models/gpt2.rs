@@ -226,6 +226,9 @@ impl Gpt2Attention {
     /// view's); keys and values are written into `cache`.
     fn forward(&self, h: &Mat, start: usize, cache: &mut KvCache, probe: &mut Probe) -> (Mat, Mat) {
         let d = h.cols();
+        if let Some(bias) = &self.c_attn.bias {
+            self.attn.offer_bias_split(probe, &bias[..d], &bias[d..2 * d]);
+        }
         let qkv = self.c_attn.forward(h); // [T, 3d]
         let (q, k, v) = (qkv.cols_range(0, d), qkv.cols_range(d, d), qkv.cols_range(2 * d, d)); // [T, d] each
         cache.append(&k, &v);

@@ -330,6 +330,9 @@ struct RotaryTable {
     sin: Vec<f32>,
     half: usize,
     layout: RopeLayout,
+    /// The dimensions of each pair that turns together, and its θ_i (the score parts').
+    pairs: Vec<(usize, usize)>,
+    frequencies: Vec<f64>,
 }
 
 impl LlamaConfig {
@@ -352,7 +355,18 @@ impl RotaryTable {
                 sin.push(angle.sin() as f32);
             }
         }
-        RotaryTable { cos, sin, half, layout: c.rope_layout }
+        let layout = c.rope_layout;
+        let pairs = (0..half).map(|i| RotaryTable::pair(layout, half, i)).collect();
+        let frequencies = (0..half).map(|i| wave.frequency(i)).collect();
+        RotaryTable { cos, sin, half, layout, pairs, frequencies }
+    }
+
+    /// The two dimensions of a head that pair `i` turns.
+    fn pair(layout: RopeLayout, half: usize, i: usize) -> (usize, usize) {
+        match layout {
+            RopeLayout::Adjacent => (2 * i, 2 * i + 1),
+            RopeLayout::Halves => (i, i + half),
+        }
     }
 
     /// Rotates every head of `x` `# [T, heads·d_k]` whose row `r` sits at position `start + r`.
@@ -363,10 +377,7 @@ impl RotaryTable {
             let (cos, sin) = (&self.cos[at..at + self.half], &self.sin[at..at + self.half]);
             for head in x.row_mut(r).chunks_exact_mut(d_k) {
                 for i in 0..self.half {
-                    let (a, b) = match self.layout {
-                        RopeLayout::Adjacent => (2 * i, 2 * i + 1),
-                        RopeLayout::Halves => (i, i + self.half),
-                    };
+                    let (a, b) = RotaryTable::pair(self.layout, self.half, i);
                     let (x0, x1) = (head[a], head[b]);
                     head[a] = x0 * cos[i] - x1 * sin[i];
                     head[b] = x0 * sin[i] + x1 * cos[i];
@@ -402,6 +413,7 @@ impl LlamaAttention {
         let v = self.v_proj.linear(h, None); // [T, kv·d_k]
         rope.apply(&mut q, start);
         rope.apply(&mut k, start);
+        self.attn.offer_rotary_split(probe, &rope.pairs, &rope.frequencies);
         cache.append(&k, &v);
         // # [heads, T, start + T]
         let mask = Mask::Causal { first_query_position: start };

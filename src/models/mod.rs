@@ -27,6 +27,7 @@ pub use manifest::Manifest;
 use crate::error::{Error, Result};
 use crate::heads::{induction_scores, score_block, HeadScores};
 use crate::nn::probe::{Probe, Recordings};
+use crate::nn::score_parts::score_parts;
 use crate::result::{
     Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals,
     HeadRequest,
@@ -308,6 +309,9 @@ impl Model {
         };
         let (query_tokens, key_tokens) = output.tokens_of(request.kind);
         let qk = crate::pca::qk_projection(&trace.q, &trace.k, trace.d_k);
-        Ok(HeadInternals { request, query_tokens, key_tokens, trace, block, qk })
+        let score_parts = trace.split.as_ref().and_then(|split| {
+            score_parts(split, &trace.q, &trace.k, trace.d_k, trace.query_len, trace.key_len)
+        });
+        Ok(HeadInternals { request, query_tokens, key_tokens, trace, block, qk, score_parts })
     }
 }

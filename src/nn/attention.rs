@@ -14,6 +14,7 @@
 
 use super::layers::{LayerNorm, Linear};
 use super::probe::{Probe, Recorded, Site};
+use super::score_parts::QkSplit;
 use crate::result::{BlockNorm, BlockTrace, HeadTrace};
 use crate::tensor::{
     matmul_bt, matmul_bt_cols, softmax_in_place, Mat, OutPtr, View, WeightMatrix,
@@ -196,6 +197,59 @@ impl MultiHead {
         context
     }
 
+    /// Offers the probe the traced head's query/key split for its score parts: by the input's
+    /// parts (token, position, bias) when the family split this attention's input
+    /// ([`Probe::split_input`]; a self-attention whose queries and keys read the same rows),
+    /// else by the projection biases, which `wq` and `wk` (`# [heads·d_k]`, `# [kv_heads·d_k]`)
+    /// hold. Runs only when this attention's head is traced; call it before [`Self::attend`].
+    pub fn offer_split(&self, probe: &mut Probe, wq: &Linear, wk: &Linear) {
+        let Some(h) = probe.traced_head(self.site) else { return };
+        let split = match probe.take_input_split(self.site) {
+            Some(input) => Some(input.project(wq, wk, (h, self.kv_head(h)), self.d_k)),
+            None => self.bias_split(h, wq.bias.as_deref(), wk.bias.as_deref()),
+        };
+        probe.offer_split(split);
+    }
+
+    /// [`Self::offer_split`] by the projection biases alone (GPT-2's fused `c_attn`).
+    pub fn offer_bias_split(&self, probe: &mut Probe, q_bias: &[f32], k_bias: &[f32]) {
+        if let Some(h) = probe.traced_head(self.site) {
+            let split = self.bias_split(h, Some(q_bias), Some(k_bias));
+            probe.offer_split(split);
+        }
+    }
+
+    /// [`Self::offer_split`] for rotary positions: dimension `pairs` of every head turn
+    /// together by `frequencies` radians per position.
+    pub fn offer_rotary_split(
+        &self,
+        probe: &mut Probe,
+        pairs: &[(usize, usize)],
+        frequencies: &[f64],
+    ) {
+        if probe.traced_head(self.site).is_some() {
+            probe.offer_split(Some(QkSplit::Rotary {
+                pairs: pairs.to_vec(),
+                frequencies: frequencies.to_vec(),
+            }));
+        }
+    }
+
+    /// Head `h`'s slices of the query and key biases.
+    fn bias_split(
+        &self,
+        h: usize,
+        q_bias: Option<&[f32]>,
+        k_bias: Option<&[f32]>,
+    ) -> Option<QkSplit> {
+        let d_k = self.d_k;
+        let g = self.kv_head(h);
+        Some(QkSplit::Bias {
+            q_bias: q_bias?.get(h * d_k..(h + 1) * d_k)?.to_vec(),
+            k_bias: k_bias?.get(g * d_k..(g + 1) * d_k)?.to_vec(),
+        })
+    }
+
     /// Key/value head of query head `h`.
     fn kv_head(&self, h: usize) -> usize {
         h / (self.heads / self.kv_heads)
@@ -275,6 +329,7 @@ impl MultiHead {
                 mask: mask_values,
                 probs: probs[h * tq * tk..(h + 1) * tq * tk].to_vec(),
                 output: context.cols_range(h * d_k, d_k).into_vec(),
+                split: None,
             }
         });
         AttentionOutput { context, probs, trace }

@@ -76,6 +76,38 @@ impl LayerNorm {
         self.apply(&mut y);
         y
     }
+
+    /// Parts of LayerNorm(Σ parts) that sum to it, `# [T, d]` each: with each row's mean and
+    /// deviation σ of the sum fixed, the norm is linear, part ↦ γ ⊙ (part − mean(part)) / σ;
+    /// β joins the last part.
+    pub fn split(&self, parts: &[Mat]) -> Vec<Mat> {
+        let Some(first) = parts.first() else { return Vec::new() };
+        let (rows, d) = (first.rows(), first.cols());
+        let mut inv = Vec::with_capacity(rows); // 1/σ of each row of the sum
+        for r in 0..rows {
+            let sum: Vec<f32> = (0..d).map(|j| parts.iter().map(|p| p.row(r)[j]).sum()).collect();
+            let mean = sum.iter().sum::<f32>() / d as f32;
+            let var = sum.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
+            inv.push(1.0 / (var + self.eps).sqrt());
+        }
+        let last = parts.len() - 1;
+        parts
+            .iter()
+            .enumerate()
+            .map(|(i, part)| {
+                let mut out = part.clone();
+                for (r, &inv) in inv.iter().enumerate() {
+                    let row = out.row_mut(r);
+                    let mean = row.iter().sum::<f32>() / d as f32;
+                    for (j, v) in row.iter_mut().enumerate() {
+                        let beta = if i == last { self.bias[j] } else { 0.0 };
+                        *v = (*v - mean) * inv * self.weight[j] + beta;
+                    }
+                }
+                out
+            })
+            .collect()
+    }
 }
 
 /// RMSNorm with a learned gain (Llama's `*_layernorm`, `model.norm`).

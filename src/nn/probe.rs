@@ -2,6 +2,7 @@
 //! when asked, the value-weighted norms beside each), or every intermediate of one head for
 //! the step view. Only [`super::attention`] hands results to it; the models pass it along.
 
+use super::score_parts::{InputSplit, QkSplit};
 use crate::error::{invalid_model, Error, Result};
 use crate::result::{AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace};
 use crate::tensor::all_finite;
@@ -67,6 +68,11 @@ pub struct Probe {
     recorded_norms: Vec<SiteRecord>,
     trace: Option<HeadTrace>,
     block: Option<BlockTrace>,
+    /// The traced site's input split into parts (token, position, …), set by the family's
+    /// embedding before the attention that reads it.
+    input_split: Option<(Site, InputSplit)>,
+    /// The traced head's query/key split of the coming call at the traced site.
+    pending_split: Option<QkSplit>,
 }
 
 impl Probe {
@@ -108,6 +114,30 @@ impl Probe {
     /// The head whose intermediates the attention call at `site` should keep, if any.
     pub fn traced_head(&self, site: Site) -> Option<usize> {
         self.head.filter(|r| r.kind == site.kind && r.layer == site.layer).map(|r| r.head)
+    }
+
+    /// Keeps the parts of the input of the attention at `site` (made only when its head is
+    /// traced), for that attention's score parts.
+    pub fn split_input(&mut self, site: Site, make: impl FnOnce() -> InputSplit) {
+        if self.traced_head(site).is_some() {
+            self.input_split = Some((site, make()));
+        }
+    }
+
+    /// The input split kept for `site`, taken.
+    pub(super) fn take_input_split(&mut self, site: Site) -> Option<InputSplit> {
+        match self.input_split.take() {
+            Some((s, split)) if s == site => Some(split),
+            other => {
+                self.input_split = other;
+                None
+            }
+        }
+    }
+
+    /// The traced head's query/key split for the call about to be recorded.
+    pub(super) fn offer_split(&mut self, split: Option<QkSplit>) {
+        self.pending_split = split;
     }
 
     /// Whether `other` records the same things (maps, value norms, the same traced head), so
@@ -158,7 +188,8 @@ impl Probe {
                 Chunk { query_len, key_len, values: probs },
             );
         }
-        if let Some(t) = trace {
+        if let Some(mut t) = trace {
+            t.split = self.pending_split.take();
             match &mut self.trace {
                 Some(prev) => prev.append_queries(t),
                 None => self.trace = Some(t),

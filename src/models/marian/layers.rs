@@ -46,6 +46,7 @@ impl MarianAttention {
     /// x `[Tq, d]` attends to the keys/values of `kv` `[Tk, d]`: x = LN(x + Wo·attention + bo)
     /// `[Tq, d]`. The probe gets `[heads, Tq, Tk]`.
     fn forward(&self, x: &Mat, kv: &KvCache, probe: &mut Probe) -> Mat {
+        self.attn.offer_split(probe, &self.wq, &self.wk);
         let q = self.wq.forward(x); // [Tq, d]
         let context = self.attn.attend(&q, kv, Mask::None, &self.wo.weight, probe); // [Tq, d]
         self.attn.post_norm_output(&context, x, &self.wo, &self.wo_ln, probe)

@@ -24,7 +24,8 @@ use super::family::{
 };
 use crate::error::{invalid_model, Result};
 use crate::nn::attention::KvCache;
-use crate::nn::probe::Probe;
+use crate::nn::probe::{Probe, Site};
+use crate::nn::score_parts::InputSplit;
 use crate::result::{top_tokens, AttentionKind, ForwardOutput, GenerateOptions, StopReason};
 use crate::tensor::{Mat, WeightMatrix};
 use crate::tokenize::TextTokenizer;
@@ -165,6 +166,29 @@ impl MarianModel {
         add_position(row, pos, self.config.flavor);
         Ok(())
     }
+
+    /// What `embed` gives the rows of `ids` (None: Bergamot's zero start vector) at positions
+    /// `first..`, split into the token's part and the position's (the bias part, zero here,
+    /// takes the projections' biases): a first layer's input for the score parts.
+    fn split(&self, ids: &[Option<u32>], first: usize) -> InputSplit {
+        let d = self.config.dim_emb;
+        let (mut token, mut position) = (Mat::zeros(ids.len(), d), Mat::zeros(ids.len(), d));
+        for (i, id) in ids.iter().enumerate() {
+            if let Some(id) = id.filter(|&id| (id as usize) < self.wemb.rows()) {
+                self.wemb.row_into(id as usize, token.row_mut(i));
+                if self.config.scale_embedding {
+                    let scale = (d as f32).sqrt();
+                    token.row_mut(i).iter_mut().for_each(|r| *r *= scale);
+                }
+            }
+            add_position(position.row_mut(i), first + i, self.config.flavor);
+        }
+        InputSplit {
+            names: vec!["token", "position", "bias"],
+            parts: vec![token, position, Mat::zeros(ids.len(), d)],
+            first_key: first,
+        }
+    }
 }
 
 impl Family for MarianModel {
@@ -226,6 +250,8 @@ impl Family for MarianModel {
         for (i, &id) in enc.ids.iter().enumerate() {
             self.embed(id, i, x.row_mut(i))?;
         }
+        let source: Vec<Option<u32>> = enc.ids.iter().map(|&id| Some(id)).collect();
+        probe.split_input(first_layer(AttentionKind::EncoderSelf), || self.split(&source, 0));
         for layer in &self.encoder {
             x = layer.forward(&x, probe);
         }
@@ -245,11 +271,15 @@ impl Family for MarianModel {
         let mut stop = StopReason::MaxLength;
         for step in 0..max_target {
             let mut y = Mat::zeros(1, d); // [1, d]
-            match (target_ids.last(), self.config.decoder_start_id) {
-                (Some(&id), _) | (None, Some(id)) => self.embed(id, step, y.row_mut(0))?,
+            let input = target_ids.last().copied().or(self.config.decoder_start_id);
+            match input {
+                Some(id) => self.embed(id, step, y.row_mut(0))?,
                 // Bergamot: the first decoder input is a zero vector (plus position 0).
-                (None, None) => add_position(y.row_mut(0), step, self.config.flavor),
+                None => add_position(y.row_mut(0), step, self.config.flavor),
             }
+            probe.split_input(first_layer(AttentionKind::DecoderSelf), || {
+                self.split(&[input], step)
+            });
             for ((layer, state), kv) in self.decoder.iter().zip(&mut states).zip(&memory) {
                 y = layer.forward(&y, state, kv, probe);
             }
@@ -287,6 +317,11 @@ impl Family for MarianModel {
             decode_top: Some(decode_top),
         })
     }
+}
+
+/// The first layer's attention of `kind`.
+fn first_layer(kind: AttentionKind) -> Site {
+    Site { kind, layer: 0 }
 }
 
 fn argmax(row: &[f32]) -> usize {
