@@ -517,7 +517,7 @@ MODEL_DIRS = {"minilm": "minilm", "minilm-l6": "minilm", "en-pt": "en-pt", "en-p
               "paper": "paper", "paper-transformer": "paper"}
 # A model folder's files that the page's own-model reader (www/worker/own-model.js) may use.
 OWN_SUFFIXES = (".json", ".safetensors", ".gguf", ".txt", ".model", ".spm")
-VIEWS = ("head", "model", "heatmap", "cross", "step", "positions", "heads", "qk")
+VIEWS = ("head", "model", "heatmap", "cross", "step", "positions", "heads", "qk", "parts")
 
 
 def models_folders(models_dir=None) -> list:

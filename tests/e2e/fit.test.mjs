@@ -22,6 +22,7 @@ const READY = {
   positions: () => !!window.attnvizDebug.positionsChart(),
   heads: () => !!window.attnvizDebug.headsGrid(),
   qk: () => !!window.attnvizDebug.qkPoints(),
+  parts: () => !!window.attnvizDebug.partsRows(),
 };
 for (const v of ['head', 'model', 'heatmap', 'cross']) READY[v] = () => true;
 
@@ -96,7 +97,8 @@ test('page, zoom: 2× draws the heatmap twice the box and the box scrolls; a cel
     assert.ok(Math.abs(Number(m[1]) - want) < 6e-4, `${readout}; the CLI: ${want}`);
     // A reload keeps the zoom.
     await page.reload();
-    await waitDrawn(page, () => window.attnvizDebug.heatmapGrid());
+    // (the reloaded page installs its debug hook after its scripts load)
+    await waitDrawn(page, () => window.attnvizDebug && window.attnvizDebug.heatmapGrid());
     assert.equal(await page.inputValue('#zoom'), '2');
     // Fit width: the box's width, as tall as the cells of that width make it (taller than the box).
     await page.selectOption('#zoom', 'width');

@@ -46,10 +46,15 @@ const VIEWS = {
     // the points in order: queries, then keys ([ ] and { } both step through them)
     at: (g, [, k]) => ({ x: g.qs[k][0], y: g.qs[k][1] }),
   },
+  parts: {
+    geom: () => window.attnvizDebug.partsRows(),
+    // the key rows in order ([ ] and { } both step through them)
+    at: (g, [, k]) => ({ x: 40, y: g.rows[k].y + g.rows[k].h / 2 }),
+  },
 };
 // [ ] } from nothing: the first item, the next, the one below (for qk: the next point).
 const WALK = [[']', [0, 0]], [']', [0, 1]], ['}', [1, 1]]];
-const QK_WALK = [[']', [0, 0]], [']', [0, 1]], ['}', [0, 2]]];
+const QK_WALK = [[']', [0, 0]], [']', [0, 1]], ['}', [0, 2]]]; // and the score parts' key rows
 
 const hint = (page) => page.evaluate(() => document.getElementById('side-hint').textContent);
 
@@ -83,7 +88,7 @@ test('page: in every view with hover read-outs, [ ] { } walk its cells and read 
       if (view === 'step') await page.selectOption('#step-part', 'matrices'); // the matrices are what [ ] { } walk
       await waitDrawn(page, (v) => window.attnvizDebug.view === v, view);
       await page.waitForFunction(spec.geom, null, { timeout: 60_000 });
-      for (const [key, item] of view === 'qk' ? QK_WALK : WALK) {
+      for (const [key, item] of view === 'qk' || view === 'parts' ? QK_WALK : WALK) {
         // What the mouse over the item reads out (then the mouse leaves: the read-out goes).
         await page.locator('#text').hover();
         const idle = await hint(page);

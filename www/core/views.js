@@ -25,6 +25,7 @@ export const VIEW_SPECS = [
   { id: 'positions', label: 'Positions', kinds: null, needsPositions: true, kindless: true, controls: {} },
   { id: 'heads', label: 'Head overview', kinds: null, needsHeads: true, controls: {} },
   { id: 'qk', label: 'Query/key space', kinds: null, needsStep: true, controls: { layer: true, heads: 'one' } },
+  { id: 'parts', label: 'Score parts', kinds: null, needsStep: true, controls: { layer: true, heads: 'one', query: true } },
 ];
 
 export const VIEW_IDS = VIEW_SPECS.map((v) => v.id);

@@ -68,6 +68,12 @@ export function installDebug({ session, shell, el, chart }) {
     const geom = geomOf('qk');
     return geom && geom.qs ? { qs: geom.qs, ks: geom.ks, lines: geom.lines, focusIndex: geom.focusIndex, focusSide: geom.focusSide } : null;
   };
+  // Score parts: each listed key's row (CSS px relative to the canvas) with its bar's segments
+  // ({ group, value }), the key the sentence under the table reads, and that sentence.
+  debug.partsRows = () => {
+    const geom = geomOf('parts');
+    return geom && geom.rows ? { rows: geom.rows.map(({ key, y, h, segments }) => ({ key, y, h, segments: segments.map(({ group, value }) => ({ group, value })) })), readKey: geom.readKey ?? null, reading: geom.reading ?? '' } : null;
+  };
   // how long the app's own slices and handlers held the main thread (timing.js; take() empties it)
   debug.timings = timings;
   // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued

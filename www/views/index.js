@@ -10,6 +10,7 @@ import * as grid from './grid.js';
 import * as head from './head.js';
 import * as heads from './heads.js';
 import * as heatmap from './heatmap.js';
+import * as parts from './parts.js';
 import * as positions from './positions.js';
 import * as qk from './qk.js';
 import * as step from './step.js';
@@ -92,6 +93,12 @@ const BEHAVIOURS = [
     id: 'qk',
     module: qk,
     hover: (hit, s, input) => ({ focus: hit, text: hit ? qk.hoverText(input, s, hit) : null }),
+    click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
+  },
+  {
+    id: 'parts',
+    module: parts,
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? parts.hoverText(input, s, hit) : null }),
     click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
   },
 ];
