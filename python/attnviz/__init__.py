@@ -576,7 +576,7 @@ def _model_source(model, weights: str, models_dir) -> tuple:
     return {"own": path.name}, files
 
 
-def show(text: str = "", model="minilm", *, weights: str = "auto", view: str = "head", layer=None, head=None, height=None, models_dir=None) -> AttentionWidget:
+def show(text: str = "", model="minilm", *, weights: str = "auto", view: str = "head", layer=None, head=None, query=None, height=None, models_dir=None) -> AttentionWidget:
     """attnviz's own widget, live: the model runs in the notebook's browser (wasm, in a worker) on
     `text`, and the reader edits the text and picks views, layers and heads as on the page.
     `model`: "minilm", "en-pt", "smollm2", "paper" (found in models_dir, $ATTNVIZ_MODELS or the
@@ -584,14 +584,15 @@ def show(text: str = "", model="minilm", *, weights: str = "auto", view: str = "
     and verified as `make models` does), a path to
     a model folder or a .gguf file, or a Hub id "hf:owner/name" (fetched by the browser). `weights` (MiniLM):
     "auto" (as on the page: the first map from the int8 file, sent first; then the exact f32 one,
-    sent after it), "exact" or "int8" (that file only). Layers and heads count from 0, as in head_view."""
+    sent after it), "exact" or "int8" (that file only). Layers, heads and `query` (the query token
+    of the step and score parts views) count from 0, as in head_view."""
     if not isinstance(text, str):
         raise ValueError(f"text: a str, not {type(text).__name__}")
     if weights not in ("exact", "int8", "auto"):
         raise ValueError(f"weights={weights!r}: one of 'exact', 'int8', 'auto'")
     if view not in VIEWS:
         raise ValueError(f"view={view!r}: one of {', '.join(VIEWS)}")
-    for name, value in (("layer", layer), ("head", head)):
+    for name, value in (("layer", layer), ("head", head), ("query", query)):
         if value is not None and not (isinstance(value, int) and value >= 0):
             raise ValueError(f"{name}={value!r}: a count from 0")
     if str(model).startswith("hf:"):
@@ -611,6 +612,7 @@ def show(text: str = "", model="minilm", *, weights: str = "auto", view: str = "
             "weights": weights,
             "layer": None if layer is None else layer + 1,
             "head": None if head is None else head + 1,
+            "query": None if query is None else query + 1,
             "height": height,
             "editable": "",
         },
@@ -618,3 +620,12 @@ def show(text: str = "", model="minilm", *, weights: str = "auto", view: str = "
     w = AttentionWidget(spec=spec, files=files)
     w.display_in_notebook()
     return w
+
+
+def score_parts(text: str = "", model="minilm", *, layer: int = 0, head: int = 0, query: int = 0, **kwargs) -> AttentionWidget:
+    """Why one head attends where it does: show() in the score parts view. Each key's score
+    q·k/√d_k for query token `query` is drawn as the parts it exactly sums to — in a first layer
+    token·token, token·position, position·token, position·position and the bias terms; later,
+    the inputs' product and the biases' terms; in SmolLM2 its rotary pairs, fast to slow — with a
+    sentence that reads them (src/nn/score_parts.rs). Layer, head and query count from 0."""
+    return show(text, model, view="parts", layer=layer, head=head, query=query, **kwargs)

@@ -169,3 +169,12 @@ def test_a_live_widgets_files_are_sent_when_asked_and_are_not_synced_state(tmp_p
     ((content, buffers),) = sent
     assert content["type"] == "files" and dict(zip(content["names"], buffers)) == w.files
     assert w.files["own/model.safetensors"] == b"\0" * 1000
+
+
+@needs_minilm
+def test_score_parts_opens_the_parts_view_at_the_given_head_and_query():
+    w = attnviz.score_parts("The cat sat on the mat.", model="minilm", layer=0, head=2, query=3, models_dir=MODELS)
+    a = w.spec["attributes"]
+    assert (a["view"], a["layer"], a["head"], a["query"]) == ("parts", 1, 3, 4)
+    with pytest.raises(ValueError, match="query=-1"):
+        attnviz.score_parts("x", model="minilm", query=-1, models_dir=MODELS)

@@ -271,6 +271,23 @@ class Bert:
         # torch Linear stores weight [out, in]
         return self.w[name + ".weight"].T, self.w[name + ".bias"]
 
+    def embedding_parts(self, text: str) -> dict[str, np.ndarray]:
+        """The first layer's input `# [T, D]` split into parts that sum to it (the score parts'
+        `embedding` basis): with each row's mean and deviation σ of the embedding sum w + p + t
+        fixed, LayerNorm is linear in it, LN(w + p + t) = γ(w − w̄)/σ + γ(p − p̄)/σ +
+        [γ(t − t̄)/σ + β]: "token", "position" and "bias" (segment embedding and LayerNorm bias)."""
+        ids = np.array(self.tok.encode(text).ids, dtype=np.int64)
+        w = self.w
+        word = w["embeddings.word_embeddings.weight"][ids]
+        pos = w["embeddings.position_embeddings.weight"][bert_position_ids(ids, self.padding_idx)]
+        seg = w["embeddings.token_type_embeddings.weight"][0] if "embeddings.token_type_embeddings.weight" in w else 0.0
+        seg = np.broadcast_to(seg, word.shape)
+        total = word + pos + seg
+        sigma = np.sqrt(((total - total.mean(axis=-1, keepdims=True)) ** 2).mean(axis=-1, keepdims=True) + self.eps)
+        gamma, beta = w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"]
+        centred = lambda a: gamma * (a - a.mean(axis=-1, keepdims=True)) / sigma  # noqa: E731
+        return {"token": centred(word), "position": centred(pos), "bias": centred(seg) + beta}
+
     def forward(self, text: str, trace_layer: int | None = None, values: bool = False) -> dict:
         """trace_layer: also return that layer's attention block stages under "block".
         values: also return, per layer, the value decomposition under "values" (a list of
@@ -358,6 +375,16 @@ class Marian:
         self.tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
         self.tok.no_padding()
         self.tok.no_truncation()
+        # Each attention's inputs since the last `forward`: {prefix: ([query rows per call], keys' input)}.
+        self.inputs: dict[str, tuple[list, np.ndarray]] = {}
+
+    def embedding_parts(self, ids) -> dict[str, np.ndarray]:
+        """The first encoder layer's input `# [T, D]` split into parts that sum to it (the score
+        parts' `embedding` basis): "token" = embedding · √d, "position" = the sinusoid, "bias" = 0
+        (the projection biases join it)."""
+        token = self.emb[np.asarray(ids)] * math.sqrt(self.dim)
+        return {"token": token, "position": sinusoidal_positions(len(ids), self.dim, dtype=self.dtype),
+                "bias": np.zeros_like(token)}
 
     @staticmethod
     def _model_yml(path: str) -> str:
@@ -371,7 +398,9 @@ class Marian:
 
     def _attn(self, prefix, q_in, kv_in, values=None):
         """values: a dict that receives "f" (f_h(x_j) [H, Tk, D]), "output" (the sub-layer's
-        output before the residual [Tq, D]) and "bias" (b_O)."""
+        output before the residual [Tq, D]) and "bias" (b_O). `self.inputs[prefix]` gets q_in's
+        rows (a decode step's cross-attention: one row a call) and kv_in."""
+        self.inputs.setdefault(prefix, ([], kv_in))[0].append(q_in)
         w = self.w
         out, probs, _ = multi_head_attention(
             q_in, kv_in,
@@ -410,6 +439,7 @@ class Marian:
         """values: also return the value decompositions, "encoder_values" and "cross_values"
         (per layer, as in `Bert.forward`; the cross-attention's f is the encoder memory through
         the layer's context Wv / Wo, its "output" stacks every decoding step's [Tt, D])."""
+        self.inputs = {}
         enc = self.tok.encode(text, add_special_tokens=False)
         ids = list(enc.ids)
         tokens = list(enc.tokens)

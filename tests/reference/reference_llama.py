@@ -257,12 +257,13 @@ class Llama:
         self.out = self.w.get("output.weight", self.emb)  # tied when the file has no output.weight
         self.tied = "output.weight" not in self.w
 
-    def forward(self, ids, logits_from: int = 0, values: list | None = None):
+    def forward(self, ids, logits_from: int = 0, values: list | None = None, qk: list | None = None):
         """Full causal pass. Returns (per-layer probabilities [H, T, T] with exact zeros above the
         diagonal, logits [T - logits_from, V] for positions logits_from..T-1).
         values: a list that receives, per layer, {"f": f_h(x_j) [H, T, D] (query head h's KV
         head h // group, through head h's columns of attn_output), "norms": ‖α f‖ [H, T, T],
-        "output": the attention sub-layer's output before the residual [T, D], "bias": None}."""
+        "output": the attention sub-layer's output before the residual [T, D], "bias": None}.
+        qk: a list that receives, per layer, (q [H, T, hd], k [Hkv, T, hd]) after the rotation."""
         ids = np.asarray(ids, dtype=np.int64)
         t = len(ids)
         w, hd, H, Hkv = self.w, self.head_dim, self.heads, self.kv_heads
@@ -279,6 +280,8 @@ class Llama:
             v = (h @ w[p + "attn_v.weight"].T).reshape(t, Hkv, hd).transpose(1, 0, 2)
             q = rope(q, self.rope_base, self.rope_dims, pairs=self.rope_pairs)
             k = rope(k, self.rope_base, self.rope_dims, pairs=self.rope_pairs)
+            if qk is not None:
+                qk.append((q, k))
             kv_of = np.arange(H) // group  # query head h reads KV head h // group
             scores = q @ k[kv_of].transpose(0, 2, 1) * scale  # [H, T, T]
             scores = np.where(mask, -np.inf, scores)

@@ -68,6 +68,8 @@ class OpusMt:
         self.eos, self.pad = c.get("eos_token_id", 0), c["pad_token_id"]
         self.start = c.get("decoder_start_token_id", self.pad)
         self.norms: dict[str, np.ndarray] = {}
+        # Each attention's inputs at its last call: {p: (query input [Tq, d], keys' input [Tk, d])}.
+        self.inputs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _ln(self, name, x):
         return layer_norm(x, self.w[name + ".weight"], self.w[name + ".bias"], EPS)
@@ -77,7 +79,9 @@ class OpusMt:
 
     def _attn(self, p, x, kv, causal: bool):
         """p: `model.encoder.layers.0.self_attn` …; returns LN(x + attention) and probs [H, Tq, Tk];
-        `self.norms` gets ‖α f_h(x_j)‖ [H, Tq, Tk] (Kobayashi et al. 2020) under (p, len(x))."""
+        `self.norms` gets ‖α f_h(x_j)‖ [H, Tq, Tk] (Kobayashi et al. 2020) under (p, len(x)),
+        `self.inputs` (x, kv) under p."""
+        self.inputs[p] = (x, kv)
         tq, tk, h = x.shape[0], kv.shape[0], self.heads
         dk = self.d // h
         q = self._lin(p + ".q_proj", x).reshape(tq, h, dk).transpose(1, 0, 2)
@@ -96,6 +100,13 @@ class OpusMt:
 
     def _embed(self, ids):
         return self.emb[np.asarray(ids)] * self.scale + self.pos[:len(ids)]
+
+    def embedding_parts(self, ids) -> dict[str, np.ndarray]:
+        """`_embed(ids)` `# [T, d]` split into parts that sum to it (the score parts' `embedding`
+        basis): "token" = embedding (· √d when scaled), "position" = the sinusoid, "bias" = 0 (the
+        projection biases join it)."""
+        token = self.emb[np.asarray(ids)] * self.scale
+        return {"token": token, "position": self.pos[:len(ids)], "bias": np.zeros_like(token)}
 
     def encode(self, ids):
         x, attns = self._embed(ids), []
