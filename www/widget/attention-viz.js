@@ -11,7 +11,7 @@
 // of the download, then the f32 file in the background unless the connection saves data | int8 |
 // exact: the f32 file from the start),
 // kind (encoder_self | decoder_self | cross), layer and head (counted from 1, as the page
-// shows them; head="mean" for the mean over heads), query (step view: query token, from 1),
+// shows them; head="mean" for the mean over heads), query (step and score parts views: query token, from 1),
 // step-part (step view: query | matrices | both), zoom (fit, the default: the whole view in the
 // map's box | 1.5 | 2 | 3: that many times the box, scrolled | width: the box's width, as tall as
 // it takes), editable (present: the reader can type), height (the map's box's height in px;
