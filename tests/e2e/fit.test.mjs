@@ -148,7 +148,7 @@ test('page, model view of SmolLM2 fitted to a 1280×720 box: its 30 layers stand
     const layer = g.layersPerColumn + 2; // the third layer of the second column
     const head = 4;
     const r = await page.evaluate(() => document.getElementById('view').getBoundingClientRect().toJSON());
-    const x = r.x + g.left + g.columnPitch + head * g.pitchX + g.cell / 2;
+    const x = r.x + g.left + g.columnPitch + g.headX[head] + g.cell / 2;
     const y = r.y + g.top + 2 * g.layerPitch + g.cell / 2;
     await page.mouse.move(x, y);
     await page.waitForFunction((want) => document.getElementById('side-hint').textContent.startsWith(want), `Layer ${layer + 1}, head ${head + 1}: H = `);

@@ -397,3 +397,13 @@ function maskedFrom(tr, tq, tk) {
 export function blockAt(result, kind, layer) {
   return getBlock(result, kind, layer);
 }
+
+/**
+ * Grouped-query attention: how many query heads of `kind` share each key/value head (query head
+ * h reads K/V head ⌊h / size⌋), given the model's key/value head counts `kvHeads` ({ kind: n });
+ * 1 where every query head has its own.
+ */
+export function kvGroupSize(kvHeads, kind, heads) {
+  const kv = kvHeads && kvHeads[kind];
+  return heads && kv && kv < heads && heads % kv === 0 ? heads / kv : 1;
+}

@@ -13,7 +13,7 @@
 // (session-compare.js), generation (session-generation.js), supplied maps (session-supplied.js).
 // This file holds the state itself: patching it, fitting it to a result, what the views draw from.
 
-import { stepLabels } from './analysis.js';
+import { kvGroupSize, stepLabels } from './analysis.js';
 import { headsOf } from './head-scores.js';
 import { Channel } from '../worker/worker-client.js';
 import { clampToResult, defaultState } from './state.js';
@@ -139,6 +139,7 @@ export class Session {
       charts: needsPositions ? chartWasm() : null,
       heads: viewFor(this.state.view).needsHeads ? this.source.headScores(this) : null,
       compare: this.compareInput(),
+      kvHeads: this.info ? this.info.kv_heads || null : null, // { kind: key/value heads } (GQA)
     };
   }
 
@@ -256,6 +257,31 @@ export class Session {
 
   allHeads() {
     this.patch({ heads: null, agg: 'head' });
+  }
+
+  /** Grouped-query attention: the query heads that share the selected head's key/value head
+   *  (its keys and values), or null where every head has its own. */
+  kvGroupHeads() {
+    const H = this.numHeads();
+    const group = kvGroupSize(this.info && this.info.kv_heads, kindShown(this.state), H);
+    if (group === 1) return null;
+    const first = Math.floor(Math.min(H - 1, this.state.head) / group) * group;
+    return Array.from({ length: group }, (_, i) => first + i);
+  }
+
+  /** Are exactly the heads of the selected head's key/value group shown? */
+  showsKvGroup() {
+    const g = this.kvGroupHeads();
+    const shown = this.state.heads;
+    return !!g && this.state.agg === 'head' && !!shown && shown.length === g.length && g.every((h, i) => shown[i] === h);
+  }
+
+  /** Shows the heads that read the selected head's keys and values together, or back to that head alone. */
+  toggleKvGroup() {
+    const g = this.kvGroupHeads();
+    if (!g) return;
+    if (this.showsKvGroup()) this.soloHead(this.state.head);
+    else this.patch({ heads: g, agg: 'head' });
   }
 
   numHeads() {

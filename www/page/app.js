@@ -32,7 +32,7 @@ function elements() {
     progressBox: $('progress-box'), progress: $('progress'), progressText: $('progress-text'),
     views: $('views'), kinds: $('kinds'), panel: $('view-panel'),
     layer: $('layer'), layerPrev: $('layer-prev'), layerNext: $('layer-next'), layerCtl: $('layer-ctl'),
-    heads: $('heads'), headsAll: $('heads-all'), headsCtl: $('heads-ctl'), agg: $('agg'), aggCtl: $('agg-ctl'),
+    heads: $('heads'), headsAll: $('heads-all'), headsKv: $('heads-kv'), headsCtl: $('heads-ctl'), agg: $('agg'), aggCtl: $('agg-ctl'),
     measure: $('measure'), measureCtl: $('measure-ctl'), weights: $('weights'), weightsCtl: $('weights-ctl'), compareModel: $('compare-model'),
     query: $('query'), queryCtl: $('query-ctl'), step: $('step'), stepOut: $('step-out'), stepCtl: $('step-ctl'),
     stepPart: $('step-part'), partCtl: $('part-ctl'), zoom: $('zoom'),

@@ -82,6 +82,11 @@ export function syncControls(el, session) {
     b.classList.toggle('focused', h === s.head);
   }
   el.headsAll.hidden = ctl.heads !== 'multi';
+  el.headsKv.hidden = !choices.kvGroup;
+  if (choices.kvGroup) {
+    el.headsKv.textContent = choices.kvGroup.label;
+    el.headsKv.setAttribute('aria-pressed', String(choices.kvGroup.on));
+  }
   el.headsCtl.hidden = !ctl.heads;
 
   const rollOpt = el.agg.querySelector('option[value=rollout]');
@@ -180,6 +185,7 @@ export function bindControls(el, session) {
     session.soloHead(Number(b.dataset.head));
   });
   listen('page', el.headsAll, 'click', () => session.allHeads());
+  listen('page', el.headsKv, 'click', () => session.toggleKvGroup());
   listen('page', el.agg, 'change', () => session.patch({ agg: el.agg.value }));
   listen('page', el.measure, 'change', () => session.patch({ measure: el.measure.value }));
   listen('page', el.weights, 'change', () => session.patch({ weights: el.weights.value }));

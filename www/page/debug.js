@@ -38,7 +38,7 @@ export function installDebug({ session, shell, el, chart }) {
   // Model view: where its maps are drawn (CSS px relative to the canvas; layers in columns of layersPerColumn).
   debug.modelGrid = () => {
     const g = geomOf('model');
-    return g && g.cols ? { left: g.left, top: g.top, cell: g.cell, pitchX: g.pitchX, pitchY: g.pitchY, layerPitch: g.layerPitch, columnPitch: g.columnPitch, layersPerColumn: g.layersPerColumn, cols: g.cols, layers: g.L, heads: g.H } : null;
+    return g && g.cols ? { left: g.left, top: g.top, cell: g.cell, pitchX: g.pitchX, pitchY: g.pitchY, layerPitch: g.layerPitch, columnPitch: g.columnPitch, layersPerColumn: g.layersPerColumn, cols: g.cols, layers: g.L, heads: g.H, group: g.group, headX: g.headX } : null;
   };
   // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
   debug.heatmapGrid = () => {
@@ -53,7 +53,7 @@ export function installDebug({ session, shell, el, chart }) {
   // Head overview: where its cells are drawn (CSS px relative to the canvas) and its data.
   debug.headsGrid = () => {
     const geom = geomOf('heads');
-    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, scores: session.input().heads } : null;
+    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, layers: geom.L, heads: geom.H, group: geom.group, headX: geom.headX, scores: session.input().heads } : null;
   };
   // Comparison (head view or heatmap with a "Compare with…" text): where each panel is drawn (CSS
   // px relative to the canvas: 'a', 'b', 'd' = the difference map) and its own geometry (labelPx:

@@ -162,8 +162,12 @@ export function controlChoices(session) {
     layers: [...Array(L).keys()].map((l) => [String(l), layerLabel(l, L)]),
     layer: String(s.layer),
     heads: H,
-    /** The one value of a single head picker: a head, 'all' (multi-head views) or 'mean'. */
-    head: ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : String(s.head),
+    /** The one value of a single head picker: a head, 'all' (multi-head views), 'kv' (the heads
+     *  sharing the selected head's key/value head) or 'mean'. */
+    head: ctl.agg && s.agg !== 'head' ? 'mean' : ctl.heads === 'multi' && !s.heads ? 'all' : ctl.heads === 'multi' && session.showsKvGroup() ? 'kv' : String(s.head),
+    /** Grouped-query attention in a multi-head view: the toggle that shows the heads sharing the
+     *  selected head's key/value head: { label, on }, or null. */
+    kvGroup: kvGroupChoice(session, ctl),
     headNote: ctl.heads ? headNote(session) : null,
     queries: [],
     query: String(s.query),
@@ -181,4 +185,12 @@ export function controlChoices(session) {
     out.step = { max: Math.max(0, labels.length - 1), value: at, text: labels.length ? `${at + 1} / ${labels.length}: ${labels[at]}` : '' };
   }
   return out;
+}
+
+/** The K/V group toggle's label and state (controlChoices' kvGroup). */
+function kvGroupChoice(session, ctl) {
+  const g = ctl.heads === 'multi' ? session.kvGroupHeads() : null;
+  if (!g) return null;
+  const kv = Math.floor(g[0] / g.length) + 1;
+  return { label: `K/V head ${kv}: heads ${g[0] + 1}–${g[g.length - 1] + 1}`, on: session.showsKvGroup() };
 }

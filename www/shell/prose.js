@@ -3,7 +3,7 @@
 // facts (core/session.js); these functions turn them into English. Token strings and user text
 // in these sentences go into the DOM with textContent only.
 
-import { blockAt } from '../core/analysis.js';
+import { blockAt, kvGroupSize } from '../core/analysis.js';
 import { VALUE_NORM_NOTE } from '../core/measures.js';
 import { downloadBytes } from '../core/session.js';
 import { hasInt8, weightsName } from '../core/weights.js';
@@ -215,9 +215,9 @@ export function exportLabel(session) {
 export function headNote(session) {
   const kind = kindShown(session.state);
   const H = session.numHeads();
-  const kv = session.info && session.info.kv_heads && session.info.kv_heads[kind];
-  if (!H || !kv || kv >= H || H % kv) return null;
-  const group = H / kv;
+  const group = kvGroupSize(session.info && session.info.kv_heads, kind, H);
+  if (group === 1) return null;
+  const kv = H / group;
   const h = Math.min(H - 1, session.state.head);
   const k = Math.floor(h / group);
   const from = k * group + 1;

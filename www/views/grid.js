@@ -2,9 +2,10 @@
 // normalised entropy H (0 = every query looks at one key, 1 = uniform over the keys it can see:
 // analysis.js entropy, the head overview's "broad"). Click opens a head.
 
-import { headEntropies, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
+import { headEntropies, kvGroupSize, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { blankMasked, canvasScale, clear, drawTitle, measureTag, drawMatrix, fitHeight, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
+import { kvGroupText } from './heads.js';
 
 const MIN_CELL = 28;
 const LABELLED_CELL = 44; // from this size on, each map is labelled "H<n> <entropy>"
@@ -13,6 +14,8 @@ const LABEL_H = 22; // under a map: its label ("H3 0.42") and the next row's hea
 const BARE_H = 8; // under a map fitted without its label: the next row's head colour
 const FIT_CELL = 8; // the smallest a map gets to fit the box
 const MAX_LAYER_COLUMNS = 4; // a fitted grid's layers stand in at most this many columns
+const GROUP_GAP = 6; // px between the query heads of two key/value heads (GQA), when a layer is one row
+const GROUP_HEAD = 12; // the line above the first maps that names each key/value head
 const SUBTITLE = 'Each map: queries down, keys across, scaled to its own maximum (blank: masked). H = normalised entropy (0 focused … 1 uniform over the keys a query can see).';
 // When the maps drawn are not the model's own, their H is computed on what is drawn, and says so.
 const FILTERED_NOTE = ' H of the maps as shown (filtered).';
@@ -30,13 +33,17 @@ function cells(input, state, width, top = 64) {
   const H = Math.max(1, numHeads(input.result, state.kind));
   const left = 34;
   const boxH = fitHeight(state);
+  // Grouped-query attention: a layer's query heads stand in groups, GROUP_GAP apart, under the
+  // key/value head they read (when the layer is one row of maps).
+  const group = kvGroupSize(input.kvHeads, state.kind, H);
+  const gaps = (H / group - 1) * GROUP_GAP;
   let best = null;
   for (let layerCols = 1; layerCols <= (Number.isFinite(boxH) ? MAX_LAYER_COLUMNS : 1); layerCols++) {
     const avail = Math.floor((width - left - 12 - (layerCols - 1) * left) / layerCols);
     // Columns of layers only where each layer is one row of its heads, all of them side by side
     // (as large as the column's width lets them be); one column reflows a layer's heads into
     // rows of maps of MIN_CELL or more on narrow screens.
-    const widest = Math.min(110, Math.floor(avail / H) - 6);
+    const widest = Math.min(110, Math.floor((avail - gaps) / H) - 6);
     if (layerCols > 1 && widest < FIT_CELL) break;
     let cols = H;
     if (layerCols === 1 && widest < MIN_CELL) {
@@ -59,16 +66,21 @@ function cells(input, state, width, top = 64) {
   const pitchX = cell + 6;
   const pitchY = cell + labelH;
   const layerPitch = rowsPerLayer * pitchY + (rowsPerLayer > 1 ? LAYER_GAP : 0);
+  const grouped = group > 1 && rowsPerLayer === 1;
   // One column of layers: its maps, then the next column's layer numbers.
-  const columnPitch = cols * pitchX + left;
-  return { L, H, cols, rowsPerLayer, layersPerColumn, columnPitch, left, cell, pitchX, pitchY, layerPitch, labelled: labelH === LABEL_H };
+  const columnPitch = cols * pitchX + (grouped ? gaps : 0) + left;
+  const shown = grouped ? group : 1;
+  // x of each head's map within its column of layers (after the gaps between the groups before it)
+  const headX = Array.from({ length: H }, (_, h) => (h % cols) * pitchX + (grouped ? Math.floor((h % cols) / group) * GROUP_GAP : 0));
+  return { L, H, cols, rowsPerLayer, layersPerColumn, columnPitch, left, cell, pitchX, pitchY, layerPitch, labelled: labelH === LABEL_H, group: shown, groupGap: grouped ? GROUP_GAP : 0, headX };
 }
 
 function geometry(ctx, input, state, width) {
   ctx.font = font(11);
   const first = prepareLayer(input.result, { ...state, layer: 0, agg: 'head' }, input.specials);
   const subtitle = wrapWords(ctx, SUBTITLE + (first && !first.scores ? FILTERED_NOTE : ''), width - 16);
-  const top = 34 + subtitle.length * 15;
+  const grouped = kvGroupSize(input.kvHeads, state.kind, numHeads(input.result, state.kind)) > 1;
+  const top = 34 + subtitle.length * 15 + (grouped ? GROUP_HEAD : 0);
   const c = cells(input, state, width, top);
   const columns = Math.ceil(c.L / c.layersPerColumn);
   return {
@@ -81,7 +93,7 @@ function geometry(ctx, input, state, width) {
 /** Top-left corner of the map of (layer, head). */
 function cellXY(g, l, h) {
   const column = Math.floor(l / g.layersPerColumn);
-  return [g.left + column * g.columnPitch + (h % g.cols) * g.pitchX, g.top + (l % g.layersPerColumn) * g.layerPitch + Math.floor(h / g.cols) * g.pitchY];
+  return [g.left + column * g.columnPitch + g.headX[h], g.top + (l % g.layersPerColumn) * g.layerPitch + Math.floor(h / g.cols) * g.pitchY];
 }
 
 export function size(ctx, input, state, width) {
@@ -93,15 +105,17 @@ export function hitTest(geom, x, y) {
   if (!geom || !geom.cols) return null;
   const column = Math.floor((x - geom.left) / geom.columnPitch);
   const inColumn = x - geom.left - column * geom.columnPitch;
-  const c = Math.floor(inColumn / geom.pitchX);
+  const k = Math.floor(inColumn / (geom.group * geom.pitchX + geom.groupGap)); // the key/value head's group
+  const inGroup = inColumn - k * (geom.group * geom.pitchX + geom.groupGap);
+  const c = k * geom.group + Math.floor(inGroup / geom.pitchX);
   const row = Math.floor((y - geom.top) / geom.layerPitch);
   const l = column * geom.layersPerColumn + row;
-  if (column < 0 || c < 0 || row < 0 || c >= geom.cols || row >= geom.layersPerColumn || l >= geom.L) return null;
+  if (column < 0 || c < 0 || row < 0 || c >= geom.cols || c >= (k + 1) * geom.group || row >= geom.layersPerColumn || l >= geom.L) return null;
   const inLayer = y - geom.top - row * geom.layerPitch;
   const r = Math.floor(inLayer / geom.pitchY);
   const h = r * geom.cols + c;
   if (r >= geom.rowsPerLayer || h >= geom.H) return null;
-  if (inColumn - c * geom.pitchX > geom.cell || inLayer - r * geom.pitchY > geom.pitchY - 6) return null;
+  if (inGroup - (c - k * geom.group) * geom.pitchX > geom.cell || inLayer - r * geom.pitchY > geom.pitchY - 6) return null;
   return { layer: l, head: h };
 }
 
@@ -149,6 +163,22 @@ export function* draw(ctx, input, state, theme, width) {
       ctx.fillRect(x, y - 5, g.cell, 3);
     }
   }
+  if (g.group > 1) {
+    // Above each column's first layer: the key/value head each group of query heads reads.
+    ctx.fillStyle = theme.muted;
+    ctx.font = font(10);
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'bottom';
+    for (let l = 0; l < g.L; l += g.layersPerColumn) {
+      for (let k = 0; k < g.H / g.group; k++) {
+        const [x, y] = cellXY(g, l, k * g.group);
+        const w = (g.group - 1) * g.pitchX + g.cell;
+        ctx.fillText(fitText(ctx, w >= 60 ? `K/V head ${k + 1}` : `K/V ${k + 1}`, w), x + w / 2, y - 8);
+        ctx.fillRect(x, y - 8, w, 1);
+      }
+    }
+    ctx.font = font(11);
+  }
   for (let l = 0; l < g.L; l++) {
     const prep = prepareLayer(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
     const [x0, y0] = cellXY(g, l, 0);
@@ -187,11 +217,14 @@ export function* draw(ctx, input, state, theme, width) {
 /** The read-out of the map under the pointer (a fitted grid draws no labels under its maps). */
 export function hoverText(input, state, hit) {
   const ent = entropies(input, state)[hit.layer];
-  return ent ? `Layer ${hit.layer + 1}, head ${hit.head + 1}: H = ${ent[hit.head].toFixed(2)} (normalised entropy: 0 focused … 1 uniform) · click to open it in the head view` : null;
+  const H = numHeads(input.result, state.kind);
+  return ent ? `Layer ${hit.layer + 1}, head ${hit.head + 1}: H = ${ent[hit.head].toFixed(2)} (normalised entropy: 0 focused … 1 uniform)${kvGroupText(input, state.kind, H, hit.head)} · click to open it in the head view` : null;
 }
 
 export function describe(input, state) {
   const L = numLayers(input.result, state.kind);
   const H = numHeads(input.result, state.kind);
-  return `Model view: ${L} layers × ${H} heads of ${KIND_NAMES[state.kind] || state.kind}${measureTag(state)}; click a map to open it in the head view`;
+  const group = kvGroupSize(input.kvHeads, state.kind, H);
+  const gqa = group > 1 ? `, in ${H / group} groups of ${group} query heads that share a key/value head` : '';
+  return `Model view: ${L} layers × ${H} heads of ${KIND_NAMES[state.kind] || state.kind}${measureTag(state)}${gqa}; click a map to open it in the head view`;
 }

@@ -6,6 +6,7 @@
 
 import { clear, drawTitle, fitHeight, fitText, font, gridStep, textLines, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
+import { kvGroupSize } from '../core/analysis.js';
 import { HEAD_LABELS, SCORES } from '../core/head-scores.js';
 
 /** Labels in legend order (core/head-scores.js), with their colours (Okabe–Ito, readable by colour-blind readers). */
@@ -20,6 +21,8 @@ const MAX_CELL = 40;
 const FIT_CELL = 9; // the smallest a cell gets to fit the box (its layer numbers are drawn every few)
 const LEFT = 40;
 const LEGEND_SIDE_W = 280; // the legend in one column beside the grid
+const GROUP_GAP = 6; // px between the query heads of two key/value heads (GQA)
+const GROUP_HEAD = 14; // the row above the head numbers that names each key/value head
 
 /** The heads of the state's kind, as a layers × heads lookup. */
 function headsOf(input, state) {
@@ -44,10 +47,14 @@ function geometry(ctx, input, state, width) {
   const { L, H } = headsOf(input, state);
   ctx.font = font(11);
   const subtitle = wrapWords(ctx, SUBTITLE, width - 16);
-  const top = 34 + subtitle.length * 15 + 18; // title, subtitle, head numbers
+  // Grouped-query attention: the query heads stand in groups under the key/value head they read.
+  const group = kvGroupSize(input.kvHeads, state.kind, H);
+  const gap = group > 1 ? GROUP_GAP : 0;
+  const gaps = (H / group - 1) * gap;
+  const top = 34 + subtitle.length * 15 + 18 + (group > 1 ? GROUP_HEAD : 0); // title, subtitle, K/V heads, head numbers
   const boxH = fitHeight(state);
   // Cells as wide as `room` px allows and as tall as the box (state.boxHeight) allows, legend aside.
-  const cellFor = (room, legendH) => Math.max(FIT_CELL, Math.min(Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(room / Math.max(1, H)))), Math.floor((boxH - top - 12 - legendH) / Math.max(1, L))));
+  const cellFor = (room, legendH) => Math.max(FIT_CELL, Math.min(Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor((room - gaps) / Math.max(1, H)))), Math.floor((boxH - top - 12 - legendH) / Math.max(1, L))));
   // The legend in two columns under the grid, or in one beside it where that fits the box and the
   // grid does not (SmolLM2's 30 layers in a 390 px box) or gets larger cells.
   const belowH = Math.ceil(LABELS.length / 2) * 18 + 8;
@@ -59,11 +66,16 @@ function geometry(ctx, input, state, width) {
   const cell = aside ? beside : below;
   const gridH = L * cell;
   const legend = aside
-    ? { x: LEFT + H * cell + 24, y: top, columns: 1, colW: LEGEND_SIDE_W }
+    ? { x: LEFT + H * cell + gaps + 24, y: top, columns: 1, colW: LEGEND_SIDE_W }
     : { x: 8, y: top + gridH + 12, columns: 2, colW: Math.max(140, Math.floor((width - 16) / 2)) };
   const height = aside ? top + Math.max(gridH, besideH) + 12 : legend.y + belowH;
-  return { L, H, cell, top, left: LEFT, subtitle, legend, width: Math.max(width, LEFT + H * cell + 12), height };
+  // x of each head's column (after the gaps between the key/value heads' groups before it)
+  const headX = Array.from({ length: H }, (_, h) => h * cell + Math.floor(h / group) * gap);
+  return { L, H, cell, top, left: LEFT, group, gap, headX, subtitle, legend, width: Math.max(width, LEFT + H * cell + gaps + 12), height };
 }
+
+/** Left edge of head h's column. */
+const headX = (g, h) => g.left + g.headX[h];
 
 export function size(ctx, input, state, width) {
   if (!input.heads) return { width, height: 80 };
@@ -74,9 +86,10 @@ export function size(ctx, input, state, width) {
 /** → { layer, head } under (x, y), or null. */
 export function hitTest(geom, x, y) {
   if (!geom || !geom.cell) return null;
-  const h = Math.floor((x - geom.left) / geom.cell);
+  const k = Math.floor((x - geom.left) / (geom.group * geom.cell + geom.gap)); // the key/value head's group
+  const h = k * geom.group + Math.floor((x - geom.left - k * (geom.group * geom.cell + geom.gap)) / geom.cell);
   const l = Math.floor((y - geom.top) / geom.cell);
-  if (h < 0 || l < 0 || h >= geom.H || l >= geom.L) return null;
+  if (h < 0 || l < 0 || h >= geom.H || l >= geom.L || h >= (k + 1) * geom.group) return null;
   return { layer: l, head: h };
 }
 
@@ -100,7 +113,16 @@ export function draw(ctx, input, state, theme, width, height) {
   ctx.fillStyle = theme.muted;
   ctx.textAlign = 'center';
   ctx.textBaseline = 'bottom';
-  for (let h = 0; h < g.H; h++) if (g.cell >= 22 || h % 2 === 0) ctx.fillText(String(h + 1), g.left + (h + 0.5) * g.cell, g.top - 3);
+  for (let h = 0; h < g.H; h++) if (g.cell >= 22 || h % 2 === 0) ctx.fillText(String(h + 1), headX(g, h) + g.cell / 2, g.top - 3);
+  if (g.group > 1) {
+    // Each key/value head over the query heads that read it, with a bracket.
+    for (let k = 0; k < g.H / g.group; k++) {
+      const x0 = headX(g, k * g.group);
+      const w = g.group * g.cell;
+      ctx.fillText(fitText(ctx, w >= 60 ? `K/V head ${k + 1}` : `K/V ${k + 1}`, w), x0 + w / 2, g.top - 17);
+      ctx.fillRect(x0 + 1, g.top - 16, w - 2, 1);
+    }
+  }
   ctx.textAlign = 'right';
   ctx.textBaseline = 'middle';
   const every = Math.ceil(11 / g.cell); // layer numbers 11 px apart at least (a fitted 30-layer grid)
@@ -110,14 +132,14 @@ export function draw(ctx, input, state, theme, width, height) {
       const s = at.get(l * g.H + h);
       if (!s) continue;
       ctx.fillStyle = shade(COLOR[s.label] || COLOR.mixed, s.score, theme.bg);
-      ctx.fillRect(g.left + h * g.cell + 1, g.top + l * g.cell + 1, g.cell - 2, g.cell - 2);
+      ctx.fillRect(headX(g, h) + 1, g.top + l * g.cell + 1, g.cell - 2, g.cell - 2);
     }
   }
   // The selected head (state.layer, state.head) and the hovered one are outlined.
   const outline = (l, h, color, w) => {
     ctx.strokeStyle = color;
     ctx.lineWidth = w;
-    ctx.strokeRect(g.left + h * g.cell + 0.5, g.top + l * g.cell + 0.5, g.cell - 1, g.cell - 1);
+    ctx.strokeRect(headX(g, h) + 0.5, g.top + l * g.cell + 0.5, g.cell - 1, g.cell - 1);
   };
   if (state.layer < g.L && state.head < g.H) outline(state.layer, state.head, theme.fg, 1.5);
   const f = state.focus;
@@ -150,7 +172,15 @@ export function hoverText(input, state, hit) {
   if (!hit || !input.heads) return null;
   const { at, H } = headsOf(input, state);
   const s = at.get(hit.layer * H + hit.head);
-  return s ? scoresText(s) : null;
+  return s ? scoresText(s) + kvGroupText(input, state.kind, H, hit.head) : null;
+}
+
+/** " · reads K/V head k with heads a–b" under grouped-query attention, else ''. */
+export function kvGroupText(input, kind, H, h) {
+  const group = kvGroupSize(input.kvHeads, kind, H);
+  if (group === 1) return '';
+  const k = Math.floor(h / group);
+  return ` · reads K/V head ${k + 1} with heads ${k * group + 1}–${(k + 1) * group}`;
 }
 
 export function describe(input, state) {
@@ -159,7 +189,9 @@ export function describe(input, state) {
   const counts = {};
   for (const s of list) counts[s.label] = (counts[s.label] || 0) + 1;
   const summary = LABELS.filter(([k]) => counts[k]).map(([k]) => `${counts[k]} ${k}`).join(', ');
-  return `Head overview, ${KIND_NAMES[state.kind] || state.kind}: ${L} layers × ${H} heads; ${summary}. Hover a cell for its scores, click to open the head.`;
+  const group = kvGroupSize(input.kvHeads, state.kind, H);
+  const gqa = group > 1 ? ` The query heads stand in ${H / group} groups of ${group}, each under the key/value head they share.` : '';
+  return `Head overview, ${KIND_NAMES[state.kind] || state.kind}: ${L} layers × ${H} heads; ${summary}.${gqa} Hover a cell for its scores, click to open the head.`;
 }
 
 /** The heads of the state's kind sorted by `sort` ("key" descending, "key.asc" ascending). */

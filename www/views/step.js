@@ -6,6 +6,7 @@ import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitHe
 import { tokenLabel } from '../core/tokens.js';
 import { drain, NEW_TASK } from '../core/slices.js';
 import { KIND_NAMES } from './head.js';
+import { kvGroupSize, numHeads } from '../core/analysis.js';
 
 const ROW_H = 22;
 const MIN_ROW_H = 13; // the least a table row gets to fit the box (its 12 px numbers still apart)
@@ -337,7 +338,7 @@ export function* draw(ctx, input, state, theme, width) {
 
   ctx.font = font(14, 600);
   drawTitle(ctx, fitText(ctx, `Layer ${s.layer + 1} · head ${s.head + 1} · ${KIND_NAMES[s.kind] || s.kind}`, g.width - 16), theme);
-  const prov = s.q_source === s.kv_source ? `Q, K and V all come from the ${s.q_source}.` : `Q comes from the ${s.q_source}; K and V come from the ${s.kv_source}.`;
+  const prov = (s.q_source === s.kv_source ? `Q, K and V all come from the ${s.q_source}.` : `Q comes from the ${s.q_source}; K and V come from the ${s.kv_source}.`) + sharedKv(input, s);
   textLines(
     ctx,
     [
@@ -453,6 +454,15 @@ export function* draw(ctx, input, state, theme, width) {
   strip(ctx, out, g.xs.v, sy + g.rowH + 8, g.cell, 16, vScale, theme.dark);
   if (g.part === 'both') yield* drawPanels(ctx, s, g, qi, focus, theme, 'All queries at once: every matrix of this head');
   return g;
+}
+
+/** Grouped-query attention: which key/value head this query head reads K and V from, and with
+ *  which other query heads; '' where every head has its own. */
+function sharedKv(input, s) {
+  const group = kvGroupSize(input.kvHeads, s.kind, numHeads(input.result, s.kind));
+  if (group === 1) return '';
+  const k = Math.floor(s.head / group);
+  return ` K and V are key/value head ${k + 1}'s, which query heads ${k * group + 1}–${(k + 1) * group} share (grouped-query attention).`;
 }
 
 export function describe(input, state) {

@@ -178,6 +178,7 @@ class AttentionViz extends HTMLElement {
       const v = this.$.head.value;
       if (v === 'mean') this.session.patch({ agg: 'mean' });
       else if (v === 'all') this.session.allHeads();
+      else if (v === 'kv') this.session.toggleKvGroup();
       else this.session.soloHead(Number(v));
     });
     listen('widget', this.$.query, 'change', () => this.session.patch({ query: Number(this.$.query.value) }));
@@ -459,6 +460,7 @@ class AttentionViz extends HTMLElement {
     this.$.layerLabel.hidden = !ctl.layer;
     const heads = [...Array(c.heads).keys()].map((h) => [String(h), String(h + 1)]);
     if (ctl.heads === 'multi') heads.unshift(['all', 'all']);
+    if (c.kvGroup) heads.push(['kv', c.kvGroup.label]);
     if (ctl.agg) heads.push(['mean', 'mean']);
     setOptions(this.$.head, heads);
     this.$.head.value = c.head;
