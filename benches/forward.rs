@@ -4,12 +4,15 @@
 //! 1. The GEMM kernel (`tensor::linear`) against nalgebra's own `tr_mul` on the FFN shape of
 //!    MiniLM (16 tokens × 384 → 1536), to justify owning the kernel.
 //! 2. One forward of each default model on a 16-token sentence.
-//! 3. SmolLM2's time per generated token through the KV cache: (a 14-token prompt plus 64
+//! 3. What the score parts view adds to a forward (its traced head's intermediates and their
+//!    score parts, src/nn/score_parts.rs): the forward with the maps alone against the same with
+//!    a head of the first layer (token/position/bias split) and of a later one traced.
+//! 4. SmolLM2's time per generated token through the KV cache: (a 14-token prompt plus 64
 //!    generated tokens − the prompt alone) ÷ 64, each a median. `ATTNVIZ_BENCH_ONLY=generate`
 //!    runs this row alone (to compare two builds side by side).
 
 use attnviz::models::Model;
-use attnviz::result::GenerateOptions;
+use attnviz::result::{AttentionKind, GenerateOptions, HeadRequest};
 use attnviz::tensor::{linear, linear_quantized, Mat, QuantizedMat};
 use std::path::Path;
 use std::time::Instant;
@@ -103,7 +106,40 @@ fn main() {
             out.output.target_tokens.len()
         );
     }
+    score_parts(&root);
     generation(&root);
+}
+
+/// The forward with the maps alone, and with one head traced (the step, query/key and score
+/// parts views' data, the score parts included) in the first layer and in a later one.
+fn score_parts(root: &Path) {
+    let text = "The animal didn't cross the street because it was too tired to walk.";
+    for (dir, kind, later) in [
+        ("minilm", AttentionKind::EncoderSelf, 3),
+        ("en-pt", AttentionKind::EncoderSelf, 1),
+        ("smollm2", AttentionKind::DecoderSelf, 15),
+    ] {
+        let Ok(model) = Model::load_dir(&root.join(dir)) else { continue };
+        let options = GenerateOptions::default();
+        // A causal model keeps its last forward: forget it so that every run computes the text.
+        let time = |head: Option<HeadRequest>| {
+            median_ms(15, || {
+                model.forget_previous_forward();
+                let (a, hi) = model.attend_tracing(text, &options, false, head).expect("forward");
+                assert!(head.is_none() || hi.is_some_and(|hi| hi.score_parts.is_some()));
+                std::hint::black_box(a);
+            })
+        };
+        let maps = time(None);
+        let first = time(Some(HeadRequest { kind, layer: 0, head: 0 }));
+        let deeper = time(Some(HeadRequest { kind, layer: later, head: 0 }));
+        println!(
+            "score parts {dir:<7} forward {maps:8.2} ms   + a traced head with its parts: layer 1 {first:8.2} ms ({:+.1} %), layer {} {deeper:8.2} ms ({:+.1} %)",
+            100.0 * (first / maps - 1.0),
+            later + 1,
+            100.0 * (deeper / maps - 1.0)
+        );
+    }
 }
 
 /// SmolLM2's per-token generation time: what a KV cache written in place (not copied per

@@ -2,7 +2,7 @@
 // asserted). A keystroke counts as drawn when the first drawing of a text that holds it (the text
 // typed up to that key, or later) is on the canvas: while a forward takes longer than the gap
 // between keys, the maps catch up at the model's pace instead of waiting for typing to stop.
-// One row per model × view (head view, step view, head overview; SmolLM2 also with Generate 8):
+// One row per model × view (head view, step view, head overview, score parts; SmolLM2 also with Generate 8):
 // the step view and head overview draw from the same forward as the maps, and SmolLM2 reuses
 // the previous text's KV cache and rows, so these rows should be close to the head view's.
 // usage: node benches/typing.mjs [model…]   (needs pkg/ and models/, as make serve does)
@@ -18,7 +18,7 @@ const START = {
 };
 // The paper's Transformer knows only its grammar's words (any other is <unk>).
 const TYPED_FOR = { 'paper-transformer': ' a red ball on the table with the old dog and then' };
-const VIEWS = [['head view', { v: 'head' }], ['step view', { v: 'step' }], ['head overview', { v: 'heads' }]];
+const VIEWS = [['head view', { v: 'head' }], ['step view', { v: 'step' }], ['head overview', { v: 'heads' }], ['score parts', { v: 'parts' }]];
 const ROWS = Object.keys(START)
   .filter((m) => process.argv.length <= 2 || process.argv.includes(m))
   .flatMap((m) => [

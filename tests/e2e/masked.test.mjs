@@ -36,8 +36,7 @@ test('model view, SmolLM2: every map’s masked upper triangle is blank like the
     const bg = await pixel(page, g.left + g.cell + (g.pitchX - g.cell) / 2, g.top + g.cell / 2); // between two maps
     const step = g.cell / n;
     for (const [layer, head] of [[0, 0], [3, 5], [g.layers - 1, g.heads - 1]]) {
-      const col = Math.floor(head % g.cols);
-      const x0 = g.left + col * g.pitchX + Math.floor(layer / g.layersPerColumn) * g.columnPitch;
+      const x0 = g.left + g.headX[head] + Math.floor(layer / g.layersPerColumn) * g.columnPitch;
       const y0 = g.top + (layer % g.layersPerColumn) * g.layerPitch + Math.floor(head / g.cols) * g.pitchY;
       // Row 0 sees key 0 only: its last key is masked; the last row sees every key.
       const masked = await pixel(page, x0 + (n - 0.5) * step, y0 + 0.5 * step);

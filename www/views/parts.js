@@ -150,17 +150,19 @@ function geometry(ctx, s, state, width) {
   }
   const qi = queryIndex(s, state);
   const { keys, omitted, masked } = listedKeys(s, qi);
+  // A phone's width: narrower labels and numbers, so that the bars keep most of it.
+  const narrow = width < 560;
   ctx.font = font(12);
   let labelW = 60;
-  for (const j of keys) labelW = Math.max(labelW, Math.min(140, ctx.measureText(tokenLabel(s.key_tokens[j])).width + 12));
+  for (const j of keys) labelW = Math.max(labelW, Math.min(narrow ? 84 : 140, ctx.measureText(tokenLabel(s.key_tokens[j])).width + 12));
   const top = y + 34;
   const foot = 96; // the reading under the table
   const rows = keys.length + (omitted || masked ? 1 : 0);
   const rowH = Math.max(MIN_ROW_H, Math.min(ROW_H, Math.floor((boxH - top - foot) / Math.max(1, rows))));
-  const scoreW = 70;
-  const pW = 96;
+  const scoreW = narrow ? 56 : 70;
+  const pW = narrow ? 56 : 96;
   const barX = 8 + labelW + 8;
-  const barW = Math.max(160, width - barX - scoreW - pW - 24);
+  const barW = Math.max(narrow ? 80 : 160, width - barX - scoreW - pW - 24);
   const height = top + rows * rowH + foot;
   return { note, legend, keys, omitted, masked, qi, labelW, top, rowH, barX, barW, scoreX: barX + barW + 8, scoreW, pX: barX + barW + scoreW + 16, pW, width: Math.max(width, barX + barW + scoreW + pW + 24), height };
 }
@@ -216,7 +218,7 @@ export function* draw(ctx, input, state, theme, width) {
   ctx.fillText('parts of q·k/√d_k (left of the line: negative)', g.barX, g.top - 8);
   ctx.textAlign = 'right';
   ctx.fillText('score', g.scoreX + g.scoreW - 4, g.top - 8);
-  ctx.fillText('softmax p', g.pX + g.pW - 2, g.top - 8);
+  ctx.fillText(g.pW < 90 ? 'p' : 'softmax p', g.pX + g.pW - 2, g.top - 8);
   const focus = state.focus && state.focus.side === 'k' ? state.focus.index : null;
   const rows = [];
   for (let r = 0; r < g.keys.length; r++) {
@@ -253,7 +255,7 @@ export function* draw(ctx, input, state, theme, width) {
     const p = s.probs[qi * tk + j];
     ctx.fillStyle = theme.accent;
     ctx.globalAlpha = 0.35;
-    ctx.fillRect(g.pX, y + 4, (g.pW - 50) * Math.min(1, p), g.rowH - 8);
+    ctx.fillRect(g.pX, y + 4, Math.max(0, g.pW - 50) * Math.min(1, p), g.rowH - 8);
     ctx.globalAlpha = 1;
     ctx.fillStyle = theme.fg;
     ctx.fillText(p.toFixed(3), g.pX + g.pW - 2, cy);
