@@ -8,7 +8,7 @@ use crate::models::{PositionKind, PositionTable};
 use crate::pca::QkProjection;
 use crate::result::{
     Attended, AttentionBlock, AttentionKind, BlockNorm, ForwardOutput, Generation, HeadInternals,
-    StopReason, TokenSide, TopToken,
+    LogitLens, StopReason, TokenSide, TopToken,
 };
 use serde::Serialize;
 
@@ -79,6 +79,9 @@ pub struct AttendResult<'a, F> {
     /// When asked for: one head's intermediates (the step view) from the same forward.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<StepResult<'a, F>>,
+    /// When asked for (`--lens`, the `lens` option): what each layer would predict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logit_lens: Option<&'a LogitLens>,
 }
 
 impl<'a, F> AttendResult<'a, F> {
@@ -107,6 +110,7 @@ impl<'a, F> AttendResult<'a, F> {
             forward_ms,
             induction_tokens: a.induction_tokens,
             step: None,
+            logit_lens: a.logit_lens.as_ref(),
         }
     }
 }

@@ -293,6 +293,21 @@ pub struct Attended {
     pub scores: Vec<crate::heads::HeadScores>,
     /// Length of the random sequence repeated for the heads' induction scores (causal models).
     pub induction_tokens: Option<usize>,
+    /// When asked for: the logit lens.
+    pub logit_lens: Option<LogitLens>,
+}
+
+/// The logit lens (nostalgebraist 2020): what the residual stream after each layer would
+/// predict if the network stopped there, through the model's own final norm and unembedding
+/// (the last layer's is the model's prediction).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LogitLens {
+    /// Whose rows the positions are: `decoder_self` (a decoder-only model: each position of the
+    /// text, predicting the token after it) or `cross` (a translator: each decode step, the one
+    /// that chose `tokens.target[t]`).
+    pub kind: AttentionKind,
+    /// `[layer][position]` the [`TOP_N`] most probable tokens, most probable first.
+    pub top: Vec<Vec<Vec<TopToken>>>,
 }
 
 /// Which head's intermediates to keep during a forward.

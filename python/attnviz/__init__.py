@@ -517,7 +517,7 @@ MODEL_DIRS = {"minilm": "minilm", "minilm-l6": "minilm", "en-pt": "en-pt", "en-p
               "paper": "paper", "paper-transformer": "paper"}
 # A model folder's files that the page's own-model reader (www/worker/own-model.js) may use.
 OWN_SUFFIXES = (".json", ".safetensors", ".gguf", ".txt", ".model", ".spm")
-VIEWS = ("head", "model", "heatmap", "cross", "step", "positions", "heads", "qk", "parts")
+VIEWS = ("head", "model", "heatmap", "cross", "step", "positions", "heads", "qk", "parts", "lens")
 
 
 def models_folders(models_dir=None) -> list:
@@ -629,3 +629,11 @@ def score_parts(text: str = "", model="minilm", *, layer: int = 0, head: int = 0
     the inputs' product and the biases' terms; in SmolLM2 its rotary pairs, fast to slow — with a
     sentence that reads them (src/nn/score_parts.rs). Layer, head and query count from 0."""
     return show(text, model, view="parts", layer=layer, head=head, query=query, **kwargs)
+
+
+def logit_lens(text: str = "", model="smollm2", **kwargs) -> AttentionWidget:
+    """What each layer would predict: show() in the logit lens view. Each layer's output goes
+    through the model's own final norm and unembedding, as if the network stopped there; a
+    layers × positions table of top tokens (decoder-only models, and a translator's decoder over
+    its decode steps), live as the text is edited."""
+    return show(text, model, view="lens", **kwargs)

@@ -423,8 +423,16 @@ impl CausalLm for Gpt2Model {
         probe: &mut Probe,
     ) -> Result<Vec<f32>> {
         let mut x = self.embed(ids, start)?;
+        let mut lens = probe.wants_lens().then(Vec::new); // each block's output, for the logit lens
         for (block, c) in self.h.iter().zip(cache.iter_mut()) {
             x = block.forward(&x, start, c, probe);
+            if let Some(outputs) = &mut lens {
+                outputs.push(x.clone());
+            }
+        }
+        if let Some(outputs) = lens {
+            let through = |h: &Mat| self.wte.linear(&self.ln_f.forward(h), None);
+            probe.record_lens_through(&outputs, through, |id| self.tokenizer.id_to_token(id));
         }
         let mut last = Mat::from_vec(1, x.cols(), x.row(x.rows() - 1).to_vec());
         self.ln_f.apply(&mut last);

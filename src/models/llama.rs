@@ -637,11 +637,20 @@ impl CausalLm for LlamaModel {
         probe: &mut Probe,
     ) -> Result<Vec<f32>> {
         let mut x = self.embed(ids)?;
+        let mut lens = probe.wants_lens().then(Vec::new); // each layer's output, for the logit lens
         for (layer, c) in self.layers.iter().zip(cache.iter_mut()) {
             x = layer.forward(&x, start, &self.rope, c, probe);
+            if let Some(outputs) = &mut lens {
+                outputs.push(x.clone());
+            }
+        }
+        let unembed = self.lm_head.as_ref().unwrap_or(&self.embed_tokens);
+        if let Some(outputs) = lens {
+            let through = |h: &Mat| unembed.linear(&self.norm.forward(h), None);
+            probe.record_lens_through(&outputs, through, |id| self.tokenizer.id_to_token(id));
         }
         let last = Mat::from_vec(1, x.cols(), x.row(x.rows() - 1).to_vec());
         let h = self.norm.forward(&last);
-        Ok(self.lm_head.as_ref().unwrap_or(&self.embed_tokens).linear(&h, None).into_vec())
+        Ok(unembed.linear(&h, None).into_vec())
     }
 }

@@ -30,7 +30,7 @@ use crate::nn::probe::{Probe, Recordings};
 use crate::nn::score_parts::score_parts;
 use crate::result::{
     Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals,
-    HeadRequest,
+    HeadRequest, LogitLens,
 };
 use crate::tokenize::TextTokenizer;
 use serde::Serialize;
@@ -74,6 +74,17 @@ pub struct ModelInfo {
     pub credit: String,
     pub license: String,
     pub example: String,
+}
+
+/// What a forward records besides the attention maps.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Asks {
+    /// α_ij·‖f_h(x_j)‖ beside every map (the value-weighted measure).
+    pub value_norms: bool,
+    /// One head's intermediates (the step, query/key and score parts views).
+    pub head: Option<HeadRequest>,
+    /// The logit lens: what each layer would predict.
+    pub lens: bool,
 }
 
 impl Model {
@@ -134,18 +145,45 @@ impl Model {
         value_norms: bool,
         head: Option<HeadRequest>,
     ) -> Result<(Attended, Option<HeadInternals>)> {
+        self.attend_asking(text, generate, Asks { value_norms, head, lens: false })
+    }
+
+    /// One forward with every attention map and what `asks` adds: the value norms, one head's
+    /// intermediates, the logit lens (decoder-only models and translators).
+    pub fn attend_asking(
+        &self,
+        text: &str,
+        generate: &GenerateOptions,
+        asks: Asks,
+    ) -> Result<(Attended, Option<HeadInternals>)> {
+        let Asks { value_norms, head, lens } = asks;
         if let Some(request) = head {
             self.check_head(request)?;
         }
-        let mut probe = Probe::maps_and_head(value_norms, head);
+        let shape = self.family.shape();
+        let lens_kind = if shape.generates {
+            AttentionKind::DecoderSelf
+        } else if shape.kinds.iter().any(|k| k.0 == AttentionKind::Cross) {
+            AttentionKind::Cross
+        } else {
+            if lens {
+                return Err(Error::InvalidInput(format!(
+                    "{} predicts no tokens, so it has no logit lens (decoder-only models and translators have one)",
+                    self.manifest.name
+                )));
+            }
+            AttentionKind::EncoderSelf
+        };
+        let mut probe = Probe::maps_and_head(value_norms, head).with_lens(lens);
         let output = self.forward(text, generate, &mut probe)?;
-        let Recordings { maps: attentions, value_norms, trace } = probe.into_parts();
+        let Recordings { maps: attentions, value_norms, trace, lens } = probe.into_parts();
         let internals = match head {
             Some(request) => Some(self.internals(&output, request, trace)?),
             None => None,
         };
         let (scores, induction_tokens) = self.score_heads(&output, &attentions)?;
-        let a = Attended { output, attentions, value_norms, scores, induction_tokens };
+        let logit_lens = lens.map(|top| LogitLens { kind: lens_kind, top });
+        let a = Attended { output, attentions, value_norms, scores, induction_tokens, logit_lens };
         Ok((a, internals))
     }
 

@@ -4,7 +4,10 @@
 
 use super::score_parts::{InputSplit, QkSplit};
 use crate::error::{invalid_model, Error, Result};
-use crate::result::{AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace};
+use crate::result::{
+    top_tokens, AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace, TopToken,
+};
+use crate::tensor::Mat;
 use crate::tensor::all_finite;
 
 /// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
@@ -52,6 +55,8 @@ pub struct Recordings {
     pub maps: Vec<AttentionBlock>,
     pub value_norms: Option<Vec<AttentionBlock>>,
     pub trace: Option<(HeadTrace, BlockTrace)>,
+    /// The logit lens when asked for: `[layer][position]` top tokens.
+    pub lens: Option<Vec<Vec<Vec<TopToken>>>>,
 }
 
 /// What a forward records. Each attention call asks [`Probe::traced_head`] which of its heads
@@ -73,6 +78,11 @@ pub struct Probe {
     input_split: Option<(Site, InputSplit)>,
     /// The traced head's query/key split of the coming call at the traced site.
     pending_split: Option<QkSplit>,
+    /// Record the logit lens: what each layer's output would predict through the model's own
+    /// final norm and unembedding.
+    lens: bool,
+    /// `[layer][position]` the lens's top tokens, positions in the order they were fed.
+    lens_rows: Vec<Vec<Vec<TopToken>>>,
 }
 
 impl Probe {
@@ -99,6 +109,48 @@ impl Probe {
     /// intermediate of `head` when given: all that the views of one text need, from one forward.
     pub fn maps_and_head(value_norms: bool, head: Option<HeadRequest>) -> Probe {
         Probe { maps: true, value_norms, head, ..Probe::default() }
+    }
+
+    /// Also records the logit lens (see [`Probe::record_lens`]).
+    pub fn with_lens(mut self, lens: bool) -> Probe {
+        self.lens = lens;
+        self
+    }
+
+    /// Whether a family should run each layer's output through its unembedding.
+    pub fn wants_lens(&self) -> bool {
+        self.lens
+    }
+
+    /// Takes the logit lens of `layer` (0-based) at the positions fed next, in order.
+    pub fn record_lens(&mut self, layer: usize, rows: impl IntoIterator<Item = Vec<TopToken>>) {
+        if !self.lens {
+            return;
+        }
+        if self.lens_rows.len() <= layer {
+            self.lens_rows.resize(layer + 1, Vec::new());
+        }
+        self.lens_rows[layer].extend(rows);
+    }
+
+    /// The logit lens of the rows just fed: each layer's output `layers[l]` `# [T, d]` through
+    /// `unembed` (the model's final norm, then its output matrix: `# [rows, vocab]`), every
+    /// layer in one product, each row's top tokens (named by `token`) recorded for its layer.
+    pub fn record_lens_through(
+        &mut self,
+        layers: &[Mat],
+        unembed: impl Fn(&Mat) -> Mat,
+        token: impl Fn(u32) -> String,
+    ) {
+        let Some(first) = layers.first().filter(|_| self.lens) else { return };
+        let (t, d) = (first.rows(), first.cols());
+        // # [L·T, d], layer-major
+        let rows: Vec<f32> = layers.iter().flat_map(|x| x.as_slice().iter().copied()).collect();
+        let logits = unembed(&Mat::from_vec(layers.len() * t, d, rows)); // [L·T, vocab]
+        for l in 0..layers.len() {
+            let tops: Vec<_> = (l * t..(l + 1) * t).map(|r| top_tokens(logits.row(r), &token)).collect();
+            self.record_lens(l, tops);
+        }
     }
 
     /// Whether the attention calls should compute ‖f_h(x_j)‖ for [`Recorded::value_norms`].
@@ -143,7 +195,8 @@ impl Probe {
     /// Whether `other` records the same things (maps, value norms, the same traced head), so
     /// that its recording of some positions can stand for this probe's.
     pub(crate) fn records_like(&self, other: &Probe) -> bool {
-        (self.maps, self.value_norms, self.head) == (other.maps, other.value_norms, other.head)
+        (self.maps, self.value_norms, self.head, self.lens)
+            == (other.maps, other.value_norms, other.head, other.lens)
     }
 
     /// Keeps what was recorded for the first `n` positions of a causal forward: query rows
@@ -159,6 +212,7 @@ impl Probe {
         if let Some(b) = &mut self.block {
             b.keep_first_queries(n);
         }
+        self.lens_rows.iter_mut().for_each(|rows| rows.truncate(n));
     }
 
     /// Takes what one attention call at `site` computed.
@@ -256,7 +310,8 @@ impl Probe {
     pub fn into_parts(self) -> Recordings {
         let norms = self.value_norms.then(|| assemble(self.recorded_norms));
         let trace = self.trace.map(|t| (t, self.block.unwrap_or_default()));
-        Recordings { maps: assemble(self.recorded), value_norms: norms, trace }
+        let lens = self.lens.then_some(self.lens_rows);
+        Recordings { maps: assemble(self.recorded), value_norms: norms, trace, lens }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::models::inspect::{inspect, FileHead, GGUF_HEAD_BYTES};
 use crate::models::manifest::supported;
-use crate::models::{Manifest, Model};
+use crate::models::{Asks, Manifest, Model};
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use crate::result::{AttentionKind, GenerateOptions, HeadRequest, Sampling};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
@@ -198,6 +198,8 @@ struct CallOptions {
     value_norms: Option<bool>,
     /// `attend` only: also return this head's intermediates (`step`), from the same forward.
     step: Option<StepOption>,
+    /// `attend` only: also return the logit lens (`logit_lens`).
+    lens: Option<bool>,
 }
 
 /// The head whose intermediates `attend` returns beside the maps (the step view's).
@@ -222,8 +224,8 @@ impl StepOption {
 
 impl CallOptions {
     /// The fields, as JS spells them.
-    const FIELDS: [&'static str; 6] =
-        ["generate", "temperature", "topK", "seed", "valueNorms", "step"];
+    const FIELDS: [&'static str; 7] =
+        ["generate", "temperature", "topK", "seed", "valueNorms", "step", "lens"];
 
     fn read(options: JsValue, call: &str) -> Result<CallOptions, JsError> {
         if options.is_undefined() || options.is_null() {
@@ -256,7 +258,7 @@ impl CallOptions {
         }
         if call != "attend" {
             for (given, name) in
-                [(o.value_norms == Some(true), "valueNorms"), (o.step.is_some(), "step")]
+                [(o.value_norms == Some(true), "valueNorms"), (o.step.is_some(), "step"), (o.lens == Some(true), "lens")]
             {
                 if given {
                     return Err(JsError::new(&format!(
@@ -323,15 +325,15 @@ impl AttnModel {
     /// models ignore them); `valueNorms: true`: also `value_norms`, ‖α_ij f_h(x_j)‖ per block
     /// (the "value-weighted" measure), laid out like `attentions`; `step: { kind, layer, head }`:
     /// also `step`, that head's intermediates ([`AttnModel::step`]'s answer) from the same
-    /// forward, so the step and query/key views cost no second forward of a text.
+    /// forward, so the step and query/key views cost no second forward of a text; `lens: true`:
+    /// also `logit_lens`, what each layer would predict (decoder-only models and translators).
     pub fn attend(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "attend")?;
         let head = o.step.as_ref().map(StepOption::request).transpose()?;
+        let asks =
+            Asks { value_norms: o.value_norms.unwrap_or(false), head, lens: o.lens == Some(true) };
         let start = now_ms();
-        let (a, internals) = self
-            .model
-            .attend_tracing(text, &o.generate(), o.value_norms.unwrap_or(false), head)
-            .map_err(err)?;
+        let (a, internals) = self.model.attend_asking(text, &o.generate(), asks).map_err(err)?;
         let ms = now_ms() - start;
         let id = &self.model.manifest.id;
         let mut result = AttendResult::new(id, text, &a, ms, f32s);

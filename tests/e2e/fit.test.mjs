@@ -23,6 +23,7 @@ const READY = {
   heads: () => !!window.attnvizDebug.headsGrid(),
   qk: () => !!window.attnvizDebug.qkPoints(),
   parts: () => !!window.attnvizDebug.partsRows(),
+  lens: () => !!(window.attnvizDebug.lensGrid() && window.attnvizDebug.lensGrid().lens),
 };
 for (const v of ['head', 'model', 'heatmap', 'cross']) READY[v] = () => true;
 

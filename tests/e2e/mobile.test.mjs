@@ -144,7 +144,7 @@ const canvasBox = (page) => page.evaluate(() => {
 });
 
 test('on a touch phone (390 × 844) every view of every default model fits its box, and a comparison stands its two sides one above the other', async () => {
-  const READY = { step: () => !!window.attnvizDebug.step, positions: () => !!window.attnvizDebug.positionsChart(), heads: () => !!window.attnvizDebug.headsGrid(), qk: () => !!window.attnvizDebug.qkPoints() };
+  const READY = { step: () => !!window.attnvizDebug.step, positions: () => !!window.attnvizDebug.positionsChart(), heads: () => !!window.attnvizDebug.headsGrid(), qk: () => !!window.attnvizDebug.qkPoints(), parts: () => !!window.attnvizDebug.partsRows(), lens: () => !!(window.attnvizDebug.lensGrid() && window.attnvizDebug.lensGrid().lens) };
   for (const model of ['minilm-l6', 'en-pt-tiny', 'smollm2-135m']) {
     const app = await openApp(browser, `${server.url}#m=${model}&w=int8`, { contextOptions: TOUCH_PHONE, fresh: true });
     const { page } = app;

@@ -178,3 +178,9 @@ def test_score_parts_opens_the_parts_view_at_the_given_head_and_query():
     assert (a["view"], a["layer"], a["head"], a["query"]) == ("parts", 1, 3, 4)
     with pytest.raises(ValueError, match="query=-1"):
         attnviz.score_parts("x", model="minilm", query=-1, models_dir=MODELS)
+
+
+@needs_minilm
+def test_logit_lens_opens_the_lens_view():
+    w = attnviz.logit_lens("The cat sat.", model="minilm", models_dir=MODELS)
+    assert w.spec["attributes"]["view"] == "lens"

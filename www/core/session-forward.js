@@ -5,6 +5,7 @@
 import { resultShape } from './analysis.js';
 import { later } from '../base/timing.js';
 import { cacheKey } from './cache.js';
+import { viewAvailable, viewSpec } from './views.js';
 
 // A forward slower than this shows "computing…" in the status line.
 const BUSY_AFTER_MS = 200;
@@ -25,10 +26,18 @@ export const forwardMethods = {
     return this.compute();
   },
 
-  /** Does an answer for `r` ({ model, text, gen, valueNorms, infoSeq }) serve the state? (one
-   *  with value norms serves raw weights too; one from before the model was (re)loaded never) */
+  /** Does an answer for `r` ({ model, text, gen, valueNorms, lens, infoSeq }) serve the state?
+   *  (one with value norms serves raw weights too, one with the logit lens the views without it;
+   *  one from before the model was (re)loaded never) */
   servesState(r) {
-    return r.infoSeq === this.infoSeq && r.model === this.modelKey() && r.text === this.state.text && cacheKey(r.gen) === cacheKey(this.genParams()) && (r.valueNorms || this.state.measure !== 'value-norm');
+    return r.infoSeq === this.infoSeq && r.model === this.modelKey() && r.text === this.state.text && cacheKey(r.gen) === cacheKey(this.genParams()) && (r.valueNorms || this.state.measure !== 'value-norm') && (r.lens || !this.lensAsked());
+  },
+
+  /** The logit lens view is shown, of a model that has one: its forwards bring the lens along
+   *  (a model without one, picked while the lens is shown, draws the head view instead). */
+  lensAsked() {
+    const view = viewSpec(this.state.view);
+    return !!view.needsLens && !!this.info && viewAvailable(view, this.info.kinds || []);
   },
 
   /**
@@ -55,7 +64,8 @@ export const forwardMethods = {
     const valueNorms = this.state.measure === 'value-norm';
     // The step and query/key views' head comes with the maps, from the same forward.
     const step = this.stepAsked();
-    const request = { key: cacheKey(model, text, gen, valueNorms, infoSeq), model, text, gen, valueNorms, step, infoSeq, tPost: 0 };
+    const lens = this.lensAsked();
+    const request = { key: cacheKey(model, text, gen, valueNorms, lens, infoSeq), model, text, gen, valueNorms, step, lens, infoSeq, tPost: 0 };
     request.ask = async () => {
       const busyTimer = later('session:busy', () => {
         this.busy = true;
@@ -63,7 +73,7 @@ export const forwardMethods = {
       }, BUSY_AFTER_MS);
       request.tPost = performance.now();
       try {
-        return await this.channel.attend(model, text, gen, valueNorms, step);
+        return await this.channel.attend(model, text, gen, valueNorms, step, lens);
       } finally {
         clearTimeout(busyTimer);
       }
@@ -90,7 +100,7 @@ export const forwardMethods = {
     const { step, ...result } = ans.result;
     if (step) this.steps.set(this.stepKeyOf(request, request.step), step);
     this.result = result;
-    this.resultFor = { model, text, gen: request.gen, valueNorms: request.valueNorms, infoSeq: request.infoSeq };
+    this.resultFor = { model, text, gen: request.gen, valueNorms: request.valueNorms, lens: request.lens, infoSeq: request.infoSeq };
     this.catchingUp = !current;
     this.shape = resultShape(this.result);
     this.forwardMs = typeof this.result.forward_ms === 'number' ? this.result.forward_ms : ans.ms;

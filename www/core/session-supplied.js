@@ -30,7 +30,7 @@ class SuppliedSource {
   }
 
   offers(view) {
-    return !view.needsStep && !view.needsPositions && (!view.needsHeads || !!this.heads);
+    return !view.needsStep && !view.needsPositions && !view.needsLens && (!view.needsHeads || !!this.heads);
   }
 
   /** A state with what supplied maps fix: no second sentence, raw weights, nothing generated, their text. */

@@ -91,6 +91,7 @@ export function defaultState() {
     query: 0, // query token (row) for the step view
     step: 0, // decode step for the cross view
     pin: null, // pinned token in the head view: { side: 'q'|'k', index }
+    lensCell: null, // the logit lens's pinned cell: { layer, position }
     // Generation (models whose info says generates: true)
     gen: 0, // tokens to generate after the prompt (0 = the prompt only)
     temperature: 0, // 0 = greedy; > 0 samples from softmax(logits / temperature)
@@ -234,6 +235,13 @@ export const FIELDS = [
     fromLink: (raw) => {
       const pin = /^([qk])(\d{1,6})$/.exec(raw || '');
       return pin ? { side: pin[1], index: Number(pin[2]) } : null;
+    },
+  },
+  {
+    name: 'lensCell', param: 'lc', write: (v) => (v ? `${v.layer}.${v.position}` : null),
+    fromLink: (raw) => {
+      const cell = /^(\d{1,4})\.(\d{1,6})$/.exec(raw || '');
+      return cell ? { layer: Number(cell[1]), position: Number(cell[2]) } : null;
     },
   },
   { ...genField('gen', (v) => (v ? String(v) : null)), problem: inRange('generate', 0, GEN_MAX) },

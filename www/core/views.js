@@ -15,6 +15,7 @@
 //   needsStep          — it draws the step() internals of one head
 //   needsPositions     — it draws the model's position table (positions()) with the wasm charts
 //   needsHeads         — it draws the model's head scores (heads())
+//   needsLens          — it draws the logit lens (attend's `lens` option: result.logit_lens)
 export const VIEW_SPECS = [
   { id: 'head', label: 'Head view', kinds: null, controls: { layer: true, heads: 'multi', agg: true, threshold: true, measure: true } },
   { id: 'model', label: 'Model view', kinds: null, controls: { measure: true } },
@@ -26,6 +27,8 @@ export const VIEW_SPECS = [
   { id: 'heads', label: 'Head overview', kinds: null, needsHeads: true, controls: {} },
   { id: 'qk', label: 'Query/key space', kinds: null, needsStep: true, controls: { layer: true, heads: 'one' } },
   { id: 'parts', label: 'Score parts', kinds: null, needsStep: true, controls: { layer: true, heads: 'one', query: true } },
+  // the lens reads the decoder's outputs: decoder-only models (decoder_self) and translators (cross)
+  { id: 'lens', label: 'Logit lens', kinds: ['decoder_self', 'cross'], kindless: true, needsLens: true, controls: {} },
 ];
 
 export const VIEW_IDS = VIEW_SPECS.map((v) => v.id);

@@ -74,6 +74,11 @@ export function installDebug({ session, shell, el, chart }) {
     const geom = geomOf('parts');
     return geom && geom.rows ? { rows: geom.rows.map(({ key, y, h, segments }) => ({ key, y, h, segments: segments.map(({ group, value }) => ({ group, value })) })), readKey: geom.readKey ?? null, reading: geom.reading ?? '' } : null;
   };
+  // Logit lens: its table (CSS px relative to the canvas) and the cell whose candidates stand under it.
+  debug.lensGrid = () => {
+    const g = geomOf('lens');
+    return g && g.col ? { left: g.left, top: g.top, col: g.col, rowH: g.rowH, layers: g.L, positions: g.T, detail: g.detail, lens: session.result && session.result.logit_lens } : null;
+  };
   // how long the app's own slices and handlers held the main thread (timing.js; take() empties it)
   debug.timings = timings;
   // a forward still owed (A's or B's answer for the current text, generation and measure) or a drawing queued

@@ -10,6 +10,7 @@ import * as grid from './grid.js';
 import * as head from './head.js';
 import * as heads from './heads.js';
 import * as heatmap from './heatmap.js';
+import * as lens from './lens.js';
 import * as parts from './parts.js';
 import * as positions from './positions.js';
 import * as qk from './qk.js';
@@ -94,6 +95,12 @@ const BEHAVIOURS = [
     module: qk,
     hover: (hit, s, input) => ({ focus: hit, text: hit ? qk.hoverText(input, s, hit) : null }),
     click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
+  },
+  {
+    id: 'lens',
+    module: lens,
+    hover: (hit, s, input) => ({ focus: hit, text: hit ? lens.hoverText(input, s, hit) : null }),
+    click: (hit, s) => ({ lensCell: hit && !(s.lensCell && s.lensCell.layer === hit.layer && s.lensCell.position === hit.position) ? hit : null }),
   },
   {
     id: 'parts',

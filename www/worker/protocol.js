@@ -15,11 +15,11 @@
 //     (stop that load's download: its 'load' answers an error; cancelled: one was under way)
 //   → { id, type: 'cached', model }                    ← { id, type: 'cached', cached }
 //     (would loading the key download nothing: loaded, or every file in the Cache API)
-//   → { id, channel, type: 'attend', model, text, gen, valueNorms, step } ← { id, type: 'result', result, ms }
+//   → { id, channel, type: 'attend', model, text, gen, valueNorms, step, lens } ← { id, type: 'result', result, ms }
 //     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions; step:
 //     { kind, layer, head } adds result.step, that head's internals from the same forward; every
 //     block's scores carry its heads' statistics and labels, src/heads.rs: one forward per text
-//     feeds every view)
+//     feeds every view; lens: true adds result.logit_lens, what each layer would predict)
 //   → { id, channel, type: 'step', model, text, kind, layer, head, gen } ← { id, type: 'step', step }
 // gen: null (the text alone), or the wasm calls' own options { generate, temperature, topK, seed }
 // (generationOptions below) for a model whose info says generates: true — continue the text

@@ -82,7 +82,8 @@ async function handle(msg) {
         const m = await ensureModel(msg.model, progress);
         const t0 = performance.now();
         const step = msg.step ? { step: { kind: String(msg.step.kind), layer: msg.step.layer | 0, head: msg.step.head | 0 } } : {};
-        const result = guarded(() => m.model.attend(String(msg.text ?? ''), { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms, ...step }));
+        const lens = msg.lens ? { lens: true } : {};
+        const result = guarded(() => m.model.attend(String(msg.text ?? ''), { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms, ...step, ...lens }));
         const ms = performance.now() - t0;
         answer({ type: ANSWER.result, result, ms }, transferables(result));
         break;

@@ -1,4 +1,4 @@
-//! `attnviz attend --model <dir or .gguf> --text <TEXT> [--format json|table] [--layers L] [--heads H] [--generate N [--temperature T] [--top-k K] [--seed S]]`
+//! `attnviz attend --model <dir or .gguf> --text <TEXT> [--format json|table] [--lens] [--layers L] [--heads H] [--generate N [--temperature T] [--top-k K] [--seed S]]`
 //! `attnviz step --model <dir> --text <TEXT> --kind KIND --layer N --head N`
 //! `attnviz positions --model <dir> [--count N]`
 //! `attnviz heads --model <dir> --text <TEXT> [--format json|table] [--layers L] [--heads H]`
@@ -20,7 +20,7 @@ mod serve;
 
 use attnviz::heads::HeadScores;
 use attnviz::limits::human_bytes;
-use attnviz::models::{Model, DEFAULT_POSITIONS};
+use attnviz::models::{Asks, Model, DEFAULT_POSITIONS};
 use attnviz::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use attnviz::result::{
     row_entropies, top_keys, Attended, AttentionKind, GenerateOptions, HeadRequest,
@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: attnviz attend --model <dir or .gguf> TEXT [--format json|table] [--measure raw|value-norm] [CUT] [GENERATE]
+const USAGE: &str = "usage: attnviz attend --model <dir or .gguf> TEXT [--format json|table] [--measure raw|value-norm] [--lens] [CUT] [GENERATE]
        attnviz step --model <dir> TEXT --kind encoder_self|decoder_self|cross --layer N --head N [GENERATE]
        attnviz positions --model <dir> [--count N]
        attnviz heads --model <dir> TEXT [--format json|table] [CUT] [GENERATE]
@@ -56,6 +56,8 @@ enum Command {
     Attend {
         table: bool,
         value_norms: bool,
+        /// Also the logit lens (`logit_lens`).
+        lens: bool,
     },
     Step(HeadRequest),
     /// Positions 0..count; `asked`: the count was given (the default is clamped to the model's).
@@ -132,6 +134,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
     let (mut model, mut text, mut table, mut kind, mut layer, mut head, mut count) =
         (None, None, false, None, None, None, None);
     let mut value_norms = false;
+    let mut lens = false;
     let mut weights = None;
     let mut text_file = None;
     let mut cut = Cut::default();
@@ -161,6 +164,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                 "value-norm" => value_norms = true,
                 m => return Err(format!("unknown measure `{m}` (raw or value-norm)")),
             },
+            "--lens" if !step && !positions && !heads => lens = true,
             "--kind" if step => {
                 let v = value()?;
                 kind = Some(AttentionKind::parse(&v).ok_or_else(|| {
@@ -205,7 +209,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
             head: head.ok_or_else(|| required("--head"))?,
         })
     } else {
-        Command::Attend { table, value_norms }
+        Command::Attend { table, value_norms, lens }
     };
     let model = model.ok_or_else(|| required("--model"))?;
     let text = match (text, text_file) {
@@ -369,11 +373,11 @@ fn run(args: Args) -> Result<(), String> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let id = model.manifest.id.as_str();
     let written = match args.command {
-        Command::Attend { table, value_norms } => {
+        Command::Attend { table, value_norms, lens } => {
             let start = Instant::now();
-            let a = model
-                .attend_with(&args.text, &args.generate, value_norms)
-                .map_err(|e| e.to_string())?;
+            let asks = Asks { value_norms, head: None, lens };
+            let (a, _) =
+                model.attend_asking(&args.text, &args.generate, asks).map_err(|e| e.to_string())?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             if table {
                 print_table(&mut out, id, &a, cut)

@@ -167,6 +167,17 @@ impl MarianModel {
         Ok(())
     }
 
+    /// logits = y · Wembᵀ + b, the banned token (`<pad>`) at −∞                # [T, vocab]
+    fn logits(&self, y: &Mat) -> Mat {
+        let mut logits = self.wemb.linear(y, Some(&self.logits_bias));
+        if let Some(id) = self.config.banned_id.map(|id| id as usize).filter(|&id| id < logits.cols()) {
+            for r in 0..logits.rows() {
+                logits.row_mut(r)[id] = f32::NEG_INFINITY;
+            }
+        }
+        logits
+    }
+
     /// What `embed` gives the rows of `ids` (None: Bergamot's zero start vector) at positions
     /// `first..`, split into the token's part and the position's (the bias part, zero here,
     /// takes the projections' biases): a first layer's input for the score parts.
@@ -280,15 +291,19 @@ impl Family for MarianModel {
             probe.split_input(first_layer(AttentionKind::DecoderSelf), || {
                 self.split(&[input], step)
             });
+            let mut lens = probe.wants_lens().then(Vec::new); // each layer's output
             for ((layer, state), kv) in self.decoder.iter().zip(&mut states).zip(&memory) {
                 y = layer.forward(&y, state, kv, probe);
+                if let Some(outputs) = &mut lens {
+                    outputs.push(y.clone());
+                }
             }
-            // logits = y · Wembᵀ + b                                               # [1, vocab]
-            let mut logits = self.wemb.linear(&y, Some(&self.logits_bias));
-            if let Some(banned) =
-                self.config.banned_id.and_then(|id| logits.row_mut(0).get_mut(id as usize))
-            {
-                *banned = f32::NEG_INFINITY;
+            let logits = self.logits(&y); // [1, vocab]
+            if let Some(outputs) = lens {
+                // The decoder ends in no norm of its own: each layer's (post-norm) output is what
+                // the output matrix could read.
+                let token = |id| self.tokenizer.id_to_token(id);
+                probe.record_lens_through(&outputs, |h| self.logits(h), token);
             }
             let next = argmax(logits.row(0)) as u32;
             decode_top.push(top_tokens(logits.row(0), |id| self.tokenizer.id_to_token(id)));
