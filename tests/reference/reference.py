@@ -432,6 +432,11 @@ class Marian:
             attns.append(probs)
         return x, attns
 
+    def unembed(self, y: np.ndarray) -> np.ndarray:
+        """Logits `# [..., V]` of decoder rows y `# [..., D]`: y · Wembᵀ + the output bias (what
+        `forward` does to the last layer's output; no final norm: the layers end in their own)."""
+        return y @ self.emb.T + self.w["decoder_ff_logit_out_b"][0]
+
     def max_target_len(self, src_len: int) -> int:
         return max(math.ceil(self.MAX_LENGTH_FACTOR * src_len), 4)
 
@@ -458,10 +463,12 @@ class Marian:
         cross_vals = [{"outputs": []} for _ in range(self.dec_layers)]
         out_ids: list[int] = []
         step_probs = []  # each step's softmax of its logits
+        layer_outputs = []  # each step's decoder layers' outputs [L, D] (the logit lens's inputs)
         prev_emb = np.zeros(self.dim, self.dtype)  # first decoder input: zero vector (not an embedding)
         stop_reason = "max_length"
         for step in range(max_target_len):
             x = (prev_emb * math.sqrt(self.dim) + sinusoidal_positions(1, self.dim, start=step, dtype=self.dtype)[0])[None, :]
+            outs = []
             for li in range(self.dec_layers):
                 p = f"decoder_l{li + 1}"
                 # SSRU: f = sigmoid(x Wf + bf); c = f c + (1 - f) (x W); h = LN(x + relu(c))
@@ -476,6 +483,8 @@ class Marian:
                     cross_vals[li].update(f=vals["f"], bias=vals["bias"])
                     cross_vals[li]["outputs"].append(vals["output"][0])
                 x = self._ffn(p + "_ffn", x)
+                outs.append(x[0])
+            layer_outputs.append(np.stack(outs))
             logits = x[0] @ self.emb.T + w["decoder_ff_logit_out_b"][0]
             nxt = int(np.argmax(logits))
             step_probs.append(softmax(logits))
@@ -495,6 +504,7 @@ class Marian:
             "truncated": truncated,
             "stop_reason": stop_reason,
             "probs": step_probs,
+            "decoder_layer_outputs": layer_outputs,
             "encoder_attentions": enc_attn,
             "cross_attentions": cross,
         }

@@ -257,13 +257,16 @@ class Llama:
         self.out = self.w.get("output.weight", self.emb)  # tied when the file has no output.weight
         self.tied = "output.weight" not in self.w
 
-    def forward(self, ids, logits_from: int = 0, values: list | None = None, qk: list | None = None):
+    def forward(self, ids, logits_from: int = 0, values: list | None = None, qk: list | None = None,
+                hidden: list | None = None):
         """Full causal pass. Returns (per-layer probabilities [H, T, T] with exact zeros above the
         diagonal, logits [T - logits_from, V] for positions logits_from..T-1).
         values: a list that receives, per layer, {"f": f_h(x_j) [H, T, D] (query head h's KV
         head h // group, through head h's columns of attn_output), "norms": ‖α f‖ [H, T, T],
         "output": the attention sub-layer's output before the residual [T, D], "bias": None}.
-        qk: a list that receives, per layer, (q [H, T, hd], k [Hkv, T, hd]) after the rotation."""
+        qk: a list that receives, per layer, (q [H, T, hd], k [Hkv, T, hd]) after the rotation.
+        hidden: a list that receives, per layer, its output [T, D] (the residual stream after
+        the layer's FFN; the last one is what `unembed` turns into the logits)."""
         ids = np.asarray(ids, dtype=np.int64)
         t = len(ids)
         w, hd, H, Hkv = self.w, self.head_dim, self.heads, self.kv_heads
@@ -296,9 +299,17 @@ class Llama:
             h = rms_norm(x, w[p + "ffn_norm.weight"], self.eps)
             f = silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)
             x = x + f @ w[p + "ffn_down.weight"].T
+            if hidden is not None:
+                hidden.append(x)
             attentions.append(probs)
         x = rms_norm(x[logits_from:], w["output_norm.weight"], self.eps)
         return attentions, x @ self.out.T
+
+    def unembed(self, x: np.ndarray) -> np.ndarray:
+        """Logits `# [T, V]` of residual-stream rows x `# [T, D]`: the final RMSNorm, then the
+        output head (what `forward` does to the last layer's output; the logit lens applies it
+        to every layer's)."""
+        return rms_norm(x, self.w["output_norm.weight"], self.eps) @ self.out.T
 
     @staticmethod
     def top(probs: np.ndarray, k: int = TOP_K) -> list[tuple[int, float]]:

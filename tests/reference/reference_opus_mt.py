@@ -70,6 +70,8 @@ class OpusMt:
         self.norms: dict[str, np.ndarray] = {}
         # Each attention's inputs at its last call: {p: (query input [Tq, d], keys' input [Tk, d])}.
         self.inputs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # The decoder layers' outputs `# [T, d]` at the last `decode` (the logit lens's inputs).
+        self.layer_outputs: list[np.ndarray] = []
 
     def _ln(self, name, x):
         return layer_norm(x, self.w[name + ".weight"], self.w[name + ".bias"], EPS)
@@ -108,6 +110,13 @@ class OpusMt:
         token = self.emb[np.asarray(ids)] * self.scale
         return {"token": token, "position": self.pos[:len(ids)], "bias": np.zeros_like(token)}
 
+    def unembed(self, y: np.ndarray) -> np.ndarray:
+        """Logits `# [..., V]` of decoder rows y `# [..., d]`: y · sharedᵀ + final_logits_bias, the
+        pad token at −∞ (what `forward` does to the last layer's output)."""
+        logits = y @ self.emb.T + self.w["final_logits_bias"][0]
+        logits[..., self.pad] = -np.inf
+        return logits
+
     def encode(self, ids):
         x, attns = self._embed(ids), []
         for i in range(self.c["encoder_layers"]):
@@ -120,11 +129,13 @@ class OpusMt:
     def decode(self, inputs, memory):
         """The whole decoder over `inputs` (ids): (hidden [T, d], self maps, cross maps)."""
         y, selfs, crosses = self._embed(inputs), [], []
+        self.layer_outputs = []
         for i in range(self.c["decoder_layers"]):
             p = f"model.decoder.layers.{i}"
             y, s = self._attn(p + ".self_attn", y, y, causal=True)
             y, x = self._attn(p + ".encoder_attn", y, memory, causal=False)
             y = self._ffn(p, y)
+            self.layer_outputs.append(y)
             selfs.append(s)
             crosses.append(x)
         return y, selfs, crosses
@@ -140,9 +151,11 @@ class OpusMt:
         limit = min(max(math.ceil(MAX_LENGTH_FACTOR * len(ids)), 4), self.max_target)
         out: list[int] = []
         probs = []  # each step's softmax of its logits
+        layer_outputs = []  # each step's decoder layers' outputs at its last input [L, d]
         stop = "max_length"
         while len(out) < limit:
             y, _, _ = self.decode([self.start] + out, memory)
+            layer_outputs.append(np.stack([o[-1] for o in self.layer_outputs]))
             logits = y[-1] @ self.emb.T + self.w["final_logits_bias"][0]
             logits[self.pad] = -np.inf
             nxt = int(np.argmax(logits))
@@ -155,7 +168,7 @@ class OpusMt:
         _, selfs, crosses = self.decode([self.start] + out[:-1], memory)
         self.encode(ids)  # the encoder's value norms again (the decoder passes left only theirs)
         return {"norms": dict(self.norms),"ids": ids, "tokens": tokens, "target_ids": out, "truncated": truncated, "stop_reason": stop,
-                "probs": probs, "encoder": enc_attn, "decoder_self": selfs, "cross": crosses}
+                "probs": probs, "decoder_layer_outputs": layer_outputs, "encoder": enc_attn, "decoder_self": selfs, "cross": crosses}
 
 
 def attend(model_dir: str, text: str, measure: str = "weight") -> dict:
