@@ -7,8 +7,8 @@ use crate::error::{invalid_model, Error, Result};
 use crate::result::{
     top_tokens, AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace, TopToken,
 };
-use crate::tensor::Mat;
 use crate::tensor::all_finite;
+use crate::tensor::Mat;
 
 /// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,7 +148,8 @@ impl Probe {
         let rows: Vec<f32> = layers.iter().flat_map(|x| x.as_slice().iter().copied()).collect();
         let logits = unembed(&Mat::from_vec(layers.len() * t, d, rows)); // [L·T, vocab]
         for l in 0..layers.len() {
-            let tops: Vec<_> = (l * t..(l + 1) * t).map(|r| top_tokens(logits.row(r), &token)).collect();
+            let tops: Vec<_> =
+                (l * t..(l + 1) * t).map(|r| top_tokens(logits.row(r), &token)).collect();
             self.record_lens(l, tops);
         }
     }

@@ -257,9 +257,11 @@ impl CallOptions {
             )));
         }
         if call != "attend" {
-            for (given, name) in
-                [(o.value_norms == Some(true), "valueNorms"), (o.step.is_some(), "step"), (o.lens == Some(true), "lens")]
-            {
+            for (given, name) in [
+                (o.value_norms == Some(true), "valueNorms"),
+                (o.step.is_some(), "step"),
+                (o.lens == Some(true), "lens"),
+            ] {
                 if given {
                     return Err(JsError::new(&format!(
                         "{call} options: {name} is an option of attend only"

@@ -170,7 +170,9 @@ impl MarianModel {
     /// logits = y · Wembᵀ + b, the banned token (`<pad>`) at −∞                # [T, vocab]
     fn logits(&self, y: &Mat) -> Mat {
         let mut logits = self.wemb.linear(y, Some(&self.logits_bias));
-        if let Some(id) = self.config.banned_id.map(|id| id as usize).filter(|&id| id < logits.cols()) {
+        if let Some(id) =
+            self.config.banned_id.map(|id| id as usize).filter(|&id| id < logits.cols())
+        {
             for r in 0..logits.rows() {
                 logits.row_mut(r)[id] = f32::NEG_INFINITY;
             }
