@@ -2,7 +2,7 @@
 // asserted). A keystroke counts as drawn when the first drawing of a text that holds it (the text
 // typed up to that key, or later) is on the canvas: while a forward takes longer than the gap
 // between keys, the maps catch up at the model's pace instead of waiting for typing to stop.
-// One row per model × view (head view, step view, head overview, score parts; SmolLM2 also with Generate 8):
+// One row per model × view (head view, step view, head overview, score parts, logit lens; SmolLM2 also with Generate 8):
 // the step view and head overview draw from the same forward as the maps, and SmolLM2 reuses
 // the previous text's KV cache and rows, so these rows should be close to the head view's.
 // usage: node benches/typing.mjs [model…]   (needs pkg/ and models/, as make serve does)
@@ -24,6 +24,8 @@ const ROWS = Object.keys(START)
   .flatMap((m) => [
     ...VIEWS.map(([label, params]) => [m, label, params]),
     ...(m === 'smollm2-135m' ? [[m, 'head view, Generate 8', { v: 'head', g: '8' }]] : []),
+    // The logit lens reads a decoder: every model but MiniLM.
+    ...(m === 'minilm-l6' ? [] : [[m, 'logit lens', { v: 'lens' }]]),
   ]);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const quantile = (xs, p) => {

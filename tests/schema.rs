@@ -61,6 +61,7 @@ fn cli_attend_json_satisfies_the_schema() {
         &[][..],
         &["--generate", "4"][..],
         &["--generate", "3", "--temperature", "0.8", "--top-k", "20", "--seed", "5"][..],
+        &["--generate", "2", "--lens"][..],
     ] {
         let mut args =
             vec!["attend", "--model", "models/smollm2", "--text", "The capital of France is"];
@@ -78,6 +79,14 @@ fn cli_attend_json_satisfies_the_schema() {
             g["sampling"]["method"],
             if extra.contains(&"--temperature") { "sample" } else { "greedy" }
         );
+        // The logit lens only when asked: 30 layers over the positions the maps' queries are.
+        if extra.contains(&"--lens") {
+            let top = v["logit_lens"]["top"].as_array().expect("the logit lens");
+            let rows = v["attentions"][0]["query_len"].as_u64().unwrap() as usize;
+            assert_eq!((top.len(), top[0].as_array().unwrap().len()), (30, rows));
+        } else {
+            assert!(v.get("logit_lens").is_none(), "no lens unless asked");
+        }
     }
 }
 

@@ -413,7 +413,7 @@ for (const build of BUILDS) {
         const cat = 'The cat sat on the mat.';
         const oooo = 'o o o o o o o o o o o o o';
         return {
-          attend: [['minilm', cat], ['enpt', cat], ['enpt', oooo]].map(([m, text]) => [m, text, T.toJson(models[m].attend(text))]),
+          attend: [['minilm', cat], ['enpt', cat], ['enpt', oooo], ['enpt', cat, { lens: true }]].map(([m, text, options]) => [m, text, T.toJson(models[m].attend(text, options))]),
           step: [['minilm', 'encoder_self', 2, 5], ['enpt', 'cross', 1, 3]].map(([m, kind, l, h]) => [m, kind, T.toJson(models[m].step(cat, kind, l, h))]),
           positions: [['minilm', 'learned'], ['enpt', 'sinusoidal']].map(([m, kind]) => [m, kind, T.toJson(models[m].positions(16))]),
         };
@@ -425,7 +425,11 @@ for (const build of BUILDS) {
         assert.deepEqual([...typed].sort(), want.sort(), `${m} "${text}": the Float32Arrays`);
       }
       assert.equal(got.attend[2][2].value.stop_reason, 'max_length', 'the translator stops at its length limit on "o o o …"');
-      const stepArrays = ['/block_input', '/concat', '/k', '/mask', '/normed', '/output', '/probs', '/projected', '/q', '/residual', '/scaled', '/scores', '/v'];
+      const lens = got.attend[3][2].value.logit_lens;
+      assert.equal(lens.kind, 'cross', 'the translator’s logit lens is over its decode steps');
+      assert.deepEqual(lens.top.at(-1).map((c) => c[0].token), got.attend[3][2].value.tokens.target, 'its last layer chose every target token');
+      assert.equal(got.attend[1][2].value.logit_lens, undefined, 'no lens unless asked');
+      const stepArrays = ['/block_input', '/concat', '/k', '/mask', '/normed', '/output', '/probs', '/projected', '/q', '/residual', '/scaled', '/score_parts/values', '/scores', '/v'];
       for (const [m, kind, { value, typed }] of got.step) {
         try { checker.step(value); } catch (e) { assert.fail(`${m} step ${kind}: ${e.message}`); }
         assert.deepEqual([...typed].sort(), stepArrays, `${m} step ${kind}: the Float32Arrays`);
