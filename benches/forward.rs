@@ -11,7 +11,7 @@
 //!    generated tokens − the prompt alone) ÷ 64, each a median. `ATTNVIZ_BENCH_ONLY=generate`
 //!    runs this row alone (to compare two builds side by side).
 
-use attnviz::models::Model;
+use attnviz::models::{Asks, Model};
 use attnviz::result::{AttentionKind, GenerateOptions, HeadRequest};
 use attnviz::tensor::{linear, linear_quantized, Mat, QuantizedMat};
 use std::path::Path;
@@ -26,6 +26,14 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
             s.elapsed().as_secs_f64() * 1e3
         })
         .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+/// The median of what `f` measured itself (milliseconds), after one warm-up run.
+fn median_of(runs: usize, mut f: impl FnMut() -> f64) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..runs).map(|_| f()).collect();
     t.sort_by(f64::total_cmp);
     t[t.len() / 2]
 }
@@ -107,7 +115,43 @@ fn main() {
         );
     }
     score_parts(&root);
+    logit_lens(&root);
     generation(&root);
+}
+
+/// The forward with the maps alone, and with the logit lens (every layer's output through the
+/// unembedding): from scratch, and for one token typed at the end of the text (a causal model
+/// reuses the rows of the positions it shares with the last text).
+fn logit_lens(root: &Path) {
+    let text = "The black cat sees a red ball on the table.";
+    for dir in ["en-pt", "paper", "smollm2"] {
+        let Ok(model) = Model::load_dir(&root.join(dir)) else { continue };
+        let options = GenerateOptions::default();
+        let time = |lens: bool, typed: bool| {
+            median_of(9, || {
+                model.forget_previous_forward();
+                let asks = Asks { lens, ..Asks::default() };
+                if typed {
+                    model.attend_asking(&text[..text.len() - 1], &options, asks).expect("forward");
+                    let s = Instant::now();
+                    std::hint::black_box(
+                        model.attend_asking(text, &options, asks).expect("forward"),
+                    );
+                    return s.elapsed().as_secs_f64() * 1e3;
+                }
+                let s = Instant::now();
+                std::hint::black_box(model.attend_asking(text, &options, asks).expect("forward"));
+                s.elapsed().as_secs_f64() * 1e3
+            })
+        };
+        let (maps, lens) = (time(false, false), time(true, false));
+        let (maps_typed, lens_typed) = (time(false, true), time(true, true));
+        println!(
+            "logit lens  {dir:<7} forward {maps:8.2} ms, with the lens {lens:8.2} ms ({:+.0} %)   one character typed: {maps_typed:8.2} ms, with the lens {lens_typed:8.2} ms ({:+.0} %)",
+            100.0 * (lens / maps - 1.0),
+            100.0 * (lens_typed / maps_typed - 1.0)
+        );
+    }
 }
 
 /// The forward with the maps alone, and with one head traced (the step, query/key and score

@@ -301,14 +301,17 @@ impl Family for MarianModel {
                 }
             }
             let logits = self.logits(&y); // [1, vocab]
+            let next = argmax(logits.row(0)) as u32;
+            let top = top_tokens(logits.row(0), |id| self.tokenizer.id_to_token(id));
             if let Some(outputs) = lens {
                 // The decoder ends in no norm of its own: each layer's (post-norm) output is what
-                // the output matrix could read.
+                // the output matrix could read. The last layer's is the step's own prediction.
                 let token = |id| self.tokenizer.id_to_token(id);
-                probe.record_lens_through(&outputs, |h| self.logits(h), token);
+                let earlier = &outputs[..outputs.len().saturating_sub(1)];
+                probe.record_lens_through(earlier, |h| self.logits(h), token);
+                probe.record_lens(earlier.len(), [top.clone()]);
             }
-            let next = argmax(logits.row(0)) as u32;
-            decode_top.push(top_tokens(logits.row(0), |id| self.tokenizer.id_to_token(id)));
+            decode_top.push(top);
             target_ids.push(next);
             if next == eos {
                 stop = StopReason::Eos;
