@@ -407,3 +407,12 @@ export function kvGroupSize(kvHeads, kind, heads) {
   const kv = kvHeads && kvHeads[kind];
   return heads && kv && kv < heads && heads % kv === 0 ? heads / kv : 1;
 }
+
+/** Grouped-query attention: the key/value head query head `h` reads and the query heads that share
+ *  it, { kv, first, last } (counted from 0), or null where every query head has its own. */
+export function kvGroupOf(kvHeads, kind, heads, h) {
+  const size = kvGroupSize(kvHeads, kind, heads);
+  if (size === 1) return null;
+  const kv = Math.floor(Math.min(heads - 1, h) / size);
+  return { kv, first: kv * size, last: kv * size + size - 1 };
+}

@@ -13,7 +13,7 @@
 // (session-compare.js), generation (session-generation.js), supplied maps (session-supplied.js).
 // This file holds the state itself: patching it, fitting it to a result, what the views draw from.
 
-import { kvGroupSize, stepLabels } from './analysis.js';
+import { kvGroupOf, stepLabels } from './analysis.js';
 import { headsOf } from './head-scores.js';
 import { Channel } from '../worker/worker-client.js';
 import { clampToResult, defaultState } from './state.js';
@@ -262,11 +262,8 @@ export class Session {
   /** Grouped-query attention: the query heads that share the selected head's key/value head
    *  (its keys and values), or null where every head has its own. */
   kvGroupHeads() {
-    const H = this.numHeads();
-    const group = kvGroupSize(this.info && this.info.kv_heads, kindShown(this.state), H);
-    if (group === 1) return null;
-    const first = Math.floor(Math.min(H - 1, this.state.head) / group) * group;
-    return Array.from({ length: group }, (_, i) => first + i);
+    const g = kvGroupOf(this.info && this.info.kv_heads, kindShown(this.state), this.numHeads(), this.state.head);
+    return g && Array.from({ length: g.last - g.first + 1 }, (_, i) => g.first + i);
   }
 
   /** Are exactly the heads of the selected head's key/value group shown? */

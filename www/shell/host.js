@@ -189,8 +189,8 @@ export function controlChoices(session) {
 
 /** The K/V group toggle's label and state (controlChoices' kvGroup). */
 function kvGroupChoice(session, ctl) {
-  const g = ctl.heads === 'multi' ? session.kvGroupHeads() : null;
-  if (!g) return null;
-  const kv = Math.floor(g[0] / g.length) + 1;
-  return { label: `K/V head ${kv}: heads ${g[0] + 1}–${g[g.length - 1] + 1}`, on: session.showsKvGroup() };
+  const heads = ctl.heads === 'multi' ? session.kvGroupHeads() : null;
+  if (!heads) return null;
+  const kv = Math.floor(heads[0] / heads.length) + 1;
+  return { label: `K/V head ${kv}: heads ${heads[0] + 1}–${heads[heads.length - 1] + 1}`, on: session.showsKvGroup() };
 }

@@ -3,7 +3,7 @@
 // facts (core/session.js); these functions turn them into English. Token strings and user text
 // in these sentences go into the DOM with textContent only.
 
-import { blockAt, kvGroupSize } from '../core/analysis.js';
+import { blockAt, kvGroupOf } from '../core/analysis.js';
 import { VALUE_NORM_NOTE } from '../core/measures.js';
 import { downloadBytes } from '../core/session.js';
 import { hasInt8, weightsName } from '../core/weights.js';
@@ -215,12 +215,9 @@ export function exportLabel(session) {
 export function headNote(session) {
   const kind = kindShown(session.state);
   const H = session.numHeads();
-  const group = kvGroupSize(session.info && session.info.kv_heads, kind, H);
-  if (group === 1) return null;
-  const kv = H / group;
   const h = Math.min(H - 1, session.state.head);
-  const k = Math.floor(h / group);
-  const from = k * group + 1;
-  const to = from + group - 1;
-  return `Query head ${h + 1} shares K/V head ${k + 1} with heads ${from}–${to} (grouped-query attention: ${H} query heads, ${kv} key/value heads).`;
+  const g = kvGroupOf(session.info && session.info.kv_heads, kind, H, h);
+  if (!g) return null;
+  const kv = H / (g.last - g.first + 1);
+  return `Query head ${h + 1} shares K/V head ${g.kv + 1} with heads ${g.first + 1}–${g.last + 1} (grouped-query attention: ${H} query heads, ${kv} key/value heads).`;
 }

@@ -6,7 +6,7 @@
 
 import { clear, drawTitle, fitHeight, fitText, font, gridStep, textLines, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
-import { kvGroupSize } from '../core/analysis.js';
+import { kvGroupOf, kvGroupSize } from '../core/analysis.js';
 import { HEAD_LABELS, SCORES } from '../core/head-scores.js';
 
 /** Labels in legend order (core/head-scores.js), with their colours (Okabe–Ito, readable by colour-blind readers). */
@@ -177,10 +177,8 @@ export function hoverText(input, state, hit) {
 
 /** " · reads K/V head k with heads a–b" under grouped-query attention, else ''. */
 export function kvGroupText(input, kind, H, h) {
-  const group = kvGroupSize(input.kvHeads, kind, H);
-  if (group === 1) return '';
-  const k = Math.floor(h / group);
-  return ` · reads K/V head ${k + 1} with heads ${k * group + 1}–${(k + 1) * group}`;
+  const g = kvGroupOf(input.kvHeads, kind, H, h);
+  return g ? ` · reads K/V head ${g.kv + 1} with heads ${g.first + 1}–${g.last + 1}` : '';
 }
 
 export function describe(input, state) {

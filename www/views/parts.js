@@ -12,6 +12,7 @@
 import { clear, drawTitle, fitHeight, fitText, fmt, font, textLines, wrapWords } from './common.js';
 import { tokenLabel } from '../core/tokens.js';
 import { KIND_NAMES } from './head.js';
+import { queryIndex } from './step.js';
 
 const ROW_H = 22;
 const MIN_ROW_H = 13;
@@ -62,10 +63,6 @@ export function groups(s) {
 }
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
-
-function queryIndex(s, state) {
-  return Math.min(Math.max(0, state.query | 0), Math.max(0, s.query_tokens.length - 1));
-}
 
 /** Group g's value for query i and key j. */
 function groupValue(s, g, i, j) {

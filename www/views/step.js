@@ -6,7 +6,7 @@ import { canvasScale, clear, drawMatrix, drawStrips, drawTitle, diverging, fitHe
 import { tokenLabel } from '../core/tokens.js';
 import { drain, NEW_TASK } from '../core/slices.js';
 import { KIND_NAMES } from './head.js';
-import { kvGroupSize, numHeads } from '../core/analysis.js';
+import { kvGroupOf, numHeads } from '../core/analysis.js';
 
 const ROW_H = 22;
 const MIN_ROW_H = 13; // the least a table row gets to fit the box (its 12 px numbers still apart)
@@ -303,7 +303,8 @@ function strip(ctx, vals, x, y, cell, h, scale, dark) {
   }
 }
 
-function queryIndex(s, state) {
+/** The query row the view follows: state.query inside the answer's queries. */
+export function queryIndex(s, state) {
   const tq = s.query_tokens.length;
   return Math.min(Math.max(0, state.query | 0), Math.max(0, tq - 1));
 }
@@ -459,10 +460,8 @@ export function* draw(ctx, input, state, theme, width) {
 /** Grouped-query attention: which key/value head this query head reads K and V from, and with
  *  which other query heads; '' where every head has its own. */
 function sharedKv(input, s) {
-  const group = kvGroupSize(input.kvHeads, s.kind, numHeads(input.result, s.kind));
-  if (group === 1) return '';
-  const k = Math.floor(s.head / group);
-  return ` K and V are key/value head ${k + 1}'s, which query heads ${k * group + 1}–${(k + 1) * group} share (grouped-query attention).`;
+  const g = kvGroupOf(input.kvHeads, s.kind, numHeads(input.result, s.kind), s.head);
+  return g ? ` K and V are key/value head ${g.kv + 1}'s, which query heads ${g.first + 1}–${g.last + 1} share (grouped-query attention).` : '';
 }
 
 export function describe(input, state) {

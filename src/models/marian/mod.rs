@@ -158,13 +158,18 @@ impl MarianModel {
         if id as usize >= self.wemb.rows() {
             return Err(invalid_model(format!("token id {id} is outside the vocabulary")));
         }
+        self.token_row(id, row);
+        add_position(row, pos, self.config.flavor);
+        Ok(())
+    }
+
+    /// `row` = the embedding of `id` (in the vocabulary), × √d when the model scales.
+    fn token_row(&self, id: u32, row: &mut [f32]) {
         self.wemb.row_into(id as usize, row);
         if self.config.scale_embedding {
             let scale = (row.len() as f32).sqrt();
             row.iter_mut().for_each(|r| *r *= scale);
         }
-        add_position(row, pos, self.config.flavor);
-        Ok(())
     }
 
     /// logits = y · Wembᵀ + b, the banned token (`<pad>`) at −∞                # [T, vocab]
@@ -188,11 +193,7 @@ impl MarianModel {
         let (mut token, mut position) = (Mat::zeros(ids.len(), d), Mat::zeros(ids.len(), d));
         for (i, id) in ids.iter().enumerate() {
             if let Some(id) = id.filter(|&id| (id as usize) < self.wemb.rows()) {
-                self.wemb.row_into(id as usize, token.row_mut(i));
-                if self.config.scale_embedding {
-                    let scale = (d as f32).sqrt();
-                    token.row_mut(i).iter_mut().for_each(|r| *r *= scale);
-                }
+                self.token_row(id, token.row_mut(i));
             }
             add_position(position.row_mut(i), first + i, self.config.flavor);
         }
