@@ -255,6 +255,58 @@ test('a first visit downloads each script and the wasm once; progress is in MiB 
   }
 });
 
+test('a repeat visit rewrites only the shell files that changed into the service worker\'s cache', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const ready = () => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+  // The x-test-mark header of each file's copy in the shell cache (null: no mark; undefined: no copy).
+  const marks = (files) => page.evaluate(async (files) => {
+    const name = (await caches.keys()).find((k) => k.startsWith('attnviz-shell'));
+    const cache = name && await caches.open(name);
+    return Promise.all(files.map(async (f) => {
+      const res = cache && await cache.match(new URL(f, location.href));
+      return res ? res.headers.get('x-test-mark') : undefined;
+    }));
+  }, files);
+  const until = async (what, pred) => {
+    for (const end = Date.now() + 60_000; Date.now() < end; await page.waitForTimeout(100)) if (pred(await marks(what))) return;
+    assert.fail(`cache copies of ${what.join(', ')}: ${JSON.stringify(await marks(what))}`);
+  };
+  try {
+    await page.goto(server.url);
+    await ready();
+    const dir = await page.evaluate(() => window.attnvizDebug.build.dir);
+    const kept = ['page/app.js', `${dir}attnviz_bg.wasm`];
+    const changed = 'core/session.js';
+    // Once the worker has cached them, mark each copy: two with the server's validators as they
+    // are, one claiming an older version.
+    await until([...kept, changed], (m) => m.every((x) => x === null));
+    await page.evaluate(async ({ kept, changed }) => {
+      const cache = await caches.open((await caches.keys()).find((k) => k.startsWith('attnviz-shell')));
+      const mark = async (f, older) => {
+        const url = new URL(f, location.href);
+        const res = await cache.match(url);
+        const headers = new Headers(res.headers);
+        headers.set('x-test-mark', 'kept copy');
+        if (older) headers.set('last-modified', 'Thu, 01 Jan 1970 00:00:00 GMT');
+        await cache.put(url, new Response(await res.blob(), { status: res.status, headers }));
+      };
+      for (const f of kept) await mark(f, false);
+      await mark(changed, true);
+    }, { kept, changed });
+    assert.deepEqual(await marks([...kept, changed]), ['kept copy', 'kept copy', 'kept copy']);
+    await page.reload();
+    await ready();
+    // The older copy is replaced by what the server sent...
+    await until([changed], ([m]) => m === null);
+    await page.waitForTimeout(500);
+    // ...and the copies of the same version are not written again (the wasm build is 2.8 MB).
+    assert.deepEqual(await marks(kept), ['kept copy', 'kept copy']);
+  } finally {
+    await context.close();
+  }
+});
+
 test('view tabs and kind tabs control a tab panel labelled by the selected tab (defect 10)', async () => {
   const app = await openAt({ m: 'en-pt-tiny', t: 'The cat sat on the mat.' });
   try {
