@@ -263,6 +263,12 @@ test('dropped RoBERTa and DistilBERT folders draw with their tokens, value-weigh
       const want = cliJson('attend', '--model', path.join(dir, name), '--text', TEXT, '--measure', 'value-norm');
       const before = (await seen(page)).draws;
       await drop(page, folder(name));
+      // The second model's id starts with own- too, and the first one may still draw meanwhile:
+      // wait for this one's notice (it says "Found in …, Loading…" until it has opened) and for
+      // a drawing of its own tokens.
+      await page.waitForFunction((src) => new RegExp(src).test(document.getElementById('notice').textContent), notice.source, { timeout: 60_000 });
+      await page.waitForFunction(([n, first]) => window.attnvizDebug.drawCount > n && !window.attnvizDebug.drawing
+        && window.attnvizDebug.tokens[0] === first, [before, first], { timeout: 60_000 });
       await waitModel(page, 'own-', before);
       const s = await seen(page);
       assert.match(s.notice, notice, name);
