@@ -197,7 +197,10 @@ notebook: | node_modules/.bin/wasm-opt
 # them and the niced lanes fell behind. Every stage prints its wall and CPU time, and a summary
 # closes. The browser suites depend on nothing that takes its time from another lane, and pass
 # with busy neighbours (their responsiveness checks time the app's own work).
-TEST_PREP := setup models
+# venv is prepared before the lanes, at full priority: as the wasm lane's first stage it ran at
+# that lane's nice 10 beside two compiling lanes, and pip waited 357 s (29 CPU-s) while the
+# threads build, the longest stage, waited for it (fresh clone of 860fa5e). Alone it takes ~21 s.
+TEST_PREP := setup models venv
 # A suite that passed before with the very same inputs (scripts/test-inputs.sh: the files it can
 # read, the models' manifests, the tools' versions) is not run again: with nothing changed a warm
 # make test takes seconds, and a change in www/ reruns the browser suites, not cargo test. CI
@@ -210,9 +213,9 @@ TEST_PREP := setup models
 # in make test 3 test files run at a time (2 at a time: 680 s beside the threads build; 4: 610 s,
 # with a hover test that read its geometry before a late redraw failing under the load).
 TEST_E2E_CONCURRENCY := 3
-TEST_LANES := "page: build-simd test-e2e-page@venv,cli" \
-	"wasm+10: venv build-threads test-e2e-npm@build-simd,cli" \
-	"native: cli lint test-rust test-reference@venv test-notebook@build-simd test-wasm@build-simd,build-threads"
+TEST_LANES := "page: build-simd test-e2e-page@cli" \
+	"wasm+10: build-threads test-e2e-npm@build-simd,cli" \
+	"native: cli lint test-rust test-reference test-notebook@build-simd test-wasm@build-simd,build-threads"
 # The native lint rides on the native test build where clippy-driver is rustc's own version
 # (CLIPPY_IN_BUILD, below): every lane's cargo commands then see the same wrapper and share one build.
 test:
