@@ -199,7 +199,8 @@ notebook: | node_modules/.bin/wasm-opt
 # with busy neighbours (their responsiveness checks time the app's own work).
 # venv is prepared before the lanes, at full priority: as the wasm lane's first stage it ran at
 # that lane's nice 10 beside two compiling lanes, and pip waited 357 s (29 CPU-s) while the
-# threads build, the longest stage, waited for it (fresh clone of 860fa5e). Alone it takes ~21 s.
+# threads build, the longest stage, waited for it (fresh clone of 860fa5e). First it takes 24 s;
+# the run took as long (1,318 vs 1,322 s: CPU-bound), the suites beside the threads build less.
 TEST_PREP := setup models venv
 # A suite that passed before with the very same inputs (scripts/test-inputs.sh: the files it can
 # read, the models' manifests, the tools' versions) is not run again: with nothing changed a warm
