@@ -23,6 +23,12 @@ children_cpu() {  # children_cpu FILE: writes the number into FILE
   awk 'END { t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%d", t }' "$1" > "$1.s"
 }
 
+# Under `make -n test` each stage only prints its commands and exits 0: that is no pass, so no stamp.
+# (MAKEFLAGS starts with make's one-letter flags, e.g. "n" or "kn", when there are any.)
+dry_run=
+first_flags=${MAKEFLAGS:-}; first_flags=${first_flags%% *}
+if [[ $first_flags != -* && $first_flags == *n* ]]; then dry_run=1; fi
+
 run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first that fails
   local name=$1 target t took cpu after dep waited stamp key
   shift
@@ -63,7 +69,7 @@ run_lane() {  # run_lane NAME TARGET...: each target in turn; stops at the first
     echo "[time] $target: $took s (CPU $cpu s)"
     echo "$target ${took}s (CPU ${cpu}s)" >> "$dir/$name.times"
     touch "$dir/done.$target"
-    if [ -n "$key" ]; then
+    if [ -n "$key" ] && [ -z "$dry_run" ]; then
       mkdir -p .test-stamps && printf '%s\n%s\n' "$key" "$(date -u +%FT%TZ)" > "$stamp"
     fi
   done
