@@ -259,10 +259,15 @@ export class Session {
     this.patch({ heads: null, agg: 'head' });
   }
 
-  /** Grouped-query attention: the query heads that share the selected head's key/value head
-   *  (its keys and values), or null where every head has its own. */
+  /** Grouped-query attention: the selected head's key/value head and the query heads sharing it,
+   *  { kv, first, last } (analysis.js kvGroupOf), or null where every head has its own. */
+  kvGroup() {
+    return kvGroupOf(this.info && this.info.kv_heads, kindShown(this.state), this.numHeads(), this.state.head);
+  }
+
+  /** The query heads of kvGroup() as a list, or null. */
   kvGroupHeads() {
-    const g = kvGroupOf(this.info && this.info.kv_heads, kindShown(this.state), this.numHeads(), this.state.head);
+    const g = this.kvGroup();
     return g && Array.from({ length: g.last - g.first + 1 }, (_, i) => g.first + i);
   }
 

@@ -189,8 +189,7 @@ export function controlChoices(session) {
 
 /** The K/V group toggle's label and state (controlChoices' kvGroup). */
 function kvGroupChoice(session, ctl) {
-  const heads = ctl.heads === 'multi' ? session.kvGroupHeads() : null;
-  if (!heads) return null;
-  const kv = Math.floor(heads[0] / heads.length) + 1;
-  return { label: `K/V head ${kv}: heads ${heads[0] + 1}–${heads[heads.length - 1] + 1}`, on: session.showsKvGroup() };
+  const g = ctl.heads === 'multi' ? session.kvGroup() : null;
+  if (!g) return null;
+  return { label: `K/V head ${g.kv + 1}: heads ${g.first + 1}–${g.last + 1}`, on: session.showsKvGroup() };
 }

@@ -3,13 +3,13 @@
 // facts (core/session.js); these functions turn them into English. Token strings and user text
 // in these sentences go into the DOM with textContent only.
 
-import { blockAt, kvGroupOf } from '../core/analysis.js';
+import { blockAt } from '../core/analysis.js';
 import { VALUE_NORM_NOTE } from '../core/measures.js';
 import { downloadBytes } from '../core/session.js';
 import { hasInt8, weightsName } from '../core/weights.js';
 import { tokenLabel } from '../core/tokens.js';
 import { note as compareNote } from '../views/compare.js';
-import { kindShown, moduleFor, viewFor } from '../views/index.js';
+import { moduleFor, viewFor } from '../views/index.js';
 
 /** Bytes as the picker and the status line say them. */
 const MB = (bytes) => `${Math.round(bytes / 1e6)} MB`;
@@ -213,11 +213,10 @@ export function exportLabel(session) {
 
 /** GQA: which key/value head the selected query head shares, and with which heads; or null. */
 export function headNote(session) {
-  const kind = kindShown(session.state);
+  const g = session.kvGroup();
+  if (!g) return null;
   const H = session.numHeads();
   const h = Math.min(H - 1, session.state.head);
-  const g = kvGroupOf(session.info && session.info.kv_heads, kind, H, h);
-  if (!g) return null;
   const kv = H / (g.last - g.first + 1);
   return `Query head ${h + 1} shares K/V head ${g.kv + 1} with heads ${g.first + 1}–${g.last + 1} (grouped-query attention: ${H} query heads, ${kv} key/value heads).`;
 }
