@@ -303,11 +303,11 @@ impl Family for MarianModel {
             }
             let logits = self.logits(&y); // [1, vocab]
             let next = argmax(logits.row(0)) as u32;
-            let top = top_tokens(logits.row(0), |id| self.tokenizer.id_to_token(id));
+            let token = |id| self.tokenizer.id_to_token(id);
+            let top = top_tokens(logits.row(0), token);
             if let Some(outputs) = lens {
                 // The decoder ends in no norm of its own: each layer's (post-norm) output is what
                 // the output matrix could read. The last layer's is the step's own prediction.
-                let token = |id| self.tokenizer.id_to_token(id);
                 let earlier = &outputs[..outputs.len().saturating_sub(1)];
                 probe.record_lens_through(earlier, |h| self.logits(h), token);
                 probe.record_lens(earlier.len(), [top.clone()]);
