@@ -95,7 +95,7 @@ pub fn score_block(
     (0..block.heads)
         .map(|h| {
             let rows = || (0..tq).map(move |i| (i, block.row(h, i)));
-            // One logarithm per weight: each row's entropy serves both the mean and `broad`.
+            // Each row's entropy (from its softmax) serves both the mean and `broad`.
             let entropies = row_entropies(block, h);
             let visible = |i: usize| if causal && same_sequence { i + 1 } else { tk };
             let entropy = mean(entropies.iter().copied()).unwrap_or(0.0);
@@ -104,17 +104,22 @@ pub fn score_block(
                     .iter()
                     .enumerate()
                     .filter(|&(i, _)| visible(i) > 1)
-                    .map(|(i, e)| e / (visible(i) as f32).ln()),
+                    .map(|(i, e)| (e / (visible(i) as f32).ln()).min(1.0)),
             )
             .unwrap_or(0.0);
+            // Σ over rows of each key's weight, in one pass (SIMD adds): a share of keys is then
+            // the mean over rows of their summed weight, and `first` the first key's.
+            let mut columns = vec![0.0f32; tk];
+            for (_, r) in rows() {
+                columns.iter_mut().zip(r).for_each(|(c, p)| *c += p);
+            }
+            let per_row = if tq > 0 { 1.0 / tq as f32 } else { 0.0 };
+            // (clamped: a share of weights is at most 1, whatever the sums' rounding)
             let share = |mask: &[bool]| {
-                mean(
-                    rows()
-                        .map(|(_, r)| r.iter().zip(mask).filter(|(_, &m)| m).map(|(p, _)| p).sum()),
-                )
-                .unwrap_or(0.0)
+                let sum: f32 = columns.iter().zip(mask).filter(|(_, &m)| m).map(|(c, _)| c).sum();
+                (sum * per_row).clamp(0.0, 1.0)
             };
-            let first = mean(rows().map(|(_, r)| r.first().copied().unwrap_or(0.0))).unwrap_or(0.0);
+            let first = (columns.first().copied().unwrap_or(0.0) * per_row).clamp(0.0, 1.0);
             let special = share(&is_special);
             let delimiter = share(&is_delimiter);
             let offset = |d: isize| {
@@ -196,6 +201,7 @@ mod tests {
             query_len: t,
             key_len: t,
             probs: (0..t).flat_map(row).collect(),
+            entropies: None,
         }
     }
 
@@ -297,6 +303,7 @@ mod tests {
             query_len: 2,
             key_len: 4,
             probs: [one_hot(4, 1), one_hot(4, 2)].concat(),
+            entropies: None,
         };
         let c = &score_block(&cross, &keys, &[], None)[0];
         assert_eq!((c.previous, c.next, c.self_token, c.layer), (None, None, None, 1));

@@ -65,6 +65,9 @@ pub struct AttentionBlock {
     pub key_len: usize,
     /// `# [heads, query_len, key_len]`, each row sums to 1.
     pub probs: Vec<f32>,
+    /// `# [heads, query_len]` each row's entropy in nats when the forward computed it with the
+    /// row's softmax (value-norm blocks and blocks made elsewhere have none).
+    pub entropies: Option<Vec<f32>>,
 }
 
 impl AttentionBlock {
@@ -513,7 +516,11 @@ fn join_columns(left: &[f32], from: usize, right: &[f32], added: usize) -> Vec<f
 
 /// Shannon entropy (nats) of each query row of one head, `# [Tq]`.
 pub fn row_entropies(block: &AttentionBlock, head: usize) -> Vec<f32> {
-    (0..block.query_len).map(|q| entropy(block.row(head, q))).collect()
+    let q = block.query_len;
+    match &block.entropies {
+        Some(e) if e.len() == block.heads * q => e[head * q..(head + 1) * q].to_vec(),
+        _ => (0..q).map(|i| entropy(block.row(head, i))).collect(),
+    }
 }
 
 /// The `n` largest weights of one row as `(key index, weight)`, largest first (the lower index
@@ -562,6 +569,7 @@ mod tests {
             query_len: 2,
             key_len: 2,
             probs: vec![1.0, 0.0, 0.5, 0.5],
+            entropies: None,
         };
         let e = row_entropies(&block, 0);
         assert_eq!(e[0], 0.0);

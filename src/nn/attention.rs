@@ -17,7 +17,7 @@ use super::probe::{Probe, Recorded, Site};
 use super::score_parts::QkSplit;
 use crate::result::{BlockNorm, BlockTrace, HeadTrace};
 use crate::tensor::{
-    matmul_bt, matmul_bt_cols, softmax_in_place, Mat, OutPtr, View, WeightMatrix,
+    matmul_bt, matmul_bt_cols, softmax_with_entropy, Mat, OutPtr, View, WeightMatrix,
     PARALLEL_FROM_MACS,
 };
 use std::cell::Cell;
@@ -146,6 +146,8 @@ struct AttentionOutput {
     context: Mat,
     /// `# [heads, Tq, Tk]`
     probs: Vec<f32>,
+    /// `# [heads, Tq]` each row's entropy, from its softmax
+    entropies: Vec<f32>,
     trace: Option<HeadTrace>,
 }
 
@@ -181,7 +183,7 @@ impl MultiHead {
     ) -> Mat {
         debug_assert_eq!((q.cols(), kv.kv_dim), (self.heads * self.d_k, self.kv_heads * self.d_k));
         let value_norms = probe.wants_value_norms().then(|| self.value_output_norms(kv, wo));
-        let AttentionOutput { context, probs, trace } =
+        let AttentionOutput { context, probs, entropies, trace } =
             self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
         probe.record(
             self.site,
@@ -190,6 +192,7 @@ impl MultiHead {
                 query_len: q.rows(),
                 key_len: kv.len(),
                 probs,
+                entropies,
                 value_norms,
                 trace,
             },
@@ -269,9 +272,13 @@ impl MultiHead {
         let scale = 1.0 / (d_k as f32).sqrt();
         let (keys, values_t) = (kv.keys(), kv.values_t());
         let mut probs = vec![0.0f32; heads * tq * tk];
+        let mut entropies = vec![0.0f32; heads * tq]; // # [heads, Tq], from each row's softmax
         let mut context = Mat::zeros(tq, d);
-        let (probs_out, context_out) =
-            (OutPtr(probs.as_mut_ptr()), OutPtr(context.as_mut_slice().as_mut_ptr()));
+        let (probs_out, entropies_out, context_out) = (
+            OutPtr(probs.as_mut_ptr()),
+            OutPtr(entropies.as_mut_ptr()),
+            OutPtr(context.as_mut_slice().as_mut_ptr()),
+        );
         // # [Tq, Tk] = Q_h · K_gᵀ: each head's scores, and again the traced head's after the loop.
         let scores_into = |h: usize, out: &mut [f32]| {
             matmul_bt(
@@ -283,16 +290,22 @@ impl MultiHead {
             )
         };
         let head = |h: usize| {
-            // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk] and columns h·d_k.. h·d_k + d_k
-            // of context, and both buffers outlive the loop.
+            // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk], entropies[h·Tq ..][.. Tq]
+            // and columns h·d_k.. h·d_k + d_k of context, and the buffers outlive the loop.
             let block =
                 unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
+            let row_entropies =
+                unsafe { std::slice::from_raw_parts_mut(entropies_out.at(h * tq), tq) };
             scores_into(h, block);
+            let mut scratch = Vec::with_capacity(tk);
             for (i, row) in block.chunks_exact_mut(tk.max(1)).enumerate() {
                 for (j, s) in row.iter_mut().enumerate() {
                     *s = if mask.visible(i, j) { *s * scale } else { f32::NEG_INFINITY };
                 }
-                softmax_in_place(row);
+                let entropy = softmax_with_entropy(row, &mut scratch);
+                if let Some(e) = row_entropies.get_mut(i) {
+                    *e = entropy;
+                }
             }
             // V_gᵀ `# [d_k, Tk]`: rows g·d_k.. of Vᵀ.
             let v_h = values_t.rows_range(self.kv_head(h) * d_k, d_k);
@@ -332,7 +345,7 @@ impl MultiHead {
                 split: None,
             }
         });
-        AttentionOutput { context, probs, trace }
+        AttentionOutput { context, probs, entropies, trace }
     }
 
     /// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias

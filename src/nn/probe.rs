@@ -24,6 +24,8 @@ pub(super) struct Recorded {
     pub key_len: usize,
     /// `# [heads, query_len, key_len]`
     pub probs: Vec<f32>,
+    /// `# [heads, query_len]` each row's entropy (nats), from its softmax.
+    pub entropies: Vec<f32>,
     /// ‖f_h(x_j)‖ `# [heads, key_len]` when the probe asked for value norms.
     pub value_norms: Option<Vec<f32>>,
     /// The traced head's intermediates when this call holds it.
@@ -36,6 +38,8 @@ struct Chunk {
     query_len: usize,
     key_len: usize,
     values: Vec<f32>,
+    /// `# [heads, query_len]` the rows' entropies (attention maps; not value norms)
+    entropies: Option<Vec<f32>>,
 }
 
 /// Every call at one site, in call order; keys grow from call to call with a KV cache.
@@ -218,7 +222,7 @@ impl Probe {
 
     /// Takes what one attention call at `site` computed.
     pub(super) fn record(&mut self, site: Site, r: Recorded) {
-        let Recorded { heads, query_len, key_len, probs, value_norms, trace } = r;
+        let Recorded { heads, query_len, key_len, probs, entropies, value_norms, trace } = r;
         if self.maps {
             if let Some(norms) = value_norms {
                 // [heads, Tq, Tk] · [heads, 1, Tk]
@@ -233,14 +237,14 @@ impl Probe {
                     &mut self.recorded_norms,
                     site,
                     heads,
-                    Chunk { query_len, key_len, values: weighted },
+                    Chunk { query_len, key_len, values: weighted, entropies: None },
                 );
             }
             push_chunk(
                 &mut self.recorded,
                 site,
                 heads,
-                Chunk { query_len, key_len, values: probs },
+                Chunk { query_len, key_len, values: probs, entropies: Some(entropies) },
             );
         }
         if let Some(mut t) = trace {
@@ -341,7 +345,14 @@ fn keep_first_rows(chunks: &mut Vec<Chunk>, heads: usize, n: usize) {
                     kept.extend_from_slice(&row[..tk]);
                 }
             }
-            *c = Chunk { query_len: q, key_len: tk, values: kept };
+            let entropies = c.entropies.as_ref().map(|e| {
+                e.chunks_exact(c.query_len.max(1))
+                    .take(heads)
+                    .flat_map(|h| &h[..q])
+                    .copied()
+                    .collect()
+            });
+            *c = Chunk { query_len: q, key_len: tk, values: kept, entropies };
         }
         true
     });
@@ -355,6 +366,18 @@ fn assemble(recorded: Vec<SiteRecord>) -> Vec<AttentionBlock> {
         .map(|SiteRecord { site, heads, mut chunks }| {
             let query_len: usize = chunks.iter().map(|c| c.query_len).sum();
             let key_len = chunks.iter().map(|c| c.key_len).max().unwrap_or(0);
+            // # [heads, Σq_i] when every call has them
+            let entropies = chunks.iter().all(|c| c.entropies.is_some()).then(|| {
+                (0..heads)
+                    .flat_map(|h| {
+                        chunks.iter().flat_map(move |c| {
+                            let e = c.entropies.as_deref().unwrap_or_default();
+                            &e[(h * c.query_len).min(e.len())..((h + 1) * c.query_len).min(e.len())]
+                        })
+                    })
+                    .copied()
+                    .collect()
+            });
             let probs = if chunks.len() == 1 {
                 chunks.pop().map(|c| c.values).unwrap_or_default()
             } else {
@@ -371,7 +394,8 @@ fn assemble(recorded: Vec<SiteRecord>) -> Vec<AttentionBlock> {
                 }
                 probs
             };
-            AttentionBlock { kind: site.kind, layer: site.layer, heads, query_len, key_len, probs }
+            let (kind, layer) = (site.kind, site.layer);
+            AttentionBlock { kind, layer, heads, query_len, key_len, probs, entropies }
         })
         .collect()
 }

@@ -15,7 +15,7 @@ pub use lanes::Element;
 pub use mat::{Mat, View};
 pub use ops::{
     all_finite, entropy, exp_lanes, gelu, gelu_tanh, layer_norm, relu, rms_norm, sigmoid, silu,
-    softmax_in_place,
+    softmax_in_place, softmax_with_entropy,
 };
 pub use quantized::{linear_blocks, linear_quantized, QuantizedMat, WeightMatrix};
 

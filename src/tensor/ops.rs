@@ -7,18 +7,49 @@ use super::mat::Mat;
 /// become exactly 0). The exponentials in a loop of their own, so they compile to SIMD lanes
 /// ([`exp_lanes`]); the sum stays in order.
 pub fn softmax_in_place(row: &mut [f32]) {
+    softmax_max_sum(row);
+}
+
+/// [`softmax_in_place`], returning the row's Shannon entropy in nats for one logarithm per row
+/// instead of one per weight: with e_j = e^(s_j − max) and Z = Σ e_j, −Σ p_j ln p_j =
+/// ln Z − Σ e_j (s_j − max) / Z, two non-negative terms (s_j ≤ max, Z ≥ 1), so nothing cancels; a
+/// masked key (e_j = 0) adds nothing. `scores` is scratch space for the row's scores (kept
+/// apart so that the exponentials stay one SIMD loop).
+pub fn softmax_with_entropy(row: &mut [f32], scores: &mut Vec<f32>) -> f32 {
+    scores.clear();
+    scores.extend_from_slice(row);
+    let Some((max, sum)) = softmax_max_sum(row) else { return row.first().copied().unwrap_or(0.0) };
+    // Σ e_j·(s_j − max) in four running sums, so that it is SIMD.
+    let term = |e: f32, s: f32| if e > 0.0 { e * (s - max) } else { 0.0 };
+    let mut sums = [0.0f32; 4];
+    let (mut p, mut s) = (row.chunks_exact(4), scores.chunks_exact(4));
+    for (pc, sc) in (&mut p).zip(&mut s) {
+        for l in 0..4 {
+            sums[l] += term(pc[l], sc[l]);
+        }
+    }
+    let tail: f32 = p.remainder().iter().zip(s.remainder()).map(|(&e, &s)| term(e, s)).sum();
+    // The row now holds e_j / Z: Σ p_j (s_j − max) = Σ e_j (s_j − max) / Z.
+    let weighted = (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail;
+    (sum.ln() - weighted).max(0.0)
+}
+
+/// The softmax of [`softmax_in_place`]; its row's max and Σ e^(s − max), or `None` when every
+/// key is masked (the row is then 0, or NaN when a score was).
+fn softmax_max_sum(row: &mut [f32]) -> Option<(f32, f32)> {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     if max == f32::NEG_INFINITY {
         // Every key masked: no weight anywhere. A row of NaN scores (f32::max skips NaN) stays
         // NaN, so that the forward's check names it instead of drawing zeros.
         let fill = if row.iter().any(|x| x.is_nan()) { f32::NAN } else { 0.0 };
         row.iter_mut().for_each(|x| *x = fill);
-        return;
+        return None;
     }
     row.iter_mut().for_each(|x| *x = exp_lanes(*x - max));
     let sum: f32 = row.iter().sum();
     let inv = 1.0 / sum;
     row.iter_mut().for_each(|x| *x *= inv);
+    Some((max, sum))
 }
 
 /// `e^x` without a branch or a call, so that a loop over a slice becomes 4-lane SIMD: libm's
@@ -179,6 +210,34 @@ mod tests {
         assert_eq!(row[2], 0.0);
         assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
         assert!(row[1] > row[0] && row[0] > row[3]);
+    }
+
+    #[test]
+    fn softmax_returns_the_entropy_of_its_row() {
+        let mut x = 7u32;
+        for len in [1usize, 2, 3, 5, 8, 33, 512] {
+            for spread in [0.01f32, 1.0, 8.0, 40.0] {
+                let mut row: Vec<f32> = (0..len)
+                    .map(|i| {
+                        x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        if i % 7 == 3 && len > 1 {
+                            f32::NEG_INFINITY
+                        } else {
+                            spread * ((x >> 8) as f32 / (1u32 << 24) as f32 - 0.5)
+                        }
+                    })
+                    .collect();
+                let h = softmax_with_entropy(&mut row, &mut Vec::new());
+                let direct: f64 =
+                    row.iter().filter(|&&p| p > 0.0).map(|&p| -(p as f64) * (p as f64).ln()).sum();
+                assert!(
+                    (h as f64 - direct).abs() <= 1e-5 * direct.max(1.0),
+                    "len {len}, spread {spread}: {h} vs {direct}"
+                );
+            }
+        }
+        let mut masked = vec![f32::NEG_INFINITY; 3];
+        assert_eq!(softmax_with_entropy(&mut masked, &mut Vec::new()), 0.0);
     }
 
     #[test]
