@@ -38,6 +38,16 @@ impl Mask {
             Mask::Causal { first_query_position } => key <= first_query_position + query,
         }
     }
+
+    /// How many of `key_len` keys query `query` sees: keys `0..n` (every mask is a prefix).
+    pub fn visible_keys(&self, query: usize, key_len: usize) -> usize {
+        match *self {
+            Mask::None => key_len,
+            Mask::Causal { first_query_position } => {
+                (first_query_position + query + 1).min(key_len)
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -299,9 +309,10 @@ impl MultiHead {
             scores_into(h, block);
             let mut scratch = Vec::with_capacity(tk);
             for (i, row) in block.chunks_exact_mut(tk.max(1)).enumerate() {
-                for (j, s) in row.iter_mut().enumerate() {
-                    *s = if mask.visible(i, j) { *s * scale } else { f32::NEG_INFINITY };
-                }
+                // The visible keys scaled in one SIMD loop, the rest −∞.
+                let (visible, masked) = row.split_at_mut(mask.visible_keys(i, tk));
+                visible.iter_mut().for_each(|s| *s *= scale);
+                masked.fill(f32::NEG_INFINITY);
                 let entropy = softmax_with_entropy(row, &mut scratch);
                 if let Some(e) = row_entropies.get_mut(i) {
                     *e = entropy;
