@@ -195,6 +195,7 @@ impl MultiHead {
         let value_norms = probe.wants_value_norms().then(|| self.value_output_norms(kv, wo));
         let AttentionOutput { context, probs, entropies, trace } =
             self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
+        super::progress::attention_done(self.site, q.rows());
         probe.record(
             self.site,
             Recorded {

@@ -329,13 +329,32 @@ impl AttnModel {
     /// also `step`, that head's intermediates ([`AttnModel::step`]'s answer) from the same
     /// forward, so the step and query/key views cost no second forward of a text; `lens: true`:
     /// also `logit_lens`, what each layer would predict (decoder-only models and translators).
-    pub fn attend(&self, text: &str, options: JsValue) -> Result<JsValue, JsError> {
+    /// `progress` (optional): called `(kind, layer, queryRows)` after every attention call of the
+    /// forward (each layer of a prompt, then of each generated token), while it runs.
+    pub fn attend(
+        &self,
+        text: &str,
+        options: JsValue,
+        progress: Option<js_sys::Function>,
+    ) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "attend")?;
         let head = o.step.as_ref().map(StepOption::request).transpose()?;
         let asks =
             Asks { value_norms: o.value_norms.unwrap_or(false), head, lens: o.lens == Some(true) };
         let start = now_ms();
-        let (a, internals) = self.model.attend_asking(text, &o.generate(), asks).map_err(err)?;
+        let forward = || self.model.attend_asking(text, &o.generate(), asks);
+        let (a, internals) = match progress {
+            // What the function throws is its caller's; the forward goes on.
+            Some(f) => crate::nn::progress::reporting(
+                Box::new(move |site, rows| {
+                    let (kind, layer) = (JsValue::from_str(site.kind.as_str()), site.layer.into());
+                    let _ = f.call3(&JsValue::NULL, &kind, &layer, &JsValue::from(rows as u32));
+                }),
+                forward,
+            ),
+            None => forward(),
+        }
+        .map_err(err)?;
         let ms = now_ms() - start;
         let id = &self.model.manifest.id;
         let mut result = AttendResult::new(id, text, &a, ms, f32s);

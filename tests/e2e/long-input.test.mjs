@@ -33,6 +33,14 @@ test('at 512 tokens every view keeps the main thread within budget: switching, t
     await settled(page, (t) => window.attnvizDebug.text === t && window.attnvizDebug.chartBars > 0, LONG);
     assert.equal(await page.evaluate(() => window.attnvizDebug.tokens.length), 512);
     const watch = await watchMainThread(page);
+    // Every status line and progress bar the typed forwards below show (a 512-token forward takes
+    // longer than the session's BUSY_AFTER_MS here, so it says which layer it is at).
+    await page.evaluate(() => {
+      const $ = (id) => document.getElementById(id);
+      window.seenProgress = [];
+      const note = () => window.seenProgress.push({ status: $('status').textContent, shown: !$('progress-box').hidden, value: $('progress').value, max: $('progress').max, text: $('progress-text').textContent });
+      new MutationObserver(note).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ['hidden', 'value', 'max'] });
+    });
     const views = [
       ['model', 'head'],
       ['heatmap', 'head'],
@@ -64,6 +72,18 @@ test('at 512 tokens every view keeps the main thread within budget: switching, t
       await watch.take(`${view}/${agg}`);
     }
     await watch.check();
+    // The forwards said where they were: "computing: layer k of 6…" in the status line, with the
+    // bar at k of 6 and its words beside it; none is left once the last one is drawn.
+    const seen = await page.evaluate(() => window.seenProgress);
+    const layers = seen.filter((s) => s.shown && /computing: layer \d of 6…/.test(s.status));
+    assert.ok(layers.length > 0, `a forward's layer was shown (${seen.length} status changes, e.g. ${JSON.stringify(seen.slice(-3))})`);
+    for (const s of layers) {
+      const k = Number(/layer (\d) of 6/.exec(s.status)[1]);
+      assert.deepEqual([s.max, s.text], [6, `layer ${s.value} of 6`], JSON.stringify(s));
+      assert.ok(k === s.value && k >= 1 && k <= 6, s.status);
+    }
+    const last = await page.evaluate(() => ({ shown: !document.getElementById('progress-box').hidden, status: document.getElementById('status').textContent }));
+    assert.ok(!last.shown && !/computing/.test(last.status), JSON.stringify(last));
     // Fully drawn: the canvas shows the last view with ink, not a half-finished frame.
     const ink = await page.evaluate(() => {
       const c = document.querySelector('canvas#view');

@@ -72,10 +72,17 @@ export const forwardMethods = {
         this.emit('status');
       }, BUSY_AFTER_MS);
       request.tPost = performance.now();
+      // A long forward says which layer it is at (the worker's progress): shown once busy.
+      const onProgress = (m) => {
+        if (!m.forward || !this.servesState(request)) return;
+        this.forwardProgress = m.forward;
+        if (this.busy) this.emit('status');
+      };
       try {
-        return await this.channel.attend(model, text, gen, valueNorms, step, lens);
+        return await this.channel.attend(model, text, gen, valueNorms, step, lens, onProgress);
       } finally {
         clearTimeout(busyTimer);
+        this.forwardProgress = null;
       }
     };
     return request;

@@ -81,6 +81,7 @@ export class Session {
     this.opened = null; // inspectModel()'s report on the last model the user opened
     this.supplied = null; // the SuppliedSource while attention computed elsewhere is shown (showSupplied)
     this.busy = false; // a forward has taken longer than BUSY_AFTER_MS
+    this.forwardProgress = null; // { kind, layer, rows }: the attention call a long forward finished last
     this.catchingUp = false; // the drawn answer is of an older text than the box's (a newer one is computed)
     this.textCut = false; // the text box cut the last paste to what it holds (render.js bindTextBox)
     this.result = null; // the drawn attend() answer

@@ -1,16 +1,17 @@
 // The page's status line, download progress, truncation warnings and translation output.
 
-import { loadingText, progressText, summary } from '../shell/prose.js';
+import { computingText, loadingText, progressBar, summary } from '../shell/prose.js';
 import { permalinkNotice, textLimitNotice } from '../core/state.js';
 import { showStopExact } from '../shell/stop-exact.js';
 
 export function renderProgress(el, session) {
-  const p = session.progress;
-  el.progressBox.hidden = !p;
-  if (!p) return;
-  el.progress.max = p.total || 1;
-  el.progress.value = p.loaded;
-  el.progressText.textContent = progressText(p);
+  const bar = progressBar(session);
+  el.progressBox.hidden = !bar;
+  if (!bar) return;
+  el.progress.max = bar.max;
+  el.progress.value = bar.value;
+  el.progress.setAttribute('aria-label', bar.label);
+  el.progressText.textContent = bar.text;
 }
 
 export function renderStatus(el, session) {
@@ -21,7 +22,7 @@ export function renderStatus(el, session) {
   let text = error ? `Error: ${error}` : sum.text;
   if (!error && session.phase === 'loading' && session.manifest) text = loadingText(session);
   if (!error && sum.catchingUp) text += ` · ${sum.catchingUp}`;
-  else if (!error && session.busy) text += ' · computing…';
+  else if (!error && session.busy) text += ` · ${computingText(session)}`;
   el.status.textContent = text;
   if (session.busy) el.wrap.setAttribute('aria-busy', 'true');
   else el.wrap.removeAttribute('aria-busy');

@@ -44,6 +44,31 @@ export const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
  *  model's, before its weights); '' with no total. */
 export const progressText = (p) => (p && p.total ? `${p.reading ? `${p.reading}: ` : ''}${mib(p.loaded)} / ${mib(p.total)}` : '');
 
+const KIND_WORD = { encoder_self: 'encoder', decoder_self: 'decoder', cross: 'cross-attention' };
+
+/** What a forward slower than BUSY_AFTER_MS is doing, for the status line: "computing…", and
+ *  with the worker's progress the layer it is at ("computing: decoder layer 2 of 6"); '' when
+ *  no forward is that slow. */
+export function computingText(session) {
+  if (!session.busy) return '';
+  const f = session.forwardProgress;
+  const layers = f && session.info && session.info.layers ? session.info.layers[f.kind] : 0;
+  if (!layers) return 'computing…';
+  const kind = (session.info.kinds || []).length > 1 ? `${KIND_WORD[f.kind] || f.kind} ` : '';
+  return `computing: ${kind}layer ${f.layer + 1} of ${layers}…`;
+}
+
+/** What a progress bar shows, or null for none: a model's download (bytes), else a slow
+ *  forward's layers (the layer it finished of its kind's). */
+export function progressBar(session) {
+  const p = session.progress;
+  if (p) return { value: p.loaded, max: p.total || 1, text: progressText(p), label: 'Model download' };
+  const f = session.busy && session.forwardProgress;
+  const layers = f && session.info && session.info.layers ? session.info.layers[f.kind] : 0;
+  if (!layers) return null;
+  return { value: f.layer + 1, max: layers, text: computingText(session).replace(/^computing: |…$/g, ''), label: 'Forward progress' };
+}
+
 /** The status line while a model loads: its download size the first time (then it is kept). */
 export function loadingText(session) {
   const p = session.progress;

@@ -55,7 +55,7 @@ import { fromAttributes, STATE_ATTRIBUTES, textLimitNotice } from '../core/state
 import { renderHeadsTable } from '../shell/heads-table.js';
 import { setOptions } from '../shell/select-options.js';
 import { later, listen, record, timings } from '../base/timing.js';
-import { buildText, details, loadingText, modelLabel, summary } from '../shell/prose.js';
+import { buildText, computingText, details, loadingText, modelLabel, progressBar, summary } from '../shell/prose.js';
 
 let offline = false; // configure({ offline }) or data-offline: a second visit works offline
 
@@ -351,12 +351,7 @@ class AttentionViz extends HTMLElement {
     else if (reason === 'hover') this.showReadout();
     else if (reason === 'text') this.$.text.value = session.state.text; // the session replaced the text (a model's example)
     else if (reason === 'progress' || reason === 'status') {
-      const p = session.progress;
-      this.$.progress.hidden = !p;
-      if (p) {
-        this.$.progress.max = p.total || 1;
-        this.$.progress.value = p.loaded;
-      }
+      this.showProgressBar();
       this.generation.sync();
       this.showWarning();
       if (this.drawnTokens != null) this.showFootStatus(); // the exact weights' download progress
@@ -411,10 +406,21 @@ class AttentionViz extends HTMLElement {
 
   /** The footer's status, as the page's status line says it: the drawn map's tokens, which
    *  weights drew it (and the exact ones' download, with its Stop button) and which wasm build. */
+  /** A download's or a slow forward's progress (prose.js progressBar), or no bar. */
+  showProgressBar() {
+    const bar = progressBar(this.session);
+    this.$.progress.hidden = !bar;
+    if (!bar) return;
+    this.$.progress.max = bar.max;
+    this.$.progress.value = bar.value;
+    this.$.progress.setAttribute('aria-label', `${bar.label}: ${bar.text}`);
+  }
+
   showFootStatus(sum = summary(this.session)) {
     const session = this.session;
+    this.showProgressBar();
     const n = this.drawnTokens;
-    this.$.status.textContent = [`${n} token${n === 1 ? '' : 's'}`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, buildText(session), sum.catchingUp].filter(Boolean).join(' · ');
+    this.$.status.textContent = [`${n} token${n === 1 ? '' : 's'}`, sum.weights, session.forwardMs != null ? `${session.forwardMs.toFixed(0)} ms` : null, buildText(session), sum.catchingUp || computingText(session)].filter(Boolean).join(' · ');
     showStopExact(this.$.stopExact, session);
   }
 

@@ -15,7 +15,11 @@
 //     (stop that load's download: its 'load' answers an error; cancelled: one was under way)
 //   → { id, type: 'cached', model }                    ← { id, type: 'cached', cached }
 //     (would loading the key download nothing: loaded, or every file in the Cache API)
-//   → { id, channel, type: 'attend', model, text, gen, valueNorms, step, lens } ← { id, type: 'result', result, ms }
+//   → { id, channel, type: 'attend', model, text, gen, valueNorms, step, lens } ← { id, type: 'progress', forward: { kind, layer, rows } }*
+//                                                       ← { id, type: 'result', result, ms }
+//     (progress: a forward past FORWARD_PROGRESS_AFTER_MS says which attention call it finished,
+//     at most every FORWARD_PROGRESS_EVERY_MS: its kind, layer and query rows; the model's
+//     download, when it was not loaded, reports { model, loaded, total } first)
 //     (valueNorms: true adds result.value_norms, ‖α_ij f_h(x_j)‖ laid out like attentions; step:
 //     { kind, layer, head } adds result.step, that head's internals from the same forward; every
 //     block's scores carry its heads' statistics and labels, src/heads.rs: one forward per text
@@ -76,6 +80,11 @@ export const REQUEST = Object.freeze({
   remove: 'remove',
   panicForTest: '__panicForTest',
 });
+
+/** A forward reports its progress from this long on (a typed sentence's forward reports none)… */
+export const FORWARD_PROGRESS_AFTER_MS = 150;
+/** …and then at most this often. */
+export const FORWARD_PROGRESS_EVERY_MS = 50;
 
 /** The answers' types. `progress` may come any number of times before the answer; `error` and
  *  `superseded` answer any request. */

@@ -247,9 +247,10 @@ export class Channel {
   /** → { result, ms } or { superseded: true }. gen: null or { generate, temperature, topK, seed } (protocol.js generationOptions);
    *  valueNorms: also the value-weighted norms (result.value_norms); step: null or { kind, layer,
    *  head }, also that head's internals from the same forward (result.step); lens: also the
-   *  logit lens (result.logit_lens). */
-  attend(model, text, gen = null, valueNorms = false, step = null, lens = false) {
-    return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms, step, lens: !!lens });
+   *  logit lens (result.logit_lens). onProgress (optional) hears the protocol's progress: a
+   *  download's { model, loaded, total }, a long forward's { forward: { kind, layer, rows } }. */
+  attend(model, text, gen = null, valueNorms = false, step = null, lens = false, onProgress = undefined) {
+    return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms, step, lens: !!lens }, onProgress);
   }
 
   /** → { step } or { superseded: true } (gen as for attend) */

@@ -3,7 +3,7 @@
 // calling the library (library.js: the models, loaded or opened) and the engine (engine.js: the
 // wasm instance). One worker per page, shared by the page and its widgets (worker-client.js).
 
-import { ANSWER, collapses, lane, REQUEST, transferables } from './protocol.js';
+import { ANSWER, collapses, FORWARD_PROGRESS_AFTER_MS, FORWARD_PROGRESS_EVERY_MS, lane, REQUEST, transferables } from './protocol.js';
 import { buildInfo, guarded, supported, wasm } from './engine.js';
 import { addModels, cancelLoad, catalogue, ensureInit, ensureModel, isCached, openHubModel, openUserModel, removeUserModel } from './library.js';
 
@@ -83,7 +83,8 @@ async function handle(msg) {
         const t0 = performance.now();
         const step = msg.step ? { step: { kind: String(msg.step.kind), layer: msg.step.layer | 0, head: msg.step.head | 0 } } : {};
         const lens = msg.lens ? { lens: true } : {};
-        const result = guarded(() => m.model.attend(String(msg.text ?? ''), { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms, ...step, ...lens }));
+        const options = { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms, ...step, ...lens };
+        const result = guarded(() => m.model.attend(String(msg.text ?? ''), options, forwardProgress(progress)));
         const ms = performance.now() - t0;
         answer({ type: ANSWER.result, result, ms }, transferables(result));
         break;
@@ -135,6 +136,19 @@ async function handle(msg) {
   } catch (e) {
     answer({ type: ANSWER.error, message: errorText(e) });
   }
+}
+
+/** The hook attend() calls after each attention call (its kind, layer and query rows): posted
+ *  as progress from FORWARD_PROGRESS_AFTER_MS into the forward on, at most every
+ *  FORWARD_PROGRESS_EVERY_MS (the page is free meanwhile: the forward runs here). */
+function forwardProgress(progress) {
+  let next = performance.now() + FORWARD_PROGRESS_AFTER_MS;
+  return (kind, layer, rows) => {
+    const now = performance.now();
+    if (now < next) return;
+    next = now + FORWARD_PROGRESS_EVERY_MS;
+    progress({ forward: { kind, layer, rows } });
+  };
 }
 
 /** The wasm calls' options for a request's `gen` (protocol.js generationOptions): none for a
