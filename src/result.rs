@@ -298,6 +298,8 @@ pub struct Attended {
     pub induction_tokens: Option<usize>,
     /// When asked for: the logit lens.
     pub logit_lens: Option<LogitLens>,
+    /// When asked for: what each site's maps are made of, to compute any rows again.
+    pub sources: Option<Vec<crate::nn::attention::MapSources>>,
 }
 
 /// The logit lens (nostalgebraist 2020): what the residual stream after each layer would

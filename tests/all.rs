@@ -29,6 +29,8 @@ mod inspect;
 mod int8;
 #[path = "llama.rs"]
 mod llama;
+#[path = "map_sources.rs"]
+mod map_sources;
 #[path = "models.rs"]
 mod models;
 #[path = "opus_mt.rs"]

@@ -85,6 +85,8 @@ pub struct Asks {
     pub head: Option<HeadRequest>,
     /// The logit lens: what each layer would predict.
     pub lens: bool,
+    /// What every map is made of, to compute any head's rows again ([`MapSources`]).
+    pub sources: bool,
 }
 
 impl Model {
@@ -145,7 +147,7 @@ impl Model {
         value_norms: bool,
         head: Option<HeadRequest>,
     ) -> Result<(Attended, Option<HeadInternals>)> {
-        self.attend_asking(text, generate, Asks { value_norms, head, lens: false })
+        self.attend_asking(text, generate, Asks { value_norms, head, ..Asks::default() })
     }
 
     /// One forward with every attention map and what `asks` adds: the value norms, one head's
@@ -156,7 +158,7 @@ impl Model {
         generate: &GenerateOptions,
         asks: Asks,
     ) -> Result<(Attended, Option<HeadInternals>)> {
-        let Asks { value_norms, head, lens } = asks;
+        let Asks { value_norms, head, lens, sources } = asks;
         if let Some(request) = head {
             self.check_head(request)?;
         }
@@ -174,16 +176,25 @@ impl Model {
             }
             AttentionKind::EncoderSelf
         };
-        let mut probe = Probe::maps_and_head(value_norms, head).with_lens(lens);
+        let mut probe =
+            Probe::maps_and_head(value_norms, head).with_lens(lens).with_sources(sources);
         let output = self.forward(text, generate, &mut probe)?;
-        let Recordings { maps: attentions, value_norms, trace, lens } = probe.into_parts();
+        let Recordings { maps: attentions, value_norms, trace, lens, sources } = probe.into_parts();
         let internals = match head {
             Some(request) => Some(self.internals(&output, request, trace)?),
             None => None,
         };
         let (scores, induction_tokens) = self.score_heads(&output, &attentions)?;
         let logit_lens = lens.map(|top| LogitLens { kind: lens_kind, top });
-        let a = Attended { output, attentions, value_norms, scores, induction_tokens, logit_lens };
+        let a = Attended {
+            output,
+            attentions,
+            value_norms,
+            scores,
+            induction_tokens,
+            logit_lens,
+            sources,
+        };
         Ok((a, internals))
     }
 

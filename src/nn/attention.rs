@@ -161,6 +161,150 @@ struct AttentionOutput {
     trace: Option<HeadTrace>,
 }
 
+/// Scores `# [rows, Tk]` (query rows `first_row..` of a call) → attention probabilities in
+/// place: scaled by `scale`, masked, softmax; each row's entropy into `entropies` (as many as
+/// it holds). The one place a map's values are made, in a forward and again from its sources.
+fn scores_to_probs(
+    block: &mut [f32],
+    tk: usize,
+    mask: Mask,
+    first_row: usize,
+    scale: f32,
+    entropies: &mut [f32],
+) {
+    let mut scratch = Vec::with_capacity(tk);
+    for (i, row) in block.chunks_exact_mut(tk.max(1)).enumerate() {
+        // The visible keys scaled in one SIMD loop, the rest −∞.
+        let (visible, masked) = row.split_at_mut(mask.visible_keys(first_row + i, tk));
+        visible.iter_mut().for_each(|s| *s *= scale);
+        masked.fill(f32::NEG_INFINITY);
+        let entropy = softmax_with_entropy(row, &mut scratch);
+        if let Some(e) = entropies.get_mut(i) {
+            *e = entropy;
+        }
+    }
+}
+
+/// One attention call's part of [`MapSources`]: its queries and what they saw.
+#[derive(Clone, Debug)]
+struct QueryChunk {
+    /// `# [query_len, heads·d_k]`
+    q: Vec<f32>,
+    query_len: usize,
+    /// Keys there were at this call (`0..key_len` of the site's).
+    key_len: usize,
+    mask: Mask,
+}
+
+/// What one site's attention maps are made of, kept instead of the maps themselves (maps on
+/// demand: a long text's maps would not fit in memory, but its queries and keys do): every call's
+/// query rows and mask, and the keys `# [Tk, kv_heads·d_k]`. [`MapSources::head_rows`] computes
+/// any rows of any head exactly as the forward did (the same GEMM, mask and softmax).
+#[derive(Clone, Debug)]
+pub struct MapSources {
+    pub site: Site,
+    pub heads: usize,
+    kv_heads: usize,
+    d_k: usize,
+    chunks: Vec<QueryChunk>,
+    /// `# [Tk, kv_heads·d_k]`
+    keys: Vec<f32>,
+}
+
+impl MapSources {
+    fn new(attention: &MultiHead) -> MapSources {
+        let MultiHead { site, heads, kv_heads, d_k } = *attention;
+        MapSources { site, heads, kv_heads, d_k, chunks: Vec::new(), keys: Vec::new() }
+    }
+
+    /// Query rows of every call so far.
+    pub fn query_len(&self) -> usize {
+        self.chunks.iter().map(|c| c.query_len).sum()
+    }
+
+    /// Keys of the last call (every earlier call saw a prefix of them).
+    pub fn key_len(&self) -> usize {
+        self.keys.len() / (self.kv_heads * self.d_k).max(1)
+    }
+
+    /// Takes one call's queries `q` `# [Tq, heads·d_k]` and the keys of `kv` it has not seen.
+    fn add_call(&mut self, q: &Mat, kv: &KvCache, mask: Mask) {
+        let kv_dim = self.kv_heads * self.d_k;
+        let have = self.key_len();
+        if kv.len() > have {
+            self.keys.extend_from_slice(&kv.k[have * kv_dim..kv.len() * kv_dim]);
+        }
+        let (query_len, key_len) = (q.rows(), kv.len());
+        self.chunks.push(QueryChunk { q: q.as_slice().to_vec(), query_len, key_len, mask });
+    }
+
+    /// Forgets every position from `n` on: query rows `n..` and keys `n..` (a causal prefix
+    /// reused by the next forward).
+    pub(crate) fn keep_first_positions(&mut self, n: usize) {
+        let d = self.heads * self.d_k;
+        let mut start = 0;
+        self.chunks.retain_mut(|c| {
+            let first = start;
+            start += c.query_len;
+            if first >= n {
+                return false;
+            }
+            c.query_len = c.query_len.min(n - first);
+            c.q.truncate(c.query_len * d);
+            c.key_len = c.key_len.min(n);
+            true
+        });
+        self.keys.truncate(n.min(self.key_len()) * self.kv_heads * self.d_k);
+    }
+
+    /// Head `head`'s map, query rows `rows` `# [rows, key_len()]`: each row as the forward
+    /// computed it, and zero past the keys its call saw (as in a recorded map).
+    pub fn head_rows(&self, head: usize, rows: std::ops::Range<usize>) -> Vec<f32> {
+        let (tk, d_k) = (self.key_len(), self.d_k);
+        let rows = rows.start.min(rows.end)..rows.end.min(self.query_len());
+        let mut out = vec![0.0f32; rows.len() * tk];
+        if head >= self.heads {
+            return out;
+        }
+        let g = head / (self.heads / self.kv_heads).max(1);
+        let scale = 1.0 / (d_k as f32).sqrt();
+        let kv_dim = self.kv_heads * d_k;
+        let mut start = 0;
+        for c in &self.chunks {
+            let (first, last) = (start, start + c.query_len);
+            start = last;
+            let (a, b) = (rows.start.max(first), rows.end.min(last));
+            if a >= b {
+                continue;
+            }
+            let q = View {
+                data: &c.q,
+                offset: 0,
+                rows: c.query_len,
+                cols: self.heads * d_k,
+                stride: self.heads * d_k,
+            };
+            let keys =
+                View { data: &self.keys, offset: 0, rows: c.key_len, cols: kv_dim, stride: kv_dim };
+            // # [b − a, key_len of the call]
+            let mut block = vec![0.0f32; (b - a) * c.key_len];
+            matmul_bt(
+                q.rows_range(a - first, b - a).cols(head * d_k, d_k),
+                keys.cols(g * d_k, d_k),
+                &mut block,
+                0,
+                c.key_len,
+            );
+            scores_to_probs(&mut block, c.key_len, c.mask, a - first, scale, &mut []);
+            for (i, row) in block.chunks_exact(c.key_len.max(1)).enumerate() {
+                let o = (a - rows.start + i) * tk;
+                out[o..o + c.key_len].copy_from_slice(row);
+            }
+        }
+        out
+    }
+}
+
 /// One attention's heads and where it sits in its model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MultiHead {
@@ -196,6 +340,9 @@ impl MultiHead {
         let AttentionOutput { context, probs, entropies, trace } =
             self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
         super::progress::attention_done(self.site, q.rows());
+        if probe.wants_sources() {
+            probe.sources_at(self.site, || MapSources::new(self)).add_call(q, kv, mask);
+        }
         probe.record(
             self.site,
             Recorded {
@@ -308,17 +455,7 @@ impl MultiHead {
             let row_entropies =
                 unsafe { std::slice::from_raw_parts_mut(entropies_out.at(h * tq), tq) };
             scores_into(h, block);
-            let mut scratch = Vec::with_capacity(tk);
-            for (i, row) in block.chunks_exact_mut(tk.max(1)).enumerate() {
-                // The visible keys scaled in one SIMD loop, the rest −∞.
-                let (visible, masked) = row.split_at_mut(mask.visible_keys(i, tk));
-                visible.iter_mut().for_each(|s| *s *= scale);
-                masked.fill(f32::NEG_INFINITY);
-                let entropy = softmax_with_entropy(row, &mut scratch);
-                if let Some(e) = row_entropies.get_mut(i) {
-                    *e = entropy;
-                }
-            }
+            scores_to_probs(block, tk, mask, 0, scale, row_entropies);
             // V_gᵀ `# [d_k, Tk]`: rows g·d_k.. of Vᵀ.
             let v_h = values_t.rows_range(self.kv_head(h) * d_k, d_k);
             let p_h = View { data: block, offset: 0, rows: tq, cols: tk, stride: tk };

@@ -2,6 +2,7 @@
 //! when asked, the value-weighted norms beside each), or every intermediate of one head for
 //! the step view. Only [`super::attention`] hands results to it; the models pass it along.
 
+use super::attention::MapSources;
 use super::score_parts::{InputSplit, QkSplit};
 use crate::error::{invalid_model, Error, Result};
 use crate::result::{
@@ -61,6 +62,8 @@ pub struct Recordings {
     pub trace: Option<(HeadTrace, BlockTrace)>,
     /// The logit lens when asked for: `[layer][position]` top tokens.
     pub lens: Option<Vec<Vec<Vec<TopToken>>>>,
+    /// What each site's maps are made of, when asked for (maps on demand).
+    pub sources: Option<Vec<MapSources>>,
 }
 
 /// What a forward records. Each attention call asks [`Probe::traced_head`] which of its heads
@@ -87,6 +90,9 @@ pub struct Probe {
     lens: bool,
     /// `[layer][position]` the lens's top tokens, positions in the order they were fed.
     lens_rows: Vec<Vec<Vec<TopToken>>>,
+    /// Keep what each site's maps are made of ([`MapSources`]).
+    sources: bool,
+    recorded_sources: Vec<MapSources>,
 }
 
 impl Probe {
@@ -119,6 +125,34 @@ impl Probe {
     pub fn with_lens(mut self, lens: bool) -> Probe {
         self.lens = lens;
         self
+    }
+
+    /// Also keeps what every map is made of (its queries and keys: [`MapSources`]), from which
+    /// any head's rows are computed again exactly.
+    pub fn with_sources(mut self, sources: bool) -> Probe {
+        self.sources = sources;
+        self
+    }
+
+    /// Whether the attention calls should hand over their queries and keys.
+    pub(super) fn wants_sources(&self) -> bool {
+        self.sources
+    }
+
+    /// The sources of `site`'s maps, made by `make` on its first call.
+    pub(super) fn sources_at(
+        &mut self,
+        site: Site,
+        make: impl FnOnce() -> MapSources,
+    ) -> &mut MapSources {
+        let at = match self.recorded_sources.iter().position(|s| s.site == site) {
+            Some(i) => i,
+            None => {
+                self.recorded_sources.push(make());
+                self.recorded_sources.len() - 1
+            }
+        };
+        &mut self.recorded_sources[at]
     }
 
     /// Whether a family should run each layer's output through its unembedding.
@@ -200,8 +234,8 @@ impl Probe {
     /// Whether `other` records the same things (maps, value norms, the same traced head), so
     /// that its recording of some positions can stand for this probe's.
     pub(crate) fn records_like(&self, other: &Probe) -> bool {
-        (self.maps, self.value_norms, self.head, self.lens)
-            == (other.maps, other.value_norms, other.head, other.lens)
+        (self.maps, self.value_norms, self.head, self.lens, self.sources)
+            == (other.maps, other.value_norms, other.head, other.lens, other.sources)
     }
 
     /// Keeps what was recorded for the first `n` positions of a causal forward: query rows
@@ -218,6 +252,7 @@ impl Probe {
             b.keep_first_queries(n);
         }
         self.lens_rows.iter_mut().for_each(|rows| rows.truncate(n));
+        self.recorded_sources.iter_mut().for_each(|s| s.keep_first_positions(n));
     }
 
     /// Takes what one attention call at `site` computed.
@@ -316,7 +351,8 @@ impl Probe {
         let norms = self.value_norms.then(|| assemble(self.recorded_norms));
         let trace = self.trace.map(|t| (t, self.block.unwrap_or_default()));
         let lens = self.lens.then_some(self.lens_rows);
-        Recordings { maps: assemble(self.recorded), value_norms: norms, trace, lens }
+        let sources = self.sources.then_some(self.recorded_sources);
+        Recordings { maps: assemble(self.recorded), value_norms: norms, trace, lens, sources }
     }
 }
 

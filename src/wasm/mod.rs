@@ -339,8 +339,12 @@ impl AttnModel {
     ) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "attend")?;
         let head = o.step.as_ref().map(StepOption::request).transpose()?;
-        let asks =
-            Asks { value_norms: o.value_norms.unwrap_or(false), head, lens: o.lens == Some(true) };
+        let asks = Asks {
+            value_norms: o.value_norms.unwrap_or(false),
+            head,
+            lens: o.lens == Some(true),
+            ..Asks::default()
+        };
         let start = now_ms();
         let forward = || self.model.attend_asking(text, &o.generate(), asks);
         let (a, internals) = match progress {

@@ -375,7 +375,7 @@ fn run(args: Args) -> Result<(), String> {
     let written = match args.command {
         Command::Attend { table, value_norms, lens } => {
             let start = Instant::now();
-            let asks = Asks { value_norms, head: None, lens };
+            let asks = Asks { value_norms, lens, ..Asks::default() };
             let (a, _) =
                 model.attend_asking(&args.text, &args.generate, asks).map_err(|e| e.to_string())?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
