@@ -34,8 +34,10 @@ pub struct AttentionResult<F> {
     pub key_side: TokenSide,
     /// `[heads, query_len, key_len]`: the layout of `data`.
     pub shape: [usize; 3],
-    /// `# [heads, query_len, key_len]` row-major, each row sums to 1.
-    pub data: F,
+    /// `# [heads, query_len, key_len]` row-major, each row sums to 1. Absent from the blocks a
+    /// wasm `attend` with the `maps` option left in the worker (`AttnModel.maps` gives them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<F>,
     /// Every head's scores on this map (entropy, attention-sink and pattern shares, induction
     /// for causal models, label: [`crate::heads::score_block`]): what the views read instead of
     /// deriving them again. Absent from value-norm blocks.
@@ -82,6 +84,10 @@ pub struct AttendResult<'a, F> {
     /// When asked for (`--lens`, the `lens` option): what each layer would predict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logit_lens: Option<&'a LogitLens>,
+    /// Which forward of its model this is, when the maps it left out can be asked for
+    /// (`AttnModel.maps(forward, kind, layer)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forward: Option<u32>,
 }
 
 impl<'a, F> AttendResult<'a, F> {
@@ -102,8 +108,8 @@ impl<'a, F> AttendResult<'a, F> {
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
             stop_reason: out.stop_reason,
-            attentions: blocks(out, &a.attentions, Some(&a.scores), &floats),
-            value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, None, &floats)),
+            attentions: blocks(out, &a.attentions, Some(&a.scores), &floats, &|_| true),
+            value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, None, &floats, &|_| true)),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
             decode_top: out.decode_top.as_deref(),
@@ -111,17 +117,36 @@ impl<'a, F> AttendResult<'a, F> {
             induction_tokens: a.induction_tokens,
             step: None,
             logit_lens: a.logit_lens.as_ref(),
+            forward: None,
         }
+    }
+
+    /// Only the maps of the blocks `sent` picks carry their data; the others are this
+    /// forward's `forward`-th, to be asked for.
+    pub fn sending_maps_of(
+        mut self,
+        a: &'a Attended,
+        forward: u32,
+        sent: impl Fn(&AttentionBlock) -> bool,
+    ) -> Self {
+        for (r, b) in self.attentions.iter_mut().zip(&a.attentions) {
+            if !sent(b) {
+                r.data = None;
+            }
+        }
+        self.forward = Some(forward);
+        self
     }
 }
 
 /// The blocks in their wire form; with `scores` (attention maps, not value norms), each with its
-/// heads' scores.
+/// heads' scores; the data of those `with_data` picks.
 fn blocks<'a, F>(
     out: &ForwardOutput,
     list: &'a [AttentionBlock],
     scores: Option<&[HeadScores]>,
     floats: &impl Fn(&'a [f32]) -> F,
+    with_data: &dyn Fn(&AttentionBlock) -> bool,
 ) -> Vec<AttentionResult<F>> {
     list.iter()
         .map(|b| {
@@ -138,7 +163,7 @@ fn blocks<'a, F>(
                 query_side,
                 key_side,
                 shape: [b.heads, b.query_len, b.key_len],
-                data: floats(&b.probs),
+                data: with_data(b).then(|| floats(&b.probs)),
                 scores,
                 head_ids: None,
             }

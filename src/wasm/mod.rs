@@ -6,10 +6,12 @@
 use crate::models::inspect::{inspect, FileHead, GGUF_HEAD_BYTES};
 use crate::models::manifest::supported;
 use crate::models::{Asks, Manifest, Model};
+use crate::nn::attention::MapSources;
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
 use crate::result::{AttentionKind, GenerateOptions, HeadRequest, Sampling};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize, Serializer};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 
@@ -165,6 +167,12 @@ pub fn gguf_head_bytes() -> f64 {
 #[wasm_bindgen]
 pub struct AttnModel {
     model: Model,
+    /// Forwards so far (each `attend` with `maps` is named by its count).
+    forwards: Cell<u32>,
+    /// What the maps of the last `attend` with `maps` of each `keep` name are made of (its
+    /// queries and keys: a fraction of the maps' size), for [`AttnModel::maps`]: one forward's
+    /// per name (the next of that name replaces them).
+    kept: RefCell<HashMap<String, (u32, Vec<MapSources>)>>,
 }
 
 /// An array of floats as a `Float32Array` (a copy, owned by JS, so the worker can transfer it).
@@ -200,6 +208,35 @@ struct CallOptions {
     step: Option<StepOption>,
     /// `attend` only: also return the logit lens (`logit_lens`).
     lens: Option<bool>,
+    /// `attend` only: send the maps of some layers only; the others stay, to be asked for.
+    maps: Option<MapsOption>,
+}
+
+/// `attend`'s `maps` option: `{ keep, layers: [{ kind, layer }], wholeUpTo }`: when every map
+/// together takes more than `wholeUpTo` bytes (default 0), only the maps of `layers` go out with
+/// the result and the others are kept under the name `keep` (the caller's: a page's and a
+/// widget's forwards of one model keep theirs apart) until its next such forward.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MapsOption {
+    keep: String,
+    layers: Vec<MapLayer>,
+    #[serde(default)]
+    whole_up_to: f64,
+}
+
+#[derive(Deserialize)]
+struct MapLayer {
+    kind: String,
+    layer: usize,
+}
+
+fn parse_kind(kind: &str) -> Result<AttentionKind, JsError> {
+    AttentionKind::parse(kind).ok_or_else(|| {
+        JsError::new(&format!(
+            "unknown attention kind `{kind}` (encoder_self, decoder_self or cross)"
+        ))
+    })
 }
 
 /// The head whose intermediates `attend` returns beside the maps (the step view's).
@@ -212,20 +249,14 @@ struct StepOption {
 
 impl StepOption {
     fn request(&self) -> Result<HeadRequest, JsError> {
-        let kind = AttentionKind::parse(&self.kind).ok_or_else(|| {
-            JsError::new(&format!(
-                "unknown attention kind `{}` (encoder_self, decoder_self or cross)",
-                self.kind
-            ))
-        })?;
-        Ok(HeadRequest { kind, layer: self.layer, head: self.head })
+        Ok(HeadRequest { kind: parse_kind(&self.kind)?, layer: self.layer, head: self.head })
     }
 }
 
 impl CallOptions {
     /// The fields, as JS spells them.
-    const FIELDS: [&'static str; 7] =
-        ["generate", "temperature", "topK", "seed", "valueNorms", "step", "lens"];
+    const FIELDS: [&'static str; 8] =
+        ["generate", "temperature", "topK", "seed", "valueNorms", "step", "lens", "maps"];
 
     fn read(options: JsValue, call: &str) -> Result<CallOptions, JsError> {
         if options.is_undefined() || options.is_null() {
@@ -261,6 +292,7 @@ impl CallOptions {
                 (o.value_norms == Some(true), "valueNorms"),
                 (o.step.is_some(), "step"),
                 (o.lens == Some(true), "lens"),
+                (o.maps.is_some(), "maps"),
             ] {
                 if given {
                     return Err(JsError::new(&format!(
@@ -312,7 +344,8 @@ impl AttnModel {
         } else {
             Manifest::from_json(manifest_json.as_bytes()).map_err(err)?
         };
-        Ok(AttnModel { model: Model::load_owned(manifest, bytes).map_err(err)? })
+        let model = Model::load_owned(manifest, bytes).map_err(err)?;
+        Ok(AttnModel { model, forwards: Cell::new(0), kept: RefCell::new(HashMap::new()) })
     }
 
     /// `{ id, name, architecture, kinds, layers, heads, kv_heads, generates, head_dim, max_positions, special_tokens, credit, license, example }`
@@ -343,8 +376,13 @@ impl AttnModel {
             value_norms: o.value_norms.unwrap_or(false),
             head,
             lens: o.lens == Some(true),
-            ..Asks::default()
+            sources: o.maps.is_some(),
         };
+        // A new forward of a `keep` name replaces what its last one kept: dropped first, so
+        // that the two are never in memory together.
+        if let Some(MapsOption { keep, .. }) = &o.maps {
+            self.forget(keep);
+        }
         let start = now_ms();
         let forward = || self.model.attend_asking(text, &o.generate(), asks);
         let (a, internals) = match progress {
@@ -363,7 +401,62 @@ impl AttnModel {
         let id = &self.model.manifest.id;
         let mut result = AttendResult::new(id, text, &a, ms, f32s);
         result.step = internals.as_ref().map(|hi| StepResult::new(id, text, hi, f32s));
-        to_js(&result)
+        let Some(MapsOption { keep, layers, whole_up_to }) = &o.maps else {
+            return to_js(&result);
+        };
+        let bytes: usize = a.attentions.iter().map(|b| 4 * b.probs.len()).sum();
+        if bytes as f64 <= *whole_up_to {
+            return to_js(&result);
+        }
+        let sent: Vec<(AttentionKind, usize)> = layers
+            .iter()
+            .map(|m| Ok((parse_kind(&m.kind)?, m.layer)))
+            .collect::<Result<_, JsError>>()?;
+        let forward = self.forwards.get() + 1;
+        self.forwards.set(forward);
+        let js =
+            to_js(&result.sending_maps_of(&a, forward, |b| sent.contains(&(b.kind, b.layer))))?;
+        let sources = a.sources.unwrap_or_default();
+        self.kept.borrow_mut().insert(keep.clone(), (forward, sources));
+        Ok(js)
+    }
+
+    /// Drops the maps kept under `keep` (its caller now draws another model's).
+    pub fn forget(&self, keep: &str) {
+        self.kept.borrow_mut().remove(keep);
+    }
+
+    /// The maps of one layer that `attend` (its `forward`-th, with the `maps` option) left out
+    /// under `keep`: `Float32Array` `[heads, query_len, key_len]`, computed again from the
+    /// queries and keys that forward kept, bit for bit its own (tests/map_sources.rs). An error
+    /// once a newer forward of that name replaced it.
+    pub fn maps(
+        &self,
+        keep: &str,
+        forward: u32,
+        kind: &str,
+        layer: usize,
+    ) -> Result<Float32Array, JsError> {
+        let kind = parse_kind(kind)?;
+        let kept = self.kept.borrow();
+        let Some((_, sources)) = kept.get(keep).filter(|(f, _)| *f == forward) else {
+            return Err(JsError::new(&format!(
+                "maps: forward {forward} of {} is no longer kept (a newer forward replaced it)",
+                self.model.manifest.id
+            )));
+        };
+        let site = sources.iter().find(|s| (s.site.kind, s.site.layer) == (kind, layer));
+        let site = site.ok_or_else(|| {
+            JsError::new(&format!(
+                "maps: {} has no {} layer {layer}",
+                self.model.manifest.id,
+                kind.as_str()
+            ))
+        })?;
+        // # [heads, query_len, key_len], each head's rows as the forward computed them
+        let q = site.query_len();
+        let maps: Vec<f32> = (0..site.heads).flat_map(|h| site.head_rows(h, 0..q)).collect();
+        Ok(Float32Array::from(maps.as_slice()))
     }
 
     /// Every intermediate of one head: [`StepResult`] (`schema/attend.schema.json`), arrays as
@@ -377,11 +470,7 @@ impl AttnModel {
         head: usize,
         options: JsValue,
     ) -> Result<JsValue, JsError> {
-        let kind = AttentionKind::parse(kind).ok_or_else(|| {
-            JsError::new(&format!(
-                "unknown attention kind `{kind}` (encoder_self, decoder_self or cross)"
-            ))
-        })?;
+        let kind = parse_kind(kind)?;
         let o = CallOptions::read(options, "step")?;
         let hi = self
             .model

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
 import { watchMainThread } from './main-thread.mjs';
+import { cliAt, cliBlock, cliJson } from './cli-helpers.mjs';
 
 let server;
 let browser;
@@ -32,6 +33,10 @@ test('at 512 tokens every view keeps the main thread within budget: switching, t
   try {
     await settled(page, (t) => window.attnvizDebug.text === t && window.attnvizDebug.chartBars > 0, LONG);
     assert.equal(await page.evaluate(() => window.attnvizDebug.tokens.length), 512);
+    // Maps on demand: 6 layers × 12 heads × 512² floats are 75 MB; the forward sent the head
+    // view's layer only, and the model view below asks the worker for the others.
+    const withData = () => page.evaluate(() => window.attnvizDebug.mapsHeld());
+    assert.deepEqual(await withData(), [true, false, false, false, false, false]);
     const watch = await watchMainThread(page);
     // Every status line and progress bar the typed forwards below show (a 512-token forward takes
     // longer than the session's BUSY_AFTER_MS here, so it says which layer it is at).
@@ -72,6 +77,20 @@ test('at 512 tokens every view keeps the main thread within budget: switching, t
       await watch.take(`${view}/${agg}`);
     }
     await watch.check();
+    // The model view draws every layer: the worker sends the five it kept, and a layer asked for
+    // so is the layer the CLI computes for this text (the exact weights, settled).
+    await page.click('#tab-view-model');
+    await settled(page, () => window.attnvizDebug.view === 'model');
+    assert.deepEqual(await withData(), [true, true, true, true, true, true]);
+    const rows = [0, 1, 100, 255, 511];
+    const ours = await page.evaluate((rs) => {
+      const d = window.attnvizDebug.mapsOf(4);
+      return [0, 5, 11].map((h) => rs.map((i) => Array.from(d.subarray((h * 512 + i) * 512, (h * 512 + i + 1) * 512))));
+    }, rows);
+    const cli = cliBlock(cliJson('attend', '--model', 'models/minilm', '--text', LONG, '--layers', '4').attentions, 'encoder_self', 4);
+    let worst = 0;
+    [0, 5, 11].forEach((h, hi) => rows.forEach((i, ri) => ours[hi][ri].forEach((p, j) => (worst = Math.max(worst, Math.abs(p - cliAt(cli, h, i, j)))))));
+    assert.ok(worst < 1e-5, `layer 5's maps, asked for after the forward, differ from the CLI's by ${worst}`);
     // The forwards said where they were: "computing: layer k of 6…" in the status line, with the
     // bar at k of 6 and its words beside it; none is left once the last one is drawn.
     const seen = await page.evaluate(() => window.seenProgress);

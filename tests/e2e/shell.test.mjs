@@ -248,8 +248,11 @@ test('a first visit downloads each script and the wasm once; progress is in MiB 
     }
     const twice = Object.entries(counts).filter(([, n]) => n > 1);
     assert.deepEqual(twice, [], 'nothing is downloaded twice');
-    assert.ok(progressTexts.length > 0, 'the model download showed its progress');
-    for (const t of progressTexts) assert.match(t, /^\d+\.\d MiB \/ \d+\.\d MiB$/);
+    // The bar shows the download in MiB, then (a cold first forward can take a while) the layer
+    // the forward is at.
+    const downloads = progressTexts.filter((t) => !/^layer \d+ of 6$/.test(t));
+    assert.ok(downloads.length > 0, 'the model download showed its progress');
+    for (const t of downloads) assert.match(t, /^\d+\.\d MiB \/ \d+\.\d MiB$/);
   } finally {
     await context.close();
   }

@@ -42,7 +42,62 @@ export const viewDataMethods = {
   /** Fetch what the view shows beside the forward (each lane asks only when its view needs it). */
   fetchViewData() {
     if (viewFor(this.state.view).needsPositions) this.loadCharts();
-    return Promise.all([this.stepLane.run(), this.positionsLane.run()]);
+    return Promise.all([this.stepLane.run(), this.positionsLane.run(), this.mapsLane.run()]);
+  },
+
+  /** The layers whose maps a view draws in state `s`, as [kind, layer] pairs: the layer shown (the
+   *  side panel's chart reads it too), every layer up to it for rollout, every layer for the model
+   *  view; none for the views that draw no map. */
+  mapsDrawn(s = this.state) {
+    const view = viewFor(s.view);
+    const kind = kindShown(s);
+    const layers = (this.shape && this.shape.layers[kind]) || 0;
+    if (!layers || view.kindless || view.needsHeads) return [];
+    const layer = Math.min(s.layer, layers - 1);
+    const upTo = s.view === 'model' ? layers - 1 : s.agg === 'rollout' && kind !== 'cross' ? layer : -1;
+    if (upTo < 0) return [[kind, layer]];
+    return Array.from({ length: upTo + 1 }, (_, l) => [kind, l]);
+  },
+
+  /** What a forward asks to be sent of its maps (worker-client.js attend's `maps`): the layers the
+   *  view draws now (the worker sends every map when they are few). */
+  mapsToSend() {
+    return this.mapsDrawn().map(([kind, layer]) => ({ kind, layer }));
+  },
+
+  /** The first layer the view draws whose maps the drawn forward left in the worker: [kind, layer] or null. */
+  mapsMissing() {
+    const r = this.result;
+    if (!r || !r.forward) return null;
+    return this.mapsDrawn().find(([kind, layer]) => {
+      const b = r.attentions.find((a) => a.kind === kind && a.layer === layer);
+      return b && !b.data;
+    }) || null;
+  },
+
+  /** The maps lane's question: the next layer the view draws that is still in the worker. */
+  mapsWanted() {
+    const missing = this.mapsMissing();
+    if (!missing) return null;
+    const [kind, layer] = missing;
+    const { model } = this.resultFor;
+    const forward = this.result.forward;
+    return { key: cacheKey(model, forward, kind, layer), forward, kind, layer, ask: () => this.channel.maps(model, forward, kind, layer) };
+  },
+
+  /** A layer's maps came: they join the drawn forward's block (when it still is the drawn one). An
+   *  error is said only for the forward drawn: an older one's maps were replaced by a newer forward. */
+  mapsDone(request, ans, err) {
+    const r = this.result;
+    if (!r || r.forward !== request.forward) return;
+    if (err) {
+      this.error = `maps of layer ${request.layer + 1}: ${err.message}`;
+      this.emit('status');
+      return;
+    }
+    const b = r.attentions.find((a) => a.kind === request.kind && a.layer === request.layer);
+    if (b && !b.data) b.data = ans.maps;
+    if (!this.mapsMissing()) this.emit('state');
   },
 
   /** The head whose internals the view shows ({ kind, layer, head }: attend's and step()'s

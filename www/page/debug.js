@@ -88,7 +88,11 @@ export function installDebug({ session, shell, el, chart }) {
   // what inspectModel() found on the last model opened, with the worker's timings and memory
   Object.defineProperty(debug, 'opened', { get: () => session.opened });
   // the attention weights of the result drawn last, as plain arrays (the two wasm builds' are compared)
-  debug.attentions = () => (session.result ? session.result.attentions.map(({ kind, data }) => ({ kind, data: Array.from(data) })) : null);
+  // (data null: a layer whose maps are still in the worker, a long text's not drawn yet)
+  // Which blocks of the drawn result hold their maps (the others are still in the worker), and one block's maps.
+  debug.mapsHeld = () => (session.result ? session.result.attentions.map((a) => !!a.data) : null);
+  debug.mapsOf = (i) => (session.result && session.result.attentions[i] ? session.result.attentions[i].data || null : null);
+  debug.attentions = () => (session.result ? session.result.attentions.map(({ kind, data }) => ({ kind, data: data ? Array.from(data) : null })) : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => shell.drawing });
   // bars of the entropy chart as drawn (0 until its wasm has loaded)

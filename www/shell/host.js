@@ -55,6 +55,12 @@ export function mountShell({ name, session, canvas, box: boxEl, themeRoot, width
   function draw() {
     const r = session.result;
     if (!r) return;
+    // Maps the view draws that are still in the worker (a long text's other layers): asked for,
+    // and drawn when they come (the session's 'state'); the old drawing stays meanwhile.
+    if (session.mapsMissing()) {
+      session.mapsLane.run();
+      return;
+    }
     const s = session.state;
     const box = drawBox();
     lastHeight = box.boxHeight;

@@ -15,8 +15,14 @@
 //     (stop that load's download: its 'load' answers an error; cancelled: one was under way)
 //   → { id, type: 'cached', model }                    ← { id, type: 'cached', cached }
 //     (would loading the key download nothing: loaded, or every file in the Cache API)
-//   → { id, channel, type: 'attend', model, text, gen, valueNorms, step, lens } ← { id, type: 'progress', forward: { kind, layer, rows } }*
+//   → { id, channel, type: 'attend', model, text, gen, valueNorms, step, lens, maps } ← { id, type: 'progress', forward: { kind, layer, rows } }*
 //                                                       ← { id, type: 'result', result, ms }
+//     (maps: null, or the layers [{ kind, layer }] whose maps to send when all of them would be
+//     more than MAPS_SENT_WHOLE_BYTES: the others stay in the worker, kept for this channel, and
+//     result.forward names them for 'maps' requests)
+//   → { id, channel, type: 'maps', model, forward, kind, layer } ← { id, type: 'maps', maps }
+//     (one layer's maps [heads, query_len, key_len] that the channel's attend `forward` kept;
+//     an error once a newer attend of the channel replaced them)
 //     (progress: a forward past FORWARD_PROGRESS_AFTER_MS says which attention call it finished,
 //     at most every FORWARD_PROGRESS_EVERY_MS: its kind, layer and query rows; the model's
 //     download, when it was not loaded, reports { model, loaded, total } first)
@@ -73,6 +79,7 @@ export const REQUEST = Object.freeze({
   cached: 'cached',
   attend: 'attend',
   step: 'step',
+  maps: 'maps',
   positions: 'positions',
   open: 'open',
   openHub: 'open-hub',
@@ -80,6 +87,10 @@ export const REQUEST = Object.freeze({
   remove: 'remove',
   panicForTest: '__panicForTest',
 });
+
+/** A forward sends every map while they take at most this many bytes (MiniLM up to ~180 tokens,
+ *  SmolLM2 up to ~80); past it, the maps of the layers its view draws, the others on request. */
+export const MAPS_SENT_WHOLE_BYTES = 8 << 20;
 
 /** A forward reports its progress from this long on (a typed sentence's forward reports none)… */
 export const FORWARD_PROGRESS_AFTER_MS = 150;
@@ -95,6 +106,7 @@ export const ANSWER = Object.freeze({
   cached: 'cached',
   result: 'result',
   step: 'step',
+  maps: 'maps',
   positions: 'positions',
   opened: 'opened',
   added: 'added',

@@ -248,9 +248,17 @@ export class Channel {
    *  valueNorms: also the value-weighted norms (result.value_norms); step: null or { kind, layer,
    *  head }, also that head's internals from the same forward (result.step); lens: also the
    *  logit lens (result.logit_lens). onProgress (optional) hears the protocol's progress: a
-   *  download's { model, loaded, total }, a long forward's { forward: { kind, layer, rows } }. */
-  attend(model, text, gen = null, valueNorms = false, step = null, lens = false, onProgress = undefined) {
-    return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms, step, lens: !!lens }, onProgress);
+   *  download's { model, loaded, total }, a long forward's { forward: { kind, layer, rows } }.
+   *  maps (optional): the layers [{ kind, layer }] the view draws, the only maps sent when all of
+   *  them would be many (protocol.js); maps() then asks for the others. */
+  attend(model, text, gen = null, valueNorms = false, step = null, lens = false, onProgress = undefined, maps = null) {
+    return request({ type: REQUEST.attend, channel: this.name, model, text, gen, valueNorms: !!valueNorms, step, lens: !!lens, maps }, onProgress);
+  }
+
+  /** → { maps } (a Float32Array [heads, query_len, key_len]) or { superseded: true }: one layer's
+   *  maps that this channel's attend answer `forward` (result.forward) left in the worker. */
+  maps(model, forward, kind, layer) {
+    return request({ type: REQUEST.maps, channel: this.name, model, forward, kind, layer });
   }
 
   /** → { step } or { superseded: true } (gen as for attend) */

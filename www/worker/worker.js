@@ -3,7 +3,7 @@
 // calling the library (library.js: the models, loaded or opened) and the engine (engine.js: the
 // wasm instance). One worker per page, shared by the page and its widgets (worker-client.js).
 
-import { ANSWER, collapses, FORWARD_PROGRESS_AFTER_MS, FORWARD_PROGRESS_EVERY_MS, lane, REQUEST, transferables } from './protocol.js';
+import { ANSWER, collapses, FORWARD_PROGRESS_AFTER_MS, FORWARD_PROGRESS_EVERY_MS, lane, MAPS_SENT_WHOLE_BYTES, REQUEST, transferables } from './protocol.js';
 import { buildInfo, guarded, supported, wasm } from './engine.js';
 import { addModels, cancelLoad, catalogue, ensureInit, ensureModel, isCached, openHubModel, openUserModel, removeUserModel } from './library.js';
 
@@ -83,7 +83,10 @@ async function handle(msg) {
         const t0 = performance.now();
         const step = msg.step ? { step: { kind: String(msg.step.kind), layer: msg.step.layer | 0, head: msg.step.head | 0 } } : {};
         const lens = msg.lens ? { lens: true } : {};
-        const options = { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms, ...step, ...lens };
+        // Past MAPS_SENT_WHOLE_BYTES of maps, only the layers the view draws; the rest stay here.
+        const maps = Array.isArray(msg.maps) ? { maps: { keep: String(msg.channel), layers: msg.maps, wholeUpTo: MAPS_SENT_WHOLE_BYTES } } : {};
+        const options = { ...generateOptions(m, msg.gen), valueNorms: !!msg.valueNorms, ...step, ...lens, ...maps };
+        keepsMapsOf(msg.channel, maps.maps ? m : null);
         const result = guarded(() => m.model.attend(String(msg.text ?? ''), options, forwardProgress(progress)));
         const ms = performance.now() - t0;
         answer({ type: ANSWER.result, result, ms }, transferables(result));
@@ -93,6 +96,12 @@ async function handle(msg) {
         const m = await ensureModel(msg.model, progress);
         const step = guarded(() => m.model.step(String(msg.text ?? ''), msg.kind, msg.layer | 0, msg.head | 0, generateOptions(m, msg.gen)));
         answer({ type: ANSWER.step, step }, transferables(step));
+        break;
+      }
+      case REQUEST.maps: {
+        const m = await ensureModel(msg.model, progress);
+        const maps = guarded(() => m.model.maps(String(msg.channel), msg.forward >>> 0, String(msg.kind), msg.layer | 0));
+        answer({ type: ANSWER.maps, maps }, [maps.buffer]);
         break;
       }
       case REQUEST.positions: {
@@ -136,6 +145,23 @@ async function handle(msg) {
   } catch (e) {
     answer({ type: ANSWER.error, message: errorText(e) });
   }
+}
+
+const keptMaps = new Map(); // channel → the model entry whose attend keeps maps for it
+
+/** A channel's forwards go to model entry `m` (null: none that keeps maps): the model it asked
+ *  before drops the maps it kept for it (an int8 model's, once the exact weights draw). */
+function keepsMapsOf(channel, m) {
+  const before = keptMaps.get(channel);
+  if (before && before !== m) {
+    try {
+      before.model.forget(String(channel));
+    } catch {
+      // a model of an instance that crashed since: its memory is gone with it
+    }
+  }
+  if (m) keptMaps.set(channel, m);
+  else keptMaps.delete(channel);
 }
 
 /** The hook attend() calls after each attention call (its kind, layer and query rows): posted

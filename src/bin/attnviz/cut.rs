@@ -89,8 +89,9 @@ fn keep_heads<'a>(mut b: Block<'a>, heads: &[usize]) -> Option<Block<'a>> {
         return None;
     }
     let map = b.query_len * b.key_len;
-    b.data =
-        Cow::Owned(kept.iter().flat_map(|&h| &b.data[h * map..(h + 1) * map]).copied().collect());
+    b.data = b.data.map(|data| {
+        Cow::Owned(kept.iter().flat_map(|&h| &data[h * map..(h + 1) * map]).copied().collect())
+    });
     b.scores = b.scores.map(|s| s.into_iter().filter(|s| kept.contains(&s.head)).collect());
     b.heads = kept.len();
     b.shape[0] = kept.len();
