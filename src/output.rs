@@ -99,6 +99,21 @@ impl<'a, F> AttendResult<'a, F> {
         forward_ms: f64,
         floats: impl Fn(&'a [f32]) -> F,
     ) -> AttendResult<'a, F> {
+        Self::sending(model, text, a, forward_ms, floats, None, &|_| true)
+    }
+
+    /// [`Self::new`] with the maps of only the blocks `sent` picks; with `forward`, the others
+    /// stay with the caller as its `forward`-th (the wasm facade's maps on demand). No wire
+    /// form is made of a map left out.
+    pub fn sending(
+        model: &'a str,
+        text: &'a str,
+        a: &'a Attended,
+        forward_ms: f64,
+        floats: impl Fn(&'a [f32]) -> F,
+        forward: Option<u32>,
+        sent: &dyn Fn(&AttentionBlock) -> bool,
+    ) -> AttendResult<'a, F> {
         let out = &a.output;
         AttendResult {
             model,
@@ -108,7 +123,7 @@ impl<'a, F> AttendResult<'a, F> {
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
             stop_reason: out.stop_reason,
-            attentions: blocks(out, &a.attentions, Some(&a.scores), &floats, &|_| true),
+            attentions: blocks(out, &a.attentions, Some(&a.scores), &floats, sent),
             value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, None, &floats, &|_| true)),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
@@ -117,25 +132,8 @@ impl<'a, F> AttendResult<'a, F> {
             induction_tokens: a.induction_tokens,
             step: None,
             logit_lens: a.logit_lens.as_ref(),
-            forward: None,
+            forward,
         }
-    }
-
-    /// Only the maps of the blocks `sent` picks carry their data; the others are this
-    /// forward's `forward`-th, to be asked for.
-    pub fn sending_maps_of(
-        mut self,
-        a: &'a Attended,
-        forward: u32,
-        sent: impl Fn(&AttentionBlock) -> bool,
-    ) -> Self {
-        for (r, b) in self.attentions.iter_mut().zip(&a.attentions) {
-            if !sent(b) {
-                r.data = None;
-            }
-        }
-        self.forward = Some(forward);
-        self
     }
 }
 

@@ -27,11 +27,11 @@ fn assert_sources_remake_the_maps(a: &Attended, what: &str) {
     for b in &a.attentions {
         let s = sources
             .iter()
-            .find(|s| (s.site.kind, s.site.layer) == (b.kind, b.layer))
+            .find(|s| (s.attention.site.kind, s.attention.site.layer) == (b.kind, b.layer))
             .expect("sources of each block");
         let (q, k) = (b.query_len, b.key_len);
         assert_eq!(
-            (s.heads, s.query_len(), s.key_len()),
+            (s.attention.heads, s.query_len(), s.key_len()),
             (b.heads, q, k),
             "{what}: {:?} {}",
             b.kind,

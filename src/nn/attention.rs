@@ -33,10 +33,7 @@ pub enum Mask {
 
 impl Mask {
     pub fn visible(&self, query: usize, key: usize) -> bool {
-        match *self {
-            Mask::None => true,
-            Mask::Causal { first_query_position } => key <= first_query_position + query,
-        }
+        key < self.visible_keys(query, key + 1)
     }
 
     /// How many of `key_len` keys query `query` sees: keys `0..n` (every mask is a prefix).
@@ -202,19 +199,16 @@ struct QueryChunk {
 /// any rows of any head exactly as the forward did (the same GEMM, mask and softmax).
 #[derive(Clone, Debug)]
 pub struct MapSources {
-    pub site: Site,
-    pub heads: usize,
-    kv_heads: usize,
-    d_k: usize,
+    /// The attention whose maps these are: its site and heads.
+    pub attention: MultiHead,
     chunks: Vec<QueryChunk>,
     /// `# [Tk, kv_heads·d_k]`
     keys: Vec<f32>,
 }
 
 impl MapSources {
-    fn new(attention: &MultiHead) -> MapSources {
-        let MultiHead { site, heads, kv_heads, d_k } = *attention;
-        MapSources { site, heads, kv_heads, d_k, chunks: Vec::new(), keys: Vec::new() }
+    fn new(attention: MultiHead) -> MapSources {
+        MapSources { attention, chunks: Vec::new(), keys: Vec::new() }
     }
 
     /// Query rows of every call so far.
@@ -224,12 +218,12 @@ impl MapSources {
 
     /// Keys of the last call (every earlier call saw a prefix of them).
     pub fn key_len(&self) -> usize {
-        self.keys.len() / (self.kv_heads * self.d_k).max(1)
+        self.keys.len() / self.attention.kv_dim().max(1)
     }
 
     /// Takes one call's queries `q` `# [Tq, heads·d_k]` and the keys of `kv` it has not seen.
     fn add_call(&mut self, q: &Mat, kv: &KvCache, mask: Mask) {
-        let kv_dim = self.kv_heads * self.d_k;
+        let kv_dim = self.attention.kv_dim();
         let have = self.key_len();
         if kv.len() > have {
             self.keys.extend_from_slice(&kv.k[have * kv_dim..kv.len() * kv_dim]);
@@ -241,7 +235,7 @@ impl MapSources {
     /// Forgets every position from `n` on: query rows `n..` and keys `n..` (a causal prefix
     /// reused by the next forward).
     pub(crate) fn keep_first_positions(&mut self, n: usize) {
-        let d = self.heads * self.d_k;
+        let d = self.attention.q_dim();
         let mut start = 0;
         self.chunks.retain_mut(|c| {
             let first = start;
@@ -254,21 +248,20 @@ impl MapSources {
             c.key_len = c.key_len.min(n);
             true
         });
-        self.keys.truncate(n.min(self.key_len()) * self.kv_heads * self.d_k);
+        self.keys.truncate(n.min(self.key_len()) * self.attention.kv_dim());
     }
 
     /// Head `head`'s map, query rows `rows` `# [rows, key_len()]`: each row as the forward
     /// computed it, and zero past the keys its call saw (as in a recorded map).
     pub fn head_rows(&self, head: usize, rows: std::ops::Range<usize>) -> Vec<f32> {
-        let (tk, d_k) = (self.key_len(), self.d_k);
+        let (attention, tk) = (&self.attention, self.key_len());
+        let (d_k, q_dim, kv_dim) = (attention.d_k, attention.q_dim(), attention.kv_dim());
         let rows = rows.start.min(rows.end)..rows.end.min(self.query_len());
         let mut out = vec![0.0f32; rows.len() * tk];
-        if head >= self.heads {
+        if head >= attention.heads {
             return out;
         }
-        let g = head / (self.heads / self.kv_heads).max(1);
-        let scale = 1.0 / (d_k as f32).sqrt();
-        let kv_dim = self.kv_heads * d_k;
+        let g = attention.kv_head(head);
         let mut start = 0;
         for c in &self.chunks {
             let (first, last) = (start, start + c.query_len);
@@ -277,13 +270,7 @@ impl MapSources {
             if a >= b {
                 continue;
             }
-            let q = View {
-                data: &c.q,
-                offset: 0,
-                rows: c.query_len,
-                cols: self.heads * d_k,
-                stride: self.heads * d_k,
-            };
+            let q = View { data: &c.q, offset: 0, rows: c.query_len, cols: q_dim, stride: q_dim };
             let keys =
                 View { data: &self.keys, offset: 0, rows: c.key_len, cols: kv_dim, stride: kv_dim };
             // # [b − a, key_len of the call]
@@ -295,7 +282,7 @@ impl MapSources {
                 0,
                 c.key_len,
             );
-            scores_to_probs(&mut block, c.key_len, c.mask, a - first, scale, &mut []);
+            scores_to_probs(&mut block, c.key_len, c.mask, a - first, attention.scale(), &mut []);
             for (i, row) in block.chunks_exact(c.key_len.max(1)).enumerate() {
                 let o = (a - rows.start + i) * tk;
                 out[o..o + c.key_len].copy_from_slice(row);
@@ -335,13 +322,13 @@ impl MultiHead {
         wo: &WeightMatrix,
         probe: &mut Probe,
     ) -> Mat {
-        debug_assert_eq!((q.cols(), kv.kv_dim), (self.heads * self.d_k, self.kv_heads * self.d_k));
+        debug_assert_eq!((q.cols(), kv.kv_dim), (self.q_dim(), self.kv_dim()));
         let value_norms = probe.wants_value_norms().then(|| self.value_output_norms(kv, wo));
         let AttentionOutput { context, probs, entropies, trace } =
             self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
         super::progress::attention_done(self.site, q.rows());
         if probe.wants_sources() {
-            probe.sources_at(self.site, || MapSources::new(self)).add_call(q, kv, mask);
+            probe.sources_at(self.site, || MapSources::new(*self)).add_call(q, kv, mask);
         }
         probe.record(
             self.site,
@@ -416,6 +403,20 @@ impl MultiHead {
         h / (self.heads / self.kv_heads)
     }
 
+    /// Width of the queries, `heads·d_k`, and of the keys and values, `kv_heads·d_k`.
+    fn q_dim(&self) -> usize {
+        self.heads * self.d_k
+    }
+
+    fn kv_dim(&self) -> usize {
+        self.kv_heads * self.d_k
+    }
+
+    /// What scores are scaled by: 1 / √d_k.
+    fn scale(&self) -> f32 {
+        1.0 / (self.d_k as f32).sqrt()
+    }
+
     /// Scaled dot-product attention over every head: `softmax(mask(Q_h K_gᵀ / √d_k)) · V_g`.
     /// When `trace_head` is set, every intermediate of that head is returned too.
     fn multi_head_attention(
@@ -427,7 +428,7 @@ impl MultiHead {
     ) -> AttentionOutput {
         let (heads, d_k) = (self.heads, self.d_k);
         let (tq, tk, d) = (q.rows(), kv.len(), q.cols());
-        let scale = 1.0 / (d_k as f32).sqrt();
+        let scale = self.scale();
         let (keys, values_t) = (kv.keys(), kv.values_t());
         let mut probs = vec![0.0f32; heads * tq * tk];
         let mut entropies = vec![0.0f32; heads * tq]; // # [heads, Tq], from each row's softmax

@@ -145,7 +145,7 @@ impl Probe {
         site: Site,
         make: impl FnOnce() -> MapSources,
     ) -> &mut MapSources {
-        let at = match self.recorded_sources.iter().position(|s| s.site == site) {
+        let at = match self.recorded_sources.iter().position(|s| s.attention.site == site) {
             Some(i) => i,
             None => {
                 self.recorded_sources.push(make());

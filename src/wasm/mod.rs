@@ -8,7 +8,7 @@ use crate::models::manifest::supported;
 use crate::models::{Asks, Manifest, Model};
 use crate::nn::attention::MapSources;
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
-use crate::result::{AttentionKind, GenerateOptions, HeadRequest, Sampling};
+use crate::result::{AttentionBlock, AttentionKind, GenerateOptions, HeadRequest, Sampling};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize, Serializer};
 use std::cell::{Cell, RefCell};
@@ -378,6 +378,10 @@ impl AttnModel {
             lens: o.lens == Some(true),
             sources: o.maps.is_some(),
         };
+        // The layers whose maps are sent when not all of them are.
+        let sent: Vec<(AttentionKind, usize)> = (o.maps.iter().flat_map(|m| &m.layers))
+            .map(|m| Ok((parse_kind(&m.kind)?, m.layer)))
+            .collect::<Result<_, JsError>>()?;
         // A new forward of a `keep` name replaces what its last one kept: dropped first, so
         // that the two are never in memory together.
         if let Some(MapsOption { keep, .. }) = &o.maps {
@@ -399,25 +403,21 @@ impl AttnModel {
         .map_err(err)?;
         let ms = now_ms() - start;
         let id = &self.model.manifest.id;
-        let mut result = AttendResult::new(id, text, &a, ms, f32s);
-        result.step = internals.as_ref().map(|hi| StepResult::new(id, text, hi, f32s));
-        let Some(MapsOption { keep, layers, whole_up_to }) = &o.maps else {
-            return to_js(&result);
-        };
+        // Every map is sent unless `maps` asks for some and all would be more than its wholeUpTo.
         let bytes: usize = a.attentions.iter().map(|b| 4 * b.probs.len()).sum();
-        if bytes as f64 <= *whole_up_to {
-            return to_js(&result);
+        let kept_as = o.maps.as_ref().filter(|m| bytes as f64 > m.whole_up_to).map(|m| {
+            self.forwards.set(self.forwards.get() + 1);
+            (m.keep.clone(), self.forwards.get())
+        });
+        let is_sent = |b: &AttentionBlock| kept_as.is_none() || sent.contains(&(b.kind, b.layer));
+        let forward = kept_as.as_ref().map(|(_, f)| *f);
+        let mut result = AttendResult::sending(id, text, &a, ms, f32s, forward, &is_sent);
+        result.step = internals.as_ref().map(|hi| StepResult::new(id, text, hi, f32s));
+        let js = to_js(&result)?;
+        drop(result);
+        if let Some((keep, forward)) = kept_as {
+            self.kept.borrow_mut().insert(keep, (forward, a.sources.unwrap_or_default()));
         }
-        let sent: Vec<(AttentionKind, usize)> = layers
-            .iter()
-            .map(|m| Ok((parse_kind(&m.kind)?, m.layer)))
-            .collect::<Result<_, JsError>>()?;
-        let forward = self.forwards.get() + 1;
-        self.forwards.set(forward);
-        let js =
-            to_js(&result.sending_maps_of(&a, forward, |b| sent.contains(&(b.kind, b.layer))))?;
-        let sources = a.sources.unwrap_or_default();
-        self.kept.borrow_mut().insert(keep.clone(), (forward, sources));
         Ok(js)
     }
 
@@ -445,7 +445,9 @@ impl AttnModel {
                 self.model.manifest.id
             )));
         };
-        let site = sources.iter().find(|s| (s.site.kind, s.site.layer) == (kind, layer));
+        let site = sources
+            .iter()
+            .find(|s| (s.attention.site.kind, s.attention.site.layer) == (kind, layer));
         let site = site.ok_or_else(|| {
             JsError::new(&format!(
                 "maps: {} has no {} layer {layer}",
@@ -455,7 +457,8 @@ impl AttnModel {
         })?;
         // # [heads, query_len, key_len], each head's rows as the forward computed them
         let q = site.query_len();
-        let maps: Vec<f32> = (0..site.heads).flat_map(|h| site.head_rows(h, 0..q)).collect();
+        let maps: Vec<f32> =
+            (0..site.attention.heads).flat_map(|h| site.head_rows(h, 0..q)).collect();
         Ok(Float32Array::from(maps.as_slice()))
     }
 

@@ -79,7 +79,7 @@ export const forwardMethods = {
         if (this.busy) this.emit('status');
       };
       try {
-        return await this.channel.attend(model, text, gen, valueNorms, step, lens, onProgress, this.mapsToSend());
+        return await this.channel.attend(model, text, gen, valueNorms, step, lens, onProgress, this.mapsDrawn());
       } finally {
         clearTimeout(busyTimer);
         this.forwardProgress = null;

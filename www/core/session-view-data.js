@@ -5,6 +5,7 @@
 // for them): the step lane asks only when the head changes on a text already computed. The
 // head overview's scores are every forward's (result blocks' scores, core/head-scores.js).
 
+import { blockAt } from './analysis.js';
 import { kindShown, viewSpec as viewFor } from './views.js';
 import { chartWasm, loadChartWasm } from './chart-wasm.js';
 import { cacheKey } from './cache.js';
@@ -45,9 +46,10 @@ export const viewDataMethods = {
     return Promise.all([this.stepLane.run(), this.positionsLane.run(), this.mapsLane.run()]);
   },
 
-  /** The layers whose maps a view draws in state `s`, as [kind, layer] pairs: the layer shown (the
+  /** The layers whose maps a view draws in state `s`, as { kind, layer }: the layer shown (the
    *  side panel's chart reads it too), every layer up to it for rollout, every layer for the model
-   *  view; none for the views that draw no map. */
+   *  view; none for the views that draw no map. What a forward asks to be sent of its maps
+   *  (worker-client.js attend's `maps`: the worker sends every map when they are few). */
   mapsDrawn(s = this.state) {
     const view = viewFor(s.view);
     const kind = kindShown(s);
@@ -55,22 +57,16 @@ export const viewDataMethods = {
     if (!layers || view.kindless || view.needsHeads) return [];
     const layer = Math.min(s.layer, layers - 1);
     const upTo = s.view === 'model' ? layers - 1 : s.agg === 'rollout' && kind !== 'cross' ? layer : -1;
-    if (upTo < 0) return [[kind, layer]];
-    return Array.from({ length: upTo + 1 }, (_, l) => [kind, l]);
+    if (upTo < 0) return [{ kind, layer }];
+    return Array.from({ length: upTo + 1 }, (_, l) => ({ kind, layer: l }));
   },
 
-  /** What a forward asks to be sent of its maps (worker-client.js attend's `maps`): the layers the
-   *  view draws now (the worker sends every map when they are few). */
-  mapsToSend() {
-    return this.mapsDrawn().map(([kind, layer]) => ({ kind, layer }));
-  },
-
-  /** The first layer the view draws whose maps the drawn forward left in the worker: [kind, layer] or null. */
+  /** The first layer the view draws whose maps the drawn forward left in the worker ({ kind, layer }), or null. */
   mapsMissing() {
     const r = this.result;
     if (!r || !r.forward) return null;
-    return this.mapsDrawn().find(([kind, layer]) => {
-      const b = r.attentions.find((a) => a.kind === kind && a.layer === layer);
+    return this.mapsDrawn().find(({ kind, layer }) => {
+      const b = blockAt(r, kind, layer);
       return b && !b.data;
     }) || null;
   },
@@ -79,7 +75,7 @@ export const viewDataMethods = {
   mapsWanted() {
     const missing = this.mapsMissing();
     if (!missing) return null;
-    const [kind, layer] = missing;
+    const { kind, layer } = missing;
     const { model } = this.resultFor;
     const forward = this.result.forward;
     return { key: cacheKey(model, forward, kind, layer), forward, kind, layer, ask: () => this.channel.maps(model, forward, kind, layer) };
@@ -95,7 +91,7 @@ export const viewDataMethods = {
       this.emit('status');
       return;
     }
-    const b = r.attentions.find((a) => a.kind === request.kind && a.layer === request.layer);
+    const b = blockAt(r, request.kind, request.layer);
     if (b && !b.data) b.data = ans.maps;
     if (!this.mapsMissing()) this.emit('state');
   },

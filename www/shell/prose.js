@@ -46,16 +46,24 @@ export const progressText = (p) => (p && p.total ? `${p.reading ? `${p.reading}:
 
 const KIND_WORD = { encoder_self: 'encoder', decoder_self: 'decoder', cross: 'cross-attention' };
 
+/** Where a forward slower than BUSY_AFTER_MS is, from the worker's progress: { at: "decoder
+ *  layer 2 of 6" (the kind named when the model has several), layer (1-based), layers }, or null
+ *  (none that slow, or no progress yet). */
+function forwardAt(session) {
+  const f = session.busy && session.forwardProgress;
+  const layers = f && session.info && session.info.layers ? session.info.layers[f.kind] : 0;
+  if (!layers) return null;
+  const kind = (session.info.kinds || []).length > 1 ? `${KIND_WORD[f.kind] || f.kind} ` : '';
+  return { at: `${kind}layer ${f.layer + 1} of ${layers}`, layer: f.layer + 1, layers };
+}
+
 /** What a forward slower than BUSY_AFTER_MS is doing, for the status line: "computing…", and
- *  with the worker's progress the layer it is at ("computing: decoder layer 2 of 6"); '' when
+ *  with the worker's progress the layer it is at ("computing: decoder layer 2 of 6…"); '' when
  *  no forward is that slow. */
 export function computingText(session) {
   if (!session.busy) return '';
-  const f = session.forwardProgress;
-  const layers = f && session.info && session.info.layers ? session.info.layers[f.kind] : 0;
-  if (!layers) return 'computing…';
-  const kind = (session.info.kinds || []).length > 1 ? `${KIND_WORD[f.kind] || f.kind} ` : '';
-  return `computing: ${kind}layer ${f.layer + 1} of ${layers}…`;
+  const f = forwardAt(session);
+  return f ? `computing: ${f.at}…` : 'computing…';
 }
 
 /** What a progress bar shows, or null for none: a model's download (bytes), else a slow
@@ -63,10 +71,8 @@ export function computingText(session) {
 export function progressBar(session) {
   const p = session.progress;
   if (p) return { value: p.loaded, max: p.total || 1, text: progressText(p), label: 'Model download' };
-  const f = session.busy && session.forwardProgress;
-  const layers = f && session.info && session.info.layers ? session.info.layers[f.kind] : 0;
-  if (!layers) return null;
-  return { value: f.layer + 1, max: layers, text: computingText(session).replace(/^computing: |…$/g, ''), label: 'Forward progress' };
+  const f = forwardAt(session);
+  return f && { value: f.layer, max: f.layers, text: f.at, label: 'Forward progress' };
 }
 
 /** The status line while a model loads: its download size the first time (then it is kept). */
