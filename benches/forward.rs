@@ -132,7 +132,9 @@ fn logit_lens(root: &Path) {
                 model.forget_previous_forward();
                 let asks = Asks { lens, ..Asks::default() };
                 if typed {
-                    model.attend_asking(&text[..text.len() - 1], &options, asks).expect("forward");
+                    model
+                        .attend_asking(&text[..text.len() - 1], &options, asks.clone())
+                        .expect("forward");
                     let s = Instant::now();
                     std::hint::black_box(
                         model.attend_asking(text, &options, asks).expect("forward"),

@@ -19,7 +19,8 @@
 //! reaches [`PATTERN_MIN`]; otherwise `broad` when the normalised entropy reaches [`BROAD_MIN`],
 //! else `mixed`.
 
-use crate::result::{row_entropies, AttentionBlock, AttentionKind};
+use crate::result::{AttentionBlock, AttentionKind};
+use crate::tensor::entropy;
 use serde::Serialize;
 
 /// A pattern names a head when at least this share of its weight follows it.
@@ -68,68 +69,156 @@ fn is_punctuation(token: &str) -> bool {
     !core.is_empty() && core.chars().all(|c| c.is_ascii_punctuation() || "—–…“”‘’«»¿¡".contains(c))
 }
 
+/// [`token_class`] bit: one of the model's special tokens.
+pub const SPECIAL: u8 = 1;
+/// [`token_class`] bit: [SEP], </s> or punctuation.
+pub const DELIMITER: u8 = 2;
+
+/// What a key token counts towards (`special`, `delimiter`): [`SPECIAL`] | [`DELIMITER`] bits.
+pub fn token_class(token: &str, special: &[String]) -> u8 {
+    let is_special = special.iter().any(|s| s == token);
+    let is_delimiter = is_punctuation(token) || matches!(token, "[SEP]" | "</s>");
+    (if is_special { SPECIAL } else { 0 }) | (if is_delimiter { DELIMITER } else { 0 })
+}
+
+/// What the head scores need of one query row of a map, taken while the forward has the row
+/// (the maps of a long text are not kept): its entropy and the weights on a few keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RowStats {
+    /// Nats, from the row's softmax.
+    pub entropy: f32,
+    /// On key 0.
+    pub first: f32,
+    /// On keys i − 1, i, i + 1 for the query at position i (0 where there is none).
+    pub previous: f32,
+    pub self_token: f32,
+    pub next: f32,
+    /// On the keys of class [`SPECIAL`], and of class [`DELIMITER`].
+    pub special: f32,
+    pub delimiter: f32,
+}
+
+impl RowStats {
+    /// The statistics of `row` (one query's weights over the keys), the query at `position` of
+    /// its sequence.
+    pub fn of(row: &[f32], entropy: f32, position: usize, keys: &ClassedKeys) -> RowStats {
+        let at = |j: Option<usize>| j.and_then(|j| row.get(j)).copied().unwrap_or(0.0);
+        let sum = |keys: &[usize]| keys.iter().map(|&j| at(Some(j))).sum();
+        RowStats {
+            entropy,
+            first: at(Some(0)),
+            previous: at(position.checked_sub(1)),
+            self_token: at(Some(position)),
+            next: at(Some(position + 1)),
+            special: sum(&keys.special),
+            delimiter: sum(&keys.delimiter),
+        }
+    }
+
+    /// Counts the row's weight on its own key (`self_token`) towards the key's class `class`,
+    /// learnt after the row was computed.
+    pub fn add_own_key(&mut self, class: u8) {
+        if class & SPECIAL != 0 {
+            self.special += self.self_token;
+        }
+        if class & DELIMITER != 0 {
+            self.delimiter += self.self_token;
+        }
+    }
+}
+
+/// The keys of each class by index (few in a text: a row's share of them is a short sum).
+#[derive(Debug, Default)]
+pub struct ClassedKeys {
+    special: Vec<usize>,
+    delimiter: Vec<usize>,
+}
+
+impl ClassedKeys {
+    /// Keys `0..key_len` whose [`token_class`] is `classes[j]` (past its end: neither).
+    pub fn of(classes: &[u8], key_len: usize) -> ClassedKeys {
+        let with = |bit: u8| {
+            let keys = classes.iter().take(key_len).enumerate();
+            keys.filter(|(_, &c)| c & bit != 0).map(|(j, _)| j).collect()
+        };
+        ClassedKeys { special: with(SPECIAL), delimiter: with(DELIMITER) }
+    }
+}
+
+/// The row statistics of one layer's attention, every head: what [`score_block`] reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockStats {
+    pub kind: AttentionKind,
+    pub layer: usize,
+    pub heads: usize,
+    pub query_len: usize,
+    pub key_len: usize,
+    /// `# [heads, query_len]`
+    pub rows: Vec<RowStats>,
+}
+
+impl BlockStats {
+    /// The statistics of every row of `block`, whose keys have the classes `classes`; each row's
+    /// entropy computed again (a forward takes its rows' from their softmax instead).
+    pub fn of_block(block: &AttentionBlock, classes: &[u8]) -> BlockStats {
+        let same_sequence = block.kind != AttentionKind::Cross;
+        let classes = &ClassedKeys::of(classes, block.key_len);
+        let rows = (0..block.heads)
+            .flat_map(|h| (0..block.query_len).map(move |i| (h, i)))
+            .map(|(h, i)| {
+                let row = block.row(h, i);
+                RowStats::of(row, entropy(row), if same_sequence { i } else { 0 }, classes)
+            })
+            .collect();
+        let AttentionBlock { kind, layer, heads, query_len, key_len, .. } = *block;
+        BlockStats { kind, layer, heads, query_len, key_len, rows }
+    }
+
+    fn head(&self, h: usize) -> &[RowStats] {
+        let q = self.query_len;
+        self.rows.get(h * q..(h + 1) * q).unwrap_or_default()
+    }
+}
+
 fn mean(values: impl Iterator<Item = f32>) -> Option<f32> {
     let (sum, n) = values.fold((0.0f64, 0usize), |(s, n), v| (s + v as f64, n + 1));
     (n > 0).then(|| (sum / n as f64) as f32)
 }
 
-/// Scores of every head of `block`, whose rows are the `queries` and columns the `keys`;
-/// `special` lists the model's special-token strings; `induction` the head's induction score
-/// from [`induction_scores`] when the model is causal.
-pub fn score_block(
-    block: &AttentionBlock,
-    keys: &[String],
-    special: &[String],
-    induction: Option<&[f32]>,
-) -> Vec<HeadScores> {
+/// Scores of every head of a block from its rows' statistics; `induction` the heads' induction
+/// scores from [`induction_scores`] when the model is causal.
+pub fn score_block(block: &BlockStats, induction: Option<&[f32]>) -> Vec<HeadScores> {
     let (tq, tk) = (block.query_len, block.key_len);
     let same_sequence = block.kind != AttentionKind::Cross && tq == tk;
     let causal = block.kind == AttentionKind::DecoderSelf;
-    let is_special: Vec<bool> =
-        (0..tk).map(|j| keys.get(j).is_some_and(|t| special.contains(t))).collect();
-    let is_delimiter: Vec<bool> = (0..tk)
-        .map(|j| {
-            keys.get(j).is_some_and(|t| is_punctuation(t) || matches!(t.as_str(), "[SEP]" | "</s>"))
-        })
-        .collect();
     (0..block.heads)
         .map(|h| {
-            let rows = || (0..tq).map(move |i| (i, block.row(h, i)));
-            // Each row's entropy (from its softmax) serves both the mean and `broad`.
-            let entropies = row_entropies(block, h);
+            let rows = block.head(h);
             let visible = |i: usize| if causal && same_sequence { i + 1 } else { tk };
-            let entropy = mean(entropies.iter().copied()).unwrap_or(0.0);
+            let entropy = mean(rows.iter().map(|r| r.entropy)).unwrap_or(0.0);
             let broad = mean(
-                entropies
-                    .iter()
+                rows.iter()
                     .enumerate()
                     .filter(|&(i, _)| visible(i) > 1)
-                    .map(|(i, e)| (e / (visible(i) as f32).ln()).min(1.0)),
+                    .map(|(i, r)| (r.entropy / (visible(i) as f32).ln()).min(1.0)),
             )
             .unwrap_or(0.0);
-            // Σ over rows of each key's weight, in one pass (SIMD adds): a share of keys is then
-            // the mean over rows of their summed weight, and `first` the first key's.
-            let mut columns = vec![0.0f32; tk];
-            for (_, r) in rows() {
-                columns.iter_mut().zip(r).for_each(|(c, p)| *c += p);
-            }
-            let per_row = if tq > 0 { 1.0 / tq as f32 } else { 0.0 };
             // (clamped: a share of weights is at most 1, whatever the sums' rounding)
-            let share = |mask: &[bool]| {
-                let sum: f32 = columns.iter().zip(mask).filter(|(_, &m)| m).map(|(c, _)| c).sum();
-                (sum * per_row).clamp(0.0, 1.0)
+            let share =
+                |of: fn(&RowStats) -> f32| mean(rows.iter().map(of)).unwrap_or(0.0).clamp(0.0, 1.0);
+            let first = share(|r| r.first);
+            let special = share(|r| r.special);
+            let delimiter = share(|r| r.delimiter);
+            // Over the rows whose query has such a key: i − 1 from row 1, i + 1 up to row tk − 2.
+            let offset = |of: fn(&RowStats) -> f32, from: usize, to: usize| {
+                same_sequence.then(|| {
+                    mean(rows.get(from..to.max(from)).unwrap_or_default().iter().map(of))
+                        .unwrap_or(0.0)
+                })
             };
-            let first = (columns.first().copied().unwrap_or(0.0) * per_row).clamp(0.0, 1.0);
-            let special = share(&is_special);
-            let delimiter = share(&is_delimiter);
-            let offset = |d: isize| {
-                if !same_sequence {
-                    return None;
-                }
-                mean(rows().filter_map(|(i, r)| r.get(i.checked_add_signed(d)?).copied()))
-                    .or(Some(0.0))
-            };
-            let (previous, next, self_token) = (offset(-1), offset(1), offset(0));
+            let previous = offset(|r| r.previous, 1, tq);
+            let next = offset(|r| r.next, 0, tk.saturating_sub(1));
+            let self_token = offset(|r| r.self_token, 0, tq);
             let induction = induction.and_then(|s| s.get(h).copied());
             let candidates = [
                 (HeadLabel::Sink, Some(first.max(special))),
@@ -201,7 +290,6 @@ mod tests {
             query_len: t,
             key_len: t,
             probs: (0..t).flat_map(row).collect(),
-            entropies: None,
         }
     }
 
@@ -211,6 +299,17 @@ mod tests {
 
     fn tokens(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// The scores of `block` whose keys are `keys`, the model's special tokens `special`.
+    fn score_block(
+        block: &AttentionBlock,
+        keys: &[String],
+        special: &[String],
+        induction: Option<&[f32]>,
+    ) -> Vec<HeadScores> {
+        let classes: Vec<u8> = keys.iter().map(|k| token_class(k, special)).collect();
+        super::score_block(&BlockStats::of_block(block, &classes), induction)
     }
 
     #[test]
@@ -303,7 +402,6 @@ mod tests {
             query_len: 2,
             key_len: 4,
             probs: [one_hot(4, 1), one_hot(4, 2)].concat(),
-            entropies: None,
         };
         let c = &score_block(&cross, &keys, &[], None)[0];
         assert_eq!((c.previous, c.next, c.self_token, c.layer), (None, None, None, 1));

@@ -99,7 +99,7 @@ impl<'a, F> AttendResult<'a, F> {
         forward_ms: f64,
         floats: impl Fn(&'a [f32]) -> F,
     ) -> AttendResult<'a, F> {
-        Self::sending(model, text, a, forward_ms, floats, None, &|_| true)
+        Self::sending(model, text, a, forward_ms, floats, None, &|_, _| true)
     }
 
     /// [`Self::new`] with the maps of only the blocks `sent` picks; with `forward`, the others
@@ -112,7 +112,7 @@ impl<'a, F> AttendResult<'a, F> {
         forward_ms: f64,
         floats: impl Fn(&'a [f32]) -> F,
         forward: Option<u32>,
-        sent: &dyn Fn(&AttentionBlock) -> bool,
+        sent: &dyn Fn(AttentionKind, usize) -> bool,
     ) -> AttendResult<'a, F> {
         let out = &a.output;
         AttendResult {
@@ -123,8 +123,11 @@ impl<'a, F> AttendResult<'a, F> {
             output_text: out.output_text.as_deref(),
             truncated: out.truncated,
             stop_reason: out.stop_reason,
-            attentions: blocks(out, &a.attentions, Some(&a.scores), &floats, sent),
-            value_norms: a.value_norms.as_ref().map(|n| blocks(out, n, None, &floats, &|_| true)),
+            attentions: attention_blocks(a, &floats, sent),
+            value_norms: a.value_norms.as_ref().map(|norms| {
+                let shape = |b: &AttentionBlock| (b.kind, b.layer, b.heads, b.query_len, b.key_len);
+                norms.iter().map(|b| block(out, shape(b), Some(floats(&b.probs)), None)).collect()
+            }),
             sentence_embedding: out.sentence_embedding.as_deref().map(&floats),
             generation: out.generation.as_ref(),
             decode_top: out.decode_top.as_deref(),
@@ -137,34 +140,45 @@ impl<'a, F> AttendResult<'a, F> {
     }
 }
 
-/// The blocks in their wire form; with `scores` (attention maps, not value norms), each with its
-/// heads' scores; the data of those `with_data` picks.
-fn blocks<'a, F>(
+/// One block in its wire form: the shape `(kind, layer, heads, query_len, key_len)`, its
+/// `data` when sent, its heads' `scores` (attention maps, not value norms).
+fn block<F>(
     out: &ForwardOutput,
-    list: &'a [AttentionBlock],
-    scores: Option<&[HeadScores]>,
+    (kind, layer, heads, query_len, key_len): (AttentionKind, usize, usize, usize, usize),
+    data: Option<F>,
+    scores: Option<Vec<HeadScores>>,
+) -> AttentionResult<F> {
+    let (query_side, key_side) = out.sides_of(kind);
+    AttentionResult {
+        kind,
+        layer,
+        heads,
+        query_len,
+        key_len,
+        query_side,
+        key_side,
+        shape: [heads, query_len, key_len],
+        data,
+        scores,
+        head_ids: None,
+    }
+}
+
+/// The attention blocks in their wire form: one per site the forward went through (its shape
+/// and scores from its rows' statistics), with the map when it was kept and `sent` picks it.
+fn attention_blocks<'a, F>(
+    a: &'a Attended,
     floats: &impl Fn(&'a [f32]) -> F,
-    with_data: &dyn Fn(&AttentionBlock) -> bool,
+    sent: &dyn Fn(AttentionKind, usize) -> bool,
 ) -> Vec<AttentionResult<F>> {
-    list.iter()
-        .map(|b| {
-            let (query_side, key_side) = out.sides_of(b.kind);
-            let scores = scores.map(|all| {
-                all.iter().filter(|s| s.kind == b.kind && s.layer == b.layer).cloned().collect()
-            });
-            AttentionResult {
-                kind: b.kind,
-                layer: b.layer,
-                heads: b.heads,
-                query_len: b.query_len,
-                key_len: b.key_len,
-                query_side,
-                key_side,
-                shape: [b.heads, b.query_len, b.key_len],
-                data: with_data(b).then(|| floats(&b.probs)),
-                scores,
-                head_ids: None,
-            }
+    a.stats
+        .iter()
+        .map(|s| {
+            let map = a.attentions.iter().find(|b| (b.kind, b.layer) == (s.kind, s.layer));
+            let data = map.filter(|_| sent(s.kind, s.layer)).map(|b| floats(&b.probs));
+            let scores = a.scores.iter().filter(|h| (h.kind, h.layer) == (s.kind, s.layer));
+            let shape = (s.kind, s.layer, s.heads, s.query_len, s.key_len);
+            block(&a.output, shape, data, Some(scores.cloned().collect()))
         })
         .collect()
 }

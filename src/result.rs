@@ -65,9 +65,6 @@ pub struct AttentionBlock {
     pub key_len: usize,
     /// `# [heads, query_len, key_len]`, each row sums to 1.
     pub probs: Vec<f32>,
-    /// `# [heads, query_len]` each row's entropy in nats when the forward computed it with the
-    /// row's softmax (value-norm blocks and blocks made elsewhere have none).
-    pub entropies: Option<Vec<f32>>,
 }
 
 impl AttentionBlock {
@@ -292,7 +289,7 @@ pub struct Attended {
     /// When asked for: per block, α_ij·‖f_h(x_j)‖ (see [`crate::nn::probe::Probe::attention_maps_and_value_norms`]), laid out
     /// like `attentions` (rows do not sum to 1).
     pub value_norms: Option<Vec<AttentionBlock>>,
-    /// Every head's scores on `attentions`, block by block ([`crate::heads::score_block`]).
+    /// Every head's scores, block by block ([`crate::heads::score_block`] on `stats`).
     pub scores: Vec<crate::heads::HeadScores>,
     /// Length of the random sequence repeated for the heads' induction scores (causal models).
     pub induction_tokens: Option<usize>,
@@ -300,6 +297,11 @@ pub struct Attended {
     pub logit_lens: Option<LogitLens>,
     /// When asked for: what each site's maps are made of, to compute any rows again.
     pub sources: Option<Vec<crate::nn::attention::MapSources>>,
+    /// Every site's rows' statistics, and its shape: one per layer of every kind, whether or
+    /// not its map is in `attentions`.
+    pub stats: Vec<crate::heads::BlockStats>,
+    /// Whether some maps were left out of `attentions` ([`crate::nn::probe::KeepMaps`]).
+    pub maps_left_out: bool,
 }
 
 /// The logit lens (nostalgebraist 2020): what the residual stream after each layer would
@@ -518,11 +520,7 @@ fn join_columns(left: &[f32], from: usize, right: &[f32], added: usize) -> Vec<f
 
 /// Shannon entropy (nats) of each query row of one head, `# [Tq]`.
 pub fn row_entropies(block: &AttentionBlock, head: usize) -> Vec<f32> {
-    let q = block.query_len;
-    match &block.entropies {
-        Some(e) if e.len() == block.heads * q => e[head * q..(head + 1) * q].to_vec(),
-        _ => (0..q).map(|i| entropy(block.row(head, i))).collect(),
-    }
+    (0..block.query_len).map(|i| entropy(block.row(head, i))).collect()
 }
 
 /// The `n` largest weights of one row as `(key index, weight)`, largest first (the lower index
@@ -571,7 +569,6 @@ mod tests {
             query_len: 2,
             key_len: 2,
             probs: vec![1.0, 0.0, 0.5, 0.5],
-            entropies: None,
         };
         let e = row_entropies(&block, 0);
         assert_eq!(e[0], 0.0);

@@ -5,7 +5,8 @@
 //! causal decoder's that reuses its previous forward's cache while the user types.
 
 use attnviz::models::{Asks, Model};
-use attnviz::result::{Attended, GenerateOptions};
+use attnviz::nn::probe::{KeepMaps, Site};
+use attnviz::result::{Attended, AttentionKind, GenerateOptions};
 use std::path::Path;
 
 fn load(dir: &str) -> Model {
@@ -83,5 +84,52 @@ fn a_causal_decoders_maps_are_remade_while_it_reuses_its_previous_forward() {
         ("The dog sat on the", 2),
     ] {
         assert_sources_remake_the_maps(&with_sources(&m, text, generate), text);
+    }
+}
+
+/// A forward that keeps the maps of one layer (a long text's, sent to a view that draws that
+/// layer) must score every head as one that keeps them all — the scores come from each row's
+/// statistics, taken while the forward has the row — and keep that layer's map unchanged. For
+/// the causal decoder each such forward continues the last one (typing, deleting, editing,
+/// generating); the one it is compared with starts afresh.
+#[test]
+fn a_forward_keeping_one_layers_maps_scores_every_head_as_one_keeping_all() {
+    type Texts<'a> = &'a [(&'a str, usize)];
+    let cases: [(&str, AttentionKind, Texts); 3] = [
+        ("minilm", AttentionKind::EncoderSelf, &[("The cat, tired, sat [SEP] on the mat.", 0)]),
+        ("en-pt", AttentionKind::Cross, &[("The cat sat on the mat, because it was warm.", 0)]),
+        (
+            "smollm2",
+            AttentionKind::DecoderSelf,
+            &[
+                ("The cat sat on the mat", 0),
+                ("The cat sat on", 0),
+                ("The cat sat on it, then", 2),
+                ("The cat sat", 1),
+                ("A cat sat.", 3),
+            ],
+        ),
+    ];
+    for (dir, kind, texts) in cases {
+        let (continuing, fresh) = (load(dir), load(dir));
+        let site = Site { kind, layer: 1 };
+        for &(text, generate) in texts {
+            let options =
+                GenerateOptions { max_new_tokens: generate, ..GenerateOptions::default() };
+            let keep_maps = KeepMaps::Within { bytes: 0, sites: vec![site] };
+            let asks = Asks { sources: true, keep_maps, ..Asks::default() };
+            let some = continuing.attend_asking(text, &options, asks).unwrap().0;
+            fresh.forget_previous_forward();
+            let all = fresh.attend_asking(text, &options, Asks::default()).unwrap().0;
+            let what = format!("{dir} {text:?}");
+            assert!(some.maps_left_out && !all.maps_left_out, "{what}");
+            assert_eq!(some.attentions.len(), 1, "{what}: one layer's maps kept");
+            let kept = &some.attentions[0];
+            let same = all.attentions.iter().find(|b| (b.kind, b.layer) == (kind, 1)).unwrap();
+            assert!(kept.probs == same.probs, "{what}: the kept map");
+            assert_eq!(some.stats, all.stats, "{what}: rows' statistics");
+            assert_eq!(some.scores, all.scores, "{what}: head scores");
+            assert_eq!(some.stats.len(), all.attentions.len(), "{what}: every site's statistics");
+        }
     }
 }

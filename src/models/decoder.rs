@@ -104,7 +104,10 @@ fn feed_prompt(
     ids: &[u32],
     probe: &mut Probe,
 ) -> Result<(Vec<KvCache>, Vec<f32>)> {
-    let previous = m.previous_forward().take().filter(|f| f.probe.records_like(probe));
+    let previous = m.previous_forward().take().and_then(|f| {
+        let recorded = probe.continuing(f.probe)?;
+        Some(Fed { probe: recorded, ..f })
+    });
     if let Some(Fed { ids: fed, mut cache, probe: recorded, logits }) = previous {
         let shared = fed.iter().zip(ids).take_while(|(a, b)| a == b).count();
         if shared == ids.len() && fed.len() == ids.len() {
@@ -117,13 +120,25 @@ fn feed_prompt(
             cache.iter_mut().for_each(|c| c.keep_first(keep));
             *probe = recorded;
             probe.keep_first_positions(keep);
-            let logits = m.step(&ids[keep..], keep, &mut cache, probe)?;
+            let logits = feed(m, &ids[keep..], keep, &mut cache, probe)?;
             return Ok((cache, logits));
         }
     }
     let mut cache = m.new_cache();
-    let logits = m.step(ids, 0, &mut cache, probe)?;
+    let logits = feed(m, ids, 0, &mut cache, probe)?;
     Ok((cache, logits))
+}
+
+/// [`CausalLm::step`], the probe told which tokens the keys at those positions are.
+fn feed(
+    m: &impl CausalLm,
+    ids: &[u32],
+    start: usize,
+    cache: &mut [KvCache],
+    probe: &mut Probe,
+) -> Result<Vec<f32>> {
+    probe.tokens_fed(AttentionKind::DecoderSelf, start, ids);
+    m.step(ids, start, cache, probe)
 }
 
 /// Every causal language model is a family: its `decoder_self` attention, generation, and
@@ -300,7 +315,7 @@ pub(crate) fn generate(
             top: top(tokenizer, &logits),
         });
         ids.push(id);
-        logits = m.step(&[id], ids.len() - 1, &mut cache, probe)?;
+        logits = feed(m, &[id], ids.len() - 1, &mut cache, probe)?;
         if spec.eos_token_ids.contains(&id) {
             stop_reason = Some(StopReason::Eos);
             break;

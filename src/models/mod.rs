@@ -25,8 +25,8 @@ pub use family::{Family, FamilyShape, PositionKind, PositionTable, Wave};
 pub use manifest::Manifest;
 
 use crate::error::{Error, Result};
-use crate::heads::{induction_scores, score_block, HeadScores};
-use crate::nn::probe::{Probe, Recordings};
+use crate::heads::{induction_scores, score_block, token_class, BlockStats, HeadScores};
+use crate::nn::probe::{KeepMaps, Probe, Recordings};
 use crate::nn::score_parts::score_parts;
 use crate::result::{
     Attended, AttentionBlock, AttentionKind, ForwardOutput, GenerateOptions, HeadInternals,
@@ -35,7 +35,7 @@ use crate::result::{
 use crate::tokenize::TextTokenizer;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Length of the random sequence that is repeated to find induction heads.
 pub const INDUCTION_TOKENS: usize = 20;
@@ -50,6 +50,8 @@ pub struct Model {
     /// Its heads' induction scores (causal models; `None` for the others): they do not depend
     /// on the text, so the probe runs on the first forward and every later one reads them.
     induction: OnceLock<Option<InductionScores>>,
+    /// Every vocabulary id's [`token_class`], made on the first forward that scores heads.
+    token_classes: OnceLock<Arc<[u8]>>,
 }
 
 /// Positions a table holds when none are asked for: enough to see the slow dimensions turn.
@@ -77,7 +79,7 @@ pub struct ModelInfo {
 }
 
 /// What a forward records besides the attention maps.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Asks {
     /// α_ij·‖f_h(x_j)‖ beside every map (the value-weighted measure).
     pub value_norms: bool,
@@ -87,11 +89,13 @@ pub struct Asks {
     pub lens: bool,
     /// What every map is made of, to compute any head's rows again ([`MapSources`]).
     pub sources: bool,
+    /// Which maps to keep (all by default).
+    pub keep_maps: KeepMaps,
 }
 
 impl Model {
     pub fn new(manifest: Manifest, family: Box<dyn Family>) -> Model {
-        Model { manifest, family, induction: OnceLock::new() }
+        Model { manifest, family, induction: OnceLock::new(), token_classes: OnceLock::new() }
     }
 
     /// One forward; `probe` says what to record besides the outputs, and holds it afterwards.
@@ -158,7 +162,7 @@ impl Model {
         generate: &GenerateOptions,
         asks: Asks,
     ) -> Result<(Attended, Option<HeadInternals>)> {
-        let Asks { value_norms, head, lens, sources } = asks;
+        let Asks { value_norms, head, lens, sources, keep_maps } = asks;
         if let Some(request) = head {
             self.check_head(request)?;
         }
@@ -176,15 +180,26 @@ impl Model {
             }
             AttentionKind::EncoderSelf
         };
-        let mut probe =
-            Probe::maps_and_head(value_norms, head).with_lens(lens).with_sources(sources);
+        let mut probe = Probe::maps_and_head(value_norms, head)
+            .with_lens(lens)
+            .with_sources(sources)
+            .keeping_maps(keep_maps)
+            .with_token_classes(self.token_classes());
         let output = self.forward(text, generate, &mut probe)?;
-        let Recordings { maps: attentions, value_norms, trace, lens, sources } = probe.into_parts();
+        let Recordings {
+            maps: attentions,
+            value_norms,
+            trace,
+            lens,
+            sources,
+            stats,
+            maps_left_out,
+        } = probe.into_parts();
         let internals = match head {
             Some(request) => Some(self.internals(&output, request, trace)?),
             None => None,
         };
-        let (scores, induction_tokens) = self.score_heads(&output, &attentions)?;
+        let (scores, induction_tokens) = self.score_heads(&stats)?;
         let logit_lens = lens.map(|top| LogitLens { kind: lens_kind, top });
         let a = Attended {
             output,
@@ -194,29 +209,37 @@ impl Model {
             induction_tokens,
             logit_lens,
             sources,
+            stats,
+            maps_left_out,
         };
         Ok((a, internals))
     }
 
-    /// Every head's scores on the maps of `output` (see [`crate::heads`]); causal models' include
-    /// their induction score from a repeated random sequence of [`INDUCTION_TOKENS`] tokens,
-    /// whose length is returned beside them.
-    fn score_heads(
-        &self,
-        output: &ForwardOutput,
-        attentions: &[AttentionBlock],
-    ) -> Result<(Vec<HeadScores>, Option<usize>)> {
-        let special = self.family.shape().special_tokens;
+    /// Every head's scores from its rows' statistics (see [`crate::heads`]); causal models'
+    /// include their induction score from a repeated random sequence of [`INDUCTION_TOKENS`]
+    /// tokens, whose length is returned beside them.
+    fn score_heads(&self, stats: &[BlockStats]) -> Result<(Vec<HeadScores>, Option<usize>)> {
         let induction = self.induction()?;
         let mut scores = Vec::new();
-        for b in attentions {
-            let (_, keys) = output.tokens_of(b.kind);
+        for b in stats {
             let ind = induction.and_then(|sites| {
                 sites.iter().find(|(kind, layer, _)| *kind == b.kind && *layer == b.layer)
             });
-            scores.extend(score_block(b, &keys, &special, ind.map(|(_, _, s)| s.as_slice())));
+            scores.extend(score_block(b, ind.map(|(_, _, s)| s.as_slice())));
         }
         Ok((scores, induction.map(|_| INDUCTION_TOKENS)))
+    }
+
+    /// Every vocabulary id's [`token_class`] (made once: a key's class depends on its id alone).
+    fn token_classes(&self) -> Arc<[u8]> {
+        let table = self.token_classes.get_or_init(|| {
+            let special = self.family.shape().special_tokens;
+            let tokenizer = self.family.tokenizer();
+            (0..tokenizer.vocab_size() as u32)
+                .map(|id| tokenizer.id_to_token_opt(id).map_or(0, |t| token_class(&t, &special)))
+                .collect()
+        });
+        table.clone()
     }
 
     /// The heads' induction scores, probed on the first call and kept (they do not depend on

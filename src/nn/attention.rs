@@ -15,6 +15,7 @@
 use super::layers::{LayerNorm, Linear};
 use super::probe::{Probe, Recorded, Site};
 use super::score_parts::QkSplit;
+use crate::heads::{ClassedKeys, RowStats};
 use crate::result::{BlockNorm, BlockTrace, HeadTrace};
 use crate::tensor::{
     matmul_bt, matmul_bt_cols, softmax_with_entropy, Mat, OutPtr, View, WeightMatrix,
@@ -153,8 +154,8 @@ struct AttentionOutput {
     context: Mat,
     /// `# [heads, Tq, Tk]`
     probs: Vec<f32>,
-    /// `# [heads, Tq]` each row's entropy, from its softmax
-    entropies: Vec<f32>,
+    /// `# [heads, Tq]` what the head scores need of each row, when asked for
+    stats: Option<Vec<RowStats>>,
     trace: Option<HeadTrace>,
 }
 
@@ -324,8 +325,11 @@ impl MultiHead {
     ) -> Mat {
         debug_assert_eq!((q.cols(), kv.kv_dim), (self.q_dim(), self.kv_dim()));
         let value_norms = probe.wants_value_norms().then(|| self.value_output_norms(kv, wo));
-        let AttentionOutput { context, probs, entropies, trace } =
-            self.multi_head_attention(q, kv, mask, probe.traced_head(self.site));
+        // Queries follow the rows this site recorded so far (a decode step's is the next row).
+        let classed = probe.key_classes(self.site.kind).map(|c| ClassedKeys::of(c, kv.len()));
+        let rows = classed.as_ref().map(|c| (c, probe.rows_recorded(self.site)));
+        let AttentionOutput { context, probs, stats, trace } =
+            self.multi_head_attention(q, kv, mask, probe.traced_head(self.site), rows);
         super::progress::attention_done(self.site, q.rows());
         if probe.wants_sources() {
             probe.sources_at(self.site, || MapSources::new(*self)).add_call(q, kv, mask);
@@ -337,7 +341,7 @@ impl MultiHead {
                 query_len: q.rows(),
                 key_len: kv.len(),
                 probs,
-                entropies,
+                stats,
                 value_norms,
                 trace,
             },
@@ -418,13 +422,16 @@ impl MultiHead {
     }
 
     /// Scaled dot-product attention over every head: `softmax(mask(Q_h K_gᵀ / √d_k)) · V_g`.
-    /// When `trace_head` is set, every intermediate of that head is returned too.
+    /// When `trace_head` is set, every intermediate of that head is returned too; with
+    /// `classed` (the keys' classes, and the position of the first query in its sequence),
+    /// every row's statistics (the head scores', taken while the row is at hand).
     fn multi_head_attention(
         &self,
         q: &Mat,
         kv: &KvCache,
         mask: Mask,
         trace_head: Option<usize>,
+        classed: Option<(&ClassedKeys, usize)>,
     ) -> AttentionOutput {
         let (heads, d_k) = (self.heads, self.d_k);
         let (tq, tk, d) = (q.rows(), kv.len(), q.cols());
@@ -432,10 +439,12 @@ impl MultiHead {
         let (keys, values_t) = (kv.keys(), kv.values_t());
         let mut probs = vec![0.0f32; heads * tq * tk];
         let mut entropies = vec![0.0f32; heads * tq]; // # [heads, Tq], from each row's softmax
+        let mut stats = vec![RowStats::default(); if classed.is_some() { heads * tq } else { 0 }];
         let mut context = Mat::zeros(tq, d);
-        let (probs_out, entropies_out, context_out) = (
+        let (probs_out, entropies_out, stats_out, context_out) = (
             OutPtr(probs.as_mut_ptr()),
             OutPtr(entropies.as_mut_ptr()),
+            OutPtr(stats.as_mut_ptr()),
             OutPtr(context.as_mut_slice().as_mut_ptr()),
         );
         // # [Tq, Tk] = Q_h · K_gᵀ: each head's scores, and again the traced head's after the loop.
@@ -449,14 +458,22 @@ impl MultiHead {
             )
         };
         let head = |h: usize| {
-            // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk], entropies[h·Tq ..][.. Tq]
-            // and columns h·d_k.. h·d_k + d_k of context, and the buffers outlive the loop.
+            // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk], entropies[h·Tq ..][.. Tq],
+            // the same of stats when it has them, and columns h·d_k.. h·d_k + d_k of context,
+            // and the buffers outlive the loop.
             let block =
                 unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
             let row_entropies =
                 unsafe { std::slice::from_raw_parts_mut(entropies_out.at(h * tq), tq) };
             scores_into(h, block);
             scores_to_probs(block, tk, mask, 0, scale, row_entropies);
+            if let Some((classed, first_position)) = classed {
+                let rows = unsafe { std::slice::from_raw_parts_mut(stats_out.at(h * tq), tq) };
+                let probs_rows = block.chunks_exact(tk.max(1)).zip(row_entropies.iter());
+                for (i, (s, (row, &e))) in rows.iter_mut().zip(probs_rows).enumerate() {
+                    *s = RowStats::of(row, e, first_position + i, classed);
+                }
+            }
             // V_gᵀ `# [d_k, Tk]`: rows g·d_k.. of Vᵀ.
             let v_h = values_t.rows_range(self.kv_head(h) * d_k, d_k);
             let p_h = View { data: block, offset: 0, rows: tq, cols: tk, stride: tk };
@@ -495,7 +512,7 @@ impl MultiHead {
                 split: None,
             }
         });
-        AttentionOutput { context, probs, entropies, trace }
+        AttentionOutput { context, probs, stats: classed.map(|_| stats), trace }
     }
 
     /// ‖f_h(x_j)‖ for every head h and key j, `# [heads, Tk]`: key j's value in head h (bias
@@ -715,6 +732,7 @@ mod tests {
             &KvCache::of(k, &v),
             Mask::Causal { first_query_position: 0 },
             Some(1),
+            None,
         );
         let t = out.trace.expect("trace requested");
         for i in 0..4 {

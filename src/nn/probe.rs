@@ -5,11 +5,13 @@
 use super::attention::MapSources;
 use super::score_parts::{InputSplit, QkSplit};
 use crate::error::{invalid_model, Error, Result};
+use crate::heads::{BlockStats, RowStats};
 use crate::result::{
     top_tokens, AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace, TopToken,
 };
 use crate::tensor::all_finite;
 use crate::tensor::Mat;
+use std::sync::Arc;
 
 /// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,22 +27,35 @@ pub(super) struct Recorded {
     pub key_len: usize,
     /// `# [heads, query_len, key_len]`
     pub probs: Vec<f32>,
-    /// `# [heads, query_len]` each row's entropy (nats), from its softmax.
-    pub entropies: Vec<f32>,
+    /// `# [heads, query_len]` what the head scores need of each row, when the probe asked
+    /// ([`Probe::key_classes`]).
+    pub stats: Option<Vec<RowStats>>,
     /// ‖f_h(x_j)‖ `# [heads, key_len]` when the probe asked for value norms.
     pub value_norms: Option<Vec<f32>>,
     /// The traced head's intermediates when this call holds it.
     pub trace: Option<HeadTrace>,
 }
 
-/// One attention call's maps `# [heads, query_len, key_len]`.
+/// One attention call's maps `# [heads, query_len, key_len]` and its rows' statistics.
 #[derive(Clone)]
 struct Chunk {
     query_len: usize,
     key_len: usize,
-    values: Vec<f32>,
-    /// `# [heads, query_len]` the rows' entropies (attention maps; not value norms)
-    entropies: Option<Vec<f32>>,
+    /// `None` once the site's maps are left out ([`KeepMaps::Within`]).
+    values: Option<Vec<f32>>,
+    /// `# [heads, query_len]` (attention maps; not value norms)
+    stats: Option<Vec<RowStats>>,
+}
+
+/// Which attention maps a forward keeps (it computes all of them, and the rows' statistics of
+/// all of them, either way).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum KeepMaps {
+    #[default]
+    All,
+    /// All while they take at most `bytes` together; past that, only those of `sites` (the
+    /// others are computed again from their [`MapSources`] when asked for).
+    Within { bytes: usize, sites: Vec<Site> },
 }
 
 /// Every call at one site, in call order; keys grow from call to call with a KV cache.
@@ -64,6 +79,10 @@ pub struct Recordings {
     pub lens: Option<Vec<Vec<Vec<TopToken>>>>,
     /// What each site's maps are made of, when asked for (maps on demand).
     pub sources: Option<Vec<MapSources>>,
+    /// Every site's rows' statistics (with the maps; empty when no maps were recorded).
+    pub stats: Vec<BlockStats>,
+    /// Whether some sites' maps were left out of `maps` ([`KeepMaps::Within`]).
+    pub maps_left_out: bool,
 }
 
 /// What a forward records. Each attention call asks [`Probe::traced_head`] which of its heads
@@ -93,6 +112,16 @@ pub struct Probe {
     /// Keep what each site's maps are made of ([`MapSources`]).
     sources: bool,
     recorded_sources: Vec<MapSources>,
+    keep_maps: KeepMaps,
+    /// Bytes of the maps recorded so far, and whether some were left out since.
+    map_bytes: usize,
+    maps_left_out: bool,
+    /// Each vocabulary id's [`crate::heads::token_class`], when the head scores need them.
+    class_of_id: Option<Arc<[u8]>>,
+    /// The classes of the tokens fed so far on the encoder side and on the decoder side, by
+    /// position: the keys of every attention call.
+    encoder_classes: Vec<u8>,
+    decoder_classes: Vec<u8>,
 }
 
 impl Probe {
@@ -132,6 +161,65 @@ impl Probe {
     pub fn with_sources(mut self, sources: bool) -> Probe {
         self.sources = sources;
         self
+    }
+
+    /// Keeps the maps `keep` says (all of them by default).
+    pub fn keeping_maps(mut self, keep: KeepMaps) -> Probe {
+        self.keep_maps = keep;
+        self
+    }
+
+    /// Takes each map's rows' statistics for the head scores, keys classed by `class_of_id`
+    /// (every vocabulary id's [`crate::heads::token_class`]) as the families feed their ids
+    /// ([`Probe::tokens_fed`]).
+    pub fn with_token_classes(mut self, class_of_id: Arc<[u8]>) -> Probe {
+        self.class_of_id = Some(class_of_id);
+        self
+    }
+
+    /// A family names the tokens `ids` at positions `start..` of the sequence whose keys
+    /// attention of `kind` reads (the encoder's or the decoder's), before the rows that read
+    /// them, or, for a translator's decoder (its keys are named by the tokens it outputs), as
+    /// each is chosen: the row already computed at that position then gets its own key's class.
+    pub fn tokens_fed(&mut self, kind: AttentionKind, start: usize, ids: &[u32]) {
+        let Some(table) = &self.class_of_id else { return };
+        let fed: Vec<u8> =
+            ids.iter().map(|&id| table.get(id as usize).copied().unwrap_or(0)).collect();
+        let decoder_side = kind.key_side() == "decoder";
+        let classes =
+            if decoder_side { &mut self.decoder_classes } else { &mut self.encoder_classes };
+        classes.truncate(start);
+        classes.resize(start, 0);
+        classes.extend_from_slice(&fed);
+        let sites = self.recorded.iter_mut().filter(|r| r.site.kind.key_side() == kind.key_side());
+        for r in sites.filter(|r| r.site.kind != AttentionKind::Cross) {
+            let mut first = 0;
+            for c in &mut r.chunks {
+                let rows = first..first + c.query_len;
+                first = rows.end;
+                let Some(stats) = &mut c.stats else { continue };
+                for (p, class) in (start..).zip(&fed).filter(|(p, _)| rows.contains(p)) {
+                    for h in 0..r.heads {
+                        stats[h * c.query_len + p - rows.start].add_own_key(*class);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Query rows recorded at `site` so far.
+    pub(super) fn rows_recorded(&self, site: Site) -> usize {
+        let record = self.recorded.iter().find(|r| r.site == site);
+        record.map_or(0, |r| r.chunks.iter().map(|c| c.query_len).sum())
+    }
+
+    /// The classes of the keys attention of `kind` reads, when the rows' statistics are taken.
+    pub(super) fn key_classes(&self, kind: AttentionKind) -> Option<&[u8]> {
+        self.class_of_id.as_ref().filter(|_| self.maps)?;
+        Some(match kind.key_side() {
+            "encoder" => &self.encoder_classes,
+            _ => &self.decoder_classes,
+        })
     }
 
     /// Whether the attention calls should hand over their queries and keys.
@@ -231,11 +319,22 @@ impl Probe {
         self.pending_split = split;
     }
 
-    /// Whether `other` records the same things (maps, value norms, the same traced head), so
-    /// that its recording of some positions can stand for this probe's.
-    pub(crate) fn records_like(&self, other: &Probe) -> bool {
-        (self.maps, self.value_norms, self.head, self.lens, self.sources)
-            == (other.maps, other.value_norms, other.head, other.lens, other.sources)
+    /// `previous` made to record what this probe records, when its recording of some positions
+    /// can stand for this probe's: the same things (maps, value norms, the same traced head, …),
+    /// and the maps this probe keeps among those it kept.
+    pub(crate) fn continuing(&self, mut previous: Probe) -> Option<Probe> {
+        let flags = |p: &Probe| (p.maps, p.value_norms, p.head, p.lens, p.sources);
+        let same_keeping = match (&self.keep_maps, &previous.keep_maps) {
+            (KeepMaps::Within { bytes, sites }, KeepMaps::Within { bytes: b, sites: kept }) => {
+                bytes == b && (!previous.maps_left_out || sites.iter().all(|s| kept.contains(s)))
+            }
+            (now, then) => now == then,
+        };
+        let classes = self.class_of_id.is_some() == previous.class_of_id.is_some();
+        (flags(self) == flags(&previous) && same_keeping && classes).then(|| {
+            previous.keep_maps = self.keep_maps.clone();
+            previous
+        })
     }
 
     /// Keeps what was recorded for the first `n` positions of a causal forward: query rows
@@ -253,11 +352,30 @@ impl Probe {
         }
         self.lens_rows.iter_mut().for_each(|rows| rows.truncate(n));
         self.recorded_sources.iter_mut().for_each(|s| s.keep_first_positions(n));
+        self.decoder_classes.truncate(n);
+        self.map_bytes = map_bytes(&self.recorded);
+    }
+
+    /// Whether the map of one more call at `site`, of `len` floats, is kept: every map while
+    /// they fit [`KeepMaps::Within`]'s bytes; from the first that does not, those of its sites
+    /// alone, and the others recorded so far are dropped.
+    fn keeps_map(&mut self, site: Site, len: usize) -> bool {
+        let KeepMaps::Within { bytes, sites } = &self.keep_maps else { return true };
+        if !self.maps_left_out {
+            self.map_bytes += 4 * len;
+            if self.map_bytes > *bytes {
+                self.maps_left_out = true;
+                for r in self.recorded.iter_mut().filter(|r| !sites.contains(&r.site)) {
+                    r.chunks.iter_mut().for_each(|c| c.values = None);
+                }
+            }
+        }
+        !self.maps_left_out || sites.contains(&site)
     }
 
     /// Takes what one attention call at `site` computed.
     pub(super) fn record(&mut self, site: Site, r: Recorded) {
-        let Recorded { heads, query_len, key_len, probs, entropies, value_norms, trace } = r;
+        let Recorded { heads, query_len, key_len, probs, stats, value_norms, trace } = r;
         if self.maps {
             if let Some(norms) = value_norms {
                 // [heads, Tq, Tk] · [heads, 1, Tk]
@@ -272,14 +390,15 @@ impl Probe {
                     &mut self.recorded_norms,
                     site,
                     heads,
-                    Chunk { query_len, key_len, values: weighted, entropies: None },
+                    Chunk { query_len, key_len, values: Some(weighted), stats: None },
                 );
             }
+            let values = self.keeps_map(site, probs.len()).then_some(probs);
             push_chunk(
                 &mut self.recorded,
                 site,
                 heads,
-                Chunk { query_len, key_len, values: probs, entropies: Some(entropies) },
+                Chunk { query_len, key_len, values, stats },
             );
         }
         if let Some(mut t) = trace {
@@ -314,11 +433,13 @@ impl Probe {
     /// An error naming the first layer whose recorded attention (or traced head) holds NaN or
     /// ∞: weights that overflow the activations give a map of NaN, never one to draw.
     pub fn check_finite(&self) -> Result<()> {
-        let bad_site = self
-            .recorded
-            .iter()
-            .chain(&self.recorded_norms)
-            .find(|r| r.chunks.iter().any(|c| !all_finite(&c.values)));
+        // (a row of NaN has a NaN entropy: the statistics stand for the maps left out)
+        let finite = |c: &Chunk| {
+            c.values.as_deref().map_or(true, all_finite)
+                && c.stats.iter().flatten().all(|r| r.entropy.is_finite())
+        };
+        let bad_site =
+            self.recorded.iter().chain(&self.recorded_norms).find(|r| !r.chunks.iter().all(finite));
         if let Some(r) = bad_site {
             return Err(non_finite(r.site.kind, r.site.layer));
         }
@@ -352,7 +473,16 @@ impl Probe {
         let trace = self.trace.map(|t| (t, self.block.unwrap_or_default()));
         let lens = self.lens.then_some(self.lens_rows);
         let sources = self.sources.then_some(self.recorded_sources);
-        Recordings { maps: assemble(self.recorded), value_norms: norms, trace, lens, sources }
+        let stats = self.recorded.iter().filter_map(assemble_stats).collect();
+        Recordings {
+            maps: assemble(self.recorded),
+            value_norms: norms,
+            trace,
+            lens,
+            sources,
+            stats,
+            maps_left_out: self.maps_left_out,
+        }
     }
 }
 
@@ -375,54 +505,76 @@ fn keep_first_rows(chunks: &mut Vec<Chunk>, heads: usize, n: usize) {
         let (q, tk) = ((n - first).min(c.query_len), c.key_len.min(n));
         if (q, tk) != (c.query_len, c.key_len) {
             // [heads, query_len, key_len] → [heads, q, tk]
-            let mut kept = Vec::with_capacity(heads * q * tk);
-            for head in c.values.chunks_exact((c.query_len * c.key_len).max(1)).take(heads) {
-                for row in head.chunks_exact(c.key_len.max(1)).take(q) {
-                    kept.extend_from_slice(&row[..tk]);
+            let values = c.values.as_ref().map(|values| {
+                let mut kept = Vec::with_capacity(heads * q * tk);
+                for head in values.chunks_exact((c.query_len * c.key_len).max(1)).take(heads) {
+                    for row in head.chunks_exact(c.key_len.max(1)).take(q) {
+                        kept.extend_from_slice(&row[..tk]);
+                    }
                 }
-            }
-            let entropies = c.entropies.as_ref().map(|e| {
-                e.chunks_exact(c.query_len.max(1))
+                kept
+            });
+            // [heads, query_len] → [heads, q]
+            let stats = c.stats.as_ref().map(|s| {
+                s.chunks_exact(c.query_len.max(1))
                     .take(heads)
                     .flat_map(|h| &h[..q])
                     .copied()
                     .collect()
             });
-            *c = Chunk { query_len: q, key_len: tk, values: kept, entropies };
+            *c = Chunk { query_len: q, key_len: tk, values, stats };
         }
         true
     });
 }
 
-/// One block per site from its calls' chunks: `[call][heads, q_i, Tk_i]` → `[heads, Σq_i, Tk]`,
-/// the rows of calls with fewer keys padded with zeros.
+/// Bytes of the maps in `recorded`.
+fn map_bytes(recorded: &[SiteRecord]) -> usize {
+    let chunks = recorded.iter().flat_map(|r| &r.chunks);
+    chunks.filter_map(|c| c.values.as_ref()).map(|v| 4 * v.len()).sum()
+}
+
+/// The rows' statistics of one site's calls, `[call][heads, q_i]` → `[heads, Σq_i]`.
+fn assemble_stats(r: &SiteRecord) -> Option<BlockStats> {
+    let chunks =
+        r.chunks.iter().map(|c| Some((c, c.stats.as_deref()?))).collect::<Option<Vec<_>>>()?;
+    let rows = (0..r.heads)
+        .flat_map(|h| {
+            chunks.iter().flat_map(move |(c, s)| &s[h * c.query_len..(h + 1) * c.query_len])
+        })
+        .copied()
+        .collect();
+    Some(BlockStats {
+        kind: r.site.kind,
+        layer: r.site.layer,
+        heads: r.heads,
+        query_len: r.chunks.iter().map(|c| c.query_len).sum(),
+        key_len: r.chunks.iter().map(|c| c.key_len).max().unwrap_or(0),
+        rows,
+    })
+}
+
+/// One block per site whose maps were kept, from its calls' chunks: `[call][heads, q_i, Tk_i]`
+/// → `[heads, Σq_i, Tk]`, the rows of calls with fewer keys padded with zeros.
 fn assemble(recorded: Vec<SiteRecord>) -> Vec<AttentionBlock> {
     recorded
         .into_iter()
-        .map(|SiteRecord { site, heads, mut chunks }| {
+        .filter_map(|SiteRecord { site, heads, chunks }| {
             let query_len: usize = chunks.iter().map(|c| c.query_len).sum();
             let key_len = chunks.iter().map(|c| c.key_len).max().unwrap_or(0);
-            // # [heads, Σq_i] when every call has them
-            let entropies = chunks.iter().all(|c| c.entropies.is_some()).then(|| {
-                (0..heads)
-                    .flat_map(|h| {
-                        chunks.iter().flat_map(move |c| {
-                            let e = c.entropies.as_deref().unwrap_or_default();
-                            &e[(h * c.query_len).min(e.len())..((h + 1) * c.query_len).min(e.len())]
-                        })
-                    })
-                    .copied()
-                    .collect()
-            });
+            let mut chunks: Vec<(usize, usize, Vec<f32>)> = chunks
+                .into_iter()
+                .map(|c| Some((c.query_len, c.key_len, c.values?)))
+                .collect::<Option<_>>()?;
             let probs = if chunks.len() == 1 {
-                chunks.pop().map(|c| c.values).unwrap_or_default()
+                chunks.pop().map(|c| c.2).unwrap_or_default()
             } else {
                 // [call][heads, q_i, Tk_i] → [heads, Σq_i, Tk]
                 let mut probs = Vec::with_capacity(heads * query_len * key_len);
                 for h in 0..heads {
-                    for c in &chunks {
-                        let (q, tk) = (c.query_len, c.key_len);
-                        for row in c.values[h * q * tk..(h + 1) * q * tk].chunks_exact(tk.max(1)) {
+                    for (q, tk, values) in &chunks {
+                        let (q, tk) = (*q, *tk);
+                        for row in values[h * q * tk..(h + 1) * q * tk].chunks_exact(tk.max(1)) {
                             probs.extend_from_slice(row);
                             probs.resize(probs.len() + key_len - tk, 0.0);
                         }
@@ -431,7 +583,7 @@ fn assemble(recorded: Vec<SiteRecord>) -> Vec<AttentionBlock> {
                 probs
             };
             let (kind, layer) = (site.kind, site.layer);
-            AttentionBlock { kind, layer, heads, query_len, key_len, probs, entropies }
+            Some(AttentionBlock { kind, layer, heads, query_len, key_len, probs })
         })
         .collect()
 }

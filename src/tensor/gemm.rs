@@ -92,15 +92,15 @@ pub(crate) const PARALLEL_FROM_MACS: usize = 1 << 20;
 
 /// The output of a GEMM shared by the threads that each write their own columns of it.
 #[derive(Clone, Copy)]
-pub(crate) struct OutPtr(pub(crate) *mut f32);
+pub(crate) struct OutPtr<T = f32>(pub(crate) *mut T);
 // SAFETY: used only where the chunks write disjoint elements (matmul_bt, linear_by_panels,
 // nn::attention).
-unsafe impl Sync for OutPtr {}
-unsafe impl Send for OutPtr {}
+unsafe impl<T> Sync for OutPtr<T> {}
+unsafe impl<T> Send for OutPtr<T> {}
 
-impl OutPtr {
+impl<T> OutPtr<T> {
     /// The element `i` places on (a method, so closures capture the `Sync` wrapper, not the pointer).
-    pub(crate) fn at(self, i: usize) -> *mut f32 {
+    pub(crate) fn at(self, i: usize) -> *mut T {
         self.0.wrapping_add(i)
     }
 }

@@ -7,8 +7,9 @@ use crate::models::inspect::{inspect, FileHead, GGUF_HEAD_BYTES};
 use crate::models::manifest::supported;
 use crate::models::{Asks, Manifest, Model};
 use crate::nn::attention::MapSources;
+use crate::nn::probe::{KeepMaps, Site};
 use crate::output::{AttendResult, HeadsResult, PositionsResult, StepResult};
-use crate::result::{AttentionBlock, AttentionKind, GenerateOptions, HeadRequest, Sampling};
+use crate::result::{AttentionKind, GenerateOptions, HeadRequest, Sampling};
 use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize, Serializer};
 use std::cell::{Cell, RefCell};
@@ -372,16 +373,23 @@ impl AttnModel {
     ) -> Result<JsValue, JsError> {
         let o = CallOptions::read(options, "attend")?;
         let head = o.step.as_ref().map(StepOption::request).transpose()?;
+        // The layers whose maps are sent when not all of them are.
+        let sent: Vec<Site> = (o.maps.iter().flat_map(|m| &m.layers))
+            .map(|m| Ok(Site { kind: parse_kind(&m.kind)?, layer: m.layer }))
+            .collect::<Result<_, JsError>>()?;
+        // Every map is sent unless `maps` asks for some and all would be more than its
+        // wholeUpTo: the forward then keeps only those (it takes every map's statistics).
+        let keep_maps = match &o.maps {
+            Some(m) => KeepMaps::Within { bytes: m.whole_up_to.max(0.0) as usize, sites: sent },
+            None => KeepMaps::All,
+        };
         let asks = Asks {
             value_norms: o.value_norms.unwrap_or(false),
             head,
             lens: o.lens == Some(true),
             sources: o.maps.is_some(),
+            keep_maps,
         };
-        // The layers whose maps are sent when not all of them are.
-        let sent: Vec<(AttentionKind, usize)> = (o.maps.iter().flat_map(|m| &m.layers))
-            .map(|m| Ok((parse_kind(&m.kind)?, m.layer)))
-            .collect::<Result<_, JsError>>()?;
         // A new forward of a `keep` name replaces what its last one kept: dropped first, so
         // that the two are never in memory together.
         if let Some(MapsOption { keep, .. }) = &o.maps {
@@ -403,15 +411,12 @@ impl AttnModel {
         .map_err(err)?;
         let ms = now_ms() - start;
         let id = &self.model.manifest.id;
-        // Every map is sent unless `maps` asks for some and all would be more than its wholeUpTo.
-        let bytes: usize = a.attentions.iter().map(|b| 4 * b.probs.len()).sum();
-        let kept_as = o.maps.as_ref().filter(|m| bytes as f64 > m.whole_up_to).map(|m| {
+        let kept_as = o.maps.as_ref().filter(|_| a.maps_left_out).map(|m| {
             self.forwards.set(self.forwards.get() + 1);
             (m.keep.clone(), self.forwards.get())
         });
-        let is_sent = |b: &AttentionBlock| kept_as.is_none() || sent.contains(&(b.kind, b.layer));
         let forward = kept_as.as_ref().map(|(_, f)| *f);
-        let mut result = AttendResult::sending(id, text, &a, ms, f32s, forward, &is_sent);
+        let mut result = AttendResult::sending(id, text, &a, ms, f32s, forward, &|_, _| true);
         result.step = internals.as_ref().map(|hi| StepResult::new(id, text, hi, f32s));
         let js = to_js(&result)?;
         drop(result);
