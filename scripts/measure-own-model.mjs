@@ -10,6 +10,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { readHeads } from '../www/worker/own-model.js';
+import { MAPS_SENT_WHOLE_BYTES } from '../www/worker/protocol.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const target = path.resolve(process.argv[2] || path.join(root, 'models/minilm'));
@@ -31,8 +32,11 @@ const t1 = performance.now();
 const model = AttnModel.load(JSON.stringify(report.manifest), files);
 const loadMs = performance.now() - t1;
 const loaded = exports.memory.buffer.byteLength;
-// The longest input: enough words for every position the model reads.
-const longest = model.attend(Array.from({ length: report.max_positions }, (_, i) => `word${i % 50}`).join(' '));
+// The longest input: enough words for every position the model reads, with the worker's maps
+// option (past MAPS_SENT_WHOLE_BYTES of maps only the first layer's are kept).
+const layers = [{ kind: model.info().kinds[0], layer: 0 }];
+const maps = { keep: 'measure', layers, wholeUpTo: MAPS_SENT_WHOLE_BYTES };
+const longest = model.attend(Array.from({ length: report.max_positions }, (_, i) => `word${i % 50}`).join(' '), { maps });
 const ran = exports.memory.buffer.byteLength;
 console.log(`${path.relative(root, target)}: ${report.architecture}, ${report.format}, ${report.layers} layers × ${report.heads} heads, ${report.parameters} parameters, ${mib(report.file_bytes)} of files`);
 console.log(`inspect (headers read + inspectModel): ${inspectMs.toFixed(1)} ms; load ${loadMs.toFixed(0)} ms`);

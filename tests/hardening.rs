@@ -438,8 +438,8 @@ fn absurd_layer_counts_and_lengths_are_refused_with_the_budget() {
     .err()
     .expect("1e9 layers loaded");
     assert!(err.to_string().contains("config.json"), "{err}");
-    // 8192 positions backed by a real (zero-padded) table: the file is consistent, but 6 layers
-    // × 12 heads of 8192 × 8192 maps need 18 GiB, which a long text would have allocated.
+    // 8192 positions backed by a real (zero-padded) table: the file is consistent, but the two
+    // layers × 12 heads of 8192 × 8192 maps a long text keeps need 6 GiB.
     let long_table = minilm_weights_with(|name, shape, data| {
         if name == "embeddings.position_embeddings.weight" {
             data.resize(8192 * shape[1] * 4, 0);
@@ -449,7 +449,7 @@ fn absurd_layer_counts_and_lengths_are_refused_with_the_budget() {
     must_refuse(
         "max_position_embeddings 8192",
         load_minilm(minilm_config_with(json!({"max_position_embeddings": 8192})), long_table),
-        &["max_position_embeddings 8192", "18 GiB", "1 GiB memory budget"],
+        &["max_position_embeddings 8192", "6.0 GiB", "1 GiB memory budget"],
     );
 }
 

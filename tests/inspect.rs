@@ -73,12 +73,13 @@ fn smollm2_gguf_is_recognised_from_its_first_bytes() {
     assert_eq!((i.architecture.as_str(), i.format.as_str()), ("llama", "GGUF F32 + Q4_1 + Q8_0"));
     assert_eq!(
         (i.layers, i.heads, i.kv_heads, i.hidden_size, i.max_positions),
-        (30, 9, 3, 576, 256)
+        (30, 9, 3, 576, 512)
     );
     assert_eq!(i.parameters, 134_515_008);
-    // Measured: 193.3 MiB of wasm memory after 256 tokens.
+    // Measured (the page's maps option, scripts/measure-own-model.mjs): 207.6 MiB of wasm
+    // memory after 512 tokens.
     let mib = i.memory_bytes as f64 / 1048576.0;
-    assert!((180.0..200.0).contains(&mib), "{mib} MiB");
+    assert!((200.0..220.0).contains(&mib), "{mib} MiB");
 }
 
 #[test]

@@ -5,8 +5,9 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use attnviz::models::inspect::{inspect, FileHead};
-use attnviz::models::{Manifest, Model};
+use attnviz::models::{Asks, Manifest, Model};
 use attnviz::nn::attention::kv_caches_allocated;
+use attnviz::nn::probe::{KeepMaps, Site};
 use attnviz::result::{
     AttentionBlock, AttentionKind, GenerateOptions, HeadRequest, Sampling, StopReason,
 };
@@ -40,7 +41,7 @@ fn info_describes_a_causal_gqa_decoder() {
         ),
         (30, 9, 3)
     );
-    assert_eq!((info.head_dim, info.max_positions), (64, 256));
+    assert_eq!((info.head_dim, info.max_positions), (64, 512));
     assert!(info.generates);
     assert!(info.special_tokens.contains(&"<|im_end|>".to_string()), "{:?}", info.special_tokens);
 }
@@ -336,15 +337,24 @@ fn errors_are_values() {
     let m = smollm2();
     assert!(m.attend("").is_err());
     let long = "word ".repeat(2000);
-    let a = m.attend(&long).unwrap();
+    // As the page runs a long text: the maps of one layer kept (all 30 would be 283 MB).
+    let one_layer = || Asks {
+        keep_maps: KeepMaps::Within {
+            bytes: 0,
+            sites: vec![Site { kind: AttentionKind::DecoderSelf, layer: 0 }],
+        },
+        ..Asks::default()
+    };
+    let a = m.attend_asking(&long, &greedy(0), one_layer()).unwrap().0;
     assert!(a.output.truncated);
-    assert_eq!(a.output.source_tokens.len(), 256);
+    assert_eq!(a.output.source_tokens.len(), 512);
+    assert_eq!((a.attentions.len(), a.stats.len(), a.scores.len()), (1, 30, 30 * 9));
     // Asked for 4 tokens, a long prompt leaves room for them.
-    let a = m.attend_generating(&long, &greedy(4)).unwrap();
+    let a = m.attend_asking(&long, &greedy(4), one_layer()).unwrap().0;
     assert!(a.output.truncated);
     assert_eq!(
         (a.output.source_tokens.len(), a.output.target_tokens.len(), a.output.stop_reason),
-        (252, 4, Some(StopReason::MaxLength))
+        (508, 4, Some(StopReason::MaxLength))
     );
     assert!(m
         .head_internals("hi", HeadRequest { kind: AttentionKind::Cross, layer: 0, head: 0 })

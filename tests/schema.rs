@@ -262,7 +262,7 @@ fn cli_positions_json_satisfies_the_schema() {
         // (each model's largest count: a larger one is refused, tests/hardening.rs)
         ("minilm", Some("512"), "learned", 512, 384),
         ("en-pt", Some("7"), "sinusoidal", 7, 256),
-        ("smollm2", Some("256"), "rotary", 256, 64),
+        ("smollm2", Some("512"), "rotary", 512, 64),
     ] {
         let mut args = vec!["positions", "--model"];
         let m = format!("models/{dir}");

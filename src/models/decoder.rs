@@ -17,9 +17,17 @@ use crate::result::{
 use crate::tokenize::TextTokenizer;
 use std::sync::Mutex;
 
-/// Positions the viewer runs (prompt and continuation together): 30 layers × 9 heads of
-/// 256 × 256 maps is 70 MB, what a tab can hold beside the model.
-pub const MAX_POSITIONS: usize = 256;
+/// Positions the viewer runs (prompt and continuation together). A long text's forward keeps
+/// the maps of the layer drawn and what the others are made of (queries and keys, 92 KB a
+/// position for SmolLM2) rather than every map; what bounds it is the views that draw every
+/// layer (the model view, rollout), which fetch every layer's maps: 283 MB for SmolLM2 at 512
+/// positions, 1.1 GB at 1,024 (measured: 2.4 GB for the browser), until they take thumbnails.
+pub const MAX_POSITIONS: usize = 512;
+
+/// A cache is allocated for the positions a forward needs rounded up to this (not for every
+/// position the model runs: 24 MB for SmolLM2 at 512), so that typing a few more tokens
+/// reuses it.
+const CACHE_POSITIONS_STEP: usize = 64;
 
 /// What generation needs to know about a causal language model besides its forward.
 pub struct DecoderSpec<'a> {
@@ -52,11 +60,13 @@ pub trait CausalLm {
         probe: &mut Probe,
     ) -> Result<Vec<f32>>;
 
-    /// One cache per layer for every position the model runs, allocated once per generation.
-    fn new_cache(&self) -> Vec<KvCache> {
+    /// One cache per layer for `positions` positions (rounded up to [`CACHE_POSITIONS_STEP`],
+    /// at most every position the model runs), allocated once per generation.
+    fn new_cache(&self, positions: usize) -> Vec<KvCache> {
         let spec = self.spec();
         let kv_dim = spec.kv_heads * spec.head_dim;
-        (0..spec.layers).map(|_| KvCache::new(spec.max_positions, kv_dim)).collect()
+        let capacity = cache_capacity(positions, spec.max_positions);
+        (0..spec.layers).map(|_| KvCache::new(capacity, kv_dim)).collect()
     }
 
     /// The position vectors (or rotations) of positions `0..n`.
@@ -95,13 +105,22 @@ impl PreviousForward {
     }
 }
 
+/// Positions a cache holds for a forward of `positions`: rounded up to a step, at most `max`.
+fn cache_capacity(positions: usize, max: usize) -> usize {
+    positions
+        .div_ceil(CACHE_POSITIONS_STEP)
+        .saturating_mul(CACHE_POSITIONS_STEP)
+        .clamp(1, max.max(1))
+}
+
 /// Feeds the prompt `ids` from position 0, or from where the previous forward's ids stop
 /// agreeing with them when it recorded the same things; `probe` then holds the previous
-/// recording of the shared positions followed by this call's. Returns the caches and the
-/// logits after the last id.
+/// recording of the shared positions followed by this call's. The caches hold `positions`
+/// (prompt and continuation). Returns them and the logits after the last id.
 fn feed_prompt(
     m: &impl CausalLm,
     ids: &[u32],
+    positions: usize,
     probe: &mut Probe,
 ) -> Result<(Vec<KvCache>, Vec<f32>)> {
     let previous = m.previous_forward().take().and_then(|f| {
@@ -110,6 +129,8 @@ fn feed_prompt(
     });
     if let Some(Fed { ids: fed, mut cache, probe: recorded, logits }) = previous {
         let shared = fed.iter().zip(ids).take_while(|(a, b)| a == b).count();
+        let capacity = cache_capacity(positions, m.spec().max_positions);
+        cache.iter_mut().for_each(|c| c.reserve(capacity));
         if shared == ids.len() && fed.len() == ids.len() {
             *probe = recorded;
             return Ok((cache, logits));
@@ -124,7 +145,7 @@ fn feed_prompt(
             return Ok((cache, logits));
         }
     }
-    let mut cache = m.new_cache();
+    let mut cache = m.new_cache(positions);
     let logits = feed(m, ids, 0, &mut cache, probe)?;
     Ok((cache, logits))
 }
@@ -200,7 +221,7 @@ pub(crate) fn attend_ids(m: &impl CausalLm, ids: &[u32]) -> Result<Vec<Attention
         )));
     }
     let mut probe = Probe::attention_maps();
-    m.step(ids, 0, &mut m.new_cache(), &mut probe)?;
+    m.step(ids, 0, &mut m.new_cache(ids.len()), &mut probe)?;
     Ok(probe.into_attentions())
 }
 
@@ -298,7 +319,8 @@ pub(crate) fn generate(
         ));
     }
     let prompt_len = ids.len();
-    let (mut cache, mut logits) = feed_prompt(m, &ids, probe)?;
+    let positions = prompt_len + options.max_new_tokens;
+    let (mut cache, mut logits) = feed_prompt(m, &ids, positions, probe)?;
     let mut rng = SplitMix(u64::from(options.sampling.seed));
     let mut steps = Vec::new();
     let mut stop_reason = None;

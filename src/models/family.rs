@@ -207,18 +207,22 @@ pub struct PositionTable {
     pub wave: Option<Wave>,
 }
 
-/// Refuses a model whose attention maps for its longest input (every layer and head kept, as
-/// the viewer does: `layers × heads × queries × keys` f32) would not fit in the memory budget.
-/// `what` names the sizes in the message.
+/// Refuses a model whose attention for its longest input would not fit in the memory budget:
+/// what the viewer keeps of a long text, the maps of two layers of each kind (the one drawn and
+/// the next asked for: `2 × heads × queries × keys` f32) and every row's statistics of every
+/// layer and head (the head scores'). `blocks` are `(layers, heads, queries, keys)`; `what`
+/// names the sizes in the message.
 pub(crate) fn check_attention_budget(
     what: &str,
     blocks: &[(usize, usize, usize, usize)],
 ) -> Result<()> {
+    let row_stats = std::mem::size_of::<crate::heads::RowStats>() as u64;
+    let product =
+        |n: [usize; 3], bytes: u64| n.iter().try_fold(bytes, |a, &n| a.checked_mul(n as u64));
     let bytes = blocks.iter().try_fold(0u64, |total, &(layers, heads, queries, keys)| {
-        [layers, heads, queries, keys]
-            .iter()
-            .try_fold(4u64, |a, &n| a.checked_mul(n as u64))
-            .and_then(|b| total.checked_add(b))
+        let maps = product([layers.min(2), heads, queries], 4)?.checked_mul(keys as u64)?;
+        let stats = product([layers, heads, queries], row_stats)?;
+        total.checked_add(maps)?.checked_add(stats)
     });
     match bytes {
         Some(b) if b <= MEMORY_BUDGET_BYTES => Ok(()),

@@ -132,11 +132,18 @@ pub fn inspect(id: &str, files: &[FileHead]) -> Result<Inspection> {
     };
     let t = c.max_positions as u64;
     // The configs have been checked against the budget already; saturate all the same.
-    let maps = [c.layers as u64, c.heads as u64, t, t]
-        .iter()
-        .try_fold(4u64, |a, &n| a.checked_mul(n))
-        .unwrap_or(u64::MAX);
-    let maps = maps.saturating_add(c.decoder.map_or(0, |d| d.1));
+    let product = |n: &[u64]| n.iter().try_fold(4u64, |a, &n| a.checked_mul(n)).unwrap_or(u64::MAX);
+    let layer_maps = product(&[c.heads as u64, t, t]);
+    let all_maps =
+        layer_maps.saturating_mul(c.layers as u64).saturating_add(c.decoder.map_or(0, |d| d.1));
+    // A long text's forward in the page keeps the maps of the layer drawn (two while the next is
+    // asked for) and what every map is made of: each layer's queries and keys, and K and V in a
+    // decoder's cache (queries are `hidden` wide, keys and values `hidden·kv_heads/heads`).
+    let layers = c.layers as u64 + c.decoder.map_or(0, |d| d.0 as u64);
+    let kv_width = (c.hidden * c.kv_heads / c.heads.max(1)) as u64;
+    let per_position = product(&[layers, c.hidden as u64 + 3 * kv_width]);
+    let on_demand = layer_maps.saturating_mul(2).saturating_add(per_position.saturating_mul(t));
+    let maps = all_maps.min(on_demand);
     // The files are freed before the first forward: its maps can reuse their memory.
     let memory_bytes = weight_bytes.saturating_add(working.max(maps));
     if memory_bytes > MEMORY_BUDGET_BYTES {

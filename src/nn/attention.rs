@@ -22,6 +22,7 @@ use crate::tensor::{
     PARALLEL_FROM_MACS,
 };
 use std::cell::Cell;
+use std::sync::Arc;
 
 /// Which keys a query may see.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -121,6 +122,23 @@ impl KvCache {
         self.len += t;
     }
 
+    /// Room for `capacity` positions, keeping those written (the buffers move only when they
+    /// grow: between forwards, never during one).
+    pub fn reserve(&mut self, capacity: usize) {
+        if capacity <= self.capacity {
+            return;
+        }
+        let (old, len, kv_dim) = (self.capacity, self.len, self.kv_dim);
+        self.k.resize(capacity * kv_dim, 0.0);
+        let mut v_t = vec![0.0; kv_dim * capacity];
+        for (row, old_row) in v_t.chunks_exact_mut(capacity).zip(self.v_t.chunks_exact(old.max(1)))
+        {
+            row[..len].copy_from_slice(&old_row[..len]);
+        }
+        self.v_t = v_t;
+        self.capacity = capacity;
+    }
+
     /// Forgets every position from `n` on (a causal prefix stays exactly what it was).
     pub fn keep_first(&mut self, n: usize) {
         self.len = self.len.min(n);
@@ -186,8 +204,9 @@ fn scores_to_probs(
 /// One attention call's part of [`MapSources`]: its queries and what they saw.
 #[derive(Clone, Debug)]
 struct QueryChunk {
-    /// `# [query_len, heads·d_k]`
-    q: Vec<f32>,
+    /// `# [query_len, heads·d_k]` (shared, as `keys`, with the copy a causal decoder keeps for
+    /// its next forward)
+    q: Arc<Vec<f32>>,
     query_len: usize,
     /// Keys there were at this call (`0..key_len` of the site's).
     key_len: usize,
@@ -204,12 +223,12 @@ pub struct MapSources {
     pub attention: MultiHead,
     chunks: Vec<QueryChunk>,
     /// `# [Tk, kv_heads·d_k]`
-    keys: Vec<f32>,
+    keys: Arc<Vec<f32>>,
 }
 
 impl MapSources {
     fn new(attention: MultiHead) -> MapSources {
-        MapSources { attention, chunks: Vec::new(), keys: Vec::new() }
+        MapSources { attention, chunks: Vec::new(), keys: Arc::default() }
     }
 
     /// Query rows of every call so far.
@@ -227,10 +246,12 @@ impl MapSources {
         let kv_dim = self.attention.kv_dim();
         let have = self.key_len();
         if kv.len() > have {
-            self.keys.extend_from_slice(&kv.k[have * kv_dim..kv.len() * kv_dim]);
+            Arc::make_mut(&mut self.keys)
+                .extend_from_slice(&kv.k[have * kv_dim..kv.len() * kv_dim]);
         }
         let (query_len, key_len) = (q.rows(), kv.len());
-        self.chunks.push(QueryChunk { q: q.as_slice().to_vec(), query_len, key_len, mask });
+        let q = Arc::new(q.as_slice().to_vec());
+        self.chunks.push(QueryChunk { q, query_len, key_len, mask });
     }
 
     /// Forgets every position from `n` on: query rows `n..` and keys `n..` (a causal prefix
@@ -245,11 +266,16 @@ impl MapSources {
                 return false;
             }
             c.query_len = c.query_len.min(n - first);
-            c.q.truncate(c.query_len * d);
+            if c.q.len() > c.query_len * d {
+                Arc::make_mut(&mut c.q).truncate(c.query_len * d);
+            }
             c.key_len = c.key_len.min(n);
             true
         });
-        self.keys.truncate(n.min(self.key_len()) * self.attention.kv_dim());
+        let keys = n.min(self.key_len()) * self.attention.kv_dim();
+        if self.keys.len() > keys {
+            Arc::make_mut(&mut self.keys).truncate(keys);
+        }
     }
 
     /// Head `head`'s map, query rows `rows` `# [rows, key_len()]`: each row as the forward
@@ -328,8 +354,12 @@ impl MultiHead {
         // Queries follow the rows this site recorded so far (a decode step's is the next row).
         let classed = probe.key_classes(self.site.kind).map(|c| ClassedKeys::of(c, kv.len()));
         let rows = classed.as_ref().map(|c| (c, probe.rows_recorded(self.site)));
+        let traced = probe.traced_head(self.site);
+        let whole_map = traced.is_some()
+            || value_norms.is_some()
+            || probe.wants_map(self.site, self.heads * q.rows() * kv.len());
         let AttentionOutput { context, probs, stats, trace } =
-            self.multi_head_attention(q, kv, mask, probe.traced_head(self.site), rows);
+            self.multi_head_attention(q, kv, mask, traced, rows, whole_map);
         super::progress::attention_done(self.site, q.rows());
         if probe.wants_sources() {
             probe.sources_at(self.site, || MapSources::new(*self)).add_call(q, kv, mask);
@@ -424,7 +454,8 @@ impl MultiHead {
     /// Scaled dot-product attention over every head: `softmax(mask(Q_h K_gᵀ / √d_k)) · V_g`.
     /// When `trace_head` is set, every intermediate of that head is returned too; with
     /// `classed` (the keys' classes, and the position of the first query in its sequence),
-    /// every row's statistics (the head scores', taken while the row is at hand).
+    /// every row's statistics (the head scores', taken while the row is at hand). Without
+    /// `whole_map` the maps are not returned, and each head's is made in a buffer of its own.
     fn multi_head_attention(
         &self,
         q: &Mat,
@@ -432,12 +463,13 @@ impl MultiHead {
         mask: Mask,
         trace_head: Option<usize>,
         classed: Option<(&ClassedKeys, usize)>,
+        whole_map: bool,
     ) -> AttentionOutput {
         let (heads, d_k) = (self.heads, self.d_k);
         let (tq, tk, d) = (q.rows(), kv.len(), q.cols());
         let scale = self.scale();
         let (keys, values_t) = (kv.keys(), kv.values_t());
-        let mut probs = vec![0.0f32; heads * tq * tk];
+        let mut probs = vec![0.0f32; if whole_map { heads * tq * tk } else { 0 }];
         let mut entropies = vec![0.0f32; heads * tq]; // # [heads, Tq], from each row's softmax
         let mut stats = vec![RowStats::default(); if classed.is_some() { heads * tq } else { 0 }];
         let mut context = Mat::zeros(tq, d);
@@ -461,8 +493,13 @@ impl MultiHead {
             // SAFETY: head h alone writes probs[h·Tq·Tk ..][.. Tq·Tk], entropies[h·Tq ..][.. Tq],
             // the same of stats when it has them, and columns h·d_k.. h·d_k + d_k of context,
             // and the buffers outlive the loop.
-            let block =
-                unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) };
+            let mut own = Vec::new();
+            let block = if whole_map {
+                unsafe { std::slice::from_raw_parts_mut(probs_out.at(h * tq * tk), tq * tk) }
+            } else {
+                own.resize(tq * tk, 0.0);
+                &mut own[..]
+            };
             let row_entropies =
                 unsafe { std::slice::from_raw_parts_mut(entropies_out.at(h * tq), tq) };
             scores_into(h, block);
@@ -696,6 +733,24 @@ mod tests {
     }
 
     #[test]
+    fn a_cache_grown_between_forwards_keeps_its_positions() {
+        let (k, v) = (mat(6, 4, 0.2), mat(6, 4, 0.3));
+        let rows = |m: &Mat, r: std::ops::Range<usize>| {
+            Mat::from_vec(r.len(), 4, m.as_slice()[r.start * 4..r.end * 4].to_vec())
+        };
+        let mut cache = KvCache::new(4, 4);
+        cache.append(&rows(&k, 0..3), &rows(&v, 0..3));
+        cache.reserve(2); // never shrinks
+        assert_eq!(cache.capacity(), 4);
+        cache.reserve(7);
+        cache.append(&rows(&k, 3..6), &rows(&v, 3..6));
+        let whole = KvCache::of(k.clone(), &v);
+        assert_eq!((cache.len(), cache.capacity()), (6, 7));
+        assert_eq!(cache.keys().to_vec(), whole.keys().to_vec());
+        assert_eq!(cache.values_t().to_vec(), whole.values_t().to_vec());
+    }
+
+    #[test]
     fn grouped_query_heads_read_their_shared_key_value_head() {
         // Two query heads over one key/value head equal two heads over a repeated one.
         let (q, k, v) = (mat(4, 8, 0.7), mat(5, 4, 0.8), mat(5, 4, 0.9));
@@ -733,6 +788,7 @@ mod tests {
             Mask::Causal { first_query_position: 0 },
             Some(1),
             None,
+            true,
         );
         let t = out.trace.expect("trace requested");
         for i in 0..4 {

@@ -25,7 +25,7 @@ pub(super) struct Recorded {
     pub heads: usize,
     pub query_len: usize,
     pub key_len: usize,
-    /// `# [heads, query_len, key_len]`
+    /// `# [heads, query_len, key_len]` (empty when the probe did not want the map)
     pub probs: Vec<f32>,
     /// `# [heads, query_len]` what the head scores need of each row, when the probe asked
     /// ([`Probe::key_classes`]).
@@ -41,8 +41,9 @@ pub(super) struct Recorded {
 struct Chunk {
     query_len: usize,
     key_len: usize,
-    /// `None` once the site's maps are left out ([`KeepMaps::Within`]).
-    values: Option<Vec<f32>>,
+    /// `None` once the site's maps are left out ([`KeepMaps::Within`]). Shared: a causal
+    /// decoder keeps its recording for the next forward beside the one it returns.
+    values: Option<Arc<Vec<f32>>>,
     /// `# [heads, query_len]` (attention maps; not value norms)
     stats: Option<Vec<RowStats>>,
 }
@@ -360,7 +361,8 @@ impl Probe {
     /// they fit [`KeepMaps::Within`]'s bytes; from the first that does not, those of its sites
     /// alone, and the others recorded so far are dropped.
     fn keeps_map(&mut self, site: Site, len: usize) -> bool {
-        let KeepMaps::Within { bytes, sites } = &self.keep_maps else { return true };
+        let keep = self.wants_map(site, len);
+        let KeepMaps::Within { bytes, sites } = &self.keep_maps else { return keep };
         if !self.maps_left_out {
             self.map_bytes += 4 * len;
             if self.map_bytes > *bytes {
@@ -370,7 +372,20 @@ impl Probe {
                 }
             }
         }
-        !self.maps_left_out || sites.contains(&site)
+        keep
+    }
+
+    /// Whether the map of the coming call at `site`, of `len` floats, will be kept (else the
+    /// call needs no buffer for all its heads' maps at once).
+    pub(super) fn wants_map(&self, site: Site, len: usize) -> bool {
+        self.maps
+            && match &self.keep_maps {
+                KeepMaps::All => true,
+                KeepMaps::Within { bytes, sites } => {
+                    sites.contains(&site)
+                        || (!self.maps_left_out && self.map_bytes + 4 * len <= *bytes)
+                }
+            }
     }
 
     /// Takes what one attention call at `site` computed.
@@ -390,10 +405,10 @@ impl Probe {
                     &mut self.recorded_norms,
                     site,
                     heads,
-                    Chunk { query_len, key_len, values: Some(weighted), stats: None },
+                    Chunk { query_len, key_len, values: Some(Arc::new(weighted)), stats: None },
                 );
             }
-            let values = self.keeps_map(site, probs.len()).then_some(probs);
+            let values = self.keeps_map(site, heads * query_len * key_len).then(|| Arc::new(probs));
             push_chunk(
                 &mut self.recorded,
                 site,
@@ -435,7 +450,7 @@ impl Probe {
     pub fn check_finite(&self) -> Result<()> {
         // (a row of NaN has a NaN entropy: the statistics stand for the maps left out)
         let finite = |c: &Chunk| {
-            c.values.as_deref().map_or(true, all_finite)
+            c.values.as_ref().map_or(true, |v| all_finite(v))
                 && c.stats.iter().flatten().all(|r| r.entropy.is_finite())
         };
         let bad_site =
@@ -512,7 +527,7 @@ fn keep_first_rows(chunks: &mut Vec<Chunk>, heads: usize, n: usize) {
                         kept.extend_from_slice(&row[..tk]);
                     }
                 }
-                kept
+                Arc::new(kept)
             });
             // [heads, query_len] → [heads, q]
             let stats = c.stats.as_ref().map(|s| {
@@ -564,7 +579,7 @@ fn assemble(recorded: Vec<SiteRecord>) -> Vec<AttentionBlock> {
             let key_len = chunks.iter().map(|c| c.key_len).max().unwrap_or(0);
             let mut chunks: Vec<(usize, usize, Vec<f32>)> = chunks
                 .into_iter()
-                .map(|c| Some((c.query_len, c.key_len, c.values?)))
+                .map(|c| Some((c.query_len, c.key_len, Arc::unwrap_or_clone(c.values?))))
                 .collect::<Option<_>>()?;
             let probs = if chunks.len() == 1 {
                 chunks.pop().map(|c| c.2).unwrap_or_default()

@@ -360,19 +360,19 @@ test('the widget: model="smollm2-135m" generate="4" draws, and generate-step scr
   }
 });
 
-test('at 256 positions (the model’s maximum) scrubbing and switching views keep the main thread within budget', { timeout: LONG }, async () => {
-  // 244 prompt tokens and 16 asked for: the prompt is cut to 240 so that all 16 fit in the
-  // model's 256 positions.
-  const text = Array.from({ length: 66 }, (_, i) => `word${i % 37} is`).join(' ');
+test('at 512 positions (the model’s maximum) scrubbing and switching views keep the main thread within budget', { timeout: LONG }, async () => {
+  // More than 512 prompt tokens and 16 asked for: the prompt is cut to 496 so that all 16 fit
+  // in the model's 512 positions.
+  const text = Array.from({ length: 140 }, (_, i) => `word${i % 37} is`).join(' ');
   const hash = new URLSearchParams({ m: MODEL, t: text, v: 'heatmap', g: '16' }).toString();
   const app = await openApp(browser, `${server.url}#${hash}`);
   const { page } = app;
   try {
     await setViewport(page, { width: 1280, height: 900 });
     let d = await drawnWhen(page, (_, x = window.attnvizDebug) => x.modelId === 'smollm2-135m' && x.generation && x.generation.steps > 0);
-    assert.equal(d.generation.promptLen + d.generation.steps, 256, 'prompt and continuation fill the 256 positions');
-    assert.deepEqual([d.generation.promptLen, d.generation.steps], [240, 16]);
-    assert.equal(await page.locator('#generation .gen-stop').textContent(), 'The prompt was cut to its first 240 tokens, so that it and the 16 generated fit in the model’s 256 positions.');
+    assert.equal(d.generation.promptLen + d.generation.steps, 512, 'prompt and continuation fill the 512 positions');
+    assert.deepEqual([d.generation.promptLen, d.generation.steps], [496, 16]);
+    assert.equal(await page.locator('#generation .gen-stop').textContent(), 'The prompt was cut to its first 496 tokens, so that it and the 16 generated fit in the model’s 512 positions.');
     // Watched once the side panel's chart module (a main-thread wasm, compiled once) is in.
     await page.waitForFunction(() => window.attnvizDebug.chartBars > 0, null, { timeout: LONG });
     const watch = await watchMainThread(page);
@@ -389,7 +389,7 @@ test('at 256 positions (the model’s maximum) scrubbing and switching views kee
       }
       await page.keyboard.press('ArrowLeft');
       await settle((st, x = window.attnvizDebug) => x.generation.step === st, d.generation.steps - 1);
-      assert.equal(d.generation.shownLen, 256 - 1);
+      assert.equal(d.generation.shownLen, 512 - 1);
       await watch.take(view);
     }
     await watch.check();
