@@ -100,11 +100,6 @@ impl TextTokenizer {
         })
     }
 
-    /// Ids `0..vocab_size()` (added tokens included).
-    pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
-    }
-
     pub fn id_to_token(&self, id: u32) -> String {
         self.inner.id_to_token(id).unwrap_or_else(|| format!("<{id}>"))
     }

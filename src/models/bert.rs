@@ -617,7 +617,7 @@ impl Family for BertModel {
         let x = self.embeddings.forward(&enc.ids)?; // [T, d]
         let first = Site { kind: AttentionKind::EncoderSelf, layer: 0 };
         probe.split_input(first, || self.embeddings.split(&enc.ids));
-        probe.tokens_fed(AttentionKind::EncoderSelf, 0, &enc.ids);
+        probe.tokens_fed(AttentionKind::EncoderSelf, 0, &enc.ids, &self.tokenizer);
         let x = self.encoder.forward(x, probe); // [T, d]
         Ok(ForwardOutput {
             sentence_embedding: Some(mean_pool_normalised(&x)),

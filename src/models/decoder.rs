@@ -158,7 +158,7 @@ fn feed(
     cache: &mut [KvCache],
     probe: &mut Probe,
 ) -> Result<Vec<f32>> {
-    probe.tokens_fed(AttentionKind::DecoderSelf, start, ids);
+    probe.tokens_fed(AttentionKind::DecoderSelf, start, ids, m.spec().tokenizer);
     m.step(ids, start, cache, probe)
 }
 

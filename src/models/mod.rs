@@ -25,7 +25,7 @@ pub use family::{Family, FamilyShape, PositionKind, PositionTable, Wave};
 pub use manifest::Manifest;
 
 use crate::error::{Error, Result};
-use crate::heads::{induction_scores, score_block, token_class, BlockStats, HeadScores};
+use crate::heads::{induction_scores, score_block, BlockStats, HeadScores};
 use crate::nn::probe::{KeepMaps, Probe, Recordings};
 use crate::nn::score_parts::score_parts;
 use crate::result::{
@@ -50,8 +50,8 @@ pub struct Model {
     /// Its heads' induction scores (causal models; `None` for the others): they do not depend
     /// on the text, so the probe runs on the first forward and every later one reads them.
     induction: OnceLock<Option<InductionScores>>,
-    /// Every vocabulary id's [`token_class`], made on the first forward that scores heads.
-    token_classes: OnceLock<Arc<[u8]>>,
+    /// Its special tokens, which the head scores tell apart among the keys.
+    special_tokens: OnceLock<Arc<[String]>>,
 }
 
 /// Positions a table holds when none are asked for: enough to see the slow dimensions turn.
@@ -95,7 +95,7 @@ pub struct Asks {
 
 impl Model {
     pub fn new(manifest: Manifest, family: Box<dyn Family>) -> Model {
-        Model { manifest, family, induction: OnceLock::new(), token_classes: OnceLock::new() }
+        Model { manifest, family, induction: OnceLock::new(), special_tokens: OnceLock::new() }
     }
 
     /// One forward; `probe` says what to record besides the outputs, and holds it afterwards.
@@ -184,7 +184,7 @@ impl Model {
             .with_lens(lens)
             .with_sources(sources)
             .keeping_maps(keep_maps)
-            .with_token_classes(self.token_classes());
+            .with_token_classes(self.special_tokens());
         let output = self.forward(text, generate, &mut probe)?;
         let Recordings {
             maps: attentions,
@@ -230,16 +230,10 @@ impl Model {
         Ok((scores, induction.map(|_| INDUCTION_TOKENS)))
     }
 
-    /// Every vocabulary id's [`token_class`] (made once: a key's class depends on its id alone).
-    fn token_classes(&self) -> Arc<[u8]> {
-        let table = self.token_classes.get_or_init(|| {
-            let special = self.family.shape().special_tokens;
-            let tokenizer = self.family.tokenizer();
-            (0..tokenizer.vocab_size() as u32)
-                .map(|id| tokenizer.id_to_token_opt(id).map_or(0, |t| token_class(&t, &special)))
-                .collect()
-        });
-        table.clone()
+    /// The model's special tokens (made once).
+    fn special_tokens(&self) -> Arc<[String]> {
+        let special = self.special_tokens.get_or_init(|| self.family.shape().special_tokens.into());
+        special.clone()
     }
 
     /// The heads' induction scores, probed on the first call and kept (they do not depend on

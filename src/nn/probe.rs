@@ -5,12 +5,13 @@
 use super::attention::MapSources;
 use super::score_parts::{InputSplit, QkSplit};
 use crate::error::{invalid_model, Error, Result};
-use crate::heads::{BlockStats, RowStats};
+use crate::heads::{token_class, BlockStats, RowStats};
 use crate::result::{
     top_tokens, AttentionBlock, AttentionKind, BlockTrace, HeadRequest, HeadTrace, TopToken,
 };
 use crate::tensor::all_finite;
 use crate::tensor::Mat;
+use crate::tokenize::TextTokenizer;
 use std::sync::Arc;
 
 /// Where one attention call sits in a model: its kind and its 0-based layer within that kind.
@@ -117,8 +118,9 @@ pub struct Probe {
     /// Bytes of the maps recorded so far, and whether some were left out since.
     map_bytes: usize,
     maps_left_out: bool,
-    /// Each vocabulary id's [`crate::heads::token_class`], when the head scores need them.
-    class_of_id: Option<Arc<[u8]>>,
+    /// The model's special tokens, when the head scores need the keys' classes
+    /// ([`crate::heads::token_class`]).
+    special_tokens: Option<Arc<[String]>>,
     /// The classes of the tokens fed so far on the encoder side and on the decoder side, by
     /// position: the keys of every attention call.
     encoder_classes: Vec<u8>,
@@ -170,11 +172,11 @@ impl Probe {
         self
     }
 
-    /// Takes each map's rows' statistics for the head scores, keys classed by `class_of_id`
-    /// (every vocabulary id's [`crate::heads::token_class`]) as the families feed their ids
-    /// ([`Probe::tokens_fed`]).
-    pub fn with_token_classes(mut self, class_of_id: Arc<[u8]>) -> Probe {
-        self.class_of_id = Some(class_of_id);
+    /// Takes each map's rows' statistics for the head scores, the keys classed
+    /// ([`crate::heads::token_class`], with the model's `special_tokens`) as the families feed
+    /// their ids ([`Probe::tokens_fed`]).
+    pub fn with_token_classes(mut self, special_tokens: Arc<[String]>) -> Probe {
+        self.special_tokens = Some(special_tokens);
         self
     }
 
@@ -182,10 +184,18 @@ impl Probe {
     /// attention of `kind` reads (the encoder's or the decoder's), before the rows that read
     /// them, or, for a translator's decoder (its keys are named by the tokens it outputs), as
     /// each is chosen: the row already computed at that position then gets its own key's class.
-    pub fn tokens_fed(&mut self, kind: AttentionKind, start: usize, ids: &[u32]) {
-        let Some(table) = &self.class_of_id else { return };
-        let fed: Vec<u8> =
-            ids.iter().map(|&id| table.get(id as usize).copied().unwrap_or(0)).collect();
+    /// Only the ids fed are looked up (not the whole vocabulary: in wasm that first forward ran
+    /// the tokenizer's code long enough to queue its optimisation ahead of the kernels').
+    pub fn tokens_fed(
+        &mut self,
+        kind: AttentionKind,
+        start: usize,
+        ids: &[u32],
+        tokenizer: &TextTokenizer,
+    ) {
+        let Some(special) = &self.special_tokens else { return };
+        let class = |id: u32| tokenizer.id_to_token_opt(id).map_or(0, |t| token_class(&t, special));
+        let fed: Vec<u8> = ids.iter().map(|&id| class(id)).collect();
         let decoder_side = kind.key_side() == "decoder";
         let classes =
             if decoder_side { &mut self.decoder_classes } else { &mut self.encoder_classes };
@@ -216,7 +226,7 @@ impl Probe {
 
     /// The classes of the keys attention of `kind` reads, when the rows' statistics are taken.
     pub(super) fn key_classes(&self, kind: AttentionKind) -> Option<&[u8]> {
-        self.class_of_id.as_ref().filter(|_| self.maps)?;
+        self.special_tokens.as_ref().filter(|_| self.maps)?;
         Some(match kind.key_side() {
             "encoder" => &self.encoder_classes,
             _ => &self.decoder_classes,
@@ -331,7 +341,7 @@ impl Probe {
             }
             (now, then) => now == then,
         };
-        let classes = self.class_of_id.is_some() == previous.class_of_id.is_some();
+        let classes = self.special_tokens.is_some() == previous.special_tokens.is_some();
         (flags(self) == flags(&previous) && same_keeping && classes).then(|| {
             previous.keep_maps = self.keep_maps.clone();
             previous

@@ -266,7 +266,7 @@ impl Family for MarianModel {
         }
         let source: Vec<Option<u32>> = enc.ids.iter().map(|&id| Some(id)).collect();
         probe.split_input(first_layer(AttentionKind::EncoderSelf), || self.split(&source, 0));
-        probe.tokens_fed(AttentionKind::EncoderSelf, 0, &enc.ids);
+        probe.tokens_fed(AttentionKind::EncoderSelf, 0, &enc.ids, &self.tokenizer);
         for layer in &self.encoder {
             x = layer.forward(&x, probe);
         }
@@ -315,7 +315,7 @@ impl Family for MarianModel {
             }
             decode_top.push(top);
             // The decoder's keys are named by the tokens it outputs: this step's, now chosen.
-            probe.tokens_fed(AttentionKind::DecoderSelf, step, &[next]);
+            probe.tokens_fed(AttentionKind::DecoderSelf, step, &[next], &self.tokenizer);
             target_ids.push(next);
             if next == eos {
                 stop = StopReason::Eos;
