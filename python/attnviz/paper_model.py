@@ -15,7 +15,9 @@ self-attention agreement.
 
 Training is plain numpy (forward and hand-written backward, checked by `--gradcheck` against
 finite differences in float64), Adam with warm-up and cosine decay, float32, fixed seeds:
-the same seed gives the same data and the same weights. The folder is written only when greedy
+the same seed gives the same data, and the same weights with the same BLAS kernel (numpy's
+OpenBLAS picks one per processor, or OPENBLAS_CORETYPE does; another rounds differently, and
+400 steps carry that into other weights: the lesson page reads its numbers from the model). The folder is written only when greedy
 decoding gets at least 98 % of a held-out set (another seed, none of the training sentences)
 exactly right.
 

@@ -83,6 +83,29 @@ export function headMatrix(block, h) {
   return block.data.subarray(h * n, (h + 1) * n);
 }
 
+/**
+ * One weight of a result: from query token `query` to key token `key` (a token as the model's
+ * tokenizer writes it, its first occurrence, or a 0-based index) in `layer` (0-based) of `kind`,
+ * of head `head` (0-based) or the mean over the heads ('mean'). null where the result has no
+ * such block, head or token, or holds no map of that layer (a long text's, left in the worker).
+ */
+export function weightAt(result, { kind, layer, head = 'mean', query, key }) {
+  const block = result && getBlock(result, kind, layer);
+  if (!block || (!block.data && !block.headData)) return null;
+  const tok = tokensFor(result, kind);
+  const indexOf = (tokens, t, n) => {
+    const i = Number.isInteger(t) ? t : tokens.indexOf(String(t));
+    return i >= 0 && i < n ? i : -1;
+  };
+  const i = indexOf(tok.q, query, block.query_len);
+  const j = indexOf(tok.k, key, block.key_len);
+  const heads = head === 'mean' ? [...Array(block.heads).keys()] : [head];
+  if (i < 0 || j < 0 || !heads.every((h) => Number.isInteger(h) && h >= 0 && h < block.heads)) return null;
+  let sum = 0;
+  for (const h of heads) sum += headMatrix(block, h)[i * block.key_len + j];
+  return sum / heads.length;
+}
+
 /** Mean over the given heads (all heads by default). */
 export const headMean = (block, heads) => drain(headMeanSteps(block, heads));
 

@@ -42,6 +42,22 @@ for (const btn of document.querySelectorAll('.snippet button')) {
   });
 }
 
+// The lesson's numbers are the model's own: each .w[data-for] is read from its widget's map
+// (weight()) when that widget draws its lesson sentence. The paper's Transformer is trained by
+// make models, and numpy's BLAS kernel for the processor rounds differently, which 400 steps of
+// training carry into other weights (▁vermelha → ▁bola: 0.73 with OpenBLAS's AVX-512 kernel, 0.58
+// with OPENBLAS_CORETYPE=Haswell, the same seed), so no number is written into the prose.
+for (const span of document.querySelectorAll('.w[data-for]')) {
+  const el = document.getElementById(span.dataset.for);
+  if (!el) continue;
+  el.addEventListener('attention-change', () => {
+    if (typeof el.weight !== 'function' || el.viewState.text !== el.getAttribute('text')) return;
+    const { kind, layer, query, key } = span.dataset;
+    const w = el.weight({ kind, layer, query, key });
+    if (w !== null) span.textContent = w.toFixed(2);
+  });
+}
+
 // Ready once every widget that has begun has drawn, and one has: the lesson's widgets load lazily
 // (loading="lazy", data-state "waiting" until scrolled near), so one far below the fold is not
 // waited for; scrolling to it makes the page "loading" again until it has drawn.

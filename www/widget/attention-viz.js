@@ -48,6 +48,7 @@ import { STYLE } from './style.js';
 import { configure as configureWorker } from '../core/engine.js';
 import { bindCompareBox, bindTextBox, saveView } from '../shell/render.js';
 import { Session } from '../core/session.js';
+import { weightAt } from '../core/analysis.js';
 import { controlChoices, mountShell } from '../shell/host.js';
 import { keepForOffline } from '../shell/offline.js';
 import { bindStopExact, showStopExact } from '../shell/stop-exact.js';
@@ -506,6 +507,18 @@ class AttentionViz extends HTMLElement {
    *  (timing.js; one log per page, shared with the page shell and every widget). */
   get timings() {
     return timings;
+  }
+
+  /**
+   * One weight of the attention drawn (under the measure shown): from `query` to `key` (token
+   * strings as the tokenizer writes them, e.g. "▁bola", their first occurrence, or 0-based
+   * indices) in `layer` of `kind` (default: the widget's), `head` or 'mean' over the heads;
+   * layer and head count from 1, as the attributes do. null before the first map or where there
+   * is no such block, head or token. A lesson prints the model's own numbers with it.
+   */
+  weight({ kind = this.session.state.kind, layer = this.session.state.layer + 1, head = 'mean', query, key } = {}) {
+    if (!this.session.result) return null;
+    return weightAt(this.session.shownResult(), { kind, layer: Number(layer) - 1, head: head === 'mean' ? 'mean' : Number(head) - 1, query, key });
   }
 
   /** The current state (read-only copy). */
