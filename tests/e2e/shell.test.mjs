@@ -122,8 +122,12 @@ test('typing with all heads shown at 128 tokens keeps the main thread within bud
     assert.equal(d.heads, null, 'all heads shown');
     await watch.take('typing');
     await watch.check();
-    // The faintest of the ~190k candidate lines are left out (and the drawing says so); hovering a
-    // token draws every one of its lines.
+    // Fitted to the box, 128 tokens are drawn through a window (views/head.js); at "fit width"
+    // every token is, and the faintest of the ~190k candidate lines are left out (the drawing
+    // says so); hovering a token draws every one of its lines.
+    assert.equal((await app.page.evaluate(() => window.attnvizDebug.headWindow())).windowed, true);
+    await app.page.selectOption('#zoom', 'width');
+    await waitDrawn(app.page, () => window.attnvizDebug.state.zoom === 'width' && window.attnvizDebug.headWindow() && !window.attnvizDebug.headWindow().windowed);
     const from = await app.page.evaluate(() => window.attnvizDebug.linesFrom);
     assert.ok(from > 0, 'the line budget left faint lines out');
     const pt = await app.page.evaluate(() => window.attnvizDebug.tokenPoint('q', 5));

@@ -162,7 +162,10 @@ export class Session {
     const tokensMoved = ['view', 'kind', 'hideSpecial', 'merge'].some((k) => k in p && p[k] !== this.state[k]);
     if ('view' in p && p.view !== this.state.view) this.cursor = null;
     if ('view' in p) this.viewChosen = p.view;
-    this.state = this.source.constrain({ ...this.state, ...(tokensMoved && !('pin' in p) ? { pin: null } : {}), ...p }, this.state);
+    // So do a long text's head-view window (its first token), which follows the pin again, and
+    // the heatmap's zoom (its first row and column).
+    const moved = tokensMoved ? Object.fromEntries(['pin', 'win', 'hz'].filter((k) => !(k in p)).map((k) => [k, null])) : {};
+    this.state = this.source.constrain({ ...this.state, ...moved, ...p }, this.state);
     // Other weights (the weights picker, the exact ones arriving, or a comparison with int8 or exact): load them; the drawing stays until they are in.
     if (this.manifest && this.modelKey() !== key) this.selectModel(this.manifest.id);
     if ('view' in p || 'kind' in p || 'layer' in p || 'hideSpecial' in p || 'merge' in p) this.focus = null;

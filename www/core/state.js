@@ -91,6 +91,8 @@ export function defaultState() {
     query: 0, // query token (row) for the step view
     step: 0, // decode step for the cross view
     pin: null, // pinned token in the head view: { side: 'q'|'k', index }
+    hz: null, // heatmap zoom: { z (×), row, col (the first shown) }, or null: the whole map
+    win: null, // head view on a long text: the window's first token (null: around the pin, else the start; a causal decoder's end)
     lensCell: null, // the logit lens's pinned cell: { layer, position }
     // Generation (models whose info says generates: true)
     gen: 0, // tokens to generate after the prompt (0 = the prompt only)
@@ -236,6 +238,17 @@ export const FIELDS = [
       const pin = /^([qk])(\d{1,6})$/.exec(raw || '');
       return pin ? { side: pin[1], index: Number(pin[2]) } : null;
     },
+  },
+  {
+    name: 'hz', param: 'hz', write: (v) => (v && v.z > 1 ? `${v.z}.${v.row}.${v.col}` : null),
+    fromLink: (raw) => {
+      const z = /^(\d{1,2}(?:\.\d{1,2})?)\.(\d{1,6})\.(\d{1,6})$/.exec(raw || '');
+      return z && Number(z[1]) > 1 ? { z: Number(z[1]), row: Number(z[2]), col: Number(z[3]) } : null;
+    },
+  },
+  {
+    name: 'win', param: 'hw', write: (v) => (Number.isInteger(v) ? String(v) : null),
+    fromLink: (raw) => (raw === null ? null : clampInt(raw, 0, 100000, null)),
   },
   {
     name: 'lensCell', param: 'lc', write: (v) => (v ? `${v.layer}.${v.position}` : null),

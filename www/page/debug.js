@@ -11,6 +11,7 @@
 import { timings } from '../base/timing.js';
 import { parseModelKey } from '../core/weights.js';
 import { generationText } from '../shell/prose.js';
+import { tokenPoint as headTokenPoint } from '../views/head.js';
 
 /**
  * Define window.attnvizDebug for the page's session, shell (mountShell), elements and entropy
@@ -24,11 +25,13 @@ export function installDebug({ session, shell, el, chart }) {
   const debug = { modelId: null, tokens: [], targetTokens: [], outputText: null, lastForwardMs: null, drawCount: 0, lastDrawMs: null, lastLatencyMs: null, view: null, step: null, state: null };
   // the build the worker loaded (catalog.build: { version, dir, simd, relaxed, threads… }), null until known
   Object.defineProperty(debug, 'build', { enumerable: true, get: () => (session.catalog ? session.catalog.build : null) });
-  // Where (CSS px, relative to the canvas) a token of the head view is drawn.
-  debug.tokenPoint = (side, index) => {
-    const geom = geomOf('head');
-    if (!geom || !geom.rowH) return null;
-    return { x: side === 'q' ? geom.leftX - 10 : geom.rightX + 10, y: geom.headerH + 4 + index * geom.rowH + geom.rowH / 2 };
+  // Where (CSS px, relative to the canvas) a token of the head view is drawn (null: outside a long text's window).
+  debug.tokenPoint = (side, index) => headTokenPoint(geomOf('head'), side, index);
+  // Head view on a long text: its window ({ windowed, shown, q0, k0, nq, nk }), its minimap strips
+  // (CSS px relative to the canvas) and the values they drew.
+  debug.headWindow = () => {
+    const g = geomOf('head');
+    return g && g.win ? { ...g.win, strips: g.strips, values: g.stripValues ? { q: Array.from(g.stripValues.q), k: Array.from(g.stripValues.k) } : null } : null;
   };
   // Step view: where each matrix panel is drawn (CSS px relative to the canvas).
   debug.stepPanels = () => {
@@ -40,10 +43,11 @@ export function installDebug({ session, shell, el, chart }) {
     const g = geomOf('model');
     return g && g.cols ? { left: g.left, top: g.top, cell: g.cell, pitchX: g.pitchX, pitchY: g.pitchY, layerPitch: g.layerPitch, columnPitch: g.columnPitch, layersPerColumn: g.layersPerColumn, cols: g.cols, layers: g.L, heads: g.H, group: g.group, headX: g.headX } : null;
   };
-  // Heatmap: where its cells are drawn (CSS px relative to the canvas) and the pinned query row.
+  // Heatmap: where its cells are drawn (CSS px relative to the canvas), the pinned query row (in
+  // the cells drawn) and a zoom's place in the whole map (offset: { row, col, z, rows, cols }).
   debug.heatmapGrid = () => {
     const geom = geomOf('heatmap');
-    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow } : null;
+    return geom && geom.cell ? { left: geom.left, top: geom.top, cell: geom.cell, rows: geom.rows, cols: geom.cols, pinnedRow: geom.pinnedRow, offset: geom.offset || null } : null;
   };
   // Positions view: where the heatmap and the line chart are drawn (CSS px relative to the canvas).
   debug.positionsChart = () => {

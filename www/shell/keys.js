@@ -1,11 +1,23 @@
 // The keys of the map, written once for every host: arrows move through layers and heads, a and
 // m show all heads or their mean, Escape unpins, digits open the n-th tab, [ ] { } walk the
-// view's items with a keyboard cursor and Enter clicks where it stands. The rules they apply
+// view's items with a keyboard cursor and Enter clicks where it stands, PageUp / PageDown move
+// what a view scrolls inside itself (the head view's window on a long text). The rules they apply
 // (pin, hover, clamping) are the session's.
 
 import { prepareLayer } from '../core/analysis.js';
+import { following } from '../views/head.js';
 import { viewFor } from '../views/index.js';
 import { click, moveCursor } from './pointer.js';
+
+/** The centre of the cell under the keyboard cursor (CSS px), where it is drawn; else null. */
+function cursorPoint(mod, geom, cursor) {
+  const off = geom.offset || { row: 0, col: 0 };
+  const row = cursor.row - off.row;
+  const col = cursor.col - off.col;
+  if (row < 0 || col < 0 || row >= geom.rows || col >= geom.cols) return null;
+  const r = mod.cellRect(geom, row, col);
+  return { x: r.x + r.w / 2, y: r.y + r.h / 2 };
+}
 
 /**
  * A key pressed on the map (or anywhere on the page outside text fields). Returns true when
@@ -51,6 +63,23 @@ export function pressKey(session, key, geom = null) {
     case '{':
     case '}':
       return moveCursor(session, key, geom);
+    case 'PageUp':
+    case 'PageDown':
+    case '+':
+    case '=':
+    case '-': {
+      // PageUp / PageDown move what the view scrolls; + and − zoom a view that zooms (the
+      // heatmap), as the wheel does, at the keyboard cursor's cell or the centre.
+      const view = viewFor(s.view);
+      if (!view.scroll || !geom || session.input().compare) return false;
+      const page = key === 'PageUp' || key === 'PageDown';
+      if (!page && !view.zoomKeys) return false;
+      const at = !page && session.cursor && view.module.cellRect && 'row' in session.cursor ? cursorPoint(view.module, geom, session.cursor) : null;
+      const p = page ? view.scroll(geom, key === 'PageUp' ? -1 : 1, true, null, s) : view.scroll(geom, key === '-' ? 3 : -3, false, at, s);
+      if (!p) return false;
+      session.patch(p);
+      return true;
+    }
     case '[':
     case ']': {
       // Head view: pin the previous / next query token (its top weights are read out).
@@ -59,7 +88,9 @@ export function pressKey(session, key, geom = null) {
       if (!prep || !prep.rows) return false;
       const i = s.pin && s.pin.side === 'q' ? s.pin.index : -1;
       const n = prep.rows;
-      session.patch({ pin: { side: 'q', index: key === ']' ? (i + 1) % n : (i - 1 + n) % n } });
+      const index = key === ']' ? (i + 1) % n : (i - 1 + n) % n;
+      // A long text's window follows the pin (views/head.js).
+      session.patch({ pin: { side: 'q', index }, ...(session.input().compare ? {} : following(geom, 'q', index)) });
       return true;
     }
     default: {

@@ -12,6 +12,7 @@ import { click, clickLeavesView, hover } from './pointer.js';
 import { exportLabel } from './prose.js';
 
 const LARGE_CANVAS_PX = 1_000_000;
+const WHEEL_TOKENS = 3; // units of a view's scroll (tokens of the head view's window) a wheel notch makes
 
 /**
  * The state a view draws with in a box of box.width × box.height CSS px: state.boxHeight is the
@@ -54,7 +55,7 @@ export function* renderSteps(canvas, name, input, drawState, theme, box, { buffe
     shown.drawImage(ctx.canvas, 0, 0, w, h, 0, 0, w, h);
   }
   geom.drawMs = performance.now() - t0;
-  canvas.setAttribute('aria-label', v.describe(input, state));
+  canvas.setAttribute('aria-label', v.describe(input, state, geom));
   canvas.dataset.view = name;
   canvas.dataset.compare = input.compare ? '1' : '';
   canvas.dataset.kind = state.kind;
@@ -173,6 +174,34 @@ export function bindCanvas(canvas, session, geomOf) {
   listen('canvas', canvas, 'pointerleave', (e) => {
     if (e.pointerType === 'mouse') hover(session, null);
   });
+  // The wheel moves what a view scrolls inside itself (the head view's window on a long text, the
+  // heatmap's zoom): WHEEL_TOKENS units a notch (100 px, or 3 lines), a trackpad's small steps
+  // summed until they make one. Where the view has nothing to move that way, the page scrolls.
+  let wheelTokens = 0;
+  listen('canvas', canvas, 'wheel', (e) => {
+    const view = viewFor(session.state.view);
+    const geom = geomOf();
+    if (!view.scroll || !geom || !session.result || session.input().compare || !e.deltaY) return;
+    if (e.deltaMode === 2) {
+      const p = view.scroll(geom, e.deltaY, true, null, session.state); // pages
+      if (!p) return;
+      e.preventDefault();
+      session.patch(p);
+      return;
+    }
+    const tokens = e.deltaMode === 1 ? e.deltaY : (e.deltaY / 100) * WHEEL_TOKENS;
+    if (Math.sign(tokens) !== Math.sign(wheelTokens)) wheelTokens = 0;
+    wheelTokens += tokens;
+    const whole = Math.trunc(wheelTokens);
+    const r = canvas.getBoundingClientRect();
+    // Less than a unit so far: kept from the page, if the view can move that way at all.
+    const p = view.scroll(geom, whole || Math.sign(tokens), false, { x: e.clientX - r.left, y: e.clientY - r.top }, session.state);
+    if (!p) return;
+    e.preventDefault();
+    if (!whole) return;
+    wheelTokens -= whole;
+    session.patch(p);
+  }, { passive: false });
   listen('canvas', canvas, 'click', (e) => {
     const hit = hitAt(e);
     if (touched !== null && !secondTap && clickLeavesView(session, hit)) return; // first tap: read-out

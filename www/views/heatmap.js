@@ -20,6 +20,13 @@ const MAX_CELL = 44;
 // 40 ms per frame to show); hovering a cell reads out its query, key and weight.
 const MIN_CELL = 2;
 const MAX_LABEL = 110; // longest label, px (longer ones are shortened with …)
+// Zoom (state.hz = { z, row, col }: the factor and the first row and column shown): the wheel
+// zooms around the pointer where the whole map's cells are smaller than ZOOMABLE_BELOW px, a
+// notch (3 steps) doubling or halving; PageUp / PageDown move the zoomed rows.
+const ZOOMABLE_BELOW = 14;
+const ZOOM_STEP = 2 ** (1 / 3);
+const NOTE_H = 15; // a note line under the title
+const ZOOM_LEAST = 16; // the fewest rows or columns a zoom shows (so a short map is never zoomed)
 
 /** The matrix the heatmap draws: { prep, mat, max, title } (the compare view reuses it). */
 export function matrixFor(input, state) {
@@ -30,6 +37,73 @@ export function matrixFor(input, state) {
   const mat = agg ? prep.mean : prep.heads[head];
   const what = agg === 'rollout' ? 'rollout' : agg === 'mean' ? 'mean over heads' : `head ${head + 1}`;
   return { prep, mat, max: maxOf(mat) || 1, title: `Layer ${prep.layer + 1} · ${what} · ${KIND_NAMES[prep.kind] || prep.kind}${measureTag(state)}` };
+}
+
+/**
+ * The part of matrix m a zoom shows (state.hz; null or z ≤ 1: m itself): its rows and columns,
+ * labels and mask, the same colour scale as the whole map, and `offset`, where it stands in the
+ * whole ({ row, col, z, rows, cols }: hit tests and read-outs speak of the whole map's cells).
+ */
+export function zoomed(m, zoom) {
+  if (!m || !zoom || !(zoom.z > 1)) return m;
+  const { prep } = m;
+  const nr = Math.min(prep.rows, Math.max(ZOOM_LEAST, Math.ceil(prep.rows / zoom.z)));
+  const nc = Math.min(prep.cols, Math.max(ZOOM_LEAST, Math.ceil(prep.cols / zoom.z)));
+  if (nr === prep.rows && nc === prep.cols) return m;
+  const r0 = Math.min(Math.max(0, zoom.row | 0), prep.rows - nr);
+  const c0 = Math.min(Math.max(0, zoom.col | 0), prep.cols - nc);
+  const mat = new Float32Array(nr * nc);
+  for (let i = 0; i < nr; i++) mat.set(m.mat.subarray((r0 + i) * prep.cols + c0, (r0 + i) * prep.cols + c0 + nc), i * nc);
+  const span = (from, n, of) => `${from + 1}–${from + n} of ${of}`;
+  const note = `Zoomed ${zoom.z < 10 ? zoom.z.toFixed(1) : Math.round(zoom.z)}×: queries ${span(r0, nr, prep.rows)}, keys ${span(c0, nc, prep.cols)} (exact cells; the wheel zooms, PgUp/PgDn move, + / − at the cursor).`;
+  const sub = {
+    ...prep,
+    rows: nr,
+    cols: nc,
+    rowLabels: prep.rowLabels.slice(r0, r0 + nr),
+    colLabels: prep.colLabels.slice(c0, c0 + nc),
+    rowGroups: prep.rowGroups ? prep.rowGroups.slice(r0, r0 + nr) : prep.rowGroups,
+    maskedFrom: prep.maskedFrom ? Array.from({ length: nr }, (_, i) => Math.min(nc, Math.max(0, prep.maskedFrom[r0 + i] - c0))) : null,
+    notes: prep.notes.concat(note),
+  };
+  return { ...m, prep: sub, mat, offset: { row: r0, col: c0, z: zoom.z, rows: prep.rows, cols: prep.cols } };
+}
+
+/** The matrix the heatmap view draws in state s: matrixFor under its zoom. */
+const shownMatrix = (input, s) => zoomed(matrixFor(input, s), s.hz);
+
+/**
+ * The heatmap's wheel (units: WHEEL steps, negative zooms in, at the pointer `at` in CSS px, or
+ * null: the centre) or PageUp / PageDown (page: the rows shown, by units' sign) → a state patch
+ * { hz }, or null: nothing to zoom or move (a map whose cells are large already, the limits).
+ */
+export function zoomBy(geom, units, page = false, at = null, asked = undefined) {
+  if (!geom || !geom.cell) return null;
+  const off = geom.offset || { row: 0, col: 0, z: 1, rows: geom.rows, cols: geom.cols };
+  // The zoom asked for last (state.hz), which the drawing may not show yet: a quick second notch
+  // zooms on from it, and the pointer's cell is read off the drawing on screen.
+  const last = asked === undefined ? off : asked && asked.z > 1 ? asked : { row: 0, col: 0, z: 1 };
+  if (page) {
+    if (!(off.z > 1)) return null;
+    const row = Math.min(Math.max(0, (last.row ?? off.row) + Math.sign(units) * Math.max(1, geom.rows - 1)), off.rows - geom.rows);
+    return row === off.row && row === last.row ? null : { hz: { z: off.z, row, col: off.col } };
+  }
+  if (!(off.z > 1) && !(last.z > 1) && geom.cell >= ZOOMABLE_BELOW) return null;
+  const z = Math.min(Math.max(1, Math.max(off.rows, off.cols) / ZOOM_LEAST), Math.max(1, last.z * ZOOM_STEP ** -units));
+  if (Math.abs(z - last.z) < 1e-6) return null;
+  if (z < 1.01) return { hz: null };
+  // The cell under the pointer (or the centre) stays where it is: the zoomed cells' size and the
+  // matrix's top predicted from the room this drawing's cells had, less the zoom's note line.
+  const px = at ? at.x : geom.left + (geom.cell * geom.cols) / 2;
+  const py = at ? at.y : geom.top + (geom.cell * geom.rows) / 2;
+  const colUnder = off.col + Math.min(geom.cols, Math.max(0, (px - geom.left) / geom.cell));
+  const rowUnder = off.row + Math.min(geom.rows, Math.max(0, (py - geom.top) / geom.cell));
+  const nr = Math.min(off.rows, Math.max(ZOOM_LEAST, Math.ceil(off.rows / z)));
+  const nc = Math.min(off.cols, Math.max(ZOOM_LEAST, Math.ceil(off.cols / z)));
+  const noteH = off.z > 1 ? 0 : NOTE_H;
+  const cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(geom.room.w / nc), Math.floor((geom.room.h - noteH) / nr)));
+  const first = (under, at0, n, of) => Math.min(Math.max(0, Math.round(under - at0 / cell)), of - n);
+  return { hz: { z: Math.round(z * 100) / 100, row: first(rowUnder, py - geom.top - noteH, nr, off.rows), col: first(colUnder, px - geom.left, nc, off.cols) } };
 }
 
 /** The one colour scale of the heatmap (screen, PNG and SVG): viridis over 0 … the map's max;
@@ -50,7 +124,7 @@ const labelPx = (cell) => Math.max(9, Math.min(12, cell - 2));
 function geometry(ctx, m, width, height = Infinity, minLabelPx = 0) {
   const { prep } = m;
   const avail = (rowLabelW) => width - 8 - rowLabelW - BAR_W - 8;
-  const titleH = 28 + prep.notes.length * 15;
+  const titleH = 28 + prep.notes.length * NOTE_H;
   // A causal map's legend of masked cells needs 116 px under the top.
   const availH = (colLabelH) => Math.max(prep.maskedFrom ? 116 : 0, height - titleH - colLabelH) - 16;
   // Cell pitch: the label widths depend on the font, which depends on the pitch; two passes.
@@ -70,6 +144,8 @@ function geometry(ctx, m, width, height = Infinity, minLabelPx = 0) {
   }
   const px = labelPx(cell);
   const top = titleH + colLabelH;
+  // The room the cells had (zoomBy predicts a zoom's cells from it).
+  const room = { w: avail(rowLabelW), h: availH(colLabelH) };
   const left = 8 + rowLabelW;
   const w = left + cell * prep.cols + BAR_W + 8;
   // A label every `every` cells when they would overlap (only above ~40 tokens in 600 px).
@@ -78,6 +154,7 @@ function geometry(ctx, m, width, height = Infinity, minLabelPx = 0) {
     rowLabelW,
     colLabelH,
     labelPx: px,
+    room,
     every,
     cell,
     top,
@@ -96,7 +173,7 @@ export function* prepare(input, state) {
 }
 
 export function size(ctx, input, state, width) {
-  return matrixSize(ctx, matrixFor(input, state), width, fitHeight(state), state.minLabelPx);
+  return matrixSize(ctx, shownMatrix(input, state), width, fitHeight(state), state.minLabelPx);
 }
 
 /** The size of matrix m ({ prep, mat, max, title, lo?, color? }) drawn `width` px wide, fitted
@@ -107,19 +184,23 @@ export function matrixSize(ctx, m, width, height, minLabelPx = 0) {
   return { width: g.width, height: g.height };
 }
 
-/** The cell under (x, y) in CSS px of the drawing → { row, col }, or null. */
+/** The cell under (x, y) in CSS px of the drawing → { row, col } of the whole map (a zoomed
+ *  drawing's cells counted from the whole map's first), or null. */
 export function hitTest(geom, x, y) {
   if (!geom || !geom.cell) return null;
   const j = Math.floor((x - geom.left) / geom.cell);
   const i = Math.floor((y - geom.top) / geom.cell);
   if (i < 0 || j < 0 || i >= geom.rows || j >= geom.cols) return null;
-  return { row: i, col: j };
+  const off = geom.offset || { row: 0, col: 0 };
+  return { row: off.row + i, col: off.col + j };
 }
 
-/** The keyboard cursor's next cell (common.js gridStep). */
+/** The keyboard cursor's next cell among those drawn (common.js gridStep). */
 export function moveHit(geom, hit, key) {
-  const at = geom && geom.cell ? gridStep(hit && 'row' in hit ? [hit.row, hit.col] : null, geom.rows, geom.cols, key) : null;
-  return at && { row: at[0], col: at[1] };
+  const off = (geom && geom.offset) || { row: 0, col: 0 };
+  const from = hit && 'row' in hit ? [Math.max(0, hit.row - off.row), Math.max(0, hit.col - off.col)] : null;
+  const at = geom && geom.cell ? gridStep(from, geom.rows, geom.cols, key) : null;
+  return at && { row: off.row + at[0], col: off.col + at[1] };
 }
 
 /** Where cell (row, col) is drawn: { x, y, w, h } in CSS px. */
@@ -143,7 +224,7 @@ const cellValue = (v, signed) => {
 };
 
 export function* draw(ctx, input, state, theme, width) {
-  const m = matrixFor(input, state);
+  const m = shownMatrix(input, state);
   if (!m) {
     clear(ctx, width, 80, theme);
     textLines(ctx, ['No attention of this kind for this input.'], 12, 12, theme);
@@ -162,9 +243,13 @@ export function* drawMatrixView(ctx, m, state, theme, width) {
   const lo = m.lo || 0;
   const colorOf = cellColor(m);
   const g = geometry(ctx, m, width, fitHeight(state), state.minLabelPx);
+  g.offset = m.offset || null;
   const { cell, left, top } = g;
-  const fc = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
-  const focus = fc && fc.row < prep.rows && fc.col < prep.cols ? fc : null;
+  // The focused cell, in the cells drawn (a zoom's are offset in the whole map).
+  const off = m.offset || { row: 0, col: 0 };
+  const whole = state.focusCell || (state.focus && 'row' in state.focus ? state.focus : null);
+  const fc = whole && { row: whole.row - off.row, col: whole.col - off.col };
+  const focus = fc && fc.row >= 0 && fc.col >= 0 && fc.row < prep.rows && fc.col < prep.cols ? fc : null;
   // The pinned query's row, in the rows as shown (filters may hide or merge tokens).
   const pinned = state.pin && state.pin.side === 'q' && prep.rowGroups ? prep.rowGroups.findIndex((grp) => grp.includes(state.pin.index)) : -1;
   g.pinnedRow = pinned;
@@ -274,7 +359,9 @@ export function hoverText(input, state, hit) {
 }
 
 export function describe(input, state) {
-  const m = matrixFor(input, state);
+  const m = shownMatrix(input, state);
   if (!m) return 'Heatmap: no data';
-  return `Heatmap, ${m.title}: ${m.prep.rows} query rows × ${m.prep.cols} key columns. Hover a cell for its weight.`;
+  const o = m.offset;
+  const part = o ? `, zoomed to queries ${o.row + 1}–${o.row + m.prep.rows} and keys ${o.col + 1}–${o.col + m.prep.cols} of ${o.rows} × ${o.cols}` : '';
+  return `Heatmap, ${m.title}: ${m.prep.rows} query rows × ${m.prep.cols} key columns${part}. Hover a cell for its weight.`;
 }

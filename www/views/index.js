@@ -24,14 +24,26 @@ const sameToken = (a, b) => !!a && !!b && a.side === b.side && a.index === b.ind
  *   module             — the drawing module (size, draw, hitTest, describe)
  *   hover(hit, s)      → { focus } (a transient highlight) or { text } (a side-panel read-out)
  *   click(hit, s)      → a state patch, or null
+ *   scroll(geom, units, page, at, s) → a state patch for the wheel (units: 3 a notch, at: the
+ *                        pointer in CSS px) or PageUp/PageDown (page: true, units' sign), or null:
+ *                        nothing to move (the page scrolls instead); from state s, which a quick
+ *                        second notch has changed before the geometry of its drawing is there
+ *   zoomKeys           — + and − are the wheel (3 units) at the keyboard cursor, or the centre
  *   side(input, s, focus) → { title, hint, items: [{ label, weight }] }
  */
 const BEHAVIOURS = [
   {
     id: 'head',
     module: head,
-    hover: (hit) => ({ focus: hit }),
-    click: (hit, s) => ({ pin: hit && !sameToken(hit, s.pin) ? hit : null }),
+    // A long text's minimap strips: read out, and a click moves the window there.
+    hover: (hit, s, input) => (hit && hit.strip ? { focus: null, text: head.hoverText(input, s, hit) } : { focus: hit, text: null }),
+    click(hit, s) {
+      if (hit && hit.strip) return { win: hit.win };
+      const { at, ...token } = hit || {};
+      const pin = hit && !sameToken(hit, s.pin) ? token : null;
+      return at !== undefined ? { pin, win: at } : { pin };
+    },
+    scroll: (geom, units, page, at, s) => head.scrolled(geom, units, page, s.win),
     side(input, s, focus) {
       const f = focus || s.pin;
       if (!f) return { title: 'Details', hint: 'Hover a token to see only its lines and its top weights; click to pin it.', items: [] };
@@ -57,6 +69,9 @@ const BEHAVIOURS = [
     module: heatmap,
     hover: (hit, s, input) => ({ focus: hit, text: hit ? heatmap.hoverText(input, s, hit) : null }),
     click: () => null,
+    // A long text's map: the wheel (and + / −) zooms to exact cells, PageUp / PageDown move.
+    scroll: (geom, units, page, at, s) => heatmap.zoomBy(geom, units, page, at, s.hz),
+    zoomKeys: true,
   },
   {
     id: 'cross',
