@@ -1,8 +1,11 @@
-// Issue 40, the head view on a long text: a window of readable rows instead of a wall of 12 px
-// ones, with a minimap strip of the whole text beside each column (where the focus's weight
-// goes, the window outlined). Every way to move it is performed and what is drawn then is read:
-// the wheel, PageUp / PageDown, a click on a strip, [ ] moving the pin (the window follows), the
-// permalink (hw=), a strip's read-out, a causal decoder's default window at the end, SVG export.
+// Issue 40, views made for long texts. The head view: a window of readable rows instead of a
+// wall of 12 px ones, with a minimap strip of the whole text beside each column (where the
+// focus's weight goes, the window outlined); every way to move it is performed and what is drawn
+// then is read: the wheel, PageUp / PageDown, a click on a strip, [ ] moving the pin (the window
+// follows), the permalink (hw=), a strip's read-out, a causal decoder's default window at the
+// end, SVG export, the widget. The heatmap, whose cells are a few pixels wide: the wheel zooms to
+// exact cells around the pointer (and + / − at the keyboard cursor), PageUp / PageDown move the
+// zoomed rows, the zoom is in the permalink (hz=), and every read-out names the whole map's cell.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openApp, openWidget, useServerAndBrowser, setViewport } from './harness.mjs';
@@ -21,10 +24,12 @@ const VIEW = 'canvas#view';
 const win = (page) => page.evaluate(() => window.attnvizDebug.headWindow());
 const hashOf = (o) => `#${new URLSearchParams(o).toString()}`;
 
+/** The page on LONG (MiniLM's exact weights, 1280 × 900) with the permalink's `extra`, drawn. */
 async function openLong(extra = {}) {
   const app = await openApp(browser, server.url + hashOf({ m: 'minilm-l6', t: LONG, w: 'exact', ...extra }));
   await setViewport(app.page, { width: 1280, height: 900 });
-  await waitDrawn(app.page, (t) => window.attnvizDebug.text === t && window.attnvizDebug.view === 'head' && !!window.attnvizDebug.headWindow(), LONG);
+  const view = extra.v || 'head';
+  await waitDrawn(app.page, ([t, v]) => window.attnvizDebug.text === t && window.attnvizDebug.view === v && !!(v === 'head' ? window.attnvizDebug.headWindow() : window.attnvizDebug.heatmapGrid()), [LONG, view]);
   return app;
 }
 
@@ -223,5 +228,115 @@ test('widget: the same window and strips, moved by the wheel and PageDown', asyn
     await until(3 + w.shown - 1);
   } finally {
     await close();
+  }
+});
+
+// ---------------------------------------------------------------- the heatmap
+
+const grid = (page) => page.evaluate(() => window.attnvizDebug.heatmapGrid());
+
+/** The grid once the page has drawn one whose zoom `want` describes: { z: null } the whole map,
+ *  { zAbove } a zoom past that factor, { row } a zoom whose first row is that. */
+async function gridWhen(page, want) {
+  await page.waitForFunction((wt) => {
+    const g = window.attnvizDebug.heatmapGrid();
+    if (!g) return false;
+    const o = g.offset;
+    if ('z' in wt && wt.z === null && o) return false;
+    if ('zAbove' in wt && !(o && o.z > wt.zAbove)) return false;
+    if ('row' in wt && !(o && o.row === wt.row)) return false;
+    return true;
+  }, want, { timeout: 30_000, polling: 50 });
+  await waitDrawn(page, () => true);
+  return grid(page);
+}
+
+test('page: the wheel zooms a long heatmap to exact cells at the pointer; read-outs, PageUp/PageDown, + / − and the permalink follow', async () => {
+  const app = await openLong({ v: 'heatmap', l: '1', h: '3' });
+  const { page } = app;
+  try {
+    const n = await page.evaluate(() => window.attnvizDebug.tokens.length);
+    let g = await grid(page);
+    assert.equal(g.offset, null);
+    assert.equal(g.rows, n);
+    assert.ok(g.cell < 14, `cells of ${g.cell} px`);
+    const wholeCell = g.cell;
+    const box = await page.locator(VIEW).boundingBox();
+    // Two notches up over cell (120, 60): 4× zoom, that cell still under the pointer.
+    const at = { x: box.x + g.left + (60 + 0.5) * g.cell, y: box.y + g.top + (120 + 0.5) * g.cell };
+    await page.mouse.move(at.x, at.y);
+    await page.mouse.wheel(0, -100);
+    await page.mouse.wheel(0, -100);
+    g = await gridWhen(page, { zAbove: 3.9 });
+    assert.ok(Math.abs(g.offset.z - 4) < 0.05, `zoom ${g.offset.z}`);
+    assert.ok(g.rows < n / 3 && g.cell >= 3 * wholeCell, `${g.rows} rows of ${g.cell} px (the whole map's: ${wholeCell} px)`);
+    const under = await page.evaluate(([x, y]) => {
+      const gg = window.attnvizDebug.heatmapGrid();
+      const r = document.querySelector('canvas#view').getBoundingClientRect();
+      return { row: gg.offset.row + Math.floor((y - r.top - gg.top) / gg.cell), col: gg.offset.col + Math.floor((x - r.left - gg.left) / gg.cell) };
+    }, [at.x, at.y]);
+    assert.ok(Math.abs(under.row - 120) <= 1 && Math.abs(under.col - 60) <= 1, `the pointer's cell moved to ${JSON.stringify(under)}`);
+    assert.equal(await hashParam(page, 'hz'), `${g.offset.z}.${g.offset.row}.${g.offset.col}`);
+    assert.match(await page.getAttribute(VIEW, 'aria-label'), new RegExp(`zoomed to queries ${g.offset.row + 1}–${g.offset.row + g.rows} and keys ${g.offset.col + 1}–`));
+
+    // Hovering a zoomed cell reads out the whole map's cell: its tokens, positions and the CLI's weight.
+    // (the permalink's l=1 h=3 count from 0: layer 2, head 4)
+    const cli = cliBlock(cliJson('attend', '--model', 'models/minilm', '--text', LONG, '--layers', '1').attentions, 'encoder_self', 1);
+    const tokens = await page.evaluate(() => window.attnvizDebug.tokens);
+    const cell = { row: g.offset.row + 3, col: g.offset.col + 5 };
+    await page.mouse.move(box.x + g.left + (5 + 0.5) * g.cell, box.y + g.top + (3 + 0.5) * g.cell);
+    await page.waitForFunction((c) => document.getElementById('side-hint').textContent.includes(`(${c.row + 1}) → key`), cell, { timeout: 10_000 });
+    const hint = await page.textContent('#side-hint');
+    const m = /query “(.*)” \((\d+)\) → key “(.*)” \((\d+)\): ([\d.]+)/.exec(hint);
+    assert.ok(m, hint);
+    assert.deepEqual([m[1], Number(m[2]), m[3], Number(m[4])], [tokens[cell.row], cell.row + 1, tokens[cell.col], cell.col + 1]);
+    assert.ok(Math.abs(Number(m[5]) - cliAt(cli, 3, cell.row, cell.col)) <= 0.0006, `${m[5]} vs the CLI's ${cliAt(cli, 3, cell.row, cell.col)}`);
+
+    // PageDown moves the zoomed rows a page down, PageUp back.
+    await page.mouse.move(box.x + 2, box.y + box.height + 30);
+    await page.focus(VIEW);
+    const row0 = g.offset.row;
+    await page.keyboard.press('PageDown');
+    g = await gridWhen(page, { row: Math.min(row0 + g.rows - 1, n - g.rows) });
+    await page.keyboard.press('PageUp');
+    g = await gridWhen(page, { row: row0 });
+
+    // − zooms out a notch at a time, back to the whole map (no hz= in the permalink); + zooms in again.
+    await page.keyboard.press('-');
+    g = await gridWhen(page, { zAbove: 1.9 });
+    assert.ok(Math.abs(g.offset.z - 2) < 0.05, `zoom ${g.offset.z}`);
+    await page.keyboard.press('-');
+    g = await gridWhen(page, { z: null });
+    assert.equal(g.rows, n);
+    assert.equal(await hashParam(page, 'hz'), null);
+    await page.keyboard.press('+');
+    g = await gridWhen(page, { zAbove: 1.9 });
+    // Another view and back: the token positions may differ there, so the zoom starts again.
+    await page.click('#tab-view-head');
+    await page.click('#tab-view-heatmap');
+    g = await gridWhen(page, { z: null });
+  } finally {
+    await app.close();
+  }
+});
+
+test('page: a permalink opens the heatmap zoomed (hz=), and the wheel over a short sentence\'s heatmap scrolls the page instead', async () => {
+  const app = await openLong({ v: 'heatmap', hz: '8.40.100' });
+  const { page } = app;
+  try {
+    const g = await grid(page);
+    assert.deepEqual([g.offset.z, g.offset.row, g.offset.col], [8, 40, 100]);
+    await page.fill('#text', 'The cat sat on the mat.');
+    await waitDrawn(page, () => window.attnvizDebug.text === 'The cat sat on the mat.');
+    const short = await grid(page);
+    assert.equal(short.offset, null, 'a zoom past a short map shows all of it');
+    assert.ok(short.cell >= 14);
+    const box = await page.locator(VIEW).boundingBox();
+    await page.mouse.move(box.x + short.left + short.cell, box.y + short.top + short.cell);
+    await page.mouse.wheel(0, -100);
+    await page.waitForTimeout(300);
+    assert.equal((await grid(page)).offset, null, 'large cells: the wheel does not zoom');
+  } finally {
+    await app.close();
   }
 });
