@@ -69,6 +69,9 @@ test('the lesson page draws its five widgets with one shared worker; typing redr
   const { app, server } = await checkExamples('/');
   try {
     const { page } = app;
+    // Settled: a widget on 'auto' weights redraws once its exact ones are in (under load that came
+    // after this point, and the step widget's second drawing was taken for one caused by typing).
+    await page.waitForFunction(() => [...document.querySelectorAll('attention-viz')].every((w) => w.dataset.state !== 'ready' || (!w.session.pending && !w.shell.busy)), null, { timeout: 120_000 });
     const before = await widgetStats(page);
     // No globals leaked by the widget module.
     const leaked = await page.evaluate(() => ['AttentionViz', 'attnvizDebug', 'configure', 'Channel'].filter((k) => k in window));
