@@ -133,3 +133,57 @@ fn a_forward_keeping_one_layers_maps_scores_every_head_as_one_keeping_all() {
         }
     }
 }
+
+/// The model view of a long text draws thumbnails the worker pools from the sources: each must
+/// be the recorded map pooled the way the views pool a map they draw (`poolAbsMax` in
+/// www/views/common.js: cell (i, j) into (⌊i·rows/q⌋, ⌊j·cols/k⌋), the entry of largest
+/// magnitude), here written again as plainly as it reads, over more rows than one of the
+/// thumbnail's row blocks and sizes that divide nothing.
+#[test]
+fn thumbnails_are_the_recorded_maps_pooled_as_the_views_pool_them() {
+    let long: String = (0..30).map(|i| format!("The cat number {i} sat down. ")).collect();
+    let cases = [
+        ("minilm", long.as_str(), 0),
+        ("en-pt", "The cat sat on the mat because it was warm.", 0),
+        ("smollm2", "The cat sat on the mat", 3),
+    ];
+    for (dir, text, generate) in cases {
+        let a = with_sources(&load(dir), text, generate);
+        let sources = a.sources.as_ref().expect("sources asked for");
+        for b in &a.attentions {
+            let s = sources
+                .iter()
+                .find(|s| (s.attention.site.kind, s.attention.site.layer) == (b.kind, b.layer))
+                .expect("sources of each block");
+            let (q, k) = (b.query_len, b.key_len);
+            for (rows, cols) in [(37, 23), (q.min(128), k.min(128)), (1, 1)] {
+                let (rows, cols) = (rows.min(q), cols.min(k));
+                let thumbs = s.thumbnails(rows, cols);
+                assert_eq!(thumbs.len(), b.heads * rows * cols, "{dir} {:?} {}", b.kind, b.layer);
+                for h in 0..b.heads {
+                    let mut want = vec![0.0f32; rows * cols];
+                    for i in 0..q {
+                        for j in 0..k {
+                            let v = b.probs[(h * q + i) * k + j];
+                            let cell = &mut want[(i * rows / q) * cols + j * cols / k];
+                            if v.abs() > cell.abs() {
+                                *cell = v;
+                            }
+                        }
+                    }
+                    let got = &thumbs[h * rows * cols..(h + 1) * rows * cols];
+                    assert!(
+                        got == want.as_slice(),
+                        "{dir} {:?} layer {} head {h}, {rows}×{cols}",
+                        b.kind,
+                        b.layer
+                    );
+                }
+            }
+        }
+        assert!(
+            a.attentions.iter().any(|b| b.query_len > 64) || dir != "minilm",
+            "more rows than a block of them"
+        );
+    }
+}

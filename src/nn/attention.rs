@@ -319,6 +319,38 @@ impl MapSources {
     }
 }
 
+impl MapSources {
+    /// Every head's map pooled to a thumbnail, `# [heads, rows, cols]`: cell (i, j) of a map goes
+    /// to thumbnail cell (⌊i·rows/query_len⌋, ⌊j·cols/key_len⌋) and each keeps the entry of
+    /// largest magnitude (the pooling the views draw with, `www/views/common.js` poolAbsMax, so a
+    /// sharp weight stays visible). The rows are computed [`THUMBNAIL_ROWS`] at a time through
+    /// [`MapSources::head_rows`]: no whole map is held. `rows` and `cols` are at most the map's.
+    pub fn thumbnails(&self, rows: usize, cols: usize) -> Vec<f32> {
+        let (tq, tk) = (self.query_len(), self.key_len());
+        let (rows, cols) = (rows.clamp(1, tq.max(1)), cols.clamp(1, tk.max(1)));
+        let mut out = vec![0.0f32; self.attention.heads * rows * cols];
+        let col_of: Vec<usize> = (0..tk).map(|j| j * cols / tk).collect();
+        for (head, thumb) in out.chunks_exact_mut(rows * cols).enumerate() {
+            for first in (0..tq).step_by(THUMBNAIL_ROWS) {
+                let block = self.head_rows(head, first..(first + THUMBNAIL_ROWS).min(tq));
+                for (i, row) in block.chunks_exact(tk.max(1)).enumerate() {
+                    let o = (first + i) * rows / tq * cols;
+                    for (&v, &c) in row.iter().zip(&col_of) {
+                        let cell = &mut thumb[o + c];
+                        if v.abs() > cell.abs() {
+                            *cell = v;
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Query rows a thumbnail is computed from at a time (a 2,048-key block of them is 512 KiB).
+const THUMBNAIL_ROWS: usize = 64;
+
 /// One attention's heads and where it sits in its model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MultiHead {

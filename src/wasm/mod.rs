@@ -176,6 +176,26 @@ pub struct AttnModel {
     kept: RefCell<HashMap<String, (u32, Vec<MapSources>)>>,
 }
 
+impl AttnModel {
+    /// What `attend`'s `forward`-th kept under `keep`, or an error (for `what`, a request's
+    /// name) once a newer forward of that name replaced it.
+    fn kept_sources<'k>(
+        &self,
+        kept: &'k HashMap<String, (u32, Vec<MapSources>)>,
+        keep: &str,
+        forward: u32,
+        what: &str,
+    ) -> Result<&'k [MapSources], JsError> {
+        match kept.get(keep).filter(|(f, _)| *f == forward) {
+            Some((_, sources)) => Ok(sources),
+            None => Err(JsError::new(&format!(
+                "{what}: forward {forward} of {} is no longer kept (a newer forward replaced it)",
+                self.model.manifest.id
+            ))),
+        }
+    }
+}
+
 /// An array of floats as a `Float32Array` (a copy, owned by JS, so the worker can transfer it).
 struct F32s(Float32Array);
 
@@ -426,6 +446,38 @@ impl AttnModel {
         Ok(js)
     }
 
+    /// Thumbnails of every layer's maps of `kind` that `attend` (its `forward`-th, with the
+    /// `maps` option) left out under `keep`: `Float32Array` `[layers, heads, rows, cols]` with
+    /// rows = min(size, query_len) and cols = min(size, key_len), each map pooled as the views
+    /// pool it (MapSources::thumbnails), so the model view of a long text needs no layer's maps.
+    pub fn thumbnails(
+        &self,
+        keep: &str,
+        forward: u32,
+        kind: &str,
+        size: usize,
+    ) -> Result<Float32Array, JsError> {
+        let kind = parse_kind(kind)?;
+        let kept = self.kept.borrow();
+        let sources = self.kept_sources(&kept, keep, forward, "thumbnails")?;
+        let mut layers: Vec<&MapSources> =
+            sources.iter().filter(|s| s.attention.site.kind == kind).collect();
+        layers.sort_by_key(|s| s.attention.site.layer);
+        if layers.is_empty() {
+            return Err(JsError::new(&format!(
+                "thumbnails: {} has no {}",
+                self.model.manifest.id,
+                kind.as_str()
+            )));
+        }
+        let size = size.clamp(1, 4096);
+        let out: Vec<f32> = layers
+            .iter()
+            .flat_map(|s| s.thumbnails(size.min(s.query_len()), size.min(s.key_len())))
+            .collect();
+        Ok(Float32Array::from(out.as_slice()))
+    }
+
     /// Drops the maps kept under `keep` (its caller now draws another model's).
     pub fn forget(&self, keep: &str) {
         self.kept.borrow_mut().remove(keep);
@@ -444,12 +496,7 @@ impl AttnModel {
     ) -> Result<Float32Array, JsError> {
         let kind = parse_kind(kind)?;
         let kept = self.kept.borrow();
-        let Some((_, sources)) = kept.get(keep).filter(|(f, _)| *f == forward) else {
-            return Err(JsError::new(&format!(
-                "maps: forward {forward} of {} is no longer kept (a newer forward replaced it)",
-                self.model.manifest.id
-            )));
-        };
+        let sources = self.kept_sources(&kept, keep, forward, "maps")?;
         let site = sources
             .iter()
             .find(|s| (s.attention.site.kind, s.attention.site.layer) == (kind, layer));

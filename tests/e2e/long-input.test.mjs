@@ -77,17 +77,40 @@ test('at 512 tokens every view keeps the main thread within budget: switching, t
       await watch.take(`${view}/${agg}`);
     }
     await watch.check();
-    // The model view draws every layer: the worker sends the five it kept, and a layer asked for
-    // so is the layer the CLI computes for this text (the exact weights, settled).
+    // The model view draws every layer from thumbnails the worker pools from what it kept: no
+    // layer's maps are fetched for it, and each thumbnail is the CLI's map (the exact weights,
+    // settled) pooled as the views pool a map they draw (common.js poolAbsMax).
+    const heldBefore = await withData();
     await page.click('#tab-view-model');
-    await settled(page, () => window.attnvizDebug.view === 'model');
-    assert.deepEqual(await withData(), [true, true, true, true, true, true]);
+    await settled(page, () => window.attnvizDebug.view === 'model' && !!window.attnvizDebug.thumbnails());
+    assert.deepEqual(await withData(), heldBefore, 'the model view fetched no layer\'s maps');
+    const cli = cliBlock(cliJson('attend', '--model', 'models/minilm', '--text', LONG, '--layers', '4').attentions, 'encoder_self', 4);
+    const T = 128;
+    const thumbs = await page.evaluate((t) => {
+      const th = window.attnvizDebug.thumbnails().encoder_self;
+      return { size: th.size, length: th.data.length, heads: [0, 5, 11].map((h) => Array.from(th.data.subarray((4 * 12 + h) * t * t, (4 * 12 + h + 1) * t * t))) };
+    }, T);
+    assert.deepEqual([thumbs.size, thumbs.length], [T, 6 * 12 * T * T]);
+    let worstThumb = 0;
+    [0, 5, 11].forEach((h, hi) => {
+      const want = new Float32Array(T * T);
+      for (let i = 0; i < 512; i++) for (let j = 0; j < 512; j++) {
+        const v = cliAt(cli, h, i, j);
+        const k = Math.floor((i * T) / 512) * T + Math.floor((j * T) / 512);
+        if (Math.abs(v) > Math.abs(want[k])) want[k] = v;
+      }
+      want.forEach((v, k) => (worstThumb = Math.max(worstThumb, Math.abs(v - thumbs.heads[hi][k]))));
+    });
+    assert.ok(worstThumb < 1e-5, `layer 5's thumbnails differ from the CLI's maps pooled by ${worstThumb}`);
+    // A layer the head view then draws is asked for, and is the layer the CLI computes.
+    await page.click('#tab-view-head');
+    await page.selectOption('#layer', '4');
+    await settled(page, () => window.attnvizDebug.view === 'head' && window.attnvizDebug.state.layer === 4 && window.attnvizDebug.mapsHeld()[4]);
     const rows = [0, 1, 100, 255, 511];
     const ours = await page.evaluate((rs) => {
       const d = window.attnvizDebug.mapsOf(4);
       return [0, 5, 11].map((h) => rs.map((i) => Array.from(d.subarray((h * 512 + i) * 512, (h * 512 + i + 1) * 512))));
     }, rows);
-    const cli = cliBlock(cliJson('attend', '--model', 'models/minilm', '--text', LONG, '--layers', '4').attentions, 'encoder_self', 4);
     let worst = 0;
     [0, 5, 11].forEach((h, hi) => rows.forEach((i, ri) => ours[hi][ri].forEach((p, j) => (worst = Math.max(worst, Math.abs(p - cliAt(cli, h, i, j)))))));
     assert.ok(worst < 1e-5, `layer 5's maps, asked for after the forward, differ from the CLI's by ${worst}`);

@@ -11,6 +11,11 @@ import { chartWasm, loadChartWasm } from './chart-wasm.js';
 import { cacheKey } from './cache.js';
 import { Lane } from './lane.js';
 
+// The model view's thumbnails of a long text: at most this many rows and columns of each map
+// (its maps are 110 CSS px at the most; 72 MiniLM heads at 128² are 4.7 MB, their maps at 512
+// tokens 75 MB).
+const THUMBNAIL_SIZE = 128;
+
 // Positions the positions view plots (clamped by the model to its maximum): enough for the slow
 // dimensions of the sinusoid to turn, more than most typed texts use.
 const POSITIONS_SHOWN = 128;
@@ -43,7 +48,7 @@ export const viewDataMethods = {
   /** Fetch what the view shows beside the forward (each lane asks only when its view needs it). */
   fetchViewData() {
     if (viewFor(this.state.view).needsPositions) this.loadCharts();
-    return Promise.all([this.stepLane.run(), this.positionsLane.run(), this.mapsLane.run()]);
+    return Promise.all([this.stepLane.run(), this.positionsLane.run(), this.mapsLane.run(), this.thumbnailsLane.run()]);
   },
 
   /** The layers whose maps a view draws in state `s`, as { kind, layer }: the layer shown (the
@@ -56,7 +61,10 @@ export const viewDataMethods = {
     const layers = (this.shape && this.shape.layers[kind]) || 0;
     if (!layers || view.kindless || view.needsHeads) return [];
     const layer = Math.min(s.layer, layers - 1);
-    const upTo = s.view === 'model' ? layers - 1 : s.agg === 'rollout' && kind !== 'cross' ? layer : -1;
+    // The model view of maps left in the worker draws thumbnails of them (thumbnailsMissing), and
+    // the maps of the layer shown only (the side panel's chart).
+    const allLayers = s.view === 'model' && !this.thumbnailsServe(s);
+    const upTo = allLayers ? layers - 1 : s.agg === 'rollout' && kind !== 'cross' ? layer : -1;
     if (upTo < 0) return [{ kind, layer }];
     return Array.from({ length: upTo + 1 }, (_, l) => ({ kind, layer: l }));
   },
@@ -94,6 +102,46 @@ export const viewDataMethods = {
     const b = blockAt(r, request.kind, request.layer);
     if (b && !b.data) b.data = ans.maps;
     if (!this.mapsMissing()) this.emit('state');
+  },
+
+  /** Can thumbnails stand for the maps a view draws in state `s`? The model view's, of the maps
+   *  as the model gave them (no filter, the raw weights, every position: the worker pools those;
+   *  a scrubbed generation step draws the first positions of each map, core/prefix.js). */
+  thumbnailsServe(s = this.state) {
+    const scrubbed = s.gstep !== null && s.gstep !== undefined;
+    return s.view === 'model' && !s.hideSpecial && !s.merge && s.measure !== 'value-norm' && !scrubbed && !!this.source.runsModels;
+  },
+
+  /** The kind whose thumbnails the model view needs and the drawn forward has not got (its maps
+   *  stayed in the worker), or null. */
+  thumbnailsMissing() {
+    const r = this.result;
+    if (!r || !r.forward || !this.thumbnailsServe()) return null;
+    const kind = kindShown(this.state);
+    if (r.thumbnails && r.thumbnails[kind]) return null;
+    return r.attentions.some((b) => b.kind === kind && !b.data) ? kind : null;
+  },
+
+  /** The thumbnails lane's question: those of the kind shown, for the drawn forward. */
+  thumbnailsWanted() {
+    const kind = this.thumbnailsMissing();
+    if (!kind) return null;
+    const { model } = this.resultFor;
+    const forward = this.result.forward;
+    return { key: cacheKey(model, forward, kind, 'thumbnails'), forward, kind, ask: () => this.channel.thumbnails(model, forward, kind, THUMBNAIL_SIZE) };
+  },
+
+  /** Thumbnails came: they join the drawn forward (result.thumbnails[kind] = { size, data }). */
+  thumbnailsDone(request, ans, err) {
+    const r = this.result;
+    if (!r || r.forward !== request.forward) return;
+    if (err) {
+      this.error = `thumbnails: ${err.message}`;
+      this.emit('status');
+      return;
+    }
+    r.thumbnails = { ...r.thumbnails, [request.kind]: { size: THUMBNAIL_SIZE, data: ans.thumbnails } };
+    this.emit('state');
   },
 
   /** The head whose internals the view shows ({ kind, layer, head }: attend's and step()'s

@@ -102,6 +102,7 @@ export class Session {
     this.stepLane = this.fetchLane(this.steps, () => this.stepWanted(), 'step view', 'step');
     this.positionsLane = this.fetchLane(this.positionTables, () => this.positionsWanted(), 'positions view', 'positions');
     this.mapsLane = new Lane(() => this.mapsWanted(), (req, ans, err) => this.mapsDone(req, ans, err));
+    this.thumbnailsLane = new Lane(() => this.thumbnailsWanted(), (req, ans, err) => this.thumbnailsDone(req, ans, err));
     this.inputTimes = new Map(); // text → when the input event that produced it happened
     this.pendingLatency = null; // the same, for a result not yet drawn
     this.latency = null; // { total, toPost, roundTrip, forward } of the last typed text drawn
@@ -238,7 +239,7 @@ export class Session {
   /** Something the state asks for is still on its way: a forward (A's or B's, for the current
    *  text, generation and measure), or the view's step data or value norms. */
   get pending() {
-    return !!this.forwards.inFlight || !!this.compareForwards.inFlight || this.needsNorms() || this.needsStepData() || !!this.mapsMissing() || (!!this.comparing() && !this.compareFresh()) || this.fetchingExact();
+    return !!this.forwards.inFlight || !!this.compareForwards.inFlight || this.needsNorms() || this.needsStepData() || !!this.mapsMissing() || !!this.thumbnailsMissing() || (!!this.comparing() && !this.compareFresh()) || this.fetchingExact();
   }
 
   // ---------------------------------------------------------------- heads

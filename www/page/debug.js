@@ -96,6 +96,8 @@ export function installDebug({ session, shell, el, chart }) {
   // Which blocks of the drawn result hold their maps (the others are still in the worker), and one block's maps.
   debug.mapsHeld = () => (session.result ? session.result.attentions.map((a) => !!a.data) : null);
   debug.mapsOf = (i) => (session.result && session.result.attentions[i] ? session.result.attentions[i].data || null : null);
+  // The model view's thumbnails of a long text's maps (session-view-data.js), per kind: { size, data }.
+  debug.thumbnails = () => (session.result && session.result.thumbnails) || null;
   debug.attentions = () => (session.result ? session.result.attentions.map(({ kind, data }) => ({ kind, data: data ? Array.from(data) : null })) : null);
   // true while a drawing is still being made (at 512 tokens it takes several tasks)
   Object.defineProperty(debug, 'drawing', { get: () => shell.drawing });

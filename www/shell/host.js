@@ -57,8 +57,9 @@ export function mountShell({ name, session, canvas, box: boxEl, themeRoot, width
     if (!r) return;
     // Maps the view draws that are still in the worker (a long text's other layers): asked for,
     // and drawn when they come (the session's 'state'); the old drawing stays meanwhile.
-    if (session.mapsMissing()) {
+    if (session.mapsMissing() || session.thumbnailsMissing()) {
       session.mapsLane.run();
+      session.thumbnailsLane.run();
       return;
     }
     const s = session.state;

@@ -2,7 +2,7 @@
 // normalised entropy H (0 = every query looks at one key, 1 = uniform over the keys it can see:
 // analysis.js entropy, the head overview's "broad"). Click opens a head.
 
-import { headEntropies, kvGroupSize, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
+import { blockAt, headEntropies, kvGroupSize, numHeads, numLayers, prepareLayer, prepareLayerSteps } from '../core/analysis.js';
 import { blankMasked, canvasScale, clear, drawTitle, measureTag, drawMatrix, fitHeight, fitText, font, headColor, maxOf, pooledFor, textLines, viridis, wrapWords } from './common.js';
 import { KIND_NAMES } from './head.js';
 import { kvGroupText } from './heads.js';
@@ -75,9 +75,32 @@ function cells(input, state, width, top = 64) {
   return { L, H, cols, rowsPerLayer, layersPerColumn, columnPitch, left, cell, pitchX, pitchY, layerPitch, labelled: labelH === LABEL_H, group: shown, groupGap: grouped ? GROUP_GAP : 0, headX };
 }
 
+/**
+ * Layer l's maps as the model view draws them: `prep` (analysis.js prepareLayer), or for a long
+ * text whose maps stayed in the worker, `thumbs` — the thumbnails it sent (result.thumbnails,
+ * session-view-data.js: each map pooled to at most THUMBNAIL_SIZE² as drawMatrix pools) with
+ * the block's own scores and mask; null while neither is here.
+ */
+function layerMaps(input, state, l) {
+  const block = blockAt(input.result, state.kind, l);
+  // (headData first: a scrubbed generation's prefix block makes its `data` whole when read)
+  if (!block || block.headData || block.data) return { prep: prepareLayer(input.result, { ...state, layer: l, agg: 'head' }, input.specials) };
+  const t = input.result.thumbnails && input.result.thumbnails[state.kind];
+  if (!t) return null;
+  const [tq, tk] = [block.query_len, block.key_len];
+  const [rows, cols] = [Math.min(t.size, tq), Math.min(t.size, tk)];
+  const n = rows * cols;
+  const at = l * block.heads * n;
+  const heads = Array.from({ length: block.heads }, (_, h) => t.data.subarray(at + h * n, at + (h + 1) * n));
+  // A causal map's blank cells, in the map's own rows and keys: query i (of the last tq of tk
+  // positions) sees keys 0 … i + tk − tq.
+  const maskedFrom = state.kind === 'decoder_self' ? Int32Array.from({ length: tq }, (_, i) => Math.min(tk, i + 1 + tk - tq)) : null;
+  return { thumbs: { heads, rows, cols, tq, tk, maskedFrom }, scores: block.scores };
+}
+
 function geometry(ctx, input, state, width) {
   ctx.font = font(11);
-  const first = prepareLayer(input.result, { ...state, layer: 0, agg: 'head' }, input.specials);
+  const first = layerMaps(input, state, 0)?.prep ?? { scores: true };
   const subtitle = wrapWords(ctx, SUBTITLE + (first && !first.scores ? FILTERED_NOTE : ''), width - 16);
   const grouped = kvGroupSize(input.kvHeads, state.kind, numHeads(input.result, state.kind)) > 1;
   const top = 34 + subtitle.length * 15 + (grouped ? GROUP_HEAD : 0);
@@ -124,8 +147,8 @@ export function entropies(input, state) {
   const L = numLayers(input.result, state.kind);
   const out = [];
   for (let l = 0; l < L; l++) {
-    const prep = prepareLayer(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
-    out.push(headEntropies(prep).map((e) => e.normalised));
+    const maps = layerMaps(input, state, l);
+    out.push(maps && maps.prep ? headEntropies(maps.prep).map((e) => e.normalised) : ((maps && maps.scores) || []).map((sc) => sc.broad));
   }
   return out;
 }
@@ -135,6 +158,8 @@ export function* prepare(input, state, width) {
   const { L, cell } = cells(input, state, width);
   const scale = canvasScale();
   for (let l = 0; l < L; l++) {
+    const block = blockAt(input.result, state.kind, l);
+    if (block && !block.headData && !block.data) continue; // thumbnails: nothing to make
     const prep = yield* prepareLayerSteps(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
     headEntropies(prep);
     for (const m of prep.heads) {
@@ -180,7 +205,9 @@ export function* draw(ctx, input, state, theme, width) {
     ctx.font = font(11);
   }
   for (let l = 0; l < g.L; l++) {
-    const prep = prepareLayer(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
+    const maps = layerMaps(input, state, l);
+    // (a map of the whole layer, or its thumbnail: its weights' largest is the map's)
+    const { heads, rows, cols, maskedFrom, tq, tk } = maps && maps.prep ? { ...maps.prep, tq: maps.prep.rows, tk: maps.prep.cols } : maps ? maps.thumbs : { heads: [] };
     const [x0, y0] = cellXY(g, l, 0);
     ctx.fillStyle = theme.muted;
     ctx.font = font(11);
@@ -192,15 +219,17 @@ export function* draw(ctx, input, state, theme, width) {
       // quiet machine, 66 ms on a loaded one.
       if (h && h % 4 === 0) yield;
       const [x, y] = cellXY(g, l, h);
-      const m = prep.heads[h];
-      const mx = maxOf(m) || 1;
-      drawMatrix(ctx, m, prep.rows, prep.cols, x, y, g.cell, g.cell, (v) => viridis(v / mx));
-      blankMasked(ctx, prep.maskedFrom, prep.rows, prep.cols, x, y, g.cell, g.cell, theme);
+      const m = heads[h];
+      if (m) {
+        const mx = maxOf(m) || 1;
+        drawMatrix(ctx, m, rows, cols, x, y, g.cell, g.cell, (v) => viridis(v / mx));
+        blankMasked(ctx, maskedFrom, tq, tk, x, y, g.cell, g.cell, theme);
+      }
       const selected = l === state.layer && h === state.head;
       ctx.strokeStyle = selected ? theme.accent : theme.faint;
       ctx.lineWidth = selected ? 3 : 1;
       ctx.strokeRect(x - (selected ? 1.5 : 0.5), y - (selected ? 1.5 : 0.5), g.cell + (selected ? 3 : 1), g.cell + (selected ? 3 : 1));
-      if (!g.labelled) continue;
+      if (!g.labelled || ent[l][h] === undefined) continue;
       ctx.fillStyle = theme.muted;
       ctx.textAlign = 'center';
       ctx.textBaseline = 'top';
@@ -221,7 +250,7 @@ export function* draw(ctx, input, state, theme, width) {
 export function hoverText(input, state, hit) {
   const ent = entropies(input, state)[hit.layer];
   const H = numHeads(input.result, state.kind);
-  return ent ? `Layer ${hit.layer + 1}, head ${hit.head + 1}: H = ${ent[hit.head].toFixed(2)} (normalised entropy: 0 focused … 1 uniform)${kvGroupText(input, state.kind, H, hit.head)} · click to open it in the head view` : null;
+  return ent && ent[hit.head] !== undefined ? `Layer ${hit.layer + 1}, head ${hit.head + 1}: H = ${ent[hit.head].toFixed(2)} (normalised entropy: 0 focused … 1 uniform)${kvGroupText(input, state.kind, H, hit.head)} · click to open it in the head view` : null;
 }
 
 export function describe(input, state) {

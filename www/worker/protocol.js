@@ -23,6 +23,9 @@
 //   → { id, channel, type: 'maps', model, forward, kind, layer } ← { id, type: 'maps', maps }
 //     (one layer's maps [heads, query_len, key_len] that the channel's attend `forward` kept;
 //     an error once a newer attend of the channel replaced them)
+//   → { id, channel, type: 'thumbnails', model, forward, kind, size } ← { id, type: 'thumbnails', thumbnails }
+//     (every layer's maps of `kind` that attend `forward` kept, pooled to [layers, heads,
+//     min(size, query_len), min(size, key_len)] as the views pool a map: the model view's)
 //     (progress: a forward past FORWARD_PROGRESS_AFTER_MS says which attention call it finished,
 //     at most every FORWARD_PROGRESS_EVERY_MS: its kind, layer and query rows; the model's
 //     download, when it was not loaded, reports { model, loaded, total } first)
@@ -80,6 +83,7 @@ export const REQUEST = Object.freeze({
   attend: 'attend',
   step: 'step',
   maps: 'maps',
+  thumbnails: 'thumbnails',
   positions: 'positions',
   open: 'open',
   openHub: 'open-hub',
@@ -107,6 +111,7 @@ export const ANSWER = Object.freeze({
   result: 'result',
   step: 'step',
   maps: 'maps',
+  thumbnails: 'thumbnails',
   positions: 'positions',
   opened: 'opened',
   added: 'added',

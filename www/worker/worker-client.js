@@ -261,6 +261,13 @@ export class Channel {
     return request({ type: REQUEST.maps, channel: this.name, model, forward, kind, layer });
   }
 
+  /** → { thumbnails } (a Float32Array [layers, heads, min(size, query_len), min(size, key_len)])
+   *  or { superseded: true }: every layer's maps of `kind` that attend answer `forward` left in
+   *  the worker, pooled as the views pool them (the model view of a long text). */
+  thumbnails(model, forward, kind, size) {
+    return request({ type: REQUEST.thumbnails, channel: this.name, model, forward, kind, size });
+  }
+
   /** → { step } or { superseded: true } (gen as for attend) */
   step(model, text, kind, layer, head, gen = null) {
     return request({ type: REQUEST.step, channel: this.name, model, text, kind, layer, head, gen });

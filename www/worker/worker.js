@@ -104,6 +104,12 @@ async function handle(msg) {
         answer({ type: ANSWER.maps, maps }, [maps.buffer]);
         break;
       }
+      case REQUEST.thumbnails: {
+        const m = await ensureModel(msg.model, progress);
+        const thumbnails = guarded(() => m.model.thumbnails(String(msg.channel), msg.forward >>> 0, String(msg.kind), msg.size | 0));
+        answer({ type: ANSWER.thumbnails, thumbnails }, [thumbnails.buffer]);
+        break;
+      }
       case REQUEST.positions: {
         const m = await ensureModel(msg.model, progress);
         const positions = guarded(() => m.model.positions(msg.count | 0));
