@@ -7,7 +7,7 @@
 import { prepareLayer } from '../core/analysis.js';
 import { following } from '../views/head.js';
 import { viewFor } from '../views/index.js';
-import { click, moveCursor } from './pointer.js';
+import { click, moveCursor, scrollPatch } from './pointer.js';
 
 /** The centre of the cell under the keyboard cursor (CSS px), where it is drawn; else null. */
 function cursorPoint(mod, geom, cursor) {
@@ -71,11 +71,10 @@ export function pressKey(session, key, geom = null) {
       // PageUp / PageDown move what the view scrolls; + and − zoom a view that zooms (the
       // heatmap), as the wheel does, at the keyboard cursor's cell or the centre.
       const view = viewFor(s.view);
-      if (!view.scroll || !geom || session.input().compare) return false;
       const page = key === 'PageUp' || key === 'PageDown';
       if (!page && !view.zoomKeys) return false;
-      const at = !page && session.cursor && view.module.cellRect && 'row' in session.cursor ? cursorPoint(view.module, geom, session.cursor) : null;
-      const p = page ? view.scroll(geom, key === 'PageUp' ? -1 : 1, true, null, s) : view.scroll(geom, key === '-' ? 3 : -3, false, at, s);
+      const at = !page && geom && session.cursor && view.module.cellRect && 'row' in session.cursor ? cursorPoint(view.module, geom, session.cursor) : null;
+      const p = page ? scrollPatch(session, geom, key === 'PageUp' ? -1 : 1, true) : scrollPatch(session, geom, key === '-' ? 3 : -3, false, at);
       if (!p) return false;
       session.patch(p);
       return true;

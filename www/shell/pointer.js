@@ -34,3 +34,14 @@ export function moveCursor(session, key, geom) {
   hover(session, hit);
   return true;
 }
+
+/**
+ * What the view scrolls inside itself, moved (views/index.js scroll: the wheel's `units` at the
+ * pointer `at`, or a page by units' sign): the state patch to apply, or null where the view has
+ * nothing to move (none in a comparison), so the page scrolls or the key does its default.
+ */
+export function scrollPatch(session, geom, units, page, at = null) {
+  const view = viewFor(session.state.view);
+  if (!view.scroll || !geom || !session.result || session.input().compare) return null;
+  return view.scroll(geom, units, page, at, session.state);
+}

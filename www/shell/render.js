@@ -8,7 +8,7 @@ import { COMPARE_VIEWS } from '../core/views.js';
 import { drain, isSteps, NEW_TASK, runSliced } from '../core/slices.js';
 import { capText, TEXT_MAX } from '../core/state.js';
 import { listen } from '../base/timing.js';
-import { click, clickLeavesView, hover } from './pointer.js';
+import { click, clickLeavesView, hover, scrollPatch } from './pointer.js';
 import { exportLabel } from './prose.js';
 
 const LARGE_CANVAS_PX = 1_000_000;
@@ -179,11 +179,9 @@ export function bindCanvas(canvas, session, geomOf) {
   // summed until they make one. Where the view has nothing to move that way, the page scrolls.
   let wheelTokens = 0;
   listen('canvas', canvas, 'wheel', (e) => {
-    const view = viewFor(session.state.view);
-    const geom = geomOf();
-    if (!view.scroll || !geom || !session.result || session.input().compare || !e.deltaY) return;
+    if (!e.deltaY) return;
     if (e.deltaMode === 2) {
-      const p = view.scroll(geom, e.deltaY, true, null, session.state); // pages
+      const p = scrollPatch(session, geomOf(), e.deltaY, true); // pages
       if (!p) return;
       e.preventDefault();
       session.patch(p);
@@ -195,7 +193,7 @@ export function bindCanvas(canvas, session, geomOf) {
     const whole = Math.trunc(wheelTokens);
     const r = canvas.getBoundingClientRect();
     // Less than a unit so far: kept from the page, if the view can move that way at all.
-    const p = view.scroll(geom, whole || Math.sign(tokens), false, { x: e.clientX - r.left, y: e.clientY - r.top }, session.state);
+    const p = scrollPatch(session, geomOf(), whole || Math.sign(tokens), false, { x: e.clientX - r.left, y: e.clientY - r.top });
     if (!p) return;
     e.preventDefault();
     if (!whole) return;

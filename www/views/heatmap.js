@@ -39,6 +39,9 @@ export function matrixFor(input, state) {
   return { prep, mat, max: maxOf(mat) || 1, title: `Layer ${prep.layer + 1} · ${what} · ${KIND_NAMES[prep.kind] || prep.kind}${measureTag(state)}` };
 }
 
+/** How many of `n` rows (or columns) a zoom by `z` shows: zoomed() draws them, zoomBy places them. */
+const zoomSpan = (n, z) => Math.min(n, Math.max(ZOOM_LEAST, Math.ceil(n / z)));
+
 /**
  * The part of matrix m a zoom shows (state.hz; null or z ≤ 1: m itself): its rows and columns,
  * labels and mask, the same colour scale as the whole map, and `offset`, where it stands in the
@@ -47,8 +50,8 @@ export function matrixFor(input, state) {
 export function zoomed(m, zoom) {
   if (!m || !zoom || !(zoom.z > 1)) return m;
   const { prep } = m;
-  const nr = Math.min(prep.rows, Math.max(ZOOM_LEAST, Math.ceil(prep.rows / zoom.z)));
-  const nc = Math.min(prep.cols, Math.max(ZOOM_LEAST, Math.ceil(prep.cols / zoom.z)));
+  const nr = zoomSpan(prep.rows, zoom.z);
+  const nc = zoomSpan(prep.cols, zoom.z);
   if (nr === prep.rows && nc === prep.cols) return m;
   const r0 = Math.min(Math.max(0, zoom.row | 0), prep.rows - nr);
   const c0 = Math.min(Math.max(0, zoom.col | 0), prep.cols - nc);
@@ -98,8 +101,8 @@ export function zoomBy(geom, units, page = false, at = null, asked = undefined) 
   const py = at ? at.y : geom.top + (geom.cell * geom.rows) / 2;
   const colUnder = off.col + Math.min(geom.cols, Math.max(0, (px - geom.left) / geom.cell));
   const rowUnder = off.row + Math.min(geom.rows, Math.max(0, (py - geom.top) / geom.cell));
-  const nr = Math.min(off.rows, Math.max(ZOOM_LEAST, Math.ceil(off.rows / z)));
-  const nc = Math.min(off.cols, Math.max(ZOOM_LEAST, Math.ceil(off.cols / z)));
+  const nr = zoomSpan(off.rows, z);
+  const nc = zoomSpan(off.cols, z);
   const noteH = off.z > 1 ? 0 : NOTE_H;
   const cell = Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(geom.room.w / nc), Math.floor((geom.room.h - noteH) / nr)));
   const first = (under, at0, n, of) => Math.min(Math.max(0, Math.round(under - at0 / cell)), of - n);
