@@ -87,6 +87,11 @@ function layerMaps(input, state, l) {
   if (!block || block.headData || block.data) return { prep: prepareLayer(input.result, { ...state, layer: l, agg: 'head' }, input.specials) };
   const t = input.result.thumbnails && input.result.thumbnails[state.kind];
   if (!t) return null;
+  // One object per layer of these thumbnails, so that maxOf's and pooledFor's memos (keyed by the
+  // array) find what prepare() made, and redraws make nothing again.
+  let per = thumbnailLayers.get(t.data);
+  if (!per) thumbnailLayers.set(t.data, (per = []));
+  if (per[l]) return per[l];
   const [tq, tk] = [block.query_len, block.key_len];
   const [rows, cols] = [Math.min(t.size, tq), Math.min(t.size, tk)];
   const n = rows * cols;
@@ -95,8 +100,11 @@ function layerMaps(input, state, l) {
   // A causal map's blank cells, in the map's own rows and keys: query i (of the last tq of tk
   // positions) sees keys 0 … i + tk − tq.
   const maskedFrom = state.kind === 'decoder_self' ? Int32Array.from({ length: tq }, (_, i) => Math.min(tk, i + 1 + tk - tq)) : null;
-  return { thumbs: { heads, rows, cols, tq, tk, maskedFrom }, scores: block.scores };
+  per[l] = { thumbs: { heads, rows, cols, tq, tk, maskedFrom }, scores: block.scores };
+  return per[l];
 }
+
+const thumbnailLayers = new WeakMap(); // a kind's thumbnails (result.thumbnails[kind].data) → [layer → layerMaps' answer]
 
 function geometry(ctx, input, state, width) {
   ctx.font = font(11);
@@ -159,7 +167,16 @@ export function* prepare(input, state, width) {
   const scale = canvasScale();
   for (let l = 0; l < L; l++) {
     const block = blockAt(input.result, state.kind, l);
-    if (block && !block.headData && !block.data) continue; // thumbnails: nothing to make
+    if (block && !block.headData && !block.data) {
+      // Thumbnails: pooled to the cells here, as the maps below, so that drawing only paints.
+      const maps = layerMaps(input, state, l);
+      for (const m of maps ? maps.thumbs.heads : []) {
+        maxOf(m);
+        pooledFor(m, maps.thumbs.rows, maps.thumbs.cols, cell, cell, scale);
+        yield;
+      }
+      continue;
+    }
     const prep = yield* prepareLayerSteps(input.result, { ...state, layer: l, agg: 'head' }, input.specials);
     headEntropies(prep);
     for (const m of prep.heads) {
